@@ -1,0 +1,44 @@
+// The `lowp` subcommands. Each takes the arguments after its name and returns
+// the process exit code; errors go to stderr as one line naming the problem.
+#ifndef LOWP_CLI_COMMANDS_H_
+#define LOWP_CLI_COMMANDS_H_
+
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace lowp::cli {
+
+// Splits "--name value", "--name=value" and bare flags from positionals.
+class Args {
+ public:
+  // `value_options` take a value; `flags` do not. Anything else starting
+  // with "--" is an error.
+  static absl::StatusOr<Args> Parse(const std::vector<std::string>& argv,
+                                    const std::vector<std::string>& value_options,
+                                    const std::vector<std::string>& flags);
+  std::optional<std::string> Value(absl::string_view name) const;
+  bool Has(absl::string_view name) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> values_;
+  std::vector<std::string> flags_;
+  std::vector<std::string> positional_;
+};
+
+int Fail(const absl::Status& status);
+
+int FormatsCommand(const std::vector<std::string>& argv);
+int ConvertCommand(const std::vector<std::string>& argv);
+
+extern const char kFormatsHelp[];
+extern const char kConvertHelp[];
+
+}  // namespace lowp::cli
+
+#endif  // LOWP_CLI_COMMANDS_H_

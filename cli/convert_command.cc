@@ -1,0 +1,214 @@
+// lowp convert: a raw file of codes in one format to another.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cli/commands.h"
+#include "formats/format.h"
+#include "formats/packing.h"
+#include "formats/reference.h"
+
+namespace lowp::cli {
+
+const char kConvertHelp[] =
+    "usage: lowp convert --from F --to G [options] IN OUT\n"
+    "\n"
+    "Converts a raw little-endian file of F codes into G codes, element by\n"
+    "element through the exact value, with the scalar reference. Codes are\n"
+    "stored one per byte up to 8 bits (fp6 in the low six bits), two bytes up\n"
+    "to 16, four up to 32; 4-bit formats pack two per byte, low nibble first\n"
+    "(an odd count ends with a zero high nibble). OUT is written whole or not\n"
+    "at all.\n"
+    "\n"
+    "options:\n"
+    "  --from F, --to G   format names (see lowp formats)\n"
+    "  --rounding R       nearest-even (default), nearest-away, toward-zero,\n"
+    "                     toward-positive, toward-negative, odd, stochastic\n"
+    "  --overflow P       default (the format's: inf for IEEE formats, NaN\n"
+    "                     for fn/fnuz, saturation for fp6/fp4/int), saturate,\n"
+    "                     inf, nan\n"
+    "  --subnormals S     keep (default), ftz (flush results), daz (inputs are\n"
+    "                     zero), ftz-daz (both, as AVX512-BF16 does)\n"
+    "  --nan N            canonical (default, as ml_dtypes) or keep-payload\n"
+    "                     (quiet bit set, as x86 conversion instructions)\n"
+    "  --seed N           stochastic rounding seed (default 0); element i\n"
+    "                     uses RandomBits(seed, i), so results are repeatable\n"
+    "\n"
+    "example: lowp convert --from fp32 --to fp8_e4m3fn --overflow saturate \\\n"
+    "           weights.f32 weights.e4m3\n";
+
+namespace {
+
+absl::StatusOr<ConvertOptions> ReadOptions(const Args& args) {
+  ConvertOptions o;
+  if (auto v = args.Value("rounding")) {
+    absl::StatusOr<Rounding> r = ParseRounding(*v);
+    if (!r.ok()) return r.status();
+    o.rounding = *r;
+  }
+  if (auto v = args.Value("overflow")) {
+    absl::StatusOr<Overflow> r = ParseOverflow(*v);
+    if (!r.ok()) return r.status();
+    o.overflow = *r;
+  }
+  if (auto v = args.Value("subnormals")) {
+    absl::StatusOr<Subnormals> r = ParseSubnormals(*v);
+    if (!r.ok()) return r.status();
+    o.subnormals = *r;
+  }
+  if (auto v = args.Value("nan")) {
+    absl::StatusOr<NanPolicy> r = ParseNanPolicy(*v);
+    if (!r.ok()) return r.status();
+    o.nan = *r;
+  }
+  if (auto v = args.Value("seed")) {
+    if (!absl::SimpleAtoi(*v, &o.seed)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--seed: '", *v, "' is not an unsigned 64-bit integer"));
+    }
+  }
+  return o;
+}
+
+absl::StatusOr<Format> ReadFormat(const Args& args, const char* option) {
+  std::optional<std::string> name = args.Value(option);
+  if (!name) {
+    return absl::InvalidArgumentError(absl::StrCat("--", option, " is required"));
+  }
+  absl::StatusOr<Format> f = FindFormat(*name);
+  if (!f.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", option, ": ", f.status().message()));
+  }
+  return f;
+}
+
+// Writes to a temporary file beside `path` and renames it over `path` only
+// once everything is written, so a failure never leaves a partial file.
+class AtomicOutput {
+ public:
+  ~AtomicOutput() {
+    if (file_ != nullptr) std::fclose(file_);
+    if (!temp_.empty()) std::remove(temp_.c_str());
+  }
+  absl::Status Open(const std::string& path) {
+    path_ = path;
+    std::string temp = path + ".lowp-XXXXXX";
+    const int fd = mkstemp(temp.data());
+    if (fd < 0) return Error("cannot create");
+    temp_ = temp;
+    file_ = fdopen(fd, "wb");
+    if (file_ == nullptr) {
+      close(fd);
+      return Error("cannot open");
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Write(const std::vector<uint8_t>& bytes) {
+    if (!bytes.empty() &&
+        std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
+      return Error("cannot write");
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Commit() {
+    const int failed = std::fclose(file_);
+    file_ = nullptr;
+    if (failed != 0) return Error("cannot write");
+    if (std::rename(temp_.c_str(), path_.c_str()) != 0) return Error("cannot write");
+    temp_.clear();
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Error(const char* what) const {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output ", path_, ": ", what, " (", std::strerror(errno), ")"));
+  }
+  std::string path_, temp_;
+  FILE* file_ = nullptr;
+};
+
+absl::Status Convert(const Format& from, const Format& to,
+                     const ConvertOptions& options, const std::string& in_path,
+                     const std::string& out_path) {
+  std::ifstream in(in_path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("input ", in_path,
+                                            ": cannot open (", std::strerror(errno), ")"));
+  }
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(in_path, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(absl::StrCat("input ", in_path, ": ", ec.message()));
+  }
+  absl::StatusOr<size_t> count = CodeCount(from, size);
+  if (!count.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("input ", in_path, ": ",
+                                                   count.status().message()));
+  }
+  AtomicOutput out;
+  if (absl::Status s = out.Open(out_path); !s.ok()) return s;
+  // Chunks of a whole number of storage units of both formats (and an even
+  // number of codes, so 4-bit output never splits a byte between chunks).
+  constexpr size_t kChunkBytes = size_t{1} << 20;
+  std::vector<uint8_t> in_bytes(kChunkBytes), out_bytes;
+  std::vector<uint32_t> codes;
+  size_t index = 0;
+  while (index < *count) {
+    in.read(reinterpret_cast<char*>(in_bytes.data()), kChunkBytes);
+    const size_t got = static_cast<size_t>(in.gcount());
+    if (got == 0) {
+      return absl::DataLossError(absl::StrCat("input ", in_path,
+                                              ": shorter than its size while reading"));
+    }
+    codes.clear();
+    absl::Status s = UnpackCodes(from, {in_bytes.data(), got}, index, &codes);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("input ", in_path, ": ", s.message()));
+    }
+    for (size_t i = 0; i < codes.size(); ++i) {
+      codes[i] = ConvertCode(from, codes[i], to, options, index + i);
+    }
+    out_bytes.clear();
+    PackCodes(to, codes, &out_bytes);
+    if (s = out.Write(out_bytes); !s.ok()) return s;
+    index += codes.size();
+  }
+  return out.Commit();
+}
+
+}  // namespace
+
+int ConvertCommand(const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> args = Args::Parse(
+      argv, {"from", "to", "rounding", "overflow", "subnormals", "nan", "seed"}, {});
+  if (!args.ok()) return Fail(args.status());
+  if (args->positional().size() != 2) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "convert needs IN and OUT files, got ", args->positional().size(),
+        " positional arguments; see lowp convert --help")));
+  }
+  absl::StatusOr<Format> from = ReadFormat(*args, "from");
+  if (!from.ok()) return Fail(from.status());
+  absl::StatusOr<Format> to = ReadFormat(*args, "to");
+  if (!to.ok()) return Fail(to.status());
+  absl::StatusOr<ConvertOptions> options = ReadOptions(*args);
+  if (!options.ok()) return Fail(options.status());
+  if (absl::Status s = ValidateOptions(*to, *options); !s.ok()) return Fail(s);
+  const std::string& in = args->positional()[0];
+  const std::string& out = args->positional()[1];
+  if (absl::Status s = Convert(*from, *to, *options, in, out); !s.ok()) {
+    return Fail(s);
+  }
+  return 0;
+}
+
+}  // namespace lowp::cli

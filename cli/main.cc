@@ -1,0 +1,110 @@
+// lowp: low-precision numerics for large-model work.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/commands.h"
+
+namespace lowp::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: lowp <command> [options]\n"
+    "\n"
+    "What a number format does to your numbers.\n"
+    "\n"
+    "commands:\n"
+    "  formats   list the format catalog (--json for every field)\n"
+    "  convert   convert a raw file of codes from one format to another\n"
+    "\n"
+    "'lowp <command> --help' describes a command.\n";
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" ||
+      args[0] == "help") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  const bool wants_help = !args.empty() && (args[0] == "--help" || args[0] == "-h");
+  if (command == "formats") {
+    if (wants_help) return std::fputs(kFormatsHelp, stdout), 0;
+    return FormatsCommand(args);
+  }
+  if (command == "convert") {
+    if (wants_help) return std::fputs(kConvertHelp, stdout), 0;
+    return ConvertCommand(args);
+  }
+  std::fprintf(stderr, "lowp: unknown command '%s'\n%s", command.c_str(),
+               kUsage);
+  return 2;
+}
+
+}  // namespace
+
+absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& argv,
+                                 const std::vector<std::string>& value_options,
+                                 const std::vector<std::string>& flags) {
+  auto contains = [](const std::vector<std::string>& list, absl::string_view s) {
+    for (const std::string& item : list) {
+      if (item == s) return true;
+    }
+    return false;
+  };
+  Args args;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0) {
+      args.positional_.push_back(arg);
+      continue;
+    }
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    if (contains(flags, name) && eq == std::string::npos) {
+      args.flags_.push_back(name);
+    } else if (contains(value_options, name)) {
+      if (eq != std::string::npos) {
+        args.values_.emplace_back(name, arg.substr(eq + 1));
+      } else if (i + 1 < argv.size()) {
+        args.values_.emplace_back(name, argv[++i]);
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+      }
+    } else {
+      std::vector<std::string> known;
+      for (const std::string& v : value_options) known.push_back("--" + v);
+      for (const std::string& f : flags) known.push_back("--" + f);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown option '", arg, "'; valid: ", absl::StrJoin(known, ", ")));
+    }
+  }
+  return args;
+}
+
+std::optional<std::string> Args::Value(absl::string_view name) const {
+  std::optional<std::string> last;
+  for (const auto& [key, value] : values_) {
+    if (key == name) last = value;
+  }
+  return last;
+}
+
+bool Args::Has(absl::string_view name) const {
+  for (const std::string& flag : flags_) {
+    if (flag == name) return true;
+  }
+  return false;
+}
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "lowp: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+}  // namespace lowp::cli
+
+int main(int argc, char** argv) { return lowp::cli::Main(argc, argv); }

@@ -1,0 +1,38 @@
+// How codes lie in memory and in files: little-endian, one code per storage
+// unit of Format::storage_bits(): 4-bit formats two codes per byte with the
+// first code in the low nibble; up to 8 bits one byte (fp6 in the low six
+// bits); up to 16 bits two bytes; up to 32 bits four bytes (tf32 is its
+// 19-bit code, not a float32 bit pattern).
+#ifndef LOWP_FORMATS_PACKING_H_
+#define LOWP_FORMATS_PACKING_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "formats/format.h"
+
+namespace lowp {
+
+// Number of codes in `bytes` bytes, or InvalidArgument if `bytes` is not a
+// whole number of storage units.
+absl::StatusOr<size_t> CodeCount(const Format& format, size_t bytes);
+// Bytes needed to store `count` codes (a trailing odd 4-bit code takes a
+// byte whose high nibble is zero).
+size_t StorageBytes(const Format& format, size_t count);
+
+// Appends the codes stored in `bytes` to `codes`. A code with bits set above
+// format.bits (an fp6 byte above 0x3F, say) is InvalidArgument naming its
+// index, counted from `first_index`.
+absl::Status UnpackCodes(const Format& format, std::span<const uint8_t> bytes,
+                         size_t first_index, std::vector<uint32_t>* codes);
+// Appends the storage of `codes` (each within format.bits) to `bytes`.
+void PackCodes(const Format& format, std::span<const uint32_t> codes,
+               std::vector<uint8_t>* bytes);
+
+}  // namespace lowp
+
+#endif  // LOWP_FORMATS_PACKING_H_

@@ -16,31 +16,6 @@
 
 namespace lowp {
 
-uint32_t Format::code_mask() const {
-  return bits == 32 ? 0xFFFFFFFFu : (uint32_t{1} << bits) - 1;
-}
-
-uint32_t Format::sign_mask() const {
-  return is_signed ? uint32_t{1} << (bits - 1) : 0;
-}
-
-uint32_t Format::magnitude_mask() const { return code_mask() & ~sign_mask(); }
-
-uint32_t Format::max_finite_magnitude() const {
-  if (!is_float()) return magnitude_mask();
-  switch (specials) {
-    case SpecialEncoding::kIeee:  // the largest exponent below all-ones
-      return (((uint32_t{1} << exponent_bits) - 2) << mantissa_bits) |
-             ((uint32_t{1} << mantissa_bits) - 1);
-    case SpecialEncoding::kFiniteOnly:  // all-ones magnitude is NaN
-      return magnitude_mask() - 1;
-    case SpecialEncoding::kNegativeZeroIsNan:
-    case SpecialEncoding::kNone:
-      return magnitude_mask();
-  }
-  return 0;
-}
-
 int Format::max_normal_exponent() const {
   if (!is_float()) return 0;
   return static_cast<int>(max_finite_magnitude() >> mantissa_bits) - bias;

@@ -60,12 +60,29 @@ struct Format {
   bool has_subnormals() const { return is_float() && has_zero; }
 
   // Bit masks of a code.
-  uint32_t code_mask() const;       // all `bits` bits
-  uint32_t sign_mask() const;       // 0 for unsigned formats
-  uint32_t magnitude_mask() const;  // code_mask() without the sign bit
+  uint32_t code_mask() const {  // all `bits` bits
+    return bits == 32 ? 0xFFFFFFFFu : (uint32_t{1} << bits) - 1;
+  }
+  uint32_t sign_mask() const {  // 0 for unsigned formats
+    return is_signed ? uint32_t{1} << (bits - 1) : 0;
+  }
+  uint32_t magnitude_mask() const { return code_mask() & ~sign_mask(); }
   // The largest magnitude (code without sign) that encodes a finite value;
   // for floats the positive codes 0..this are ordered by value.
-  uint32_t max_finite_magnitude() const;
+  uint32_t max_finite_magnitude() const {
+    if (!is_float()) return magnitude_mask();
+    switch (specials) {
+      case SpecialEncoding::kIeee:  // the largest exponent below all-ones
+        return (((uint32_t{1} << exponent_bits) - 2) << mantissa_bits) |
+               ((uint32_t{1} << mantissa_bits) - 1);
+      case SpecialEncoding::kFiniteOnly:  // the all-ones magnitude is NaN
+        return magnitude_mask() - 1;
+      case SpecialEncoding::kNegativeZeroIsNan:
+      case SpecialEncoding::kNone:
+        break;
+    }
+    return magnitude_mask();
+  }
   // Exponent of the smallest normal number, 1 - bias (or -bias without zero).
   int min_normal_exponent() const { return (has_zero ? 1 : 0) - bias; }
   // Exponent of the largest binade, derived from max_finite_magnitude().

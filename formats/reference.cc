@@ -143,7 +143,7 @@ uint32_t InfinityCode(const Format& f, bool negative) {
 }
 
 uint32_t NanCode(const Format& f, bool negative, uint64_t payload,
-                 NanPolicy policy, uint32_t* events) {
+                 NanPolicy policy, uint32_t& events) {
   switch (f.specials) {
     case SpecialEncoding::kIeee: {
       const int m = f.mantissa_bits;
@@ -158,7 +158,7 @@ uint32_t NanCode(const Format& f, bool negative, uint64_t payload,
     case SpecialEncoding::kNegativeZeroIsNan:
       return f.sign_mask();
     case SpecialEncoding::kNone:
-      *events |= kNanReplaced;
+      events |= kNanReplaced;
       return 0;
   }
   return 0;
@@ -167,17 +167,17 @@ uint32_t NanCode(const Format& f, bool negative, uint64_t payload,
 // The result of an overflowing rounded value or an infinite input that the
 // format cannot keep as infinity.
 uint32_t OverflowCode(const Format& f, bool negative, Overflow policy,
-                      uint32_t* events) {
-  *events |= kOverflow;
+                      uint32_t& events) {
+  events |= kInexact | kOverflow;
   if (policy == Overflow::kInfinity) return InfinityCode(f, negative);
   if (policy == Overflow::kNan) {
     return NanCode(f, negative, 0, NanPolicy::kCanonical, events);
   }
-  *events |= kSaturated;
+  events |= kSaturated;
   return LargestFinite(f, negative);
 }
 
-uint32_t ZeroCode(const Format& f, bool negative, uint32_t* events) {
+uint32_t ZeroCode(const Format& f, bool negative, uint32_t& events) {
   if (f.is_float() && !f.has_zero) {  // e8m0: no zero to store
     return NanCode(f, negative, 0, NanPolicy::kCanonical, events);
   }
@@ -186,22 +186,22 @@ uint32_t ZeroCode(const Format& f, bool negative, uint32_t* events) {
 
 uint32_t EncodeInteger(const Format& f, bool negative, uint64_t sig,
                        int exponent, const ConvertOptions& o, uint32_t random,
-                       uint32_t* events) {
+                       uint32_t& events) {
   const int64_t lowest = f.is_signed ? -(int64_t{1} << (f.bits - 1)) : 0;
   const int64_t highest =
       f.is_signed ? (int64_t{1} << (f.bits - 1)) - 1 : (int64_t{1} << f.bits) - 1;
   int64_t value = 0;
   if (exponent + BitWidth(sig) - 1 >= f.bits) {  // |x| >= 2^bits: beyond any
     value = negative ? lowest - 1 : highest + 1;
-    *events |= kInexact;
+    events |= kInexact;
   } else {
     const Rounded r = RoundToInteger(sig, -exponent, negative, o.rounding, random);
     value = negative ? -static_cast<int64_t>(r.n) : static_cast<int64_t>(r.n);
-    if (r.inexact) *events |= kInexact;
-    if (r.n == 0) *events |= kUnderflow;
+    if (r.inexact) events |= kInexact;
+    if (r.n == 0) events |= kUnderflow;
   }
   if (value > highest || value < lowest) {
-    *events |= kOverflow | kSaturated;
+    events |= kInexact | kOverflow | kSaturated;
     value = value > highest ? highest : lowest;
   }
   return static_cast<uint32_t>(value) & f.code_mask();
@@ -209,9 +209,9 @@ uint32_t EncodeInteger(const Format& f, bool negative, uint64_t sig,
 
 uint32_t EncodeFiniteFloat(const Format& f, bool negative, uint64_t sig,
                            int exponent, const ConvertOptions& o,
-                           uint32_t random, uint32_t* events) {
+                           uint32_t random, uint32_t& events) {
   if (negative && !f.is_signed) {  // e8m0: no negative numbers
-    *events |= kInexact;
+    events |= kInexact;
     return NanCode(f, negative, 0, NanPolicy::kCanonical, events);
   }
   const int m = f.mantissa_bits;
@@ -224,20 +224,20 @@ uint32_t EncodeFiniteFloat(const Format& f, bool negative, uint64_t sig,
   const Rounded r = RoundToInteger(sig, quantum - exponent, negative,
                                    o.rounding, random);
   uint64_t n = r.n;
-  if (r.inexact) *events |= kInexact;
+  if (r.inexact) events |= kInexact;
   if ((n >> (m + 1)) != 0) {  // rounded up into the next binade
     n >>= 1;
     ++quantum;
   }
   if (n == 0) {
     if (!f.has_zero) return 0;  // e8m0: the smallest value, 2^-127
-    *events |= kUnderflow;
+    events |= kUnderflow;
     return ZeroCode(f, negative, events);
   }
   if ((n >> m) == 0) {  // subnormal: exponent field 0
     if (o.subnormals == Subnormals::kFlushToZero ||
         o.subnormals == Subnormals::kFlushBoth) {
-      *events |= kFlushed;
+      events |= kFlushed;
       return ZeroCode(f, negative, events);
     }
     return WithSign(f, negative, static_cast<uint32_t>(n));
@@ -246,12 +246,53 @@ uint32_t EncodeFiniteFloat(const Format& f, bool negative, uint64_t sig,
   const uint64_t magnitude = (field << m) | (n - (uint64_t{1} << m));
   if (magnitude > f.max_finite_magnitude()) {
     if (RoundsTowardZero(o.rounding, negative)) {
-      *events |= kOverflow | kSaturated;
+      events |= kInexact | kOverflow | kSaturated;
       return LargestFinite(f, negative);
     }
     return OverflowCode(f, negative, EffectiveOverflow(f, o.overflow), events);
   }
   return WithSign(f, negative, static_cast<uint32_t>(magnitude));
+}
+
+uint32_t EncodeUnpacked(const Format& to, const Unpacked& x,
+                        const ConvertOptions& o, uint64_t index,
+                        uint32_t& events) {
+  if (x.kind == Unpacked::Kind::kFinite) [[likely]] {
+    if (x.subnormal && (o.subnormals == Subnormals::kInputsAreZero ||
+                        o.subnormals == Subnormals::kFlushBoth)) {
+      events |= kFlushed | kInexact;
+      return ZeroCode(to, x.negative, events);
+    }
+    const uint32_t random =
+        o.rounding == Rounding::kStochastic ? RandomBits(o.seed, index) : 0;
+    if (!to.is_float()) {
+      return EncodeInteger(to, x.negative, x.significand, x.exponent, o,
+                           random, events);
+    }
+    return EncodeFiniteFloat(to, x.negative, x.significand, x.exponent, o,
+                             random, events);
+  }
+  switch (x.kind) {
+    case Unpacked::Kind::kNan:
+      events |= kNanInput;
+      return NanCode(to, x.negative && to.is_signed, x.nan_payload, o.nan,
+                     events);
+    case Unpacked::Kind::kInfinity: {
+      const Overflow policy = EffectiveOverflow(to, o.overflow);
+      if (to.has_infinity() && policy != Overflow::kSaturate) {
+        return InfinityCode(to, x.negative);
+      }
+      if (x.negative && to.is_float() && !to.is_signed) {  // e8m0
+        return NanCode(to, false, 0, NanPolicy::kCanonical, events);
+      }
+      return OverflowCode(to, x.negative, policy, events);
+    }
+    case Unpacked::Kind::kZero:
+      return ZeroCode(to, x.negative, events);
+    case Unpacked::Kind::kFinite:
+      break;
+  }
+  return 0;  // unreachable: kFinite is handled above
 }
 
 }  // namespace
@@ -416,42 +457,10 @@ Unpacked Unpack(const Format& f, uint32_t code) {
 
 uint32_t Encode(const Format& to, const Unpacked& x,
                 const ConvertOptions& o, uint64_t index, uint32_t* events) {
-  uint32_t ignored = 0;
-  if (events == nullptr) events = &ignored;
-  *events = kExact;
-  switch (x.kind) {
-    case Unpacked::Kind::kNan:
-      *events |= kNanInput;
-      return NanCode(to, x.negative && to.is_signed, x.nan_payload, o.nan,
-                     events);
-    case Unpacked::Kind::kInfinity: {
-      const Overflow policy = EffectiveOverflow(to, o.overflow);
-      if (to.has_infinity() && policy != Overflow::kSaturate) {
-        return InfinityCode(to, x.negative);
-      }
-      if (x.negative && to.is_float() && !to.is_signed) {  // e8m0
-        return NanCode(to, false, 0, NanPolicy::kCanonical, events);
-      }
-      return OverflowCode(to, x.negative, policy, events);
-    }
-    case Unpacked::Kind::kZero:
-      return ZeroCode(to, x.negative, events);
-    case Unpacked::Kind::kFinite:
-      break;
-  }
-  if (x.subnormal && (o.subnormals == Subnormals::kInputsAreZero ||
-                      o.subnormals == Subnormals::kFlushBoth)) {
-    *events |= kFlushed | kInexact;
-    return ZeroCode(to, x.negative, events);
-  }
-  const uint32_t random =
-      o.rounding == Rounding::kStochastic ? RandomBits(o.seed, index) : 0;
-  if (!to.is_float()) {
-    return EncodeInteger(to, x.negative, x.significand, x.exponent, o, random,
-                         events);
-  }
-  return EncodeFiniteFloat(to, x.negative, x.significand, x.exponent, o,
-                           random, events);
+  uint32_t happened = kExact;
+  const uint32_t code = EncodeUnpacked(to, x, o, index, happened);
+  if (events != nullptr) *events = happened;
+  return code;
 }
 
 uint32_t EncodeFloat32(const Format& to, float x, const ConvertOptions& o,

@@ -1,0 +1,100 @@
+// Every format x rounding mode x policy, on the inputs where rounding
+// decisions change: every representable value and every midpoint between
+// neighbours (and the would-be values past the ends), each with the float32
+// values up to 4 ulps either side, plus a stride of 1/4099 of all float32
+// bit patterns. Complements the exhaustive sweeps, which cover fewer pairs.
+#include <bit>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "formats/format.h"
+#include "formats/reference.h"
+#include "gtest/gtest.h"
+#include "tests/oracle.h"
+#include "tests/sweep.h"
+
+namespace lowp::testing {
+namespace {
+
+std::vector<uint32_t> BoundaryInputs(const Oracle& oracle) {
+  std::vector<double> anchors = oracle.values();
+  const size_t n = anchors.size();
+  anchors.push_back(oracle.above());
+  anchors.push_back(oracle.below());
+  anchors.push_back((oracle.values()[n - 1] + oracle.above()) / 2);
+  anchors.push_back((oracle.values()[0] + oracle.below()) / 2);
+  for (size_t i = 0; i + 1 < n; ++i) anchors.push_back((oracle.values()[i] + oracle.values()[i + 1]) / 2);
+  std::set<uint32_t> inputs;
+  for (double a : anchors) {
+    if (std::fabs(a) > 3.4028234663852886e38) continue;
+    const float nearest = static_cast<float>(a);
+    float up = nearest, down = nearest;
+    inputs.insert(std::bit_cast<uint32_t>(nearest));
+    for (int k = 0; k < 4; ++k) {
+      up = std::nextafter(up, INFINITY);
+      down = std::nextafter(down, -INFINITY);
+      inputs.insert(std::bit_cast<uint32_t>(up));
+      inputs.insert(std::bit_cast<uint32_t>(down));
+    }
+  }
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4099) inputs.insert(static_cast<uint32_t>(b));
+  for (uint32_t special : {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
+                           0xFFC00001u, 0x7F800001u, 0x00000001u, 0x807FFFFFu}) {
+    inputs.insert(special);
+  }
+  return {inputs.begin(), inputs.end()};
+}
+
+std::vector<ConvertOptions> AllCases(const Format& f) {
+  std::vector<Overflow> overflows = {Overflow::kFormatDefault, Overflow::kSaturate};
+  if (f.has_infinity()) overflows.push_back(Overflow::kNan);
+  std::vector<ConvertOptions> cases;
+  for (Rounding r : AllRoundings()) {
+    for (Overflow o : overflows) {
+      for (Subnormals s : {Subnormals::kKeep, Subnormals::kFlushToZero,
+                           Subnormals::kInputsAreZero, Subnormals::kFlushBoth}) {
+        for (NanPolicy nan : {NanPolicy::kCanonical, NanPolicy::kKeepPayload}) {
+          cases.push_back({.rounding = r, .overflow = o, .subnormals = s, .nan = nan, .seed = 99});
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+class BoundaryInputs_ : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BoundaryInputs_, EveryModeAndPolicyMatchesOracle) {
+  const Format f = *FindFormat(GetParam());
+  const Oracle oracle(f);
+  const std::vector<uint32_t> inputs = BoundaryInputs(oracle);
+  const std::vector<ConvertOptions> cases = AllCases(f);
+  SweepResult result(cases.size());
+  ParallelFor(64, [&](uint32_t chunk) {
+    for (size_t k = chunk; k < inputs.size(); k += 64) {
+      CheckRange(f, oracle, cases, inputs[k], uint64_t{inputs[k]} + 1, 1, &result);
+    }
+  });
+  for (size_t c = 0; c < cases.size(); ++c) {
+    EXPECT_EQ(result.mismatches(c), 0u) << f.name << " " << Describe(cases[c]);
+  }
+  EXPECT_EQ(result.total(), 0u) << result.Report();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllFormats, BoundaryInputs_,
+    ::testing::Values("tf32", "fp16", "bf16", "fp8_e4m3fn", "fp8_e5m2", "fp8_e4m3fnuz",
+                      "fp8_e5m2fnuz", "fp8_e4m3b11fnuz", "fp6_e2m3fn", "fp6_e3m2fn", "fp4_e2m1fn",
+                      "e8m0fnu", "int8", "uint8", "int4", "uint4", "e3m4", "e2m5fn", "e6m1fnuz",
+                      "float(e=3,m=0,inf=fn)", "float(e=4,m=3,bias=3,inf=none)", "int3",
+                      "uint12"),
+    [](const auto& info) {
+      std::string name;
+      for (char c : info.param) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
+
+}  // namespace
+}  // namespace lowp::testing

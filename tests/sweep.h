@@ -1,0 +1,122 @@
+// Runs the reference against the oracle over many float32 inputs on every
+// core, counting mismatches per case and keeping the first few to report.
+#ifndef LOWP_TESTS_SWEEP_H_
+#define LOWP_TESTS_SWEEP_H_
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "formats/reference.h"
+#include "tests/oracle.h"
+
+namespace lowp::testing {
+
+// Calls body(chunk) for chunk in [0, chunks) on all hardware threads.
+inline void ParallelFor(uint32_t chunks, const std::function<void(uint32_t)>& body) {
+  std::atomic<uint32_t> next{0};
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (uint32_t c; (c = next.fetch_add(1)) < chunks;) body(c);
+    });
+  }
+  for (std::thread& t : pool) t.join();
+}
+
+inline std::string Describe(const ConvertOptions& o) {
+  std::string s = absl::StrCat(RoundingName(o.rounding), "/", OverflowName(o.overflow), "/",
+                               SubnormalsName(o.subnormals), "/", NanPolicyName(o.nan));
+  if (o.rounding == Rounding::kStochastic) absl::StrAppend(&s, "/seed=", o.seed);
+  return s;
+}
+
+class SweepResult {
+ public:
+  explicit SweepResult(size_t cases) : mismatches_(cases) {}
+  void Record(size_t c, uint32_t input, uint32_t expected, uint32_t actual) {
+    if (mismatches_[c].fetch_add(1) < 3) {
+      std::lock_guard<std::mutex> lock(mu_);
+      examples_.push_back(absl::StrFormat("case %d: input 0x%08x (%.9g) expected 0x%x got 0x%x",
+                                          c, input, std::bit_cast<float>(input), expected,
+                                          actual));
+    }
+  }
+  uint64_t mismatches(size_t c) const { return mismatches_[c].load(); }
+  uint64_t total() const {
+    uint64_t t = 0;
+    for (const auto& m : mismatches_) t += m.load();
+    return t;
+  }
+  std::string Report() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string s;
+    for (size_t c = 0; c < mismatches_.size(); ++c) {
+      if (mismatches_[c] != 0) absl::StrAppend(&s, "case ", c, ": ", mismatches_[c].load(), " mismatches\n");
+    }
+    for (const std::string& e : examples_) absl::StrAppend(&s, e, "\n");
+    return s;
+  }
+
+ private:
+  std::vector<std::atomic<uint64_t>> mismatches_;
+  mutable std::mutex mu_;
+  std::vector<std::string> examples_;
+};
+
+// The expected code for a NaN input under --nan keep-payload: the quiet bit
+// set and the top payload bits kept (what x86's conversions do). Formats
+// without room for a payload give their canonical NaN.
+inline uint32_t ExpectNanKeepingPayload(const Format& f, const Oracle& oracle, float x) {
+  if (f.specials != SpecialEncoding::kIeee) return oracle.NanExpected(x);
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  const int m = f.mantissa_bits;
+  const uint32_t sign = (bits >> 31) << (f.bits - 1);
+  const uint32_t exponent = ((1u << f.exponent_bits) - 1) << m;
+  return sign | exponent | (1u << (m - 1)) | ((bits & 0x7FFFFF) >> (23 - m));
+}
+
+// Checks inputs [begin, end) of the float32 bit patterns, which must all
+// have one sign (so that their values are monotonic and the oracle's search
+// costs O(1) per input), under every case.
+inline void CheckRange(const Format& f, const Oracle& oracle, const std::vector<ConvertOptions>& cases,
+                       uint64_t begin, uint64_t end, uint64_t stride, SweepResult* result) {
+  ptrdiff_t hint = -1;
+  for (uint64_t b = begin; b < end; b += stride) {
+    const uint32_t bits = static_cast<uint32_t>(b);
+    const float x = std::bit_cast<float>(bits);
+    if (std::isfinite(x)) hint = oracle.Locate(x, hint);
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const ConvertOptions& o = cases[c];
+      const uint32_t random = o.rounding == Rounding::kStochastic ? RandomBits(o.seed, b) : 0;
+      const uint32_t expected = std::isnan(x) && o.nan == NanPolicy::kKeepPayload
+                                    ? ExpectNanKeepingPayload(f, oracle, x)
+                                    : oracle.Expect(x, hint, o, random);
+      const uint32_t actual = EncodeFloat32(f, x, o, b);
+      if (expected != actual) result->Record(c, bits, expected, actual);
+    }
+  }
+}
+
+// All 2^32 float32 inputs (every `stride`-th with stride > 1), in 256 chunks.
+inline void CheckAllFloat32(const Format& f, const Oracle& oracle,
+                            const std::vector<ConvertOptions>& cases, uint64_t stride,
+                            SweepResult* result) {
+  ParallelFor(256, [&](uint32_t chunk) {
+    const uint64_t begin = uint64_t{chunk} << 24;
+    CheckRange(f, oracle, cases, begin, begin + (uint64_t{1} << 24), stride, result);
+  });
+}
+
+}  // namespace lowp::testing
+
+#endif  // LOWP_TESTS_SWEEP_H_

@@ -1,0 +1,189 @@
+// The lowp command end to end: output, conversions, and every bad input
+// giving a message, a non-zero exit and no partial output file.
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "formats/format.h"
+#include "formats/reference.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace lowp {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+struct Result {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+Result RunLowp(const std::string& args) {
+  const std::string command = std::string(LOWP_CLI_PATH) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("lowp_cli_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  void Write(const std::string& name, const std::string& bytes) const {
+    std::ofstream(Path(name), std::ios::binary) << bytes;
+  }
+  std::string Read(const std::string& name) const {
+    std::ifstream in(Path(name), std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+  // The folder holds exactly these names (no temporary or partial files).
+  std::vector<std::string> Files() const {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir_)) names.push_back(entry.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  fs::path dir_;
+};
+
+std::string Floats(const std::vector<float>& values) {
+  std::string bytes(values.size() * 4, '\0');
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+TEST_F(Cli, HelpAndUnknownCommands) {
+  Result r = RunLowp("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("convert"));
+  EXPECT_EQ(RunLowp("").exit_code, 2);
+  r = RunLowp("frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("unknown command 'frobnicate'"));
+  for (const char* command : {"formats", "convert"}) {
+    r = RunLowp(std::string(command) + " --help");
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_THAT(r.output, HasSubstr(std::string("usage: lowp ") + command));
+  }
+  r = RunLowp("formats --bogus");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("unknown option '--bogus'"));
+}
+
+TEST_F(Cli, FormatsTableAndJson) {
+  Result r = RunLowp("formats");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("fp8_e4m3fn"));
+  EXPECT_THAT(r.output, HasSubstr("65504"));
+  r = RunLowp("formats --json");
+  ASSERT_EQ(r.exit_code, 0);
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j.size(), Catalog().size());
+  for (const nlohmann::json& entry : j) {
+    const Format f = *FindFormat(entry["name"].get<std::string>());
+    EXPECT_EQ(entry["bits"], f.bits);
+    EXPECT_EQ(entry["max_finite"].get<double>(), f.max_finite());
+    EXPECT_EQ(entry["encoding"], f.encoding_name());
+    for (const char* field : {"aliases", "signed", "exponent_bits", "mantissa_bits", "bias",
+                              "has_infinity", "has_nan", "has_negative_zero", "min_normal",
+                              "min_subnormal", "epsilon", "lowest_finite", "storage_bits"}) {
+      EXPECT_TRUE(entry.contains(field)) << field;
+    }
+  }
+}
+
+TEST_F(Cli, ConvertsLikeTheReference) {
+  const std::vector<float> values = {1.0f, -2.5f, 448.0f, 1e6f, 3e-5f, -0.0f, 0.1f};
+  Write("in.f32", Floats(values));
+  Result r = RunLowp("convert --from fp32 --to fp16 " + Path("in.f32") + " " + Path("out.f16"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string f16 = Read("out.f16");
+  ASSERT_EQ(f16.size(), values.size() * 2);
+  const Format fp16 = *FindFormat("fp16");
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint32_t code = static_cast<uint8_t>(f16[2 * i]) | static_cast<uint8_t>(f16[2 * i + 1]) << 8;
+    EXPECT_EQ(code, EncodeFloat32(fp16, values[i])) << i;
+  }
+  // Back to fp32, then to packed fp4 with saturation (odd count).
+  ASSERT_EQ(RunLowp("convert --from=half --to=float32 " + Path("out.f16") + " " + Path("back.f32")).exit_code, 0);
+  EXPECT_EQ(Read("back.f32").size(), values.size() * 4);
+  r = RunLowp("convert --from fp32 --to fp4 --rounding toward-zero " + Path("in.f32") + " " + Path("out.fp4"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string fp4 = Read("out.fp4");
+  ASSERT_EQ(fp4.size(), 4u);
+  const Format e2m1 = *FindFormat("fp4_e2m1fn");
+  const ConvertOptions rtz{.rounding = Rounding::kTowardZero};
+  EXPECT_EQ(static_cast<uint8_t>(fp4[0]), EncodeFloat32(e2m1, 1.0f, rtz) | EncodeFloat32(e2m1, -2.5f, rtz) << 4);
+  EXPECT_EQ(static_cast<uint8_t>(fp4[3]), EncodeFloat32(e2m1, 0.1f, rtz));  // high nibble 0
+}
+
+TEST_F(Cli, StochasticRoundingIsRepeatable) {
+  std::vector<float> values(1000, 1.0f + 0.5f * 0x1p-7f);
+  Write("in.f32", Floats(values));
+  const std::string base = "convert --from fp32 --to bf16 --rounding stochastic " + Path("in.f32") + " ";
+  ASSERT_EQ(RunLowp(base + "--seed 7 " + Path("a")).exit_code, 0);
+  ASSERT_EQ(RunLowp(base + "--seed 7 " + Path("b")).exit_code, 0);
+  ASSERT_EQ(RunLowp(base + "--seed 8 " + Path("c")).exit_code, 0);
+  EXPECT_EQ(Read("a"), Read("b"));
+  EXPECT_NE(Read("a"), Read("c"));
+}
+
+TEST_F(Cli, BadInputsFailCleanly) {
+  Write("in.f32", Floats({1.0f, 2.0f}));
+  Write("odd.f32", "12345");
+  Write("fp6.bin", std::string("\x01\x41", 2));
+  Write("existing", "keep me");
+  struct Case {
+    std::string args, message;
+  };
+  const Case cases[] = {
+      {"convert --from fp32 --to fp7 IN OUT", "unknown format 'fp7'"},
+      {"convert --from fp32 --to fp8 IN OUT", "fp8_e4m3fn"},  // lists valid names
+      {"convert --from fp32 --to fp16 --rounding up-ish IN OUT", "unknown rounding mode"},
+      {"convert --from fp32 --to fp8_e4m3fn --overflow inf IN OUT", "has no infinity"},
+      {"convert --from fp32 --to fp16 --seed -3 IN OUT", "--seed"},
+      {"convert --to fp16 IN OUT", "--from is required"},
+      {"convert --from fp32 --to fp16 IN", "needs IN and OUT"},
+      {"convert --from fp32 --to fp16 " + Path("odd.f32") + " OUT", "not a whole number"},
+      {"convert --from fp32 --to fp16 " + Path("missing") + " OUT", "cannot open"},
+      {"convert --from fp6_e2m3fn --to fp32 " + Path("fp6.bin") + " OUT", "element 1"},
+      {"convert --from fp32 --to fp16 " + Path("in.f32") + " " + Path("no/such/dir/out"), "output"},
+      {"convert --from fp32 --to fp16 " + Path("odd.f32") + " " + Path("existing"), "not a whole"},
+  };
+  for (const Case& c : cases) {
+    std::string args = c.args;
+    if (const size_t at = args.find(" IN "); at != std::string::npos) args.replace(at, 4, " " + Path("in.f32") + " ");
+    if (args.ends_with(" OUT")) args.replace(args.size() - 4, 4, " " + Path("out"));
+    const Result r = RunLowp(args);
+    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.message)) << args;
+    EXPECT_THAT(r.output, HasSubstr("lowp: ")) << args;
+  }
+  // Nothing written, nothing left behind, the existing file untouched.
+  EXPECT_EQ(Files(), (std::vector<std::string>{"existing", "fp6.bin", "in.f32", "odd.f32"}));
+  EXPECT_EQ(Read("existing"), "keep me");
+}
+
+}  // namespace
+}  // namespace lowp

@@ -1,0 +1,15 @@
+# Installs the build tree into a scratch prefix, then configures, builds and
+# runs tests/consumer against it. Run with -DBUILD_DIR=... -DWORK_DIR=...
+get_filename_component(consumer_dir "${CMAKE_CURRENT_LIST_DIR}" ABSOLUTE)
+file(REMOVE_RECURSE "${WORK_DIR}")
+foreach(step
+    "${CMAKE_COMMAND};--install;${BUILD_DIR};--prefix;${WORK_DIR}/prefix"
+    "${CMAKE_COMMAND};-S;${consumer_dir};-B;${WORK_DIR}/build;-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix"
+    "${CMAKE_COMMAND};--build;${WORK_DIR}/build"
+    "${WORK_DIR}/build/consumer")
+  execute_process(COMMAND ${step} RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "step failed (${result}): ${step}\n${out}")
+  endif()
+endforeach()
+file(REMOVE_RECURSE "${WORK_DIR}")

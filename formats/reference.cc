@@ -72,7 +72,10 @@ struct Rounded {
   uint64_t n;
   bool inexact;
 };
-Rounded RoundToInteger(uint64_t sig, int shift, bool negative, Rounding mode,
+#define LOWP_HOT [[gnu::always_inline]] inline
+#define LOWP_COLD [[gnu::noinline, gnu::cold]]
+
+LOWP_HOT Rounded RoundToInteger(uint64_t sig, int shift, bool negative, Rounding mode,
                        uint32_t random) {
   if (shift <= 0) return {sig << -shift, false};
   const uint64_t n = shift >= 64 ? 0 : sig >> shift;
@@ -142,7 +145,7 @@ uint32_t InfinityCode(const Format& f, bool negative) {
   return WithSign(f, negative, all_ones_exponent << f.mantissa_bits);
 }
 
-uint32_t NanCode(const Format& f, bool negative, uint64_t payload,
+LOWP_COLD uint32_t NanCode(const Format& f, bool negative, uint64_t payload,
                  NanPolicy policy, uint32_t& events) {
   switch (f.specials) {
     case SpecialEncoding::kIeee: {
@@ -166,7 +169,7 @@ uint32_t NanCode(const Format& f, bool negative, uint64_t payload,
 
 // The result of an overflowing rounded value or an infinite input that the
 // format cannot keep as infinity.
-uint32_t OverflowCode(const Format& f, bool negative, Overflow policy,
+LOWP_COLD uint32_t OverflowCode(const Format& f, bool negative, Overflow policy,
                       uint32_t& events) {
   events |= kInexact | kOverflow;
   if (policy == Overflow::kInfinity) return InfinityCode(f, negative);
@@ -184,7 +187,7 @@ uint32_t ZeroCode(const Format& f, bool negative, uint32_t& events) {
   return f.has_negative_zero() && negative ? f.sign_mask() : 0;
 }
 
-uint32_t EncodeInteger(const Format& f, bool negative, uint64_t sig,
+LOWP_HOT uint32_t EncodeInteger(const Format& f, bool negative, uint64_t sig,
                        int exponent, const ConvertOptions& o, uint32_t random,
                        uint32_t& events) {
   const int64_t lowest = f.is_signed ? -(int64_t{1} << (f.bits - 1)) : 0;
@@ -207,7 +210,7 @@ uint32_t EncodeInteger(const Format& f, bool negative, uint64_t sig,
   return static_cast<uint32_t>(value) & f.code_mask();
 }
 
-uint32_t EncodeFiniteFloat(const Format& f, bool negative, uint64_t sig,
+LOWP_HOT uint32_t EncodeFiniteFloat(const Format& f, bool negative, uint64_t sig,
                            int exponent, const ConvertOptions& o,
                            uint32_t random, uint32_t& events) {
   if (negative && !f.is_signed) {  // e8m0: no negative numbers
@@ -254,7 +257,29 @@ uint32_t EncodeFiniteFloat(const Format& f, bool negative, uint64_t sig,
   return WithSign(f, negative, static_cast<uint32_t>(magnitude));
 }
 
-uint32_t EncodeUnpacked(const Format& to, const Unpacked& x,
+LOWP_HOT Unpacked UnpackFloat32Inline(float x) {
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  Unpacked u;
+  u.negative = (bits >> 31) != 0;
+  const uint32_t field = (bits >> 23) & 0xFF;
+  const uint32_t mantissa = bits & 0x7FFFFF;
+  if (field == 0xFF) {
+    u.kind = mantissa == 0 ? Unpacked::Kind::kInfinity : Unpacked::Kind::kNan;
+    u.nan_payload = uint64_t{mantissa} << (64 - 23);
+  } else if (field == 0) {
+    u.kind = mantissa == 0 ? Unpacked::Kind::kZero : Unpacked::Kind::kFinite;
+    u.subnormal = mantissa != 0;
+    u.significand = mantissa;
+    u.exponent = -149;
+  } else {
+    u.kind = Unpacked::Kind::kFinite;
+    u.significand = mantissa | (uint32_t{1} << 23);
+    u.exponent = static_cast<int>(field) - 150;
+  }
+  return u;
+}
+
+LOWP_HOT uint32_t EncodeUnpacked(const Format& to, const Unpacked& x,
                         const ConvertOptions& o, uint64_t index,
                         uint32_t& events) {
   if (x.kind == Unpacked::Kind::kFinite) [[likely]] {
@@ -365,27 +390,7 @@ uint32_t RandomBits(uint64_t seed, uint64_t index) {
   return Fmix32(h + (static_cast<uint32_t>(index >> 32) ^ k1));
 }
 
-Unpacked UnpackFloat32(float x) {
-  const uint32_t bits = std::bit_cast<uint32_t>(x);
-  Unpacked u;
-  u.negative = (bits >> 31) != 0;
-  const uint32_t field = (bits >> 23) & 0xFF;
-  const uint32_t mantissa = bits & 0x7FFFFF;
-  if (field == 0xFF) {
-    u.kind = mantissa == 0 ? Unpacked::Kind::kInfinity : Unpacked::Kind::kNan;
-    u.nan_payload = uint64_t{mantissa} << (64 - 23);
-  } else if (field == 0) {
-    u.kind = mantissa == 0 ? Unpacked::Kind::kZero : Unpacked::Kind::kFinite;
-    u.subnormal = mantissa != 0;
-    u.significand = mantissa;
-    u.exponent = -149;
-  } else {
-    u.kind = Unpacked::Kind::kFinite;
-    u.significand = mantissa | (uint32_t{1} << 23);
-    u.exponent = static_cast<int>(field) - 150;
-  }
-  return u;
-}
+Unpacked UnpackFloat32(float x) { return UnpackFloat32Inline(x); }
 
 Unpacked UnpackFloat64(double x) {
   const uint64_t bits = std::bit_cast<uint64_t>(x);
@@ -465,7 +470,11 @@ uint32_t Encode(const Format& to, const Unpacked& x,
 
 uint32_t EncodeFloat32(const Format& to, float x, const ConvertOptions& o,
                        uint64_t index, uint32_t* events) {
-  return Encode(to, UnpackFloat32(x), o, index, events);
+  uint32_t happened = kExact;
+  const uint32_t code =
+      EncodeUnpacked(to, UnpackFloat32Inline(x), o, index, happened);
+  if (events != nullptr) *events = happened;
+  return code;
 }
 
 uint32_t EncodeFloat64(const Format& to, double x, const ConvertOptions& o,

@@ -114,34 +114,62 @@ class Oracle {
     return hint;
   }
 
+  // Where an input lies among the values, independent of the options: the
+  // neighbour index, and whether it is exact or below, at or above the
+  // midpoint of its neighbours. Sweeps compute it once for all cases.
+  struct Place {
+    ptrdiff_t i = 0;
+    bool special = false;  // see ExpectSpecial
+    bool exact = false;    // x == values[i]
+    int versus_mid = 0;    // -1, 0, 1
+    bool lo_even = false;  // the lower neighbour is even on the pair's grid
+  };
+  Place Where(float input, ptrdiff_t i) const {
+    const double x = input;
+    Place p;
+    p.i = i;
+    p.special = !(std::isfinite(x) && x != 0 && x > below_ && x < above_) ||
+                (f_.is_float() && !f_.has_zero && x < values_[0]);
+    if (p.special) return p;
+    const ptrdiff_t n = static_cast<ptrdiff_t>(values_.size());
+    const double lo = i < 0 ? below_ : values_[i];
+    const double hi = i + 1 < n ? values_[i + 1] : above_;
+    const double mid = (lo + hi) / 2;  // exact: both have few significant bits
+    p.exact = x == lo;
+    p.versus_mid = x < mid ? -1 : (x == mid ? 0 : 1);
+    p.lo_even = lo_is_even_[static_cast<size_t>(i + 1)];
+    return p;
+  }
+
   // The expected code for a float32 input, given the neighbour index from
   // Locate(x) and the random bits for stochastic rounding.
   uint32_t Expect(float input, ptrdiff_t i, const ConvertOptions& o,
                   uint32_t random) const {
+    return Pick(Where(input, i), input, o, random);
+  }
+
+  uint32_t Pick(const Place& p, float input, const ConvertOptions& o,
+                uint32_t random) const {
+    if (p.special) [[unlikely]] return ExpectSpecial(input, o);
     const double x = input;
-    const ptrdiff_t n = static_cast<ptrdiff_t>(values_.size());
+    const bool negative = x < 0;
     const bool daz = o.subnormals == Subnormals::kInputsAreZero ||
                      o.subnormals == Subnormals::kFlushBoth;
-    const bool plain = std::isfinite(x) && x != 0 && x > below_ && x < above_ &&
-                       !(daz && std::fabs(x) < 0x1p-126) &&
-                       !(f_.is_float() && !f_.has_zero && x < values_[0]);
-    if (!plain) [[unlikely]] return ExpectSpecial(input, o);
-    const double lo = i < 0 ? below_ : values_[i];
-    ptrdiff_t j = i;  // index of the result; -1 and n are the virtual values
-    if (x != lo) {
-      const double hi = i + 1 < n ? values_[i + 1] : above_;
-      const bool lo_even = lo_is_even_[static_cast<size_t>(i + 1)];
-      const double mid = (lo + hi) / 2;  // exact: both have few significant bits
-      const bool negative = x < 0;
-      bool up = false;  // toward hi
+    if (daz && std::fabs(x) < 0x1p-126) return ZeroCode(negative);
+    const ptrdiff_t n = static_cast<ptrdiff_t>(values_.size());
+    ptrdiff_t j = p.i;  // index of the result; -1 and n are the virtual values
+    if (!p.exact) {
+      bool up = false;  // toward the upper neighbour
       switch (o.rounding) {
-        case Rounding::kNearestEven: up = x > mid || (x == mid && lo_even == false); break;
-        case Rounding::kNearestAway: up = x > mid || (x == mid && !negative); break;
+        case Rounding::kNearestEven: up = p.versus_mid > 0 || (p.versus_mid == 0 && !p.lo_even); break;
+        case Rounding::kNearestAway: up = p.versus_mid > 0 || (p.versus_mid == 0 && !negative); break;
         case Rounding::kTowardZero: up = negative; break;
         case Rounding::kTowardPositive: up = true; break;
         case Rounding::kTowardNegative: up = false; break;
-        case Rounding::kOdd: up = lo_even; break;
+        case Rounding::kOdd: up = p.lo_even; break;
         case Rounding::kStochastic: {
+          const double lo = p.i < 0 ? below_ : values_[p.i];
+          const double hi = p.i + 1 < n ? values_[p.i + 1] : above_;
           // Exact: |x - toward_zero| < spacing, a power of two.
           const double fraction = std::fabs(x - (negative ? hi : lo)) / (hi - lo);
           const bool away = static_cast<double>(random) < std::floor(std::ldexp(fraction, 32));
@@ -149,19 +177,19 @@ class Oracle {
           break;
         }
       }
-      j = up ? i + 1 : i;
+      j = up ? p.i + 1 : p.i;
     }
     if (j < 0 || j >= n) {  // beyond the finite values: overflow
-      if (!f_.is_float() || TowardZero(o.rounding, x < 0)) {
-        return x > 0 ? codes_.back() : codes_.front();
+      if (!f_.is_float() || TowardZero(o.rounding, negative)) {
+        return negative ? codes_.front() : codes_.back();
       }
-      return OverflowCode(x < 0, PolicyOf(o.overflow));
+      return OverflowCode(negative, PolicyOf(o.overflow));
     }
     const double result = values_[static_cast<size_t>(j)];
     const bool ftz = o.subnormals == Subnormals::kFlushToZero ||
                      o.subnormals == Subnormals::kFlushBoth;
     if (result == 0 || (ftz && f_.is_float() && std::fabs(result) < min_normal_)) {
-      return ZeroCode(x < 0);
+      return ZeroCode(negative);
     }
     return codes_[static_cast<size_t>(j)];
   }

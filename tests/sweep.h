@@ -4,6 +4,9 @@
 #define LOWP_TESTS_SWEEP_H_
 
 #include <algorithm>
+#include <array>
+#include <climits>
+#include <cmath>
 #include <atomic>
 #include <bit>
 #include <cstdint>
@@ -88,19 +91,72 @@ inline uint32_t ExpectNanKeepingPayload(const Format& f, const Oracle& oracle, f
 // Checks inputs [begin, end) of the float32 bit patterns, which must all
 // have one sign (so that their values are monotonic and the oracle's search
 // costs O(1) per input), under every case.
+//
+// Within one interval between neighbouring values, the oracle's answer for a
+// deterministic mode depends only on where x lies against the interval's
+// ends and midpoint (and on x's sign, which the interval fixes, since zero is
+// one of the values), so the four answers are asked once per interval and
+// case and reused; inputs that the oracle treats specially, zeros and float32
+// subnormals (daz) and stochastic rounding ask the oracle every time.
 inline void CheckRange(const Format& f, const Oracle& oracle, const std::vector<ConvertOptions>& cases,
                        uint64_t begin, uint64_t end, uint64_t stride, SweepResult* result) {
   ptrdiff_t hint = -1;
+  // The interval [lo, hi) whose answers are cached; empty while lo > hi.
+  double lo = 1, hi = 0, mid = 0;
+  std::vector<std::array<uint32_t, 4>> cached(cases.size());  // exact, below, at, above mid
   for (uint64_t b = begin; b < end; b += stride) {
     const uint32_t bits = static_cast<uint32_t>(b);
     const float x = std::bit_cast<float>(bits);
-    if (std::isfinite(x)) hint = oracle.Locate(x, hint);
+    const bool tiny = std::fabs(x) < 0x1p-126f;  // zero or a float32 subnormal
+    Oracle::Place place;
+    const bool in_cached = x >= lo && x < hi && !tiny;
+    if (!in_cached) {
+      if (std::isfinite(x)) hint = oracle.Locate(x, hint);
+      place = oracle.Where(x, hint);
+      lo = 1, hi = 0;
+      constexpr double kMax = 3.4028234663852886e38;  // largest finite float32
+      if (std::isfinite(x) && !tiny && (x >= oracle.above() || x <= oracle.below())) {
+        // Past a virtual end: one answer per case for every finite x there.
+        lo = x > 0 ? oracle.above() : -kMax;
+        hi = x > 0 ? std::nextafter(kMax, HUGE_VAL) : std::nextafter(oracle.below(), HUGE_VAL);
+        mid = HUGE_VAL;  // every slot holds the same answer
+        for (size_t c = 0; c < cases.size(); ++c) {
+          if (cases[c].rounding == Rounding::kStochastic) continue;
+          cached[c].fill(oracle.Pick(place, x, cases[c], 0));
+        }
+      } else if (!place.special && !tiny && hint >= 0) {
+        lo = oracle.values()[static_cast<size_t>(hint)];
+        hi = static_cast<size_t>(hint) + 1 < oracle.values().size()
+                 ? oracle.values()[static_cast<size_t>(hint) + 1]
+                 : oracle.above();
+        mid = (lo + hi) / 2;
+        for (size_t c = 0; c < cases.size(); ++c) {
+          if (cases[c].rounding == Rounding::kStochastic) continue;
+          Oracle::Place side = place;
+          side.exact = true;
+          cached[c][0] = oracle.Pick(side, x, cases[c], 0);
+          side.exact = false;
+          for (int m = -1; m <= 1; ++m) {
+            side.versus_mid = m;
+            cached[c][static_cast<size_t>(m + 2)] = oracle.Pick(side, x, cases[c], 0);
+          }
+        }
+      }
+    }
+    const bool cacheable = x >= lo && x < hi && !tiny;
+    const size_t slot = x == lo ? 0 : (x < mid ? 1 : (x == mid ? 2 : 3));
     for (size_t c = 0; c < cases.size(); ++c) {
       const ConvertOptions& o = cases[c];
-      const uint32_t random = o.rounding == Rounding::kStochastic ? RandomBits(o.seed, b) : 0;
-      const uint32_t expected = std::isnan(x) && o.nan == NanPolicy::kKeepPayload
-                                    ? ExpectNanKeepingPayload(f, oracle, x)
-                                    : oracle.Expect(x, hint, o, random);
+      uint32_t expected;
+      if (cacheable && o.rounding != Rounding::kStochastic) {
+        expected = cached[c][slot];
+      } else if (std::isnan(x) && o.nan == NanPolicy::kKeepPayload) {
+        expected = ExpectNanKeepingPayload(f, oracle, x);
+      } else {
+        if (in_cached) place = oracle.Where(x, hint);
+        const uint32_t random = o.rounding == Rounding::kStochastic ? RandomBits(o.seed, b) : 0;
+        expected = oracle.Pick(place, x, o, random);
+      }
       const uint32_t actual = EncodeFloat32(f, x, o, b);
       if (expected != actual) result->Record(c, bits, expected, actual);
     }

@@ -71,8 +71,8 @@ absl::StatusOr<ConvertOptions> ReadOptions(const Args& args) {
   }
   if (auto v = args.Value("seed")) {
     if (!absl::SimpleAtoi(*v, &o.seed)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--seed: '", *v, "' is not an unsigned 64-bit integer"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--seed: '", *v, "' is not an unsigned 64-bit integer"));
     }
   }
   return o;
@@ -112,8 +112,7 @@ class AtomicOutput {
     return absl::OkStatus();
   }
   absl::Status Write(const std::vector<uint8_t>& bytes) {
-    if (!bytes.empty() &&
-        std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
+    if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
       return Error("cannot write");
     }
     return absl::OkStatus();
@@ -129,20 +128,19 @@ class AtomicOutput {
 
  private:
   absl::Status Error(const char* what) const {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "output ", path_, ": ", what, " (", std::strerror(errno), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("output ", path_, ": ", what, " (", std::strerror(errno), ")"));
   }
   std::string path_, temp_;
   FILE* file_ = nullptr;
 };
 
-absl::Status Convert(const Format& from, const Format& to,
-                     const ConvertOptions& options, const std::string& in_path,
-                     const std::string& out_path) {
+absl::Status Convert(const Format& from, const Format& to, const ConvertOptions& options,
+                     const std::string& in_path, const std::string& out_path) {
   std::ifstream in(in_path, std::ios::binary);
   if (!in) {
-    return absl::NotFoundError(absl::StrCat("input ", in_path,
-                                            ": cannot open (", std::strerror(errno), ")"));
+    return absl::NotFoundError(
+        absl::StrCat("input ", in_path, ": cannot open (", std::strerror(errno), ")"));
   }
   std::error_code ec;
   const auto size = std::filesystem::file_size(in_path, ec);
@@ -151,8 +149,8 @@ absl::Status Convert(const Format& from, const Format& to,
   }
   absl::StatusOr<size_t> count = CodeCount(from, size);
   if (!count.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("input ", in_path, ": ",
-                                                   count.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input ", in_path, ": ", count.status().message()));
   }
   AtomicOutput out;
   if (absl::Status s = out.Open(out_path); !s.ok()) return s;
@@ -166,8 +164,8 @@ absl::Status Convert(const Format& from, const Format& to,
     in.read(reinterpret_cast<char*>(in_bytes.data()), kChunkBytes);
     const size_t got = static_cast<size_t>(in.gcount());
     if (got == 0) {
-      return absl::DataLossError(absl::StrCat("input ", in_path,
-                                              ": shorter than its size while reading"));
+      return absl::DataLossError(
+          absl::StrCat("input ", in_path, ": shorter than its size while reading"));
     }
     codes.clear();
     absl::Status s = UnpackCodes(from, {in_bytes.data(), got}, index, &codes);
@@ -188,13 +186,13 @@ absl::Status Convert(const Format& from, const Format& to,
 }  // namespace
 
 int ConvertCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = Args::Parse(
-      argv, {"from", "to", "rounding", "overflow", "subnormals", "nan", "seed"}, {});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, {"from", "to", "rounding", "overflow", "subnormals", "nan", "seed"}, {});
   if (!args.ok()) return Fail(args.status());
   if (args->positional().size() != 2) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "convert needs IN and OUT files, got ", args->positional().size(),
-        " positional arguments; see lowp convert --help")));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("convert needs IN and OUT files, got ", args->positional().size(),
+                     " positional arguments; see lowp convert --help")));
   }
   absl::StatusOr<Format> from = ReadFormat(*args, "from");
   if (!from.ok()) return Fail(from.status());

@@ -47,8 +47,8 @@ nlohmann::json ToJson(const Format& f) {
   j["max_finite"] = f.max_finite();
   j["lowest_finite"] = f.lowest_finite();
   j["min_normal"] = f.min_normal();
-  j["min_subnormal"] = f.has_subnormals() ? nlohmann::json(f.min_subnormal())
-                                          : nlohmann::json(nullptr);
+  j["min_subnormal"] =
+      f.has_subnormals() ? nlohmann::json(f.min_subnormal()) : nlohmann::json(nullptr);
   j["epsilon"] = f.epsilon();
   return j;
 }
@@ -68,18 +68,17 @@ int FormatsCommand(const std::vector<std::string>& argv) {
     std::printf("%s\n", all.dump(2).c_str());
     return 0;
   }
-  std::vector<std::vector<std::string>> rows = {
-      {"name", "bits", "sign", "exp", "man", "bias", "specials", "max",
-       "min normal", "min subnormal", "epsilon", "aliases"}};
+  std::vector<std::vector<std::string>> rows = {{"name", "bits", "sign", "exp", "man", "bias",
+                                                 "specials", "max", "min normal", "min subnormal",
+                                                 "epsilon", "aliases"}};
   for (const Format& f : Catalog()) {
     const bool fl = f.is_float();
     rows.push_back({f.name, std::to_string(f.bits), f.is_signed ? "yes" : "no",
                     fl ? std::to_string(f.exponent_bits) : "-",
-                    fl ? std::to_string(f.mantissa_bits) : "-",
-                    fl ? std::to_string(f.bias) : "-", f.encoding_name(),
-                    Number(f.max_finite()), fl ? Number(f.min_normal()) : "-",
-                    f.has_subnormals() ? Number(f.min_subnormal()) : "-",
-                    Number(f.epsilon()), absl::StrJoin(f.aliases, ",")});
+                    fl ? std::to_string(f.mantissa_bits) : "-", fl ? std::to_string(f.bias) : "-",
+                    f.encoding_name(), Number(f.max_finite()), fl ? Number(f.min_normal()) : "-",
+                    f.has_subnormals() ? Number(f.min_subnormal()) : "-", Number(f.epsilon()),
+                    absl::StrJoin(f.aliases, ",")});
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& row : rows) {

@@ -23,8 +23,7 @@ constexpr char kUsage[] =
 
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" ||
-      args[0] == "help") {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::fputs(kUsage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
   }
@@ -39,8 +38,7 @@ int Main(int argc, char** argv) {
     if (wants_help) return std::fputs(kConvertHelp, stdout), 0;
     return ConvertCommand(args);
   }
-  std::fprintf(stderr, "lowp: unknown command '%s'\n%s", command.c_str(),
-               kUsage);
+  std::fprintf(stderr, "lowp: unknown command '%s'\n%s", command.c_str(), kUsage);
   return 2;
 }
 
@@ -78,8 +76,8 @@ absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& argv,
       std::vector<std::string> known;
       for (const std::string& v : value_options) known.push_back("--" + v);
       for (const std::string& f : flags) known.push_back("--" + f);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown option '", arg, "'; valid: ", absl::StrJoin(known, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option '", arg, "'; valid: ", absl::StrJoin(known, ", ")));
     }
   }
   return args;

@@ -21,9 +21,7 @@ int Format::max_normal_exponent() const {
   return static_cast<int>(max_finite_magnitude() >> mantissa_bits) - bias;
 }
 
-double Format::max_finite() const {
-  return DecodeToDouble(*this, max_finite_magnitude());
-}
+double Format::max_finite() const { return DecodeToDouble(*this, max_finite_magnitude()); }
 
 double Format::lowest_finite() const {
   if (!is_signed) return is_float() ? DecodeToDouble(*this, 0) : 0.0;
@@ -40,9 +38,7 @@ double Format::min_subnormal() const {
   return std::ldexp(1.0, min_normal_exponent() - mantissa_bits);
 }
 
-double Format::epsilon() const {
-  return is_float() ? std::ldexp(1.0, -mantissa_bits) : 1.0;
-}
+double Format::epsilon() const { return is_float() ? std::ldexp(1.0, -mantissa_bits) : 1.0; }
 
 int Format::storage_bits() const {
   if (bits <= 4) return 4;
@@ -54,31 +50,33 @@ int Format::storage_bits() const {
 std::string Format::encoding_name() const {
   if (!is_float()) return "int";
   switch (specials) {
-    case SpecialEncoding::kIeee: return "ieee";
-    case SpecialEncoding::kFiniteOnly: return "fn";
-    case SpecialEncoding::kNegativeZeroIsNan: return "fnuz";
-    case SpecialEncoding::kNone: return "none";
+    case SpecialEncoding::kIeee:
+      return "ieee";
+    case SpecialEncoding::kFiniteOnly:
+      return "fn";
+    case SpecialEncoding::kNegativeZeroIsNan:
+      return "fnuz";
+    case SpecialEncoding::kNone:
+      return "none";
   }
   return "";
 }
 
-absl::StatusOr<Format> MakeFloatFormat(std::string name, int exponent_bits,
-                                       int mantissa_bits, int bias,
-                                       SpecialEncoding specials) {
+absl::StatusOr<Format> MakeFloatFormat(std::string name, int exponent_bits, int mantissa_bits,
+                                       int bias, SpecialEncoding specials) {
   if (exponent_bits < 1 || exponent_bits > 8) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "format ", name, ": exponent bits must be 1..8, got ", exponent_bits));
+    return absl::InvalidArgumentError(
+        absl::StrCat("format ", name, ": exponent bits must be 1..8, got ", exponent_bits));
   }
   if (mantissa_bits < 0 || mantissa_bits > 23) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "format ", name, ": mantissa bits must be 0..23, got ", mantissa_bits));
+    return absl::InvalidArgumentError(
+        absl::StrCat("format ", name, ": mantissa bits must be 0..23, got ", mantissa_bits));
   }
-  if (specials == SpecialEncoding::kIeee &&
-      (mantissa_bits == 0 || exponent_bits < 2)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "format ", name,
-        ": IEEE infinities and NaNs need at least 2 exponent bits and 1 "
-        "mantissa bit"));
+  if (specials == SpecialEncoding::kIeee && (mantissa_bits == 0 || exponent_bits < 2)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("format ", name,
+                     ": IEEE infinities and NaNs need at least 2 exponent bits and 1 "
+                     "mantissa bit"));
   }
   Format f;
   f.name = std::move(name);
@@ -90,27 +88,24 @@ absl::StatusOr<Format> MakeFloatFormat(std::string name, int exponent_bits,
   f.bias = bias;
   f.specials = specials;
   if (f.max_finite_magnitude() >> mantissa_bits == 0 && f.has_zero) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "format ", f.name, ": has no normal numbers (exponent too narrow)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("format ", f.name, ": has no normal numbers (exponent too narrow)"));
   }
   // Every value must be a float32, so that decoding to float32 is exact and
   // every float32 input has a well-defined place among the format's values.
-  if (f.max_normal_exponent() > 127 ||
-      f.min_normal_exponent() - mantissa_bits < -149) {
+  if (f.max_normal_exponent() > 127 || f.min_normal_exponent() - mantissa_bits < -149) {
     return absl::InvalidArgumentError(absl::StrCat(
         "format ", f.name, ": bias ", bias,
-        " puts values outside the float32 range (largest binade 2^",
-        f.max_normal_exponent(), ", smallest step 2^",
-        f.min_normal_exponent() - mantissa_bits, ")"));
+        " puts values outside the float32 range (largest binade 2^", f.max_normal_exponent(),
+        ", smallest step 2^", f.min_normal_exponent() - mantissa_bits, ")"));
   }
   return f;
 }
 
-absl::StatusOr<Format> MakeIntegerFormat(std::string name, int bits,
-                                         bool is_signed) {
+absl::StatusOr<Format> MakeIntegerFormat(std::string name, int bits, bool is_signed) {
   if (bits < 2 || bits > 16) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "format ", name, ": integer width must be 2..16 bits, got ", bits));
+    return absl::InvalidArgumentError(
+        absl::StrCat("format ", name, ": integer width must be 2..16 bits, got ", bits));
   }
   Format f;
   f.name = std::move(name);
@@ -130,8 +125,7 @@ Format Float(std::string name, int e, int m, int bias, SpecialEncoding s,
   return f;
 }
 
-Format Integer(std::string name, int bits, bool is_signed,
-               std::vector<std::string> aliases) {
+Format Integer(std::string name, int bits, bool is_signed, std::vector<std::string> aliases) {
   Format f = *MakeIntegerFormat(std::move(name), bits, is_signed);
   f.aliases = std::move(aliases);
   return f;
@@ -157,18 +151,13 @@ Format E8M0() {
 std::vector<Format> BuildCatalog() {
   using S = SpecialEncoding;
   std::vector<Format> c;
-  c.push_back(Float("fp32", 8, 23, 127, S::kIeee,
-                    {"float32", "f32", "float", "single", "e8m23"}));
-  c.push_back(Float("tf32", 8, 10, 127, S::kIeee,
-                    {"tensorfloat32", "tensorfloat-32", "e8m10"}));
-  c.push_back(Float("fp16", 5, 10, 15, S::kIeee,
-                    {"float16", "f16", "half", "e5m10"}));
+  c.push_back(Float("fp32", 8, 23, 127, S::kIeee, {"float32", "f32", "float", "single", "e8m23"}));
+  c.push_back(Float("tf32", 8, 10, 127, S::kIeee, {"tensorfloat32", "tensorfloat-32", "e8m10"}));
+  c.push_back(Float("fp16", 5, 10, 15, S::kIeee, {"float16", "f16", "half", "e5m10"}));
   c.push_back(Float("bf16", 8, 7, 127, S::kIeee, {"bfloat16", "e8m7"}));
   c.push_back(Float("fp8_e4m3fn", 4, 3, 7, S::kFiniteOnly,
-                    {"float8_e4m3fn", "f8e4m3fn", "e4m3fn", "e4m3",
-                     "fp8_e4m3", "f8_e4m3"}));
-  c.push_back(Float("fp8_e5m2", 5, 2, 15, S::kIeee,
-                    {"float8_e5m2", "f8e5m2", "e5m2", "f8_e5m2"}));
+                    {"float8_e4m3fn", "f8e4m3fn", "e4m3fn", "e4m3", "fp8_e4m3", "f8_e4m3"}));
+  c.push_back(Float("fp8_e5m2", 5, 2, 15, S::kIeee, {"float8_e5m2", "f8e5m2", "e5m2", "f8_e5m2"}));
   c.push_back(Float("fp8_e4m3fnuz", 4, 3, 8, S::kNegativeZeroIsNan,
                     {"float8_e4m3fnuz", "f8e4m3fnuz", "e4m3fnuz"}));
   c.push_back(Float("fp8_e5m2fnuz", 5, 2, 16, S::kNegativeZeroIsNan,
@@ -177,10 +166,10 @@ std::vector<Format> BuildCatalog() {
                     {"float8_e4m3b11fnuz", "f8e4m3b11fnuz", "e4m3b11fnuz"}));
   // OCP MX element formats: named "fn" by LLVM and ml_dtypes but holding
   // neither infinity nor NaN; every code is a finite number.
-  c.push_back(Float("fp6_e2m3fn", 2, 3, 1, S::kNone,
-                    {"float6_e2m3fn", "f6e2m3fn", "e2m3fn", "e2m3"}));
-  c.push_back(Float("fp6_e3m2fn", 3, 2, 3, S::kNone,
-                    {"float6_e3m2fn", "f6e3m2fn", "e3m2fn", "e3m2"}));
+  c.push_back(
+      Float("fp6_e2m3fn", 2, 3, 1, S::kNone, {"float6_e2m3fn", "f6e2m3fn", "e2m3fn", "e2m3"}));
+  c.push_back(
+      Float("fp6_e3m2fn", 3, 2, 3, S::kNone, {"float6_e3m2fn", "f6e3m2fn", "e3m2fn", "e3m2"}));
   c.push_back(Float("fp4_e2m1fn", 2, 1, 1, S::kNone,
                     {"float4_e2m1fn", "f4e2m1fn", "e2m1fn", "e2m1", "fp4"}));
   c.push_back(E8M0());
@@ -192,8 +181,7 @@ std::vector<Format> BuildCatalog() {
 }
 
 bool ParseInt(absl::string_view text, int* out) {
-  return !text.empty() && absl::ascii_isdigit(text[0]) &&
-         absl::SimpleAtoi(text, out);
+  return !text.empty() && absl::ascii_isdigit(text[0]) && absl::SimpleAtoi(text, out);
 }
 
 // "e3m4", "e3m4fn", "e3m4fnuz".
@@ -215,16 +203,14 @@ absl::StatusOr<Format> ParseShorthand(absl::string_view name) {
   if (e < 1 || e > 8 || m > 23) {
     return MakeFloatFormat(std::string(name), e, m, 0, specials);
   }
-  const int bias = (1 << (e - 1)) -
-                   (specials == SpecialEncoding::kNegativeZeroIsNan ? 0 : 1);
+  const int bias = (1 << (e - 1)) - (specials == SpecialEncoding::kNegativeZeroIsNan ? 0 : 1);
   return MakeFloatFormat(std::string(name), e, m, bias, specials);
 }
 
 // "float(e=5,m=10,bias=15,inf=ieee)".
 absl::StatusOr<Format> ParseFloatSpec(absl::string_view name) {
   absl::string_view body = name;
-  if (!absl::ConsumePrefix(&body, "float(") ||
-      !absl::ConsumeSuffix(&body, ")")) {
+  if (!absl::ConsumePrefix(&body, "float(") || !absl::ConsumeSuffix(&body, ")")) {
     return absl::NotFoundError("");
   }
   int e = -1, m = -1, bias = 0;
@@ -245,27 +231,30 @@ absl::StatusOr<Format> ParseFloatSpec(absl::string_view name) {
       ok = absl::SimpleAtoi(value, &bias);
       has_bias = true;
     } else if (key == "inf") {
-      if (value == "ieee") specials = SpecialEncoding::kIeee;
-      else if (value == "fn") specials = SpecialEncoding::kFiniteOnly;
-      else if (value == "fnuz") specials = SpecialEncoding::kNegativeZeroIsNan;
-      else if (value == "none") specials = SpecialEncoding::kNone;
-      else ok = false;
+      if (value == "ieee")
+        specials = SpecialEncoding::kIeee;
+      else if (value == "fn")
+        specials = SpecialEncoding::kFiniteOnly;
+      else if (value == "fnuz")
+        specials = SpecialEncoding::kNegativeZeroIsNan;
+      else if (value == "none")
+        specials = SpecialEncoding::kNone;
+      else
+        ok = false;
     } else {
       ok = false;
     }
     if (!ok) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "format '", name, "': cannot read '", item,
-          "'; expected float(e=E,m=M[,bias=B][,inf=ieee|fn|fnuz|none])"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("format '", name, "': cannot read '", item,
+                       "'; expected float(e=E,m=M[,bias=B][,inf=ieee|fn|fnuz|none])"));
     }
   }
   if (e < 0 || m < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("format '", name, "': e= and m= are required"));
+    return absl::InvalidArgumentError(absl::StrCat("format '", name, "': e= and m= are required"));
   }
   if (!has_bias && e >= 1 && e <= 8) {
-    bias = (1 << (e - 1)) -
-           (specials == SpecialEncoding::kNegativeZeroIsNan ? 0 : 1);
+    bias = (1 << (e - 1)) - (specials == SpecialEncoding::kNegativeZeroIsNan ? 0 : 1);
   }
   return MakeFloatFormat(std::string(name), e, m, bias, specials);
 }
@@ -284,8 +273,7 @@ absl::StatusOr<Format> ParseInteger(absl::string_view name) {
 }  // namespace
 
 const std::vector<Format>& Catalog() {
-  static const std::vector<Format>* const catalog =
-      new std::vector<Format>(BuildCatalog());
+  static const std::vector<Format>* const catalog = new std::vector<Format>(BuildCatalog());
   return *catalog;
 }
 
@@ -304,10 +292,10 @@ absl::StatusOr<Format> FindFormat(absl::string_view name) {
   }
   std::vector<std::string> names;
   for (const Format& f : Catalog()) names.push_back(f.name);
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown format '", name, "'; valid: ", absl::StrJoin(names, ", "),
-      ", or user-defined eXmY[fn|fnuz], float(e=..,m=..,bias=..,inf=..), "
-      "intN, uintN"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown format '", name, "'; valid: ", absl::StrJoin(names, ", "),
+                   ", or user-defined eXmY[fn|fnuz], float(e=..,m=..,bias=..,inf=..), "
+                   "intN, uintN"));
 }
 
 }  // namespace lowp

@@ -12,10 +12,10 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace lowp {
 
@@ -40,11 +40,11 @@ struct Format {
   std::string name;                  // canonical, e.g. "fp8_e4m3fn"
   std::vector<std::string> aliases;  // other accepted names, lower case
   FormatKind kind = FormatKind::kFloat;
-  int bits = 0;                // total width of a code
-  bool is_signed = true;       // has a sign bit (floats) / two's complement (ints)
-  int exponent_bits = 0;       // 0 for integers
-  int mantissa_bits = 0;       // stored fraction bits; 0 for integers
-  int bias = 0;                // value = 2^(field - bias) * 1.mantissa
+  int bits = 0;           // total width of a code
+  bool is_signed = true;  // has a sign bit (floats) / two's complement (ints)
+  int exponent_bits = 0;  // 0 for integers
+  int mantissa_bits = 0;  // stored fraction bits; 0 for integers
+  int bias = 0;           // value = 2^(field - bias) * 1.mantissa
   SpecialEncoding specials = SpecialEncoding::kNone;
   // false only for e8m0fnu: exponent field 0 is then an ordinary normal
   // number (2^-127) and the format has neither zero nor subnormals.
@@ -54,8 +54,7 @@ struct Format {
   bool has_infinity() const { return specials == SpecialEncoding::kIeee; }
   bool has_nan() const { return specials != SpecialEncoding::kNone; }
   bool has_negative_zero() const {
-    return is_float() && is_signed && has_zero &&
-           specials != SpecialEncoding::kNegativeZeroIsNan;
+    return is_float() && is_signed && has_zero && specials != SpecialEncoding::kNegativeZeroIsNan;
   }
   bool has_subnormals() const { return is_float() && has_zero; }
 
@@ -90,10 +89,10 @@ struct Format {
 
   // Derived limits (exact; every value of every format fits a double).
   double max_finite() const;
-  double lowest_finite() const;      // most negative finite value (0 unsigned)
-  double min_normal() const;         // floats: 2^min_normal_exponent; ints: 1
-  double min_subnormal() const;      // 0 if the format has no subnormals
-  double epsilon() const;            // distance from 1 to the next value: 2^-m
+  double lowest_finite() const;  // most negative finite value (0 unsigned)
+  double min_normal() const;     // floats: 2^min_normal_exponent; ints: 1
+  double min_subnormal() const;  // 0 if the format has no subnormals
+  double epsilon() const;        // distance from 1 to the next value: 2^-m
 
   // Bytes a code occupies in a file: 4-bit formats pack two codes per byte
   // (low nibble first), up to 8 bits take one byte, 16 two, 32 four.
@@ -114,11 +113,9 @@ const std::vector<Format>& Catalog();
 absl::StatusOr<Format> FindFormat(absl::string_view name);
 
 // Builds and checks a float format from its fields (the user-defined path).
-absl::StatusOr<Format> MakeFloatFormat(std::string name, int exponent_bits,
-                                       int mantissa_bits, int bias,
-                                       SpecialEncoding specials);
-absl::StatusOr<Format> MakeIntegerFormat(std::string name, int bits,
-                                         bool is_signed);
+absl::StatusOr<Format> MakeFloatFormat(std::string name, int exponent_bits, int mantissa_bits,
+                                       int bias, SpecialEncoding specials);
+absl::StatusOr<Format> MakeIntegerFormat(std::string name, int bits, bool is_signed);
 
 }  // namespace lowp
 

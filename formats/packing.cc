@@ -9,9 +9,9 @@ absl::StatusOr<size_t> CodeCount(const Format& format, size_t bytes) {
   if (unit == 4) return bytes * 2;
   const size_t unit_bytes = static_cast<size_t>(unit / 8);
   if (bytes % unit_bytes != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        bytes, " bytes is not a whole number of ", format.name, " codes (",
-        unit_bytes, " bytes each)"));
+    return absl::InvalidArgumentError(absl::StrCat(bytes, " bytes is not a whole number of ",
+                                                   format.name, " codes (", unit_bytes,
+                                                   " bytes each)"));
   }
   return bytes / unit_bytes;
 }
@@ -22,8 +22,8 @@ size_t StorageBytes(const Format& format, size_t count) {
   return count * static_cast<size_t>(unit / 8);
 }
 
-absl::Status UnpackCodes(const Format& format, std::span<const uint8_t> bytes,
-                         size_t first_index, std::vector<uint32_t>* codes) {
+absl::Status UnpackCodes(const Format& format, std::span<const uint8_t> bytes, size_t first_index,
+                         std::vector<uint32_t>* codes) {
   const int unit = format.storage_bits();
   const size_t start = codes->size();
   if (unit == 4) {
@@ -44,17 +44,15 @@ absl::Status UnpackCodes(const Format& format, std::span<const uint8_t> bytes,
   const uint32_t mask = format.code_mask();
   for (size_t i = start; i < codes->size(); ++i) {
     if (((*codes)[i] & ~mask) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "element ", first_index + (i - start), ": 0x",
-          absl::Hex((*codes)[i]), " is not a ", format.name, " code (",
-          format.bits, " bits)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("element ", first_index + (i - start), ": 0x", absl::Hex((*codes)[i]),
+                       " is not a ", format.name, " code (", format.bits, " bits)"));
     }
   }
   return absl::OkStatus();
 }
 
-void PackCodes(const Format& format, std::span<const uint32_t> codes,
-               std::vector<uint8_t>* bytes) {
+void PackCodes(const Format& format, std::span<const uint32_t> codes, std::vector<uint8_t>* bytes) {
   const int unit = format.storage_bits();
   if (unit == 4) {
     for (size_t i = 0; i < codes.size(); i += 2) {

@@ -27,11 +27,10 @@ size_t StorageBytes(const Format& format, size_t count);
 // Appends the codes stored in `bytes` to `codes`. A code with bits set above
 // format.bits (an fp6 byte above 0x3F, say) is InvalidArgument naming its
 // index, counted from `first_index`.
-absl::Status UnpackCodes(const Format& format, std::span<const uint8_t> bytes,
-                         size_t first_index, std::vector<uint32_t>* codes);
+absl::Status UnpackCodes(const Format& format, std::span<const uint8_t> bytes, size_t first_index,
+                         std::vector<uint32_t>* codes);
 // Appends the storage of `codes` (each within format.bits) to `bytes`.
-void PackCodes(const Format& format, std::span<const uint32_t> codes,
-               std::vector<uint8_t>* bytes);
+void PackCodes(const Format& format, std::span<const uint32_t> codes, std::vector<uint8_t>* bytes);
 
 }  // namespace lowp
 

@@ -11,16 +11,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
+// The common path (a finite input, rounded and encoded) is inlined into the
+// public entry points, and the rare special-value paths are kept out of it:
+// this halves the cost of a call, which bounds the exhaustive tests.
+#define LOWP_HOT [[gnu::always_inline]] inline
+#define LOWP_COLD [[gnu::noinline, gnu::cold]]
+
 namespace lowp {
 namespace {
 
 constexpr std::pair<Rounding, absl::string_view> kRoundingNames[] = {
-    {Rounding::kNearestEven, "nearest-even"},
-    {Rounding::kNearestAway, "nearest-away"},
-    {Rounding::kTowardZero, "toward-zero"},
-    {Rounding::kTowardPositive, "toward-positive"},
-    {Rounding::kTowardNegative, "toward-negative"},
-    {Rounding::kOdd, "odd"},
+    {Rounding::kNearestEven, "nearest-even"},       {Rounding::kNearestAway, "nearest-away"},
+    {Rounding::kTowardZero, "toward-zero"},         {Rounding::kTowardPositive, "toward-positive"},
+    {Rounding::kTowardNegative, "toward-negative"}, {Rounding::kOdd, "odd"},
     {Rounding::kStochastic, "stochastic"},
 };
 constexpr std::pair<Overflow, absl::string_view> kOverflowNames[] = {
@@ -41,8 +44,7 @@ constexpr std::pair<NanPolicy, absl::string_view> kNanNames[] = {
 };
 
 template <class Enum, size_t N>
-absl::string_view NameOf(const std::pair<Enum, absl::string_view> (&names)[N],
-                        Enum value) {
+absl::string_view NameOf(const std::pair<Enum, absl::string_view> (&names)[N], Enum value) {
   for (const auto& [v, name] : names) {
     if (v == value) return name;
   }
@@ -58,9 +60,8 @@ absl::StatusOr<Enum> Parse(const std::pair<Enum, absl::string_view> (&names)[N],
     if (name == key) return v;
     valid.push_back(name);
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown ", what, " '", text,
-                                                 "'; valid: ",
-                                                 absl::StrJoin(valid, ", ")));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown ", what, " '", text, "'; valid: ", absl::StrJoin(valid, ", ")));
 }
 
 int BitWidth(uint64_t v) { return std::bit_width(v); }
@@ -72,11 +73,8 @@ struct Rounded {
   uint64_t n;
   bool inexact;
 };
-#define LOWP_HOT [[gnu::always_inline]] inline
-#define LOWP_COLD [[gnu::noinline, gnu::cold]]
-
 LOWP_HOT Rounded RoundToInteger(uint64_t sig, int shift, bool negative, Rounding mode,
-                       uint32_t random) {
+                                uint32_t random) {
   if (shift <= 0) return {sig << -shift, false};
   const uint64_t n = shift >= 64 ? 0 : sig >> shift;
   const uint64_t dropped = shift >= 64 ? sig : sig & ((uint64_t{1} << shift) - 1);
@@ -145,8 +143,8 @@ uint32_t InfinityCode(const Format& f, bool negative) {
   return WithSign(f, negative, all_ones_exponent << f.mantissa_bits);
 }
 
-LOWP_COLD uint32_t NanCode(const Format& f, bool negative, uint64_t payload,
-                 NanPolicy policy, uint32_t& events) {
+LOWP_COLD uint32_t NanCode(const Format& f, bool negative, uint64_t payload, NanPolicy policy,
+                           uint32_t& events) {
   switch (f.specials) {
     case SpecialEncoding::kIeee: {
       const int m = f.mantissa_bits;
@@ -169,8 +167,7 @@ LOWP_COLD uint32_t NanCode(const Format& f, bool negative, uint64_t payload,
 
 // The result of an overflowing rounded value or an infinite input that the
 // format cannot keep as infinity.
-LOWP_COLD uint32_t OverflowCode(const Format& f, bool negative, Overflow policy,
-                      uint32_t& events) {
+LOWP_COLD uint32_t OverflowCode(const Format& f, bool negative, Overflow policy, uint32_t& events) {
   events |= kInexact | kOverflow;
   if (policy == Overflow::kInfinity) return InfinityCode(f, negative);
   if (policy == Overflow::kNan) {
@@ -187,9 +184,8 @@ uint32_t ZeroCode(const Format& f, bool negative, uint32_t& events) {
   return f.has_negative_zero() && negative ? f.sign_mask() : 0;
 }
 
-LOWP_HOT uint32_t EncodeInteger(const Format& f, bool negative, uint64_t sig,
-                       int exponent, const ConvertOptions& o, uint32_t random,
-                       uint32_t& events) {
+LOWP_HOT uint32_t EncodeInteger(const Format& f, bool negative, uint64_t sig, int exponent,
+                                const ConvertOptions& o, uint32_t random, uint32_t& events) {
   const int64_t lowest = f.is_signed ? -(int64_t{1} << (f.bits - 1)) : 0;
   const int64_t highest =
       f.is_signed ? (int64_t{1} << (f.bits - 1)) - 1 : (int64_t{1} << f.bits) - 1;
@@ -210,9 +206,8 @@ LOWP_HOT uint32_t EncodeInteger(const Format& f, bool negative, uint64_t sig,
   return static_cast<uint32_t>(value) & f.code_mask();
 }
 
-LOWP_HOT uint32_t EncodeFiniteFloat(const Format& f, bool negative, uint64_t sig,
-                           int exponent, const ConvertOptions& o,
-                           uint32_t random, uint32_t& events) {
+LOWP_HOT uint32_t EncodeFiniteFloat(const Format& f, bool negative, uint64_t sig, int exponent,
+                                    const ConvertOptions& o, uint32_t random, uint32_t& events) {
   if (negative && !f.is_signed) {  // e8m0: no negative numbers
     events |= kInexact;
     return NanCode(f, negative, 0, NanPolicy::kCanonical, events);
@@ -224,8 +219,7 @@ LOWP_HOT uint32_t EncodeFiniteFloat(const Format& f, bool negative, uint64_t sig
   // smallest normal binade's step).
   const int top = exponent + BitWidth(sig) - 1;  // floor(log2 |x|)
   int quantum = std::max(top, min_exponent) - m;
-  const Rounded r = RoundToInteger(sig, quantum - exponent, negative,
-                                   o.rounding, random);
+  const Rounded r = RoundToInteger(sig, quantum - exponent, negative, o.rounding, random);
   uint64_t n = r.n;
   if (r.inexact) events |= kInexact;
   if ((n >> (m + 1)) != 0) {  // rounded up into the next binade
@@ -238,8 +232,7 @@ LOWP_HOT uint32_t EncodeFiniteFloat(const Format& f, bool negative, uint64_t sig
     return ZeroCode(f, negative, events);
   }
   if ((n >> m) == 0) {  // subnormal: exponent field 0
-    if (o.subnormals == Subnormals::kFlushToZero ||
-        o.subnormals == Subnormals::kFlushBoth) {
+    if (o.subnormals == Subnormals::kFlushToZero || o.subnormals == Subnormals::kFlushBoth) {
       events |= kFlushed;
       return ZeroCode(f, negative, events);
     }
@@ -279,29 +272,24 @@ LOWP_HOT Unpacked UnpackFloat32Inline(float x) {
   return u;
 }
 
-LOWP_HOT uint32_t EncodeUnpacked(const Format& to, const Unpacked& x,
-                        const ConvertOptions& o, uint64_t index,
-                        uint32_t& events) {
+LOWP_HOT uint32_t EncodeUnpacked(const Format& to, const Unpacked& x, const ConvertOptions& o,
+                                 uint64_t index, uint32_t& events) {
   if (x.kind == Unpacked::Kind::kFinite) [[likely]] {
-    if (x.subnormal && (o.subnormals == Subnormals::kInputsAreZero ||
-                        o.subnormals == Subnormals::kFlushBoth)) {
+    if (x.subnormal &&
+        (o.subnormals == Subnormals::kInputsAreZero || o.subnormals == Subnormals::kFlushBoth)) {
       events |= kFlushed | kInexact;
       return ZeroCode(to, x.negative, events);
     }
-    const uint32_t random =
-        o.rounding == Rounding::kStochastic ? RandomBits(o.seed, index) : 0;
+    const uint32_t random = o.rounding == Rounding::kStochastic ? RandomBits(o.seed, index) : 0;
     if (!to.is_float()) {
-      return EncodeInteger(to, x.negative, x.significand, x.exponent, o,
-                           random, events);
+      return EncodeInteger(to, x.negative, x.significand, x.exponent, o, random, events);
     }
-    return EncodeFiniteFloat(to, x.negative, x.significand, x.exponent, o,
-                             random, events);
+    return EncodeFiniteFloat(to, x.negative, x.significand, x.exponent, o, random, events);
   }
   switch (x.kind) {
     case Unpacked::Kind::kNan:
       events |= kNanInput;
-      return NanCode(to, x.negative && to.is_signed, x.nan_payload, o.nan,
-                     events);
+      return NanCode(to, x.negative && to.is_signed, x.nan_payload, o.nan, events);
     case Unpacked::Kind::kInfinity: {
       const Overflow policy = EffectiveOverflow(to, o.overflow);
       if (to.has_infinity() && policy != Overflow::kSaturate) {
@@ -324,9 +312,7 @@ LOWP_HOT uint32_t EncodeUnpacked(const Format& to, const Unpacked& x,
 
 absl::string_view RoundingName(Rounding r) { return NameOf(kRoundingNames, r); }
 absl::string_view OverflowName(Overflow o) { return NameOf(kOverflowNames, o); }
-absl::string_view SubnormalsName(Subnormals s) {
-  return NameOf(kSubnormalNames, s);
-}
+absl::string_view SubnormalsName(Subnormals s) { return NameOf(kSubnormalNames, s); }
 absl::string_view NanPolicyName(NanPolicy n) { return NameOf(kNanNames, n); }
 
 absl::StatusOr<Rounding> ParseRounding(absl::string_view name) {
@@ -362,14 +348,13 @@ Overflow EffectiveOverflow(const Format& to, Overflow requested) {
 absl::Status ValidateOptions(const Format& to, const ConvertOptions& options) {
   const Overflow o = options.overflow;
   if (o == Overflow::kInfinity && !to.has_infinity()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--overflow inf: format ", to.name,
-        " has no infinity (use saturate", to.has_nan() ? " or nan)" : ")"));
+    return absl::InvalidArgumentError(absl::StrCat("--overflow inf: format ", to.name,
+                                                   " has no infinity (use saturate",
+                                                   to.has_nan() ? " or nan)" : ")"));
   }
   if (o == Overflow::kNan && !to.has_nan()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--overflow nan: format ", to.name,
-        " has no NaN; it always saturates (use saturate)"));
+        "--overflow nan: format ", to.name, " has no NaN; it always saturates (use saturate)"));
   }
   return absl::OkStatus();
 }
@@ -433,19 +418,15 @@ Unpacked Unpack(const Format& f, uint32_t code) {
   const uint32_t all_ones_exponent = (uint32_t{1} << f.exponent_bits) - 1;
   u.negative = (code & f.sign_mask()) != 0;
   const bool is_nan =
-      (f.specials == SpecialEncoding::kNegativeZeroIsNan &&
-       code == f.sign_mask()) ||
-      (f.specials == SpecialEncoding::kFiniteOnly &&
-       magnitude == f.magnitude_mask()) ||
-      (f.specials == SpecialEncoding::kIeee && field == all_ones_exponent &&
-       mantissa != 0);
+      (f.specials == SpecialEncoding::kNegativeZeroIsNan && code == f.sign_mask()) ||
+      (f.specials == SpecialEncoding::kFiniteOnly && magnitude == f.magnitude_mask()) ||
+      (f.specials == SpecialEncoding::kIeee && field == all_ones_exponent && mantissa != 0);
   if (is_nan) {
     u.kind = Unpacked::Kind::kNan;
     if (f.specials == SpecialEncoding::kIeee) {
       u.nan_payload = uint64_t{mantissa} << (64 - m);
     }
-  } else if (f.specials == SpecialEncoding::kIeee &&
-             field == all_ones_exponent) {
+  } else if (f.specials == SpecialEncoding::kIeee && field == all_ones_exponent) {
     u.kind = Unpacked::Kind::kInfinity;
   } else if (field == 0 && f.has_zero) {
     u.kind = mantissa == 0 ? Unpacked::Kind::kZero : Unpacked::Kind::kFinite;
@@ -460,31 +441,29 @@ Unpacked Unpack(const Format& f, uint32_t code) {
   return u;
 }
 
-uint32_t Encode(const Format& to, const Unpacked& x,
-                const ConvertOptions& o, uint64_t index, uint32_t* events) {
+uint32_t Encode(const Format& to, const Unpacked& x, const ConvertOptions& o, uint64_t index,
+                uint32_t* events) {
   uint32_t happened = kExact;
   const uint32_t code = EncodeUnpacked(to, x, o, index, happened);
   if (events != nullptr) *events = happened;
   return code;
 }
 
-uint32_t EncodeFloat32(const Format& to, float x, const ConvertOptions& o,
-                       uint64_t index, uint32_t* events) {
+uint32_t EncodeFloat32(const Format& to, float x, const ConvertOptions& o, uint64_t index,
+                       uint32_t* events) {
   uint32_t happened = kExact;
-  const uint32_t code =
-      EncodeUnpacked(to, UnpackFloat32Inline(x), o, index, happened);
+  const uint32_t code = EncodeUnpacked(to, UnpackFloat32Inline(x), o, index, happened);
   if (events != nullptr) *events = happened;
   return code;
 }
 
-uint32_t EncodeFloat64(const Format& to, double x, const ConvertOptions& o,
-                       uint64_t index, uint32_t* events) {
+uint32_t EncodeFloat64(const Format& to, double x, const ConvertOptions& o, uint64_t index,
+                       uint32_t* events) {
   return Encode(to, UnpackFloat64(x), o, index, events);
 }
 
-uint32_t ConvertCode(const Format& from, uint32_t code, const Format& to,
-                     const ConvertOptions& o, uint64_t index,
-                     uint32_t* events) {
+uint32_t ConvertCode(const Format& from, uint32_t code, const Format& to, const ConvertOptions& o,
+                     uint64_t index, uint32_t* events) {
   return Encode(to, Unpack(from, code), o, index, events);
 }
 
@@ -497,15 +476,13 @@ double DecodeToDouble(const Format& from, uint32_t code) {
     case Unpacked::Kind::kInfinity:
       return std::bit_cast<double>(sign | 0x7FF0000000000000u);
     case Unpacked::Kind::kNan: {
-      const uint64_t payload =
-          u.nan_payload != 0 ? u.nan_payload >> 12 : uint64_t{1} << 51;
+      const uint64_t payload = u.nan_payload != 0 ? u.nan_payload >> 12 : uint64_t{1} << 51;
       return std::bit_cast<double>(sign | 0x7FF0000000000000u | payload);
     }
     case Unpacked::Kind::kFinite:
       break;
   }
-  const double magnitude =
-      std::ldexp(static_cast<double>(u.significand), u.exponent);
+  const double magnitude = std::ldexp(static_cast<double>(u.significand), u.exponent);
   return u.negative ? -magnitude : magnitude;
 }
 
@@ -516,9 +493,8 @@ float DecodeToFloat32(const Format& from, uint32_t code) {
     return static_cast<float>(DecodeToDouble(from, code));
   }
   const uint32_t sign = u.negative ? 0x80000000u : 0;
-  const uint32_t payload = u.nan_payload != 0
-                               ? static_cast<uint32_t>(u.nan_payload >> 41)
-                               : 0x400000u;
+  const uint32_t payload =
+      u.nan_payload != 0 ? static_cast<uint32_t>(u.nan_payload >> 41) : 0x400000u;
   return std::bit_cast<float>(sign | 0x7F800000u | payload);
 }
 

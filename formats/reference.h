@@ -45,11 +45,11 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "formats/format.h"
 
 namespace lowp {
@@ -106,10 +106,10 @@ struct Unpacked {
   enum class Kind { kZero, kFinite, kInfinity, kNan };
   Kind kind = Kind::kZero;
   bool negative = false;
-  bool subnormal = false;       // subnormal in the format it came from
-  uint64_t significand = 0;     // kFinite: nonzero
+  bool subnormal = false;    // subnormal in the format it came from
+  uint64_t significand = 0;  // kFinite: nonzero
   int exponent = 0;
-  uint64_t nan_payload = 0;     // kNan: mantissa bits, left-aligned to bit 63
+  uint64_t nan_payload = 0;  // kNan: mantissa bits, left-aligned to bit 63
 };
 
 Unpacked UnpackFloat32(float x);
@@ -120,28 +120,24 @@ Unpacked Unpack(const Format& format, uint32_t code);
 // What happened to one element; kernels count these.
 enum EncodeEvent : uint32_t {
   kExact = 0,
-  kInexact = 1u << 0,       // the result differs from the input value
-  kOverflow = 1u << 1,      // rounded magnitude above the largest finite
-  kSaturated = 1u << 2,     // ... and stored as the largest finite value
-  kFlushed = 1u << 3,       // a nonzero input or result made zero by daz/ftz
-  kUnderflow = 1u << 4,     // a nonzero input rounded to zero
+  kInexact = 1u << 0,    // the result differs from the input value
+  kOverflow = 1u << 1,   // rounded magnitude above the largest finite
+  kSaturated = 1u << 2,  // ... and stored as the largest finite value
+  kFlushed = 1u << 3,    // a nonzero input or result made zero by daz/ftz
+  kUnderflow = 1u << 4,  // a nonzero input rounded to zero
   kNanInput = 1u << 5,
-  kNanReplaced = 1u << 6,   // NaN into a format without NaN (stored as +0)
+  kNanReplaced = 1u << 6,  // NaN into a format without NaN (stored as +0)
 };
 
-uint32_t Encode(const Format& to, const Unpacked& x,
-                const ConvertOptions& options, uint64_t index = 0,
-                uint32_t* events = nullptr);
-uint32_t EncodeFloat32(const Format& to, float x,
-                       const ConvertOptions& options = {}, uint64_t index = 0,
-                       uint32_t* events = nullptr);
-uint32_t EncodeFloat64(const Format& to, double x,
-                       const ConvertOptions& options = {}, uint64_t index = 0,
-                       uint32_t* events = nullptr);
+uint32_t Encode(const Format& to, const Unpacked& x, const ConvertOptions& options,
+                uint64_t index = 0, uint32_t* events = nullptr);
+uint32_t EncodeFloat32(const Format& to, float x, const ConvertOptions& options = {},
+                       uint64_t index = 0, uint32_t* events = nullptr);
+uint32_t EncodeFloat64(const Format& to, double x, const ConvertOptions& options = {},
+                       uint64_t index = 0, uint32_t* events = nullptr);
 // Code of one format to code of another, through the exact value.
 uint32_t ConvertCode(const Format& from, uint32_t code, const Format& to,
-                     const ConvertOptions& options, uint64_t index = 0,
-                     uint32_t* events = nullptr);
+                     const ConvertOptions& options, uint64_t index = 0, uint32_t* events = nullptr);
 
 // Exact decoding. NaN codes decode with their sign and payload bits as they
 // are (a signalling NaN stays signalling, as in ml_dtypes); NaNs of formats

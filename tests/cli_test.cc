@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -122,26 +122,32 @@ TEST_F(Cli, ConvertsLikeTheReference) {
   ASSERT_EQ(f16.size(), values.size() * 2);
   const Format fp16 = *FindFormat("fp16");
   for (size_t i = 0; i < values.size(); ++i) {
-    const uint32_t code = static_cast<uint8_t>(f16[2 * i]) | static_cast<uint8_t>(f16[2 * i + 1]) << 8;
+    const uint32_t code = static_cast<uint8_t>(f16[2 * i]) | static_cast<uint8_t>(f16[2 * i + 1])
+                                                                 << 8;
     EXPECT_EQ(code, EncodeFloat32(fp16, values[i])) << i;
   }
   // Back to fp32, then to packed fp4 with saturation (odd count).
-  ASSERT_EQ(RunLowp("convert --from=half --to=float32 " + Path("out.f16") + " " + Path("back.f32")).exit_code, 0);
+  ASSERT_EQ(RunLowp("convert --from=half --to=float32 " + Path("out.f16") + " " + Path("back.f32"))
+                .exit_code,
+            0);
   EXPECT_EQ(Read("back.f32").size(), values.size() * 4);
-  r = RunLowp("convert --from fp32 --to fp4 --rounding toward-zero " + Path("in.f32") + " " + Path("out.fp4"));
+  r = RunLowp("convert --from fp32 --to fp4 --rounding toward-zero " + Path("in.f32") + " " +
+              Path("out.fp4"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string fp4 = Read("out.fp4");
   ASSERT_EQ(fp4.size(), 4u);
   const Format e2m1 = *FindFormat("fp4_e2m1fn");
   const ConvertOptions rtz{.rounding = Rounding::kTowardZero};
-  EXPECT_EQ(static_cast<uint8_t>(fp4[0]), EncodeFloat32(e2m1, 1.0f, rtz) | EncodeFloat32(e2m1, -2.5f, rtz) << 4);
+  EXPECT_EQ(static_cast<uint8_t>(fp4[0]),
+            EncodeFloat32(e2m1, 1.0f, rtz) | EncodeFloat32(e2m1, -2.5f, rtz) << 4);
   EXPECT_EQ(static_cast<uint8_t>(fp4[3]), EncodeFloat32(e2m1, 0.1f, rtz));  // high nibble 0
 }
 
 TEST_F(Cli, StochasticRoundingIsRepeatable) {
   std::vector<float> values(1000, 1.0f + 0.5f * 0x1p-7f);
   Write("in.f32", Floats(values));
-  const std::string base = "convert --from fp32 --to bf16 --rounding stochastic " + Path("in.f32") + " ";
+  const std::string base =
+      "convert --from fp32 --to bf16 --rounding stochastic " + Path("in.f32") + " ";
   ASSERT_EQ(RunLowp(base + "--seed 7 " + Path("a")).exit_code, 0);
   ASSERT_EQ(RunLowp(base + "--seed 7 " + Path("b")).exit_code, 0);
   ASSERT_EQ(RunLowp(base + "--seed 8 " + Path("c")).exit_code, 0);
@@ -173,7 +179,8 @@ TEST_F(Cli, BadInputsFailCleanly) {
   };
   for (const Case& c : cases) {
     std::string args = c.args;
-    if (const size_t at = args.find(" IN "); at != std::string::npos) args.replace(at, 4, " " + Path("in.f32") + " ");
+    if (const size_t at = args.find(" IN "); at != std::string::npos)
+      args.replace(at, 4, " " + Path("in.f32") + " ");
     if (args.ends_with(" OUT")) args.replace(args.size() - 4, 4, " " + Path("out"));
     const Result r = RunLowp(args);
     EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.output;

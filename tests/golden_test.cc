@@ -53,13 +53,16 @@ TEST_P(Golden, DecodeMatchesEveryCode) {
       // ml_dtypes keeps NaN payloads for float16/bfloat16 (Eigen) but
       // canonicalises float8_e5m2's; lowp keeps them for every format.
       EXPECT_TRUE(std::isnan(ours)) << f.name << " code 0x" << std::hex << code;
-      EXPECT_EQ(std::signbit(ours), std::signbit(golden)) << f.name << " code 0x" << std::hex << code;
+      EXPECT_EQ(std::signbit(ours), std::signbit(golden))
+          << f.name << " code 0x" << std::hex << code;
       if (f.name != "fp8_e5m2") {
-        EXPECT_EQ(std::bit_cast<uint32_t>(ours), decoded[code]) << f.name << " code 0x" << std::hex << code;
+        EXPECT_EQ(std::bit_cast<uint32_t>(ours), decoded[code])
+            << f.name << " code 0x" << std::hex << code;
       }
       continue;
     }
-    EXPECT_EQ(std::bit_cast<uint32_t>(ours), decoded[code]) << f.name << " code 0x" << std::hex << code;
+    EXPECT_EQ(std::bit_cast<uint32_t>(ours), decoded[code])
+        << f.name << " code 0x" << std::hex << code;
   }
 }
 

@@ -91,7 +91,8 @@ class Oracle {
       lo_is_even_.push_back(std::fmod(std::fabs(lo / (hi - lo)), 2.0) == 0);
     }
     const auto zero = std::lower_bound(values_.begin(), values_.end(), 0.0);
-    if (zero != values_.end() && *zero == 0) zero_ = codes_[static_cast<size_t>(zero - values_.begin())];
+    if (zero != values_.end() && *zero == 0)
+      zero_ = codes_[static_cast<size_t>(zero - values_.begin())];
     canonical_nan_[0] = FindCanonicalNan(false);
     canonical_nan_[1] = FindCanonicalNan(true);
     min_normal_ = f.is_float() ? std::ldexp(1.0, (f.has_zero ? 1 : 0) - f.bias) : 1.0;
@@ -143,30 +144,41 @@ class Oracle {
 
   // The expected code for a float32 input, given the neighbour index from
   // Locate(x) and the random bits for stochastic rounding.
-  uint32_t Expect(float input, ptrdiff_t i, const ConvertOptions& o,
-                  uint32_t random) const {
+  uint32_t Expect(float input, ptrdiff_t i, const ConvertOptions& o, uint32_t random) const {
     return Pick(Where(input, i), input, o, random);
   }
 
-  uint32_t Pick(const Place& p, float input, const ConvertOptions& o,
-                uint32_t random) const {
-    if (p.special) [[unlikely]] return ExpectSpecial(input, o);
+  uint32_t Pick(const Place& p, float input, const ConvertOptions& o, uint32_t random) const {
+    if (p.special) [[unlikely]]
+      return ExpectSpecial(input, o);
     const double x = input;
     const bool negative = x < 0;
-    const bool daz = o.subnormals == Subnormals::kInputsAreZero ||
-                     o.subnormals == Subnormals::kFlushBoth;
+    const bool daz =
+        o.subnormals == Subnormals::kInputsAreZero || o.subnormals == Subnormals::kFlushBoth;
     if (daz && std::fabs(x) < 0x1p-126) return ZeroCode(negative);
     const ptrdiff_t n = static_cast<ptrdiff_t>(values_.size());
     ptrdiff_t j = p.i;  // index of the result; -1 and n are the virtual values
     if (!p.exact) {
       bool up = false;  // toward the upper neighbour
       switch (o.rounding) {
-        case Rounding::kNearestEven: up = p.versus_mid > 0 || (p.versus_mid == 0 && !p.lo_even); break;
-        case Rounding::kNearestAway: up = p.versus_mid > 0 || (p.versus_mid == 0 && !negative); break;
-        case Rounding::kTowardZero: up = negative; break;
-        case Rounding::kTowardPositive: up = true; break;
-        case Rounding::kTowardNegative: up = false; break;
-        case Rounding::kOdd: up = p.lo_even; break;
+        case Rounding::kNearestEven:
+          up = p.versus_mid > 0 || (p.versus_mid == 0 && !p.lo_even);
+          break;
+        case Rounding::kNearestAway:
+          up = p.versus_mid > 0 || (p.versus_mid == 0 && !negative);
+          break;
+        case Rounding::kTowardZero:
+          up = negative;
+          break;
+        case Rounding::kTowardPositive:
+          up = true;
+          break;
+        case Rounding::kTowardNegative:
+          up = false;
+          break;
+        case Rounding::kOdd:
+          up = p.lo_even;
+          break;
         case Rounding::kStochastic: {
           const double lo = p.i < 0 ? below_ : values_[p.i];
           const double hi = p.i + 1 < n ? values_[p.i + 1] : above_;
@@ -186,8 +198,8 @@ class Oracle {
       return OverflowCode(negative, PolicyOf(o.overflow));
     }
     const double result = values_[static_cast<size_t>(j)];
-    const bool ftz = o.subnormals == Subnormals::kFlushToZero ||
-                     o.subnormals == Subnormals::kFlushBoth;
+    const bool ftz =
+        o.subnormals == Subnormals::kFlushToZero || o.subnormals == Subnormals::kFlushBoth;
     if (result == 0 || (ftz && f_.is_float() && std::fabs(result) < min_normal_)) {
       return ZeroCode(negative);
     }
@@ -205,8 +217,8 @@ class Oracle {
       if (f_.has_infinity() && policy != Overflow::kSaturate) return InfinityCode(negative);
       return OverflowCode(negative, policy);
     }
-    const bool daz = o.subnormals == Subnormals::kInputsAreZero ||
-                     o.subnormals == Subnormals::kFlushBoth;
+    const bool daz =
+        o.subnormals == Subnormals::kInputsAreZero || o.subnormals == Subnormals::kFlushBoth;
     if (input == 0 || (daz && std::fabs(input) < 0x1p-126)) return ZeroCode(negative);
     if (f_.is_float() && !f_.has_zero) {  // e8m0: no zero, no negatives
       if (negative) return CanonicalNan(false);
@@ -241,9 +253,12 @@ class Oracle {
   uint32_t OverflowCode(bool negative, Overflow policy) const {
     if (!f_.is_signed && negative) return CanonicalNan(false);
     switch (policy) {
-      case Overflow::kInfinity: return InfinityCode(negative);
-      case Overflow::kNan: return CanonicalNan(negative && f_.is_signed);
-      default: return negative ? codes_.front() : codes_.back();
+      case Overflow::kInfinity:
+        return InfinityCode(negative);
+      case Overflow::kNan:
+        return CanonicalNan(negative && f_.is_signed);
+      default:
+        return negative ? codes_.front() : codes_.back();
     }
   }
 
@@ -269,8 +284,7 @@ class Oracle {
       if (f_.specials == SpecialEncoding::kNegativeZeroIsNan) return code;  // the only NaN
       if (code_negative != (negative && f_.is_signed)) continue;
       const uint32_t payload = code & ((1u << f_.mantissa_bits) - 1);
-      if (f_.specials != SpecialEncoding::kIeee ||
-          payload == 1u << (f_.mantissa_bits - 1)) {
+      if (f_.specials != SpecialEncoding::kIeee || payload == 1u << (f_.mantissa_bits - 1)) {
         return code;
       }
     }

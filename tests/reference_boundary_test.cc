@@ -25,7 +25,8 @@ std::vector<uint32_t> BoundaryInputs(const Oracle& oracle) {
   anchors.push_back(oracle.below());
   anchors.push_back((oracle.values()[n - 1] + oracle.above()) / 2);
   anchors.push_back((oracle.values()[0] + oracle.below()) / 2);
-  for (size_t i = 0; i + 1 < n; ++i) anchors.push_back((oracle.values()[i] + oracle.values()[i + 1]) / 2);
+  for (size_t i = 0; i + 1 < n; ++i)
+    anchors.push_back((oracle.values()[i] + oracle.values()[i + 1]) / 2);
   std::set<uint32_t> inputs;
   for (double a : anchors) {
     if (std::fabs(a) > 3.4028234663852886e38) continue;
@@ -53,8 +54,8 @@ std::vector<ConvertOptions> AllCases(const Format& f) {
   std::vector<ConvertOptions> cases;
   for (Rounding r : AllRoundings()) {
     for (Overflow o : overflows) {
-      for (Subnormals s : {Subnormals::kKeep, Subnormals::kFlushToZero,
-                           Subnormals::kInputsAreZero, Subnormals::kFlushBoth}) {
+      for (Subnormals s : {Subnormals::kKeep, Subnormals::kFlushToZero, Subnormals::kInputsAreZero,
+                           Subnormals::kFlushBoth}) {
         for (NanPolicy nan : {NanPolicy::kCanonical, NanPolicy::kKeepPayload}) {
           cases.push_back({.rounding = r, .overflow = o, .subnormals = s, .nan = nan, .seed = 99});
         }
@@ -83,18 +84,19 @@ TEST_P(BoundaryInputs_, EveryModeAndPolicyMatchesOracle) {
   EXPECT_EQ(result.total(), 0u) << result.Report();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllFormats, BoundaryInputs_,
-    ::testing::Values("tf32", "fp16", "bf16", "fp8_e4m3fn", "fp8_e5m2", "fp8_e4m3fnuz",
-                      "fp8_e5m2fnuz", "fp8_e4m3b11fnuz", "fp6_e2m3fn", "fp6_e3m2fn", "fp4_e2m1fn",
-                      "e8m0fnu", "int8", "uint8", "int4", "uint4", "e3m4", "e2m5fn", "e6m1fnuz",
-                      "float(e=3,m=0,inf=fn)", "float(e=4,m=3,bias=3,inf=none)", "int3",
-                      "uint12"),
-    [](const auto& info) {
-      std::string name;
-      for (char c : info.param) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(AllFormats, BoundaryInputs_,
+                         ::testing::Values("tf32", "fp16", "bf16", "fp8_e4m3fn", "fp8_e5m2",
+                                           "fp8_e4m3fnuz", "fp8_e5m2fnuz", "fp8_e4m3b11fnuz",
+                                           "fp6_e2m3fn", "fp6_e3m2fn", "fp4_e2m1fn", "e8m0fnu",
+                                           "int8", "uint8", "int4", "uint4", "e3m4", "e2m5fn",
+                                           "e6m1fnuz", "float(e=3,m=0,inf=fn)",
+                                           "float(e=4,m=3,bias=3,inf=none)", "int3", "uint12"),
+                         [](const auto& info) {
+                           std::string name;
+                           for (char c : info.param)
+                             name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace lowp::testing

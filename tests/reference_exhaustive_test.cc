@@ -50,7 +50,9 @@ INSTANTIATE_TEST_SUITE_P(Catalog, NearestEvenAllInputs,
 // fp16, bf16 and fp8_e4m3fn under every deterministic rounding mode.
 class EveryModeAllInputs : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(EveryModeAllInputs, MatchesOracle) { ExpectAllInputsAgree(GetParam(), DeterministicModes()); }
+TEST_P(EveryModeAllInputs, MatchesOracle) {
+  ExpectAllInputsAgree(GetParam(), DeterministicModes());
+}
 
 INSTANTIATE_TEST_SUITE_P(Catalog, EveryModeAllInputs,
                          ::testing::Values("fp16", "bf16", "fp8_e4m3fn"),

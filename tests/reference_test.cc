@@ -1,6 +1,8 @@
 // Known answers for the catalog and the scalar reference: published limits,
 // names, named rounding cases, policies, events, round trips, float64 inputs
 // against the CPU's own double->float conversion, and stochastic rounding.
+#include "formats/reference.h"
+
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "formats/format.h"
-#include "formats/reference.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -104,7 +105,7 @@ TEST(Catalog, UserDefinedFormats) {
   EXPECT_EQ(e3m4.bits, 8);
   EXPECT_EQ(e3m4.bias, 3);
   EXPECT_TRUE(e3m4.has_infinity());
-  EXPECT_EQ(e3m4.max_finite(), 15.5);  // 1.1111b * 2^(6-3)
+  EXPECT_EQ(e3m4.max_finite(), 15.5);       // 1.1111b * 2^(6-3)
   EXPECT_EQ(F("e3m4fn").max_finite(), 30);  // 1.1110b * 2^(7-3)
   EXPECT_EQ(F("e3m4fnuz").bias, 4);
   // fp16 spelled out behaves as fp16 on every code.
@@ -118,13 +119,12 @@ TEST(Catalog, UserDefinedFormats) {
   EXPECT_EQ(F("int3").max_finite(), 3);
   EXPECT_EQ(F("int3").lowest_finite(), -4);
   EXPECT_EQ(F("uint12").max_finite(), 4095);
-  for (const char* bad : {"e9m3", "e4m24", "e0m3", "float(e=5)", "float(e=5,m=2,q=1)",
-                          "float(e=5,m=2,inf=maybe)", "float(e=8,m=3,bias=-10)",
-                          "float(e=5,m=0,inf=ieee)", "int1", "uint17", "int"}) {
+  for (const char* bad :
+       {"e9m3", "e4m24", "e0m3", "float(e=5)", "float(e=5,m=2,q=1)", "float(e=5,m=2,inf=maybe)",
+        "float(e=8,m=3,bias=-10)", "float(e=5,m=0,inf=ieee)", "int1", "uint17", "int"}) {
     EXPECT_FALSE(FindFormat(bad).ok()) << bad;
   }
-  EXPECT_THAT(FindFormat("float(e=8,m=3,bias=-10)").status().message(),
-              HasSubstr("float32 range"));
+  EXPECT_THAT(FindFormat("float(e=8,m=3,bias=-10)").status().message(), HasSubstr("float32 range"));
 }
 
 // Named cases; each comment gives the rule the expected code follows.
@@ -152,9 +152,9 @@ TEST(Reference, NamedRoundingCases) {
   EXPECT_EQ(EncodeFloat32(fp16, 1.0f + 0x1p-10f, odd), 0x3C01u);  // exact
   EXPECT_EQ(EncodeFloat32(fp16, 1.0f + 0x1p-11f, {.rounding = Rounding::kNearestAway}), 0x3C01u);
   EXPECT_EQ(EncodeFloat32(fp16, 1.0f + 0x1p-11f, rne), 0x3C00u);
-  EXPECT_EQ(EncodeFloat32(fp16, 0x1p-25f, rne), 0x0000u);  // tie with 0: even
+  EXPECT_EQ(EncodeFloat32(fp16, 0x1p-25f, rne), 0x0000u);    // tie with 0: even
   EXPECT_EQ(EncodeFloat32(fp16, 0x1.8p-24f, rne), 0x0002u);  // tie 1|2: even
-  EXPECT_EQ(EncodeFloat32(fp16, -0x1p-30f, rne), 0x8000u);  // keeps its sign
+  EXPECT_EQ(EncodeFloat32(fp16, -0x1p-30f, rne), 0x8000u);   // keeps its sign
   EXPECT_EQ(EncodeFloat32(fp16, 0x1p-30f, {.rounding = Rounding::kTowardPositive}), 0x0001u);
   // bf16: ties to even at 1 + 2^-8 and 1 + 3*2^-8.
   EXPECT_EQ(EncodeFloat32(bf16, 1.0f + 0x1p-8f, rne), 0x3F80u);
@@ -215,7 +215,7 @@ TEST(Reference, SubnormalPolicies) {
   const Format bf16 = F("bf16"), fp16 = F("fp16");
   const ConvertOptions daz{.subnormals = Subnormals::kInputsAreZero};
   const ConvertOptions ftz{.subnormals = Subnormals::kFlushToZero};
-  const float tiny = 1e-40f;  // a float32 subnormal
+  const float tiny = 1e-40f;                      // a float32 subnormal
   EXPECT_EQ(EncodeFloat32(bf16, tiny), 0x0001u);  // kept: 1.09 * 2^-133 rounds to 2^-133
   EXPECT_EQ(EncodeFloat32(bf16, tiny, daz), 0x0000u);
   EXPECT_EQ(EncodeFloat32(bf16, -tiny, daz), 0x8000u);
@@ -273,14 +273,15 @@ TEST(Reference, EveryCodeRoundTrips) {
   for (const Format& f : Catalog()) {
     if (f.bits <= 16) formats.push_back(f);
   }
-  for (const char* extra : {"e3m4", "e3m4fnuz", "e2m5fn", "int3", "uint12"}) formats.push_back(F(extra));
+  for (const char* extra : {"e3m4", "e3m4fnuz", "e2m5fn", "int3", "uint12"})
+    formats.push_back(F(extra));
   for (const Format& f : formats) {
     for (uint32_t code = 0; code <= f.code_mask(); ++code) {
       const float x = DecodeToFloat32(f, code);
       const uint32_t back = EncodeFloat32(f, x);
       if (IsNanCode(f, code)) {
-        EXPECT_EQ(back, EncodeFloat32(f, std::bit_cast<float>(
-                                             (std::signbit(x) ? 0x80000000u : 0) | 0x7FC00000u)))
+        EXPECT_EQ(back, EncodeFloat32(f, std::bit_cast<float>((std::signbit(x) ? 0x80000000u : 0) |
+                                                              0x7FC00000u)))
             << f.name << " code " << code;
         EXPECT_TRUE(IsNanCode(f, back)) << f.name;
       } else {
@@ -304,8 +305,15 @@ TEST(Reference, Float64ToFp32MatchesTheCpu) {
                                             {FE_UPWARD, Rounding::kTowardPositive},
                                             {FE_DOWNWARD, Rounding::kTowardNegative}};
   std::mt19937_64 rng(7);
-  std::vector<double> inputs = {0x1.fffffefffffffp127, 0x1.ffffffp127, 0x1p128, 1e-50, 0x1p-150,
-                                0x1.8p-150, 0x1p-149, 0x1.fffffffp-127, 1.0 + 0x1p-24,
+  std::vector<double> inputs = {0x1.fffffefffffffp127,
+                                0x1.ffffffp127,
+                                0x1p128,
+                                1e-50,
+                                0x1p-150,
+                                0x1.8p-150,
+                                0x1p-149,
+                                0x1.fffffffp-127,
+                                1.0 + 0x1p-24,
                                 1.0 + 0x1p-24 + 0x1p-52};
   for (int i = 0; i < 200000; ++i) {
     // Random bits over the float32 range and some way past it both ends.
@@ -371,7 +379,8 @@ TEST(StochasticRounding, OnlyNeighboursAndUnbiased) {
     int up = 0;
     double sum = 0;
     for (int i = 0; i < kDraws; ++i) {
-      const uint32_t code = EncodeFloat32(bf16, x, {.rounding = Rounding::kStochastic, .seed = seed}, i);
+      const uint32_t code =
+          EncodeFloat32(bf16, x, {.rounding = Rounding::kStochastic, .seed = seed}, i);
       ASSERT_TRUE(code == 0x3F80u || code == 0x3F81u) << code;
       up += code == 0x3F81u;
       sum += DecodeToDouble(bf16, code);

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <array>
-#include <climits>
-#include <cmath>
 #include <atomic>
 #include <bit>
+#include <climits>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -49,9 +49,8 @@ class SweepResult {
   void Record(size_t c, uint32_t input, uint32_t expected, uint32_t actual) {
     if (mismatches_[c].fetch_add(1) < 3) {
       std::lock_guard<std::mutex> lock(mu_);
-      examples_.push_back(absl::StrFormat("case %d: input 0x%08x (%.9g) expected 0x%x got 0x%x",
-                                          c, input, std::bit_cast<float>(input), expected,
-                                          actual));
+      examples_.push_back(absl::StrFormat("case %d: input 0x%08x (%.9g) expected 0x%x got 0x%x", c,
+                                          input, std::bit_cast<float>(input), expected, actual));
     }
   }
   uint64_t mismatches(size_t c) const { return mismatches_[c].load(); }
@@ -64,7 +63,8 @@ class SweepResult {
     std::lock_guard<std::mutex> lock(mu_);
     std::string s;
     for (size_t c = 0; c < mismatches_.size(); ++c) {
-      if (mismatches_[c] != 0) absl::StrAppend(&s, "case ", c, ": ", mismatches_[c].load(), " mismatches\n");
+      if (mismatches_[c] != 0)
+        absl::StrAppend(&s, "case ", c, ": ", mismatches_[c].load(), " mismatches\n");
     }
     for (const std::string& e : examples_) absl::StrAppend(&s, e, "\n");
     return s;
@@ -98,8 +98,9 @@ inline uint32_t ExpectNanKeepingPayload(const Format& f, const Oracle& oracle, f
 // one of the values), so the four answers are asked once per interval and
 // case and reused; inputs that the oracle treats specially, zeros and float32
 // subnormals (daz) and stochastic rounding ask the oracle every time.
-inline void CheckRange(const Format& f, const Oracle& oracle, const std::vector<ConvertOptions>& cases,
-                       uint64_t begin, uint64_t end, uint64_t stride, SweepResult* result) {
+inline void CheckRange(const Format& f, const Oracle& oracle,
+                       const std::vector<ConvertOptions>& cases, uint64_t begin, uint64_t end,
+                       uint64_t stride, SweepResult* result) {
   ptrdiff_t hint = -1;
   // The interval [lo, hi) whose answers are cached; empty while lo > hi.
   double lo = 1, hi = 0, mid = 0;

@@ -47,27 +47,25 @@ const char kConvertHelp[] =
 
 namespace {
 
+// Sets *out from --name when given, through the library's parser.
+template <class T>
+absl::Status ReadOption(const Args& args, const char* name,
+                        absl::StatusOr<T> (*parse)(absl::string_view), T* out) {
+  if (std::optional<std::string> v = args.Value(name)) {
+    absl::StatusOr<T> parsed = parse(*v);
+    if (!parsed.ok()) return parsed.status();
+    *out = *parsed;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ConvertOptions> ReadOptions(const Args& args) {
   ConvertOptions o;
-  if (auto v = args.Value("rounding")) {
-    absl::StatusOr<Rounding> r = ParseRounding(*v);
-    if (!r.ok()) return r.status();
-    o.rounding = *r;
-  }
-  if (auto v = args.Value("overflow")) {
-    absl::StatusOr<Overflow> r = ParseOverflow(*v);
-    if (!r.ok()) return r.status();
-    o.overflow = *r;
-  }
-  if (auto v = args.Value("subnormals")) {
-    absl::StatusOr<Subnormals> r = ParseSubnormals(*v);
-    if (!r.ok()) return r.status();
-    o.subnormals = *r;
-  }
-  if (auto v = args.Value("nan")) {
-    absl::StatusOr<NanPolicy> r = ParseNanPolicy(*v);
-    if (!r.ok()) return r.status();
-    o.nan = *r;
+  for (absl::Status s : {ReadOption(args, "rounding", ParseRounding, &o.rounding),
+                         ReadOption(args, "overflow", ParseOverflow, &o.overflow),
+                         ReadOption(args, "subnormals", ParseSubnormals, &o.subnormals),
+                         ReadOption(args, "nan", ParseNanPolicy, &o.nan)}) {
+    if (!s.ok()) return s;
   }
   if (auto v = args.Value("seed")) {
     if (!absl::SimpleAtoi(*v, &o.seed)) {

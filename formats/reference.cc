@@ -250,26 +250,33 @@ LOWP_HOT uint32_t EncodeFiniteFloat(const Format& f, bool negative, uint64_t sig
   return WithSign(f, negative, static_cast<uint32_t>(magnitude));
 }
 
-LOWP_HOT Unpacked UnpackFloat32Inline(float x) {
-  const uint32_t bits = std::bit_cast<uint32_t>(x);
+// The IEEE 754 binary layout shared by float32 (8, 23) and float64 (11, 52).
+template <typename Bits, int kExponentBits, int kMantissaBits>
+LOWP_HOT Unpacked UnpackIeee(Bits bits) {
+  constexpr Bits kAllOnes = (Bits{1} << kExponentBits) - 1;
+  constexpr int kBias = (1 << (kExponentBits - 1)) - 1;
   Unpacked u;
-  u.negative = (bits >> 31) != 0;
-  const uint32_t field = (bits >> 23) & 0xFF;
-  const uint32_t mantissa = bits & 0x7FFFFF;
-  if (field == 0xFF) {
+  u.negative = (bits >> (kExponentBits + kMantissaBits)) != 0;
+  const Bits field = (bits >> kMantissaBits) & kAllOnes;
+  const Bits mantissa = bits & ((Bits{1} << kMantissaBits) - 1);
+  if (field == kAllOnes) {
     u.kind = mantissa == 0 ? Unpacked::Kind::kInfinity : Unpacked::Kind::kNan;
-    u.nan_payload = uint64_t{mantissa} << (64 - 23);
+    u.nan_payload = uint64_t{mantissa} << (64 - kMantissaBits);
   } else if (field == 0) {
     u.kind = mantissa == 0 ? Unpacked::Kind::kZero : Unpacked::Kind::kFinite;
     u.subnormal = mantissa != 0;
     u.significand = mantissa;
-    u.exponent = -149;
+    u.exponent = 1 - kBias - kMantissaBits;
   } else {
     u.kind = Unpacked::Kind::kFinite;
-    u.significand = mantissa | (uint32_t{1} << 23);
-    u.exponent = static_cast<int>(field) - 150;
+    u.significand = mantissa | (Bits{1} << kMantissaBits);
+    u.exponent = static_cast<int>(field) - kBias - kMantissaBits;
   }
   return u;
+}
+
+LOWP_HOT Unpacked UnpackFloat32Inline(float x) {
+  return UnpackIeee<uint32_t, 8, 23>(std::bit_cast<uint32_t>(x));
 }
 
 LOWP_HOT uint32_t EncodeUnpacked(const Format& to, const Unpacked& x, const ConvertOptions& o,
@@ -378,25 +385,7 @@ uint32_t RandomBits(uint64_t seed, uint64_t index) {
 Unpacked UnpackFloat32(float x) { return UnpackFloat32Inline(x); }
 
 Unpacked UnpackFloat64(double x) {
-  const uint64_t bits = std::bit_cast<uint64_t>(x);
-  Unpacked u;
-  u.negative = (bits >> 63) != 0;
-  const uint64_t field = (bits >> 52) & 0x7FF;
-  const uint64_t mantissa = bits & ((uint64_t{1} << 52) - 1);
-  if (field == 0x7FF) {
-    u.kind = mantissa == 0 ? Unpacked::Kind::kInfinity : Unpacked::Kind::kNan;
-    u.nan_payload = mantissa << (64 - 52);
-  } else if (field == 0) {
-    u.kind = mantissa == 0 ? Unpacked::Kind::kZero : Unpacked::Kind::kFinite;
-    u.subnormal = mantissa != 0;
-    u.significand = mantissa;
-    u.exponent = -1074;
-  } else {
-    u.kind = Unpacked::Kind::kFinite;
-    u.significand = mantissa | (uint64_t{1} << 52);
-    u.exponent = static_cast<int>(field) - 1075;
-  }
-  return u;
+  return UnpackIeee<uint64_t, 11, 52>(std::bit_cast<uint64_t>(x));
 }
 
 Unpacked Unpack(const Format& f, uint32_t code) {

@@ -491,8 +491,4 @@ bool IsNanCode(const Format& format, uint32_t code) {
   return Unpack(format, code).kind == Unpacked::Kind::kNan;
 }
 
-bool IsInfinityCode(const Format& format, uint32_t code) {
-  return Unpack(format, code).kind == Unpacked::Kind::kInfinity;
-}
-
 }  // namespace lowp

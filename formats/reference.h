@@ -146,7 +146,6 @@ double DecodeToDouble(const Format& from, uint32_t code);
 float DecodeToFloat32(const Format& from, uint32_t code);
 
 bool IsNanCode(const Format& format, uint32_t code);
-bool IsInfinityCode(const Format& format, uint32_t code);
 
 }  // namespace lowp
 

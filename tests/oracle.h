@@ -142,12 +142,8 @@ class Oracle {
     return p;
   }
 
-  // The expected code for a float32 input, given the neighbour index from
-  // Locate(x) and the random bits for stochastic rounding.
-  uint32_t Expect(float input, ptrdiff_t i, const ConvertOptions& o, uint32_t random) const {
-    return Pick(Where(input, i), input, o, random);
-  }
-
+  // The expected code for an input at `p` (from Where), under options `o`,
+  // with `random` the element's random bits for stochastic rounding.
   uint32_t Pick(const Place& p, float input, const ConvertOptions& o, uint32_t random) const {
     if (p.special) [[unlikely]]
       return ExpectSpecial(input, o);

@@ -12,58 +12,12 @@
 #include "formats/format.h"
 #include "formats/reference.h"
 #include "gtest/gtest.h"
+#include "tests/inputs.h"
 #include "tests/oracle.h"
 #include "tests/sweep.h"
 
 namespace lowp::testing {
 namespace {
-
-std::vector<uint32_t> BoundaryInputs(const Oracle& oracle) {
-  std::vector<double> anchors = oracle.values();
-  const size_t n = anchors.size();
-  anchors.push_back(oracle.above());
-  anchors.push_back(oracle.below());
-  anchors.push_back((oracle.values()[n - 1] + oracle.above()) / 2);
-  anchors.push_back((oracle.values()[0] + oracle.below()) / 2);
-  for (size_t i = 0; i + 1 < n; ++i)
-    anchors.push_back((oracle.values()[i] + oracle.values()[i + 1]) / 2);
-  std::set<uint32_t> inputs;
-  for (double a : anchors) {
-    if (std::fabs(a) > 3.4028234663852886e38) continue;
-    const float nearest = static_cast<float>(a);
-    float up = nearest, down = nearest;
-    inputs.insert(std::bit_cast<uint32_t>(nearest));
-    for (int k = 0; k < 4; ++k) {
-      up = std::nextafter(up, INFINITY);
-      down = std::nextafter(down, -INFINITY);
-      inputs.insert(std::bit_cast<uint32_t>(up));
-      inputs.insert(std::bit_cast<uint32_t>(down));
-    }
-  }
-  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4099) inputs.insert(static_cast<uint32_t>(b));
-  for (uint32_t special : {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
-                           0xFFC00001u, 0x7F800001u, 0x00000001u, 0x807FFFFFu}) {
-    inputs.insert(special);
-  }
-  return {inputs.begin(), inputs.end()};
-}
-
-std::vector<ConvertOptions> AllCases(const Format& f) {
-  std::vector<Overflow> overflows = {Overflow::kFormatDefault, Overflow::kSaturate};
-  if (f.has_infinity()) overflows.push_back(Overflow::kNan);
-  std::vector<ConvertOptions> cases;
-  for (Rounding r : AllRoundings()) {
-    for (Overflow o : overflows) {
-      for (Subnormals s : {Subnormals::kKeep, Subnormals::kFlushToZero, Subnormals::kInputsAreZero,
-                           Subnormals::kFlushBoth}) {
-        for (NanPolicy nan : {NanPolicy::kCanonical, NanPolicy::kKeepPayload}) {
-          cases.push_back({.rounding = r, .overflow = o, .subnormals = s, .nan = nan, .seed = 99});
-        }
-      }
-    }
-  }
-  return cases;
-}
 
 class BoundaryInputs_ : public ::testing::TestWithParam<std::string> {};
 

@@ -1,0 +1,618 @@
+// The conversion kernels, compiled once per Highway target (foreach_target.h
+// re-includes this file) and chosen at run time. Everything is integer
+// arithmetic on the float32 bit pattern, so the result never depends on the
+// target, the FPU's rounding mode or its flush-to-zero flags; the only float
+// operation is int32 -> float32 of integers below 2^24 (exact).
+//
+// How a finite float32 is encoded (the reference's rule 3, lane by lane):
+//  - normalise: significand `sig` in [2^23, 2^24) and the exponent `top` of
+//    its leading bit (a float32 subnormal goes through int -> float);
+//  - the grid step is 2^quantum with quantum = max(top - m, min_exponent - m)
+//    (integers: 0), so `shift` = quantum - (top - 23) low bits are dropped;
+//  - round n = sig >> shift by the mode, then the magnitude is
+//    ((quantum + m + bias - 1) << m) + n, which carries a rounded-up
+//    significand into the exponent field and covers subnormals too;
+//  - lanes that need a special rule (NaN, infinity, zero, daz/ftz, overflow,
+//    underflow) are fixed up by selects only when a vector holds one.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/convert_simd.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/convert.h"
+#include "kernels/dispatch.h"
+#include "kernels/plan.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace lowp::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DU = hn::ScalableTag<uint32_t>;
+using DI = hn::RebindToSigned<DU>;
+using DF = hn::RebindToFloat<DU>;
+using VU = hn::Vec<DU>;
+using VI = hn::Vec<DI>;
+using MU = hn::Mask<DU>;
+
+// Lanes of the widest vector any target has: the size of per-vector buffers.
+constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(uint32_t);
+
+constexpr uint32_t kInexactBit = 1, kOverflowBit = 2, kSaturatedBit = 4, kFlushedBit = 8,
+                   kUnderflowBit = 16;
+constexpr int kNearestEven = 0, kNearestAway = 1, kTowardZero = 2, kTowardPositive = 3,
+              kTowardNegative = 4, kOdd = 5, kStochastic = 6;
+
+HWY_INLINE MU NoLanes(DU du) { return hn::MaskFromVec(hn::Zero(du)); }
+
+HWY_INLINE VU BySign(DU du, MU negative, const uint32_t (&pair)[2]) {
+  return hn::IfThenElse(negative, hn::Set(du, pair[1]), hn::Set(du, pair[0]));
+}
+
+HWY_INLINE VU Fmix(DU du, VU h) {
+  h = hn::Xor(h, hn::ShiftRight<16>(h));
+  h = hn::Mul(h, hn::Set(du, 0x85EBCA6Bu));
+  h = hn::Xor(h, hn::ShiftRight<13>(h));
+  h = hn::Mul(h, hn::Set(du, 0xC2B2AE35u));
+  return hn::Xor(h, hn::ShiftRight<16>(h));
+}
+
+// RandomBits(seed, index + lane) for every lane (formats/reference.cc).
+HWY_INLINE VU RandomBits(DU du, const EncodePlan& p, uint64_t index) {
+  const VU base_lo = hn::Set(du, static_cast<uint32_t>(index));
+  const VU lo = hn::Add(hn::Iota(du, 0), base_lo);
+  const VU carry = hn::VecFromMask(du, hn::Lt(lo, base_lo));  // all ones where lo wrapped
+  const VU hi = hn::Sub(hn::Set(du, static_cast<uint32_t>(index >> 32)), carry);
+  const VU h = Fmix(du, hn::Xor(lo, hn::Set(du, p.k0)));
+  return Fmix(du, hn::Add(h, hn::Xor(hi, hn::Set(du, p.k1))));
+}
+
+// float32 bits -> codes. `source_subnormal` marks inputs that are subnormal in
+// the format they came from (what daz reads as zero). With kEvents, `*events`
+// receives each lane's EncodeEvent bits.
+template <int R, bool kEvents>
+HWY_INLINE VU EncodeVec(const EncodePlan& p, VU bits, MU source_subnormal, uint64_t index,
+                        VU* events) {
+  const DU du;
+  const DI di;
+  const DF df;
+  const VU a = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const VI ai = hn::BitCast(di, a);
+  const MU negative = hn::RebindMask(du, hn::Lt(hn::BitCast(di, bits), hn::Zero(di)));
+
+  if constexpr (R == kNearestEven && !kEvents) {
+    if (p.fast) {
+      const VI key = p.is_signed ? ai : hn::BitCast(di, bits);
+      const auto in_range =
+          hn::AndNot(hn::Lt(key, hn::Set(di, p.fast_lo)), hn::Lt(key, hn::Set(di, p.fast_hi)));
+      if (hn::AllTrue(di, in_range)) {
+        const VU tie = p.fast_tie_always
+                           ? hn::Set(du, 1)
+                           : hn::And(hn::ShiftRightSame(a, p.fast_shift), hn::Set(du, 1));
+        const VU biased = hn::Add(hn::Sub(a, hn::Set(du, p.fast_rebias)),
+                                  hn::Set(du, (1u << (p.fast_shift - 1)) - 1));
+        const VU magnitude = hn::ShiftRightSame(hn::Add(biased, tie), p.fast_shift);
+        if (!p.is_signed) return magnitude;
+        return hn::Or(magnitude, hn::ShiftLeftSame(hn::ShiftRight<31>(bits), p.bits - 1));
+      }
+    }
+  }
+
+  // Normalise to sig in [2^23, 2^24) and top = floor(log2 |x|).
+  const MU f32_subnormal = hn::RebindMask(du, hn::Lt(ai, hn::Set(di, 0x800000)));
+  const VU as_float = hn::BitCast(du, hn::ConvertTo(df, ai));  // exact below 2^24
+  const VU normal = hn::IfThenElse(f32_subnormal, as_float, a);
+  const VI top = hn::Sub(
+      hn::BitCast(di, hn::ShiftRight<23>(normal)),
+      hn::BitCast(di, hn::IfThenElse(f32_subnormal, hn::Set(du, 127 + 149), hn::Set(du, 127))));
+  const VU sig = hn::Or(hn::And(normal, hn::Set(du, 0x7FFFFFu)), hn::Set(du, 0x800000u));
+  const VI quantum = hn::Max(hn::Sub(top, hn::Set(di, p.quantum_m)), hn::Set(di, p.quantum_min));
+  const VI shift = hn::Max(hn::Add(hn::Sub(quantum, top), hn::Set(di, 23)), hn::Zero(di));
+  const VU s = hn::BitCast(du, hn::Min(shift, hn::Set(di, 31)));
+
+  // Round sig / 2^s to an integer n.
+  VU n = hn::Shr(sig, s);
+  const VU unit = hn::Shl(hn::Set(du, 1), s);
+  const VU rem = hn::And(sig, hn::Sub(unit, hn::Set(du, 1)));
+  const MU inexact = hn::Ne(rem, hn::Zero(du));
+  const VU half = hn::Max(hn::ShiftRight<1>(unit), hn::Set(du, 1));  // never 0
+  MU up;
+  if constexpr (R == kNearestEven) {
+    up = hn::Gt(hn::Add(rem, hn::And(n, hn::Set(du, 1))), half);
+  } else if constexpr (R == kNearestAway) {
+    up = hn::Not(hn::Lt(rem, half));
+  } else if constexpr (R == kTowardZero || R == kOdd) {
+    up = NoLanes(du);
+  } else if constexpr (R == kTowardPositive) {
+    up = hn::AndNot(negative, inexact);
+  } else if constexpr (R == kTowardNegative) {
+    up = hn::And(negative, inexact);
+  } else {
+    // Top 32 bits of the dropped fraction rem / 2^shift (shift uncapped).
+    const VU shift_u = hn::BitCast(du, hn::Min(shift, hn::Set(di, 63)));
+    const MU within32 = hn::Lt(shift_u, hn::Set(du, 33));
+    const VU left = hn::Shl(sig, hn::Min(hn::Sub(hn::Set(du, 32), shift_u), hn::Set(du, 31)));
+    const VU right = hn::Shr(sig, hn::Min(hn::Sub(shift_u, hn::Set(du, 32)), hn::Set(du, 31)));
+    VU fraction = hn::IfThenElse(within32, left, right);
+    fraction = hn::IfThenZeroElse(hn::Eq(shift_u, hn::Zero(du)), fraction);
+    up = hn::Lt(RandomBits(du, p, index), fraction);
+  }
+  if constexpr (R == kOdd) {
+    n = hn::Or(n, hn::IfThenElseZero(inexact, hn::Set(du, 1)));
+  } else {
+    n = hn::Sub(n, hn::VecFromMask(du, up));
+  }
+
+  VU ev;
+  if constexpr (kEvents) ev = hn::IfThenElseZero(inexact, hn::Set(du, kInexactBit));
+  const MU nan_in = hn::RebindMask(du, hn::Gt(ai, hn::Set(di, 0x7F800000)));
+  const MU inf_in = hn::RebindMask(du, hn::Eq(ai, hn::Set(di, 0x7F800000)));
+  const MU zero_in = hn::Eq(a, hn::Zero(du));
+  const MU daz_in = p.daz ? source_subnormal : NoLanes(du);
+  const MU n_zero = hn::Eq(n, hn::Zero(du));
+  MU special = hn::Or(hn::Or(hn::RebindMask(du, hn::Gt(ai, hn::Set(di, 0x7F7FFFFF))), zero_in),
+                      hn::Or(daz_in, n_zero));
+
+  VU code;
+  if (p.is_int) {
+    const MU beyond = hn::RebindMask(du, hn::Gt(top, hn::Set(di, p.bits - 1)));
+    const VI magnitude = hn::BitCast(di, n);
+    const VI value =
+        hn::IfThenElse(hn::RebindMask(di, negative), hn::Sub(hn::Zero(di), magnitude), magnitude);
+    const VI clamped =
+        hn::Min(hn::Max(value, hn::Set(di, p.int_lowest)), hn::Set(di, p.int_highest));
+    const MU overflow = hn::Or(beyond, hn::RebindMask(du, hn::Ne(value, clamped)));
+    code = hn::And(hn::BitCast(du, clamped), hn::Set(du, p.code_mask));
+    special = hn::Or(special, overflow);
+    if (hn::AllFalse(du, special)) {
+      if constexpr (kEvents) *events = ev;
+      return code;
+    }
+    code = hn::IfThenElse(overflow, BySign(du, negative, p.largest), code);
+    if constexpr (kEvents) {
+      ev = hn::Or(ev, hn::IfThenElseZero(overflow,
+                                         hn::Set(du, kInexactBit | kOverflowBit | kSaturatedBit)));
+      ev = hn::Or(ev, hn::IfThenElseZero(hn::AndNot(overflow, n_zero), hn::Set(du, kUnderflowBit)));
+    }
+  } else {
+    const VU field = hn::BitCast(du, hn::Add(quantum, hn::Set(di, p.field_offset)));
+    const VU magnitude = hn::Add(hn::ShiftLeftSame(field, p.m), n);
+    const VU sign = hn::IfThenElseZero(negative, hn::Set(du, p.sign_mask));
+    code = hn::Or(sign, magnitude);
+    const MU overflow =
+        hn::RebindMask(du, hn::Gt(hn::BitCast(di, magnitude), hn::Set(di, p.max_magnitude)));
+    const MU subnormal_out = p.ftz ? hn::Lt(n, hn::Set(du, 1u << p.m)) : NoLanes(du);
+    special = hn::Or(special, hn::Or(overflow, subnormal_out));
+    if (p.is_signed) {
+      if (hn::AllFalse(du, special)) {
+        if constexpr (kEvents) *events = ev;
+        return code;
+      }
+    } else {
+      special = hn::Or(special, negative);
+    }
+    const VU zero = BySign(du, negative, p.zero);
+    code = hn::IfThenElse(subnormal_out, zero, code);
+    if constexpr (kEvents)
+      ev = hn::Or(ev,
+                  hn::IfThenElseZero(hn::AndNot(n_zero, subnormal_out), hn::Set(du, kFlushedBit)));
+    if (p.has_zero) {
+      code = hn::IfThenElse(n_zero, zero, code);
+      if constexpr (kEvents)
+        ev = hn::Or(ev, hn::IfThenElseZero(n_zero, hn::Set(du, kUnderflowBit)));
+    } else {
+      code = hn::IfThenZeroElse(n_zero, code);  // e8m0: the smallest value 2^-127
+    }
+    const MU toward_zero =
+        hn::RebindMask(du, hn::Ne(BySign(du, negative, p.toward_zero), hn::Zero(du)));
+    const MU saturates = hn::And(overflow, toward_zero);
+    const MU spills = hn::AndNot(toward_zero, overflow);
+    code = hn::IfThenElse(saturates, BySign(du, negative, p.largest), code);
+    code = hn::IfThenElse(spills, BySign(du, negative, p.overflow), code);
+    if constexpr (kEvents) {
+      ev = hn::Or(ev, hn::IfThenElseZero(saturates,
+                                         hn::Set(du, kInexactBit | kOverflowBit | kSaturatedBit)));
+      ev = hn::Or(ev, hn::IfThenElseZero(spills, BySign(du, negative, p.overflow_events)));
+    }
+    if (!p.is_signed) {  // e8m0: a negative number is NaN
+      code = hn::IfThenElse(negative, hn::Set(du, p.nan[1]), code);
+      if constexpr (kEvents) ev = hn::IfThenElse(negative, hn::Set(du, kInexactBit), ev);
+    }
+  }
+  // Special inputs last: they override whatever the arithmetic made of them.
+  const VU zero = BySign(du, negative, p.zero);
+  code = hn::IfThenElse(hn::Or(zero_in, daz_in), zero, code);
+  code = hn::IfThenElse(inf_in, BySign(du, negative, p.inf), code);
+  VU nan = BySign(du, negative, p.nan);
+  if (p.keep_payload) {
+    const VU payload = hn::ShiftRightSame(hn::And(a, hn::Set(du, 0x7FFFFFu)), 23 - p.m);
+    nan = hn::Or(
+        hn::Or(hn::IfThenElseZero(negative, hn::Set(du, p.sign_mask)), hn::Set(du, p.nan_quiet)),
+        payload);
+  }
+  code = hn::IfThenElse(nan_in, nan, code);
+  if constexpr (kEvents) {
+    ev = hn::IfThenZeroElse(zero_in, ev);
+    ev = hn::IfThenElse(daz_in, hn::Set(du, kFlushedBit | kInexactBit), ev);
+    ev = hn::IfThenElse(inf_in, BySign(du, negative, p.inf_events), ev);
+    ev = hn::IfThenElse(nan_in, hn::Set(du, p.nan_events), ev);
+    *events = ev;
+  }
+  return code;
+}
+
+// One vector of inputs as float32 bits, and which of them are subnormal in
+// their own format.
+struct Loaded {
+  VU bits;
+  MU subnormal;
+};
+
+HWY_INLINE Loaded LoadSource(const EncodePlan& p, const void* in, size_t i) {
+  const DU du;
+  const DI di;
+  const DF df;
+  if (p.source == Source::kFloat32) {
+    const VU bits = hn::LoadU(du, static_cast<const uint32_t*>(in) + i);
+    const VI a = hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu)));
+    const auto subnormal = hn::And(hn::Lt(a, hn::Set(di, 0x800000)), hn::Gt(a, hn::Zero(di)));
+    return {bits, hn::RebindMask(du, subnormal)};
+  }
+  const hn::Rebind<uint16_t, DU> d16;
+  const VU h = hn::PromoteTo(du, hn::LoadU(d16, static_cast<const uint16_t*>(in) + i));
+  if (p.source == Source::kBFloat16) {
+    const VU bits = hn::ShiftLeft<16>(h);
+    const VI a = hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu)));
+    const auto subnormal = hn::And(hn::Lt(a, hn::Set(di, 0x800000)), hn::Gt(a, hn::Zero(di)));
+    return {bits, hn::RebindMask(du, subnormal)};
+  }
+  // fp16: exact widening in integer arithmetic (no NaN quieting).
+  const VU sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
+  const VU mag = hn::And(h, hn::Set(du, 0x7FFFu));
+  const MU special = hn::Gt(mag, hn::Set(du, 0x7BFFu));
+  const MU small = hn::Lt(mag, hn::Set(du, 0x400u));
+  VU bits = hn::Add(hn::ShiftLeft<13>(mag),
+                    hn::IfThenElse(special, hn::Set(du, 0x70000000u), hn::Set(du, 0x38000000u)));
+  const VU sub = hn::BitCast(
+      du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mag)), hn::Set(df, 1.0f / 16777216.0f)));
+  bits = hn::Or(sign, hn::IfThenElse(small, sub, bits));
+  return {bits, hn::AndNot(hn::Eq(mag, hn::Zero(du)), small)};
+}
+
+// Stores 2N codes (c0 first) at element `i` of `out` in the plan's storage.
+HWY_INLINE void StoreCodes(const EncodePlan& p, VU c0, VU c1, uint8_t* out, size_t i) {
+  const DU du;
+  const DI di;
+  const size_t N = hn::Lanes(du);
+  switch (p.storage) {
+    case Storage::kWord:
+      hn::StoreU(c0, du, reinterpret_cast<uint32_t*>(out) + i);
+      hn::StoreU(c1, du, reinterpret_cast<uint32_t*>(out) + i + N);
+      return;
+    case Storage::kHalf: {
+      const hn::Rebind<uint16_t, DU> d16;
+      hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, c0)), d16, reinterpret_cast<uint16_t*>(out) + i);
+      hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, c1)), d16,
+                 reinterpret_cast<uint16_t*>(out) + i + N);
+      return;
+    }
+    case Storage::kByte: {
+      const hn::Rebind<uint8_t, DU> d8;
+      hn::StoreU(hn::DemoteTo(d8, hn::BitCast(di, c0)), d8, out + i);
+      hn::StoreU(hn::DemoteTo(d8, hn::BitCast(di, c1)), d8, out + i + N);
+      return;
+    }
+    case Storage::kNibble: {
+#if HWY_TARGET == HWY_SCALAR
+      out[i / 2] = static_cast<uint8_t>(hn::GetLane(c0) | (hn::GetLane(c1) << 4));
+#else
+      // Lanes 2j and 2j+1 -> one byte in lane 2j: c[2j] | c[2j+1] << 4.
+      const hn::Repartition<uint64_t, DU> d64;
+      const VU p0 =
+          hn::BitCast(du, hn::Or(hn::BitCast(d64, c0), hn::ShiftRight<28>(hn::BitCast(d64, c0))));
+      const VU p1 =
+          hn::BitCast(du, hn::Or(hn::BitCast(d64, c1), hn::ShiftRight<28>(hn::BitCast(d64, c1))));
+      const VU bytes = hn::ConcatEven(du, p1, p0);
+      const hn::Rebind<uint8_t, DU> d8;
+      hn::StoreU(hn::DemoteTo(d8, hn::BitCast(di, hn::And(bytes, hn::Set(du, 0xFFu)))), d8,
+                 out + i / 2);
+#endif
+      return;
+    }
+  }
+}
+
+#undef LOWP_HAVE_F16C
+#if HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+#define LOWP_HAVE_F16C 1
+// vcvtps2ph: nearest-even fp16 with payload-keeping NaNs; the canonical NaN
+// policy is a select on the (rare) vectors that hold a NaN.
+HWY_INLINE void F16cPair(const EncodePlan& p, const float* in, size_t i, uint8_t* out) {
+  const DU du;
+  const DF df;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  const hn::Rebind<uint16_t, DF> d16;
+  const size_t N = hn::Lanes(du);
+  for (size_t k = 0; k < 2; ++k) {
+    const VU bits = hn::BitCast(du, hn::LoadU(df, in + i + k * N));
+    auto half = hn::BitCast(d16, hn::DemoteTo(dh, hn::BitCast(df, bits)));
+    if (!p.keep_payload) {
+      const MU nan = hn::Gt(hn::And(bits, hn::Set(du, 0x7FFFFFFFu)), hn::Set(du, 0x7F800000u));
+      if (!hn::AllFalse(du, nan)) {
+        const VU canonical = hn::Or(hn::ShiftRight<16>(hn::And(bits, hn::Set(du, 0x80000000u))),
+                                    hn::Set(du, 0x7E00u));
+        const VU fixed = hn::IfThenElse(nan, canonical, hn::PromoteTo(du, half));
+        half = hn::DemoteTo(d16, hn::BitCast(hn::RebindToSigned<DU>(), fixed));
+      }
+    }
+    hn::StoreU(half, d16, reinterpret_cast<uint16_t*>(out) + i + k * N);
+  }
+}
+#else
+#define LOWP_HAVE_F16C 0
+#endif
+
+template <int R>
+void EncodeLoop(const EncodePlan& p, const void* in, size_t count, uint64_t first, uint8_t* out) {
+  const DU du;
+  const size_t N = hn::Lanes(du);
+  size_t i = 0;
+#if LOWP_HAVE_F16C
+  if (R == kNearestEven && p.f16c) {
+    for (; i + 2 * N <= count; i += 2 * N) {
+      F16cPair(p, static_cast<const float*>(in), i, out);
+    }
+  }
+#endif
+  for (; i + 2 * N <= count; i += 2 * N) {
+    const Loaded x0 = LoadSource(p, in, i);
+    const Loaded x1 = LoadSource(p, in, i + N);
+    const VU c0 = EncodeVec<R, false>(p, x0.bits, x0.subnormal, first + i, nullptr);
+    const VU c1 = EncodeVec<R, false>(p, x1.bits, x1.subnormal, first + i + N, nullptr);
+    StoreCodes(p, c0, c1, out, i);
+  }
+  if (i == count) return;
+  // The tail through buffers of 2N elements (zeros past the end).
+  const size_t rest = count - i;
+  const size_t unit = p.source == Source::kFloat32 ? 4 : 2;
+  HWY_ALIGN uint8_t input[2 * kMaxLanes * 4] = {};
+  HWY_ALIGN uint8_t output[2 * kMaxLanes * 4] = {};
+  memcpy(input, static_cast<const uint8_t*>(in) + i * unit, rest * unit);
+  const Loaded x0 = LoadSource(p, input, 0);
+  const Loaded x1 = LoadSource(p, input, N);
+  StoreCodes(p, EncodeVec<R, false>(p, x0.bits, x0.subnormal, first + i, nullptr),
+             EncodeVec<R, false>(p, x1.bits, x1.subnormal, first + i + N, nullptr), output, 0);
+  size_t bytes = rest;
+  switch (p.storage) {
+    case Storage::kNibble:
+      bytes = (rest + 1) / 2;
+      if (rest % 2 != 0) output[bytes - 1] &= 0x0F;
+      break;
+    case Storage::kByte:
+      break;
+    case Storage::kHalf:
+      bytes = rest * 2;
+      break;
+    case Storage::kWord:
+      bytes = rest * 4;
+      break;
+  }
+  memcpy(out + (p.storage == Storage::kNibble ? i / 2 : i * (bytes / rest)), output, bytes);
+}
+
+void Encode(const EncodePlan& p, const void* in, size_t count, uint64_t first, uint8_t* out) {
+  switch (p.rounding) {
+    case kNearestEven:
+      return EncodeLoop<kNearestEven>(p, in, count, first, out);
+    case kNearestAway:
+      return EncodeLoop<kNearestAway>(p, in, count, first, out);
+    case kTowardZero:
+      return EncodeLoop<kTowardZero>(p, in, count, first, out);
+    case kTowardPositive:
+      return EncodeLoop<kTowardPositive>(p, in, count, first, out);
+    case kTowardNegative:
+      return EncodeLoop<kTowardNegative>(p, in, count, first, out);
+    case kOdd:
+      return EncodeLoop<kOdd>(p, in, count, first, out);
+    default:
+      return EncodeLoop<kStochastic>(p, in, count, first, out);
+  }
+}
+
+// codes -> float32 bits, arithmetic formats (not the table ones).
+HWY_INLINE VU DecodeVec(const DecodePlan& p, VU code) {
+  const DU du;
+  const DI di;
+  const DF df;
+  if (p.is_int) {
+    VI v = hn::BitCast(di, code);
+    if (p.is_signed) {
+      v = hn::ShiftRightSame(hn::ShiftLeftSame(v, 32 - p.bits), 32 - p.bits);
+    }
+    return hn::BitCast(du, hn::ConvertTo(df, v));
+  }
+  if (p.shift_only) return hn::ShiftLeftSame(code, 23 - p.m);
+  const VU mag = hn::And(code, hn::Set(du, p.mag_mask));
+  const VU sign = hn::ShiftLeftSame(hn::And(code, hn::Set(du, p.sign_mask)), 32 - p.bits);
+  const VU field = hn::ShiftRightSame(mag, p.m);
+  VU bits = hn::Add(hn::ShiftLeftSame(mag, 23 - p.m), hn::Set(du, p.rebias));
+  const MU subnormal = hn::Eq(field, hn::Zero(du));
+  const VU sub = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mag)),
+                                         hn::BitCast(df, hn::Set(du, p.subnormal_scale))));
+  bits = hn::Or(sign, hn::IfThenElse(subnormal, sub, bits));
+  switch (static_cast<SpecialEncoding>(p.specials)) {
+    case SpecialEncoding::kIeee: {
+      const MU special = hn::Eq(field, hn::Set(du, p.all_ones_field));
+      const VU payload = hn::ShiftLeftSame(hn::And(mag, hn::Set(du, (1u << p.m) - 1)), 23 - p.m);
+      return hn::IfThenElse(special, hn::Or(hn::Or(sign, hn::Set(du, 0x7F800000u)), payload), bits);
+    }
+    case SpecialEncoding::kFiniteOnly:
+      return hn::IfThenElse(hn::Eq(mag, hn::Set(du, p.mag_mask)),
+                            hn::Or(sign, hn::Set(du, 0x7FC00000u)), bits);
+    case SpecialEncoding::kNegativeZeroIsNan:
+      return hn::IfThenElse(hn::Eq(code, hn::Set(du, p.sign_mask)), hn::Set(du, 0xFFC00000u), bits);
+    case SpecialEncoding::kNone:
+      break;
+  }
+  return bits;
+}
+
+void Decode(const DecodePlan& p, const uint8_t* in, size_t count, float* out) {
+  if (p.use_table) {
+    if (p.storage == Storage::kNibble) {
+      for (size_t j = 0; j < count / 2; ++j) {
+        out[2 * j] = p.table[in[j] & 15];
+        out[2 * j + 1] = p.table[in[j] >> 4];
+      }
+      if (count % 2 != 0) out[count - 1] = p.table[in[count / 2] & 15];
+    } else {
+      for (size_t j = 0; j < count; ++j) out[j] = p.table[in[j]];
+    }
+    return;
+  }
+  const DU du;
+  const DF df;
+  const size_t N = hn::Lanes(du);
+  const hn::Rebind<uint16_t, DU> d16;
+  size_t i = 0;
+  for (; i + N <= count; i += N) {
+    VU code;
+    if (p.storage == Storage::kHalf) {
+      code = hn::PromoteTo(du, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(in) + i));
+    } else {
+      code = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in) + i);
+    }
+    hn::StoreU(hn::BitCast(df, DecodeVec(p, code)), df, out + i);
+  }
+  for (; i < count; ++i) {  // the tail, one lane at a time
+    HWY_ALIGN uint32_t code[kMaxLanes] = {};
+    code[0] = p.storage == Storage::kHalf ? reinterpret_cast<const uint16_t*>(in)[i]
+                                          : reinterpret_cast<const uint32_t*>(in)[i];
+    HWY_ALIGN float value[kMaxLanes];
+    hn::Store(hn::BitCast(df, DecodeVec(p, hn::Load(du, code))), df, value);
+    out[i] = value[0];
+  }
+}
+
+// Encodes, decodes back and accumulates the error of `count` float32 inputs,
+// a block of 2N at a time.
+template <int R>
+void MeasureLoop(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,
+                 uint64_t first, ConversionError* e) {
+  const DU du;
+  const DF df;
+  const size_t N = hn::Lanes(du);
+  HWY_ALIGN uint32_t codes[kMaxLanes];
+  HWY_ALIGN uint32_t events[kMaxLanes];
+  HWY_ALIGN float values[kMaxLanes];
+  HWY_ALIGN float inputs[kMaxLanes];
+  for (size_t i = 0; i < count; i += N) {
+    const size_t lanes = count - i < N ? count - i : N;
+    memset(inputs, 0, sizeof(inputs));
+    memcpy(inputs, in + i, lanes * sizeof(float));
+    const Loaded x = LoadSource(p, inputs, 0);
+    VU ev;
+    const VU code = EncodeVec<R, true>(p, x.bits, x.subnormal, first + i, &ev);
+    hn::Store(code, du, codes);
+    hn::Store(ev, du, events);
+    if (dp.use_table) {
+      for (size_t k = 0; k < lanes; ++k) values[k] = dp.table[codes[k]];
+    } else {
+      hn::Store(hn::BitCast(df, DecodeVec(dp, code)), df, values);
+    }
+    Accumulate(inputs, values, events, lanes, e);
+  }
+  e->count += count;
+}
+
+void Measure(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,
+             uint64_t first, ConversionError* e) {
+  switch (p.rounding) {
+    case kNearestEven:
+      return MeasureLoop<kNearestEven>(p, dp, in, count, first, e);
+    case kNearestAway:
+      return MeasureLoop<kNearestAway>(p, dp, in, count, first, e);
+    case kTowardZero:
+      return MeasureLoop<kTowardZero>(p, dp, in, count, first, e);
+    case kTowardPositive:
+      return MeasureLoop<kTowardPositive>(p, dp, in, count, first, e);
+    case kTowardNegative:
+      return MeasureLoop<kTowardNegative>(p, dp, in, count, first, e);
+    case kOdd:
+      return MeasureLoop<kOdd>(p, dp, in, count, first, e);
+    default:
+      return MeasureLoop<kStochastic>(p, dp, in, count, first, e);
+  }
+}
+
+// float32 bits -> codes and events, unpacked (for tests of the lane logic).
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+void EncodeWithEvents(const EncodePlan& p, const float* in, size_t count, uint64_t first,
+                      uint32_t* codes, uint32_t* events) {
+  const DU du;
+  const size_t N = hn::Lanes(du);
+  HWY_ALIGN float inputs[kMaxLanes];
+  HWY_ALIGN uint32_t c[kMaxLanes];
+  HWY_ALIGN uint32_t ev[kMaxLanes];
+  for (size_t i = 0; i < count; i += N) {
+    const size_t lanes = count - i < N ? count - i : N;
+    memset(inputs, 0, sizeof(inputs));
+    memcpy(inputs, in + i, lanes * sizeof(float));
+    const Loaded x = LoadSource(p, inputs, 0);
+    VU e;
+    VU code;
+    switch (p.rounding) {
+#define LOWP_CASE(r)                                                  \
+  case r:                                                             \
+    code = EncodeVec<r, true>(p, x.bits, x.subnormal, first + i, &e); \
+    break;
+      LOWP_CASE(kNearestEven)
+      LOWP_CASE(kNearestAway)
+      LOWP_CASE(kTowardZero)
+      LOWP_CASE(kTowardPositive)
+      LOWP_CASE(kTowardNegative)
+      LOWP_CASE(kOdd)
+      default:
+        code = EncodeVec<kStochastic, true>(p, x.bits, x.subnormal, first + i, &e);
+#undef LOWP_CASE
+    }
+    hn::Store(code, du, c);
+    hn::Store(e, du, ev);
+    memcpy(codes + i, c, lanes * 4);
+    memcpy(events + i, ev, lanes * 4);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace lowp::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace lowp::kernels {
+
+HWY_EXPORT(Encode);
+HWY_EXPORT(Decode);
+HWY_EXPORT(Measure);
+HWY_EXPORT(EncodeWithEvents);
+HWY_EXPORT(TargetName);
+
+void DispatchEncode(const EncodePlan& p, const void* in, size_t count, uint64_t first,
+                    uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(Encode)(p, in, count, first, out);
+}
+void DispatchDecode(const DecodePlan& p, const uint8_t* in, size_t count, float* out) {
+  HWY_DYNAMIC_DISPATCH(Decode)(p, in, count, out);
+}
+void DispatchMeasure(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,
+                     uint64_t first, ConversionError* e) {
+  HWY_DYNAMIC_DISPATCH(Measure)(p, dp, in, count, first, e);
+}
+void DispatchEncodeWithEvents(const EncodePlan& p, const float* in, size_t count, uint64_t first,
+                              uint32_t* codes, uint32_t* events) {
+  HWY_DYNAMIC_DISPATCH(EncodeWithEvents)(p, in, count, first, codes, events);
+}
+
+const char* DispatchTargetName() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+}  // namespace lowp::kernels
+#endif  // HWY_ONCE

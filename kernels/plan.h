@@ -1,0 +1,74 @@
+// The constants a conversion kernel needs, derived once per call from the
+// format and options (kernels/convert.cc) so that the per-vector code is
+// plain integer arithmetic on broadcast values. Internal to kernels/.
+#ifndef LOWP_KERNELS_PLAN_H_
+#define LOWP_KERNELS_PLAN_H_
+
+#include <cstdint>
+
+namespace lowp::kernels {
+
+enum class Storage : int32_t { kNibble, kByte, kHalf, kWord };
+enum class Source : int32_t { kFloat32, kFloat16, kBFloat16 };
+
+// float32 -> codes. Index [s] of a pair is for a positive (0) or negative (1)
+// input. Event bits are formats/reference.h's EncodeEvent values.
+struct EncodePlan {
+  int32_t rounding = 0;  // lowp::Rounding
+  Storage storage = Storage::kByte;
+  Source source = Source::kFloat32;
+  bool is_int = false;
+  bool is_signed = true;  // a sign bit (floats) / two's complement (ints)
+  bool daz = false;
+  bool ftz = false;
+  bool keep_payload = false;  // NaN payload (IEEE targets)
+  bool has_zero = true;       // false for e8m0
+  int32_t bits = 0;           // code width
+  int32_t m = 0;              // mantissa bits (0 for ints)
+  // quantum = max(top - quantum_m, quantum_min): the exponent of the grid
+  // step for an input whose leading bit has exponent `top`.
+  int32_t quantum_m = 0;
+  int32_t quantum_min = 0;
+  int32_t field_offset = 0;  // magnitude = ((quantum + field_offset) << m) + n
+  int32_t max_magnitude = 0;
+  int32_t int_lowest = 0, int_highest = 0;  // integers
+  uint32_t sign_mask = 0;
+  uint32_t code_mask = 0;
+  uint32_t nan_quiet = 0;  // IEEE targets: infinity | quiet bit, no sign
+  uint32_t zero[2] = {}, largest[2] = {}, overflow[2] = {}, nan[2] = {}, inf[2] = {};
+  uint32_t overflow_events[2] = {}, inf_events[2] = {}, nan_events = 0;
+  // Rounding toward zero for this sign (the overflow that saturates always).
+  uint32_t toward_zero[2] = {};
+  // The common case without per-lane shifts: round to nearest-even a normal
+  // input whose result is normal and finite, in |bits| [fast_lo, fast_hi).
+  bool fast = false;
+  int32_t fast_lo = 0, fast_hi = 0, fast_shift = 0;
+  uint32_t fast_rebias = 0;
+  bool fast_tie_always = false;  // e8m0: the significand 1 is odd
+  bool f16c = false;             // CPU's vcvtps2ph matches (nearest-even fp16)
+  uint32_t k0 = 0, k1 = 0;       // stochastic rounding keys from the seed
+};
+
+// codes -> float32. Formats of up to 8 bits use `table` (their 256 values);
+// others the arithmetic below.
+struct DecodePlan {
+  Storage storage = Storage::kByte;
+  bool use_table = false;
+  bool is_int = false;
+  bool is_signed = true;
+  bool shift_only = false;  // 8-bit exponent, bias 127: bits << (23 - m)
+  int32_t bits = 0;
+  int32_t m = 0;
+  uint32_t code_mask = 0;
+  uint32_t mag_mask = 0;
+  uint32_t sign_mask = 0;
+  uint32_t rebias = 0;           // (127 - bias) << 23
+  uint32_t subnormal_scale = 0;  // float32 bits of 2^(min_normal_exponent - m)
+  int32_t specials = 0;          // lowp::SpecialEncoding
+  uint32_t all_ones_field = 0;
+  const float* table = nullptr;  // 256 entries, NaN payloads kept
+};
+
+}  // namespace lowp::kernels
+
+#endif  // LOWP_KERNELS_PLAN_H_

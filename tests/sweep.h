@@ -1,5 +1,6 @@
-// Runs the reference against the oracle over many float32 inputs on every
-// core, counting mismatches per case and keeping the first few to report.
+// Runs the reference (and optionally the SIMD kernels) against the oracle
+// over many float32 inputs on every core, counting mismatches per case and keeping the first few to
+// report.
 #ifndef LOWP_TESTS_SWEEP_H_
 #define LOWP_TESTS_SWEEP_H_
 
@@ -10,6 +11,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -18,7 +20,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "formats/packing.h"
 #include "formats/reference.h"
+#include "kernels/convert.h"
 #include "tests/oracle.h"
 
 namespace lowp::testing {
@@ -98,9 +102,16 @@ inline uint32_t ExpectNanKeepingPayload(const Format& f, const Oracle& oracle, f
 // one of the values), so the four answers are asked once per interval and
 // case and reused; inputs that the oracle treats specially, zeros and float32
 // subnormals (daz) and stochastic rounding ask the oracle every time.
+//
+// With `kernel` (stride 1 only), kernel->codes[c][b - begin] is the SIMD
+// kernels' code for input b under case c, which must equal the reference's.
+struct KernelAnswers {
+  std::vector<std::vector<uint32_t>> codes;
+};
 inline void CheckRange(const Format& f, const Oracle& oracle,
                        const std::vector<ConvertOptions>& cases, uint64_t begin, uint64_t end,
-                       uint64_t stride, SweepResult* result) {
+                       uint64_t stride, SweepResult* result,
+                       const KernelAnswers* kernel = nullptr) {
   ptrdiff_t hint = -1;
   // The interval [lo, hi) whose answers are cached; empty while lo > hi.
   double lo = 1, hi = 0, mid = 0;
@@ -160,17 +171,67 @@ inline void CheckRange(const Format& f, const Oracle& oracle,
       }
       const uint32_t actual = EncodeFloat32(f, x, o, b);
       if (expected != actual) result->Record(c, bits, expected, actual);
+      if (kernel != nullptr && kernel->codes[c][b - begin] != actual) {
+        result->Record(c, bits, actual, kernel->codes[c][b - begin]);
+      }
+    }
+  }
+}
+
+// The kernels' codes for the float32 bit patterns [begin, begin + n), through
+// EncodeArray's storage (4-bit codes packed), on the target dispatch picks.
+inline void RunKernels(const Format& f, const std::vector<ConvertOptions>& cases, uint64_t begin,
+                       size_t n, KernelAnswers* k) {
+  thread_local std::vector<float> in;
+  thread_local std::vector<uint8_t> stored;
+  in.resize(n);
+  stored.resize(StorageBytes(f, n));
+  for (size_t i = 0; i < n; ++i) in[i] = std::bit_cast<float>(static_cast<uint32_t>(begin + i));
+  k->codes.resize(cases.size());
+  for (size_t c = 0; c < cases.size(); ++c) {
+    if (!EncodeArray(f, in, stored, cases[c], {.first_index = begin, .threads = 1}).ok()) {
+      std::abort();
+    }
+    std::vector<uint32_t>& codes = k->codes[c];
+    codes.resize(n);
+    const int unit = f.storage_bits();
+    for (size_t i = 0; i < n; ++i) {
+      switch (unit) {
+        case 4:
+          codes[i] = (stored[i / 2] >> (4 * (i % 2))) & 0xF;
+          break;
+        case 8:
+          codes[i] = stored[i];
+          break;
+        case 16:
+          codes[i] = stored[2 * i] | (uint32_t{stored[2 * i + 1]} << 8);
+          break;
+        default:
+          std::memcpy(&codes[i], &stored[4 * i], 4);
+      }
     }
   }
 }
 
 // All 2^32 float32 inputs (every `stride`-th with stride > 1), in 256 chunks.
+// With `kernels`, the kernels must also give the reference's code for
+// every input.
 inline void CheckAllFloat32(const Format& f, const Oracle& oracle,
                             const std::vector<ConvertOptions>& cases, uint64_t stride,
-                            SweepResult* result) {
+                            SweepResult* result, bool kernels = false) {
+  constexpr uint64_t kBlock = uint64_t{1} << 16;
   ParallelFor(256, [&](uint32_t chunk) {
     const uint64_t begin = uint64_t{chunk} << 24;
-    CheckRange(f, oracle, cases, begin, begin + (uint64_t{1} << 24), stride, result);
+    const uint64_t end = begin + (uint64_t{1} << 24);
+    if (!kernels || stride != 1) {
+      CheckRange(f, oracle, cases, begin, end, stride, result);
+      return;
+    }
+    KernelAnswers answers;
+    for (uint64_t b = begin; b < end; b += kBlock) {
+      RunKernels(f, cases, b, kBlock, &answers);
+      CheckRange(f, oracle, cases, b, b + kBlock, 1, result, &answers);
+    }
   });
 }
 

@@ -1,11 +1,13 @@
 // lowp convert: a raw file of codes in one format to another.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "formats/format.h"
 #include "formats/packing.h"
 #include "formats/reference.h"
+#include "kernels/convert.h"
 
 namespace lowp::cli {
 
@@ -22,7 +25,8 @@ const char kConvertHelp[] =
     "usage: lowp convert --from F --to G [options] IN OUT\n"
     "\n"
     "Converts a raw little-endian file of F codes into G codes, element by\n"
-    "element through the exact value, with the scalar reference. Codes are\n"
+    "element through the exact value, with the SIMD kernels (bit for bit the\n"
+    "scalar reference's results, on any CPU and thread count). Codes are\n"
     "stored one per byte up to 8 bits (fp6 in the low six bits), two bytes up\n"
     "to 16, four up to 32; 4-bit formats pack two per byte, low nibble first\n"
     "(an odd count ends with a zero high nibble). OUT is written whole or not\n"
@@ -133,6 +137,28 @@ class AtomicOutput {
   FILE* file_ = nullptr;
 };
 
+// How codes of `from` reach the kernels: float32 and fp16/bf16 directly;
+// other formats decoded to float32 (exact) first, except under daz when
+// their subnormals are not float32's (the reference then, element by element,
+// since daz reads a subnormal of the source format as zero).
+enum class Route { kFloat32, kHalf, kDecode, kReference };
+
+Route RouteOf(const Format& from, const ConvertOptions& o) {
+  const bool ieee8 = from.is_float() && from.specials == SpecialEncoding::kIeee &&
+                     from.exponent_bits == 8 && from.bias == 127;
+  if (ieee8 && from.mantissa_bits == 23) return Route::kFloat32;
+  if (from.is_float() && from.specials == SpecialEncoding::kIeee &&
+      ((from.exponent_bits == 5 && from.mantissa_bits == 10 && from.bias == 15) ||
+       (ieee8 && from.mantissa_bits == 7))) {
+    return Route::kHalf;
+  }
+  const bool daz =
+      o.subnormals == Subnormals::kInputsAreZero || o.subnormals == Subnormals::kFlushBoth;
+  if (daz && !ieee8 && from.has_subnormals()) return Route::kReference;
+  if (daz && !from.has_zero) return Route::kReference;  // e8m0's 2^-127
+  return Route::kDecode;
+}
+
 absl::Status Convert(const Format& from, const Format& to, const ConvertOptions& options,
                      const std::string& in_path, const std::string& out_path) {
   std::ifstream in(in_path, std::ios::binary);
@@ -154,29 +180,58 @@ absl::Status Convert(const Format& from, const Format& to, const ConvertOptions&
   if (absl::Status s = out.Open(out_path); !s.ok()) return s;
   // Chunks of a whole number of storage units of both formats (and an even
   // number of codes, so 4-bit output never splits a byte between chunks).
-  constexpr size_t kChunkBytes = size_t{1} << 20;
-  std::vector<uint8_t> in_bytes(kChunkBytes), out_bytes;
+  constexpr size_t kChunkBytes = size_t{8} << 20;
+  const Route route = RouteOf(from, options);
+  std::vector<float> floats(kChunkBytes / 4);
+  std::vector<uint16_t> halves(route == Route::kHalf ? kChunkBytes / 2 : 0);
+  std::vector<uint8_t> raw(route == Route::kDecode || route == Route::kReference ? kChunkBytes : 0);
+  std::vector<uint8_t> out_bytes;
   std::vector<uint32_t> codes;
   size_t index = 0;
   while (index < *count) {
-    in.read(reinterpret_cast<char*>(in_bytes.data()), kChunkBytes);
+    char* target = route == Route::kFloat32 ? reinterpret_cast<char*>(floats.data())
+                   : route == Route::kHalf  ? reinterpret_cast<char*>(halves.data())
+                                            : reinterpret_cast<char*>(raw.data());
+    in.read(target, kChunkBytes);
     const size_t got = static_cast<size_t>(in.gcount());
     if (got == 0) {
       return absl::DataLossError(
           absl::StrCat("input ", in_path, ": shorter than its size while reading"));
     }
-    codes.clear();
-    absl::Status s = UnpackCodes(from, {in_bytes.data(), got}, index, &codes);
-    if (!s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("input ", in_path, ": ", s.message()));
+    const size_t n = std::min(*count - index, got * 8 / from.storage_bits());
+    out_bytes.resize(StorageBytes(to, n));
+    const RunOptions run{.first_index = index};
+    absl::Status s;
+    switch (route) {
+      case Route::kFloat32:
+        s = EncodeArray(to, std::span(floats).first(n), out_bytes, options, run);
+        break;
+      case Route::kHalf:
+        s = EncodeArray16(from, std::span(halves).first(n), to, out_bytes, options, run);
+        break;
+      case Route::kDecode:
+      case Route::kReference: {
+        codes.clear();
+        s = UnpackCodes(from, {raw.data(), got}, index, &codes);  // names a bad code's index
+        if (!s.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("input ", in_path, ": ", s.message()));
+        }
+        if (route == Route::kReference) {
+          for (size_t i = 0; i < n; ++i)
+            codes[i] = ConvertCode(from, codes[i], to, options, index + i);
+          codes.resize(n);
+          out_bytes.clear();
+          PackCodes(to, codes, &out_bytes);
+          break;
+        }
+        s = DecodeArray(from, {raw.data(), StorageBytes(from, n)}, std::span(floats).first(n));
+        if (s.ok()) s = EncodeArray(to, std::span(floats).first(n), out_bytes, options, run);
+        break;
+      }
     }
-    for (size_t i = 0; i < codes.size(); ++i) {
-      codes[i] = ConvertCode(from, codes[i], to, options, index + i);
-    }
-    out_bytes.clear();
-    PackCodes(to, codes, &out_bytes);
+    if (!s.ok()) return s;
     if (s = out.Write(out_bytes); !s.ok()) return s;
-    index += codes.size();
+    index += n;
   }
   return out.Commit();
 }

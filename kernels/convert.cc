@@ -88,6 +88,7 @@ Decoder MakeDecoder(const Format& from) {
     d.scalar = true;
     return d;
   }
+  p.f16c = IsFloat16(from);
   p.rebias = static_cast<uint32_t>(127 - from.bias) << 23;
   if (!p.shift_only) p.subnormal_scale = Bits(std::ldexp(1.0f, subnormal_exponent));
   p.all_ones_field = (1u << from.exponent_bits) - 1;
@@ -289,7 +290,7 @@ EncodePlan MakeEncodePlan(const Format& to, const ConvertOptions& o, Source sour
   if (o.rounding == Rounding::kNearestEven && to.is_float() && to.mantissa_bits < 23) {
     p.fast = true;
     p.fast_shift = 23 - to.mantissa_bits;
-    p.fast_rebias = static_cast<uint32_t>(127 - to.bias) << 23;
+    p.fast_add = ((1u << (p.fast_shift - 1)) - 1) - (static_cast<uint32_t>(127 - to.bias) << 23);
     p.fast_tie_always = to.mantissa_bits == 0;
     uint32_t lo = std::max(Bits(static_cast<float>(to.min_normal())), 0x00800000u);
     if (p.daz && source == Source::kFloat16) lo = std::max(lo, Bits(0x1p-14f));
@@ -300,6 +301,11 @@ EncodePlan MakeEncodePlan(const Format& to, const ConvertOptions& o, Source sour
   p.f16c = IsFloat16(to) && source == Source::kFloat32 && o.rounding == Rounding::kNearestEven &&
            policy == Overflow::kInfinity &&
            (o.subnormals == Subnormals::kKeep || o.subnormals == Subnormals::kInputsAreZero);
+  if (o.rounding == Rounding::kNearestEven && !to.is_float()) {
+    p.int_fast_hi = static_cast<int32_t>(Bits(static_cast<float>(p.int_highest) + 0.5f));
+  }
+  p.bf16 = IsBFloat16(to) && source == Source::kFloat32 && o.rounding == Rounding::kNearestEven &&
+           policy == Overflow::kInfinity && o.subnormals == Subnormals::kKeep;
   p.k0 = Fmix32(static_cast<uint32_t>(o.seed) ^ 0x9E3779B9u);
   p.k1 = Fmix32(static_cast<uint32_t>(o.seed >> 32) + p.k0);
   return p;

@@ -88,11 +88,27 @@ HWY_INLINE VU EncodeVec(const EncodePlan& p, VU bits, MU source_subnormal, uint6
         const VU tie = p.fast_tie_always
                            ? hn::Set(du, 1)
                            : hn::And(hn::ShiftRightSame(a, p.fast_shift), hn::Set(du, 1));
-        const VU biased = hn::Add(hn::Sub(a, hn::Set(du, p.fast_rebias)),
-                                  hn::Set(du, (1u << (p.fast_shift - 1)) - 1));
+        const VU biased = hn::Add(a, hn::Set(du, p.fast_add));
         const VU magnitude = hn::ShiftRightSame(hn::Add(biased, tie), p.fast_shift);
         if (!p.is_signed) return magnitude;
         return hn::Or(magnitude, hn::ShiftLeftSame(hn::ShiftRight<31>(bits), p.bits - 1));
+      }
+    }
+    if (p.int_fast_hi != 0) {
+      // Integers, |x| below the largest value + 1/2: n = sig >> (150 - field)
+      // rounded, no saturation, no special lane.
+      const VU key = p.is_signed ? a : bits;  // unsigned: negatives are out
+      if (hn::AllTrue(du, hn::Lt(key, hn::Set(du, static_cast<uint32_t>(p.int_fast_hi))))) {
+        const VI field = hn::BitCast(di, hn::ShiftRight<23>(a));
+        const VU s = hn::BitCast(du, hn::Min(hn::Sub(hn::Set(di, 150), field), hn::Set(di, 31)));
+        const VU sig = hn::Or(hn::And(a, hn::Set(du, 0x7FFFFFu)), hn::Set(du, 0x800000u));
+        const VU n = hn::Shr(sig, s);
+        const VU unit = hn::Shl(hn::Set(du, 1), s);
+        const VU rem = hn::And(sig, hn::Sub(unit, hn::Set(du, 1)));
+        const MU up = hn::Gt(hn::Add(rem, hn::And(n, hn::Set(du, 1))), hn::ShiftRight<1>(unit));
+        const VU rounded = hn::Sub(n, hn::VecFromMask(du, up));
+        const VU value = hn::IfThenElse(negative, hn::Sub(hn::Zero(du), rounded), rounded);
+        return hn::And(value, hn::Set(du, p.code_mask));
       }
     }
   }
@@ -253,6 +269,7 @@ HWY_INLINE Loaded LoadSource(const EncodePlan& p, const void* in, size_t i) {
   const DF df;
   if (p.source == Source::kFloat32) {
     const VU bits = hn::LoadU(du, static_cast<const uint32_t*>(in) + i);
+    if (!p.daz) return {bits, NoLanes(du)};
     const VI a = hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu)));
     const auto subnormal = hn::And(hn::Lt(a, hn::Set(di, 0x800000)), hn::Gt(a, hn::Zero(di)));
     return {bits, hn::RebindMask(du, subnormal)};
@@ -279,11 +296,12 @@ HWY_INLINE Loaded LoadSource(const EncodePlan& p, const void* in, size_t i) {
 }
 
 // Stores 2N codes (c0 first) at element `i` of `out` in the plan's storage.
-HWY_INLINE void StoreCodes(const EncodePlan& p, VU c0, VU c1, uint8_t* out, size_t i) {
+template <Storage S>
+HWY_INLINE void StoreCodes(VU c0, VU c1, uint8_t* out, size_t i) {
   const DU du;
   const DI di;
   const size_t N = hn::Lanes(du);
-  switch (p.storage) {
+  switch (S) {
     case Storage::kWord:
       hn::StoreU(c0, du, reinterpret_cast<uint32_t*>(out) + i);
       hn::StoreU(c1, du, reinterpret_cast<uint32_t*>(out) + i + N);
@@ -332,34 +350,65 @@ HWY_INLINE void F16cPair(const EncodePlan& p, const float* in, size_t i, uint8_t
   const hn::Rebind<hwy::float16_t, DF> dh;
   const hn::Rebind<uint16_t, DF> d16;
   const size_t N = hn::Lanes(du);
-  for (size_t k = 0; k < 2; ++k) {
-    const VU bits = hn::BitCast(du, hn::LoadU(df, in + i + k * N));
-    auto half = hn::BitCast(d16, hn::DemoteTo(dh, hn::BitCast(df, bits)));
-    if (!p.keep_payload) {
-      const MU nan = hn::Gt(hn::And(bits, hn::Set(du, 0x7FFFFFFFu)), hn::Set(du, 0x7F800000u));
-      if (!hn::AllFalse(du, nan)) {
-        const VU canonical = hn::Or(hn::ShiftRight<16>(hn::And(bits, hn::Set(du, 0x80000000u))),
-                                    hn::Set(du, 0x7E00u));
-        const VU fixed = hn::IfThenElse(nan, canonical, hn::PromoteTo(du, half));
-        half = hn::DemoteTo(d16, hn::BitCast(hn::RebindToSigned<DU>(), fixed));
-      }
-    }
-    hn::StoreU(half, d16, reinterpret_cast<uint16_t*>(out) + i + k * N);
+  const auto x0 = hn::LoadU(df, in + i);
+  const auto x1 = hn::LoadU(df, in + i + N);
+  auto h0 = hn::BitCast(d16, hn::DemoteTo(dh, x0));
+  auto h1 = hn::BitCast(d16, hn::DemoteTo(dh, x1));
+  if (!p.keep_payload && HWY_UNLIKELY(!hn::AllFalse(df, hn::Or(hn::IsNaN(x0), hn::IsNaN(x1))))) {
+    const hn::RebindToSigned<DU> di;
+    const auto fix = [&](hn::Vec<DF> x, hn::Vec<decltype(d16)> h) {
+      const VU bits = hn::BitCast(du, x);
+      const VU canonical =
+          hn::Or(hn::ShiftRight<16>(hn::And(bits, hn::Set(du, 0x80000000u))), hn::Set(du, 0x7E00u));
+      const VU fixed =
+          hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(x)), canonical, hn::PromoteTo(du, h));
+      return hn::DemoteTo(d16, hn::BitCast(di, fixed));
+    };
+    h0 = fix(x0, h0);
+    h1 = fix(x1, h1);
   }
+  hn::StoreU(h0, d16, reinterpret_cast<uint16_t*>(out) + i);
+  hn::StoreU(h1, d16, reinterpret_cast<uint16_t*>(out) + i + N);
 }
 #else
 #define LOWP_HAVE_F16C 0
 #endif
 
-template <int R>
-void EncodeLoop(const EncodePlan& p, const void* in, size_t count, uint64_t first, uint8_t* out) {
+// The plan is copied into a local: the output is uint8_t, which may alias
+// anything, so a plan behind a reference would be reloaded after every store.
+template <int R, Storage S>
+void EncodeLoop(const EncodePlan& plan, const void* in, size_t count, uint64_t first,
+                uint8_t* out) {
+  const EncodePlan p = plan;
   const DU du;
   const size_t N = hn::Lanes(du);
   size_t i = 0;
 #if LOWP_HAVE_F16C
-  if (R == kNearestEven && p.f16c) {
+  if (R == kNearestEven && S == Storage::kHalf && p.f16c) {
     for (; i + 2 * N <= count; i += 2 * N) {
       F16cPair(p, static_cast<const float*>(in), i, out);
+    }
+  }
+#endif
+#if HWY_TARGET != HWY_SCALAR
+  if (R == kNearestEven && S == Storage::kHalf && p.bf16) {
+    // The rounded bf16 is the high half of bits + 0x7FFF + (bit 16); NaNs
+    // (rare) take the general path.
+    const hn::Repartition<uint16_t, DU> d16;
+    const DF df;
+    const auto* x = static_cast<const float*>(in);
+    for (; i + 2 * N <= count; i += 2 * N) {
+      const auto f0 = hn::LoadU(df, x + i);
+      const auto f1 = hn::LoadU(df, x + i + N);
+      if (HWY_UNLIKELY(!hn::AllFalse(df, hn::Or(hn::IsNaN(f0), hn::IsNaN(f1))))) break;
+      const VU b0 = hn::BitCast(du, f0);
+      const VU b1 = hn::BitCast(du, f1);
+      const VU r0 = hn::Add(hn::Add(b0, hn::Set(du, 0x7FFFu)),
+                            hn::And(hn::ShiftRight<16>(b0), hn::Set(du, 1)));
+      const VU r1 = hn::Add(hn::Add(b1, hn::Set(du, 0x7FFFu)),
+                            hn::And(hn::ShiftRight<16>(b1), hn::Set(du, 1)));
+      hn::StoreU(hn::ConcatOdd(d16, hn::BitCast(d16, r1), hn::BitCast(d16, r0)), d16,
+                 reinterpret_cast<uint16_t*>(out) + i);
     }
   }
 #endif
@@ -368,7 +417,7 @@ void EncodeLoop(const EncodePlan& p, const void* in, size_t count, uint64_t firs
     const Loaded x1 = LoadSource(p, in, i + N);
     const VU c0 = EncodeVec<R, false>(p, x0.bits, x0.subnormal, first + i, nullptr);
     const VU c1 = EncodeVec<R, false>(p, x1.bits, x1.subnormal, first + i + N, nullptr);
-    StoreCodes(p, c0, c1, out, i);
+    StoreCodes<S>(c0, c1, out, i);
   }
   if (i == count) return;
   // The tail through buffers of 2N elements (zeros past the end).
@@ -379,42 +428,49 @@ void EncodeLoop(const EncodePlan& p, const void* in, size_t count, uint64_t firs
   memcpy(input, static_cast<const uint8_t*>(in) + i * unit, rest * unit);
   const Loaded x0 = LoadSource(p, input, 0);
   const Loaded x1 = LoadSource(p, input, N);
-  StoreCodes(p, EncodeVec<R, false>(p, x0.bits, x0.subnormal, first + i, nullptr),
-             EncodeVec<R, false>(p, x1.bits, x1.subnormal, first + i + N, nullptr), output, 0);
-  size_t bytes = rest;
+  StoreCodes<S>(EncodeVec<R, false>(p, x0.bits, x0.subnormal, first + i, nullptr),
+                EncodeVec<R, false>(p, x1.bits, x1.subnormal, first + i + N, nullptr), output, 0);
+  size_t bytes = rest * (S == Storage::kHalf ? 2 : S == Storage::kWord ? 4 : 1);
+  size_t offset = i * (S == Storage::kHalf ? 2 : S == Storage::kWord ? 4 : 1);
+  if (S == Storage::kNibble) {
+    bytes = (rest + 1) / 2;
+    offset = i / 2;
+    if (rest % 2 != 0) output[bytes - 1] &= 0x0F;
+  }
+  memcpy(out + offset, output, bytes);
+}
+
+template <int R>
+void EncodeStorage(const EncodePlan& p, const void* in, size_t count, uint64_t first,
+                   uint8_t* out) {
   switch (p.storage) {
     case Storage::kNibble:
-      bytes = (rest + 1) / 2;
-      if (rest % 2 != 0) output[bytes - 1] &= 0x0F;
-      break;
+      return EncodeLoop<R, Storage::kNibble>(p, in, count, first, out);
     case Storage::kByte:
-      break;
+      return EncodeLoop<R, Storage::kByte>(p, in, count, first, out);
     case Storage::kHalf:
-      bytes = rest * 2;
-      break;
+      return EncodeLoop<R, Storage::kHalf>(p, in, count, first, out);
     case Storage::kWord:
-      bytes = rest * 4;
-      break;
+      return EncodeLoop<R, Storage::kWord>(p, in, count, first, out);
   }
-  memcpy(out + (p.storage == Storage::kNibble ? i / 2 : i * (bytes / rest)), output, bytes);
 }
 
 void Encode(const EncodePlan& p, const void* in, size_t count, uint64_t first, uint8_t* out) {
   switch (p.rounding) {
     case kNearestEven:
-      return EncodeLoop<kNearestEven>(p, in, count, first, out);
+      return EncodeStorage<kNearestEven>(p, in, count, first, out);
     case kNearestAway:
-      return EncodeLoop<kNearestAway>(p, in, count, first, out);
+      return EncodeStorage<kNearestAway>(p, in, count, first, out);
     case kTowardZero:
-      return EncodeLoop<kTowardZero>(p, in, count, first, out);
+      return EncodeStorage<kTowardZero>(p, in, count, first, out);
     case kTowardPositive:
-      return EncodeLoop<kTowardPositive>(p, in, count, first, out);
+      return EncodeStorage<kTowardPositive>(p, in, count, first, out);
     case kTowardNegative:
-      return EncodeLoop<kTowardNegative>(p, in, count, first, out);
+      return EncodeStorage<kTowardNegative>(p, in, count, first, out);
     case kOdd:
-      return EncodeLoop<kOdd>(p, in, count, first, out);
+      return EncodeStorage<kOdd>(p, in, count, first, out);
     default:
-      return EncodeLoop<kStochastic>(p, in, count, first, out);
+      return EncodeStorage<kStochastic>(p, in, count, first, out);
   }
 }
 
@@ -456,7 +512,8 @@ HWY_INLINE VU DecodeVec(const DecodePlan& p, VU code) {
   return bits;
 }
 
-void Decode(const DecodePlan& p, const uint8_t* in, size_t count, float* out) {
+void Decode(const DecodePlan& plan, const uint8_t* in, size_t count, float* out) {
+  const DecodePlan p = plan;
   if (p.use_table) {
     if (p.storage == Storage::kNibble) {
       for (size_t j = 0; j < count / 2; ++j) {
@@ -474,6 +531,19 @@ void Decode(const DecodePlan& p, const uint8_t* in, size_t count, float* out) {
   const size_t N = hn::Lanes(du);
   const hn::Rebind<uint16_t, DU> d16;
   size_t i = 0;
+#if LOWP_HAVE_F16C
+  if (p.f16c) {
+    // vcvtph2ps, except that it quiets signalling NaNs: a vector with a NaN
+    // is decoded by the arithmetic below instead.
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const auto* halves = reinterpret_cast<const uint16_t*>(in);
+    for (; i + N <= count; i += N) {
+      const auto x = hn::PromoteTo(df, hn::BitCast(dh, hn::LoadU(d16, halves + i)));
+      if (HWY_UNLIKELY(!hn::AllFalse(df, hn::IsNaN(x)))) break;
+      hn::StoreU(x, df, out + i);
+    }
+  }
+#endif
   for (; i + N <= count; i += N) {
     VU code;
     if (p.storage == Storage::kHalf) {

@@ -43,10 +43,14 @@ struct EncodePlan {
   // input whose result is normal and finite, in |bits| [fast_lo, fast_hi).
   bool fast = false;
   int32_t fast_lo = 0, fast_hi = 0, fast_shift = 0;
-  uint32_t fast_rebias = 0;
+  uint32_t fast_add = 0;         // half an ulp less one, less (127 - bias) << 23
   bool fast_tie_always = false;  // e8m0: the significand 1 is odd
-  bool f16c = false;             // CPU's vcvtps2ph matches (nearest-even fp16)
-  uint32_t k0 = 0, k1 = 0;       // stochastic rounding keys from the seed
+  // Integers under nearest-even: |x| bits (x's bits if unsigned) below this
+  // (the largest value + 1/2) round without saturation; 0 disables.
+  int32_t int_fast_hi = 0;
+  bool f16c = false;        // CPU's vcvtps2ph matches (nearest-even fp16)
+  bool bf16 = false;        // nearest-even bf16 by one add (inf, subnormals kept)
+  uint32_t k0 = 0, k1 = 0;  // stochastic rounding keys from the seed
 };
 
 // codes -> float32. Formats of up to 8 bits use `table` (their 256 values);
@@ -57,6 +61,7 @@ struct DecodePlan {
   bool is_int = false;
   bool is_signed = true;
   bool shift_only = false;  // 8-bit exponent, bias 127: bits << (23 - m)
+  bool f16c = false;        // fp16: the CPU's vcvtph2ps where it has one
   int32_t bits = 0;
   int32_t m = 0;
   uint32_t code_mask = 0;

@@ -27,6 +27,18 @@ using kernels::Storage;
 
 // Below this many elements an array is not worth a thread.
 constexpr size_t kMinElementsPerThread = size_t{1} << 18;
+// Outputs at least this large (beyond this machine class's last-level cache)
+// are written with non-temporal stores where the kernel has them (the fp16
+// and bf16 paths, decoding): they would evict the input for nothing.
+constexpr size_t kStreamBytes = size_t{32} << 20;
+
+// Elements to convert before `out` + that many units of `unit` bytes is
+// 64-byte aligned; `count` (stream nothing) if it never is.
+size_t HeadBeforeAlignment(const void* out, size_t unit, size_t count) {
+  const auto address = reinterpret_cast<uintptr_t>(out);
+  if (address % unit != 0) return count;
+  return std::min(count, (64 - address % 64) % 64 / unit);
+}
 
 Storage StorageOf(const Format& f) {
   switch (f.storage_bits()) {
@@ -173,14 +185,22 @@ absl::Status RunEncode(const Format& to, const void* in, size_t count, size_t un
       !s.ok()) {
     return s;
   }
-  const EncodePlan plan = MakeEncodePlan(to, o, source);
+  EncodePlan plan = MakeEncodePlan(to, o, source);
+  const bool in_place = static_cast<const void*>(out.data()) == in;
+  size_t head = 0;
+  if ((plan.f16c || plan.bf16) && out.size() >= kStreamBytes && !in_place) {
+    head = HeadBeforeAlignment(out.data(), 2, count);
+    kernels::DispatchEncode(plan, in, head, run.first_index, out.data());
+    plan.stream = true;
+  }
+  const auto* rest = static_cast<const uint8_t*>(in) + head * unit;
+  uint8_t* rest_out = out.data() + StorageOffset(plan.storage, head);
   // In place runs on one thread: a later part's output would overwrite an
   // earlier part's unread input.
-  const int parts = static_cast<const void*>(out.data()) == in ? 1 : ThreadCount(run, count);
-  ForParts(count, parts, [&](int, size_t begin, size_t end) {
-    kernels::DispatchEncode(plan, static_cast<const uint8_t*>(in) + begin * unit, end - begin,
-                            run.first_index + begin,
-                            out.data() + StorageOffset(plan.storage, begin));
+  const int parts = in_place ? 1 : ThreadCount(run, count - head);
+  ForParts(count - head, parts, [&](int, size_t begin, size_t end) {
+    kernels::DispatchEncode(plan, rest + begin * unit, end - begin, run.first_index + head + begin,
+                            rest_out + StorageOffset(plan.storage, begin));
   });
   return absl::OkStatus();
 }
@@ -366,9 +386,17 @@ absl::Status DecodeArray(const Format& from, std::span<const uint8_t> in, std::s
     return absl::InvalidArgumentError(absl::StrCat("code at index ", bad, " has bits above the ",
                                                    from.bits, "-bit width of ", from.name));
   }
-  const Decoder decoder = MakeDecoder(from);
-  const int parts = ThreadCount(run, count);
-  ForParts(count, parts, [&](int, size_t begin, size_t end) {
+  Decoder decoder = MakeDecoder(from);
+  size_t head = 0;
+  if (!decoder.scalar && !decoder.plan.use_table && count * sizeof(float) >= kStreamBytes) {
+    head = HeadBeforeAlignment(out.data(), sizeof(float), count);
+    kernels::DispatchDecode(decoder.plan, in.data(), head, out.data());
+    decoder.plan.stream = true;
+  }
+  in = in.subspan(StorageOffset(decoder.plan.storage, head));
+  out = out.subspan(head);
+  const int parts = ThreadCount(run, count - head);
+  ForParts(count - head, parts, [&](int, size_t begin, size_t end) {
     if (decoder.scalar) {
       std::vector<uint32_t> codes;
       const size_t offset = StorageOffset(decoder.plan.storage, begin);

@@ -16,6 +16,9 @@
 //    underflow) are fixed up by selects only when a vector holds one.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/convert_simd.cc"
+#include <type_traits>
+
+#include "hwy/cache_control.h"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "kernels/convert.h"
@@ -367,12 +370,39 @@ HWY_INLINE void F16cPair(const EncodePlan& p, const float* in, size_t i, uint8_t
     h0 = fix(x0, h0);
     h1 = fix(x1, h1);
   }
-  hn::StoreU(h0, d16, reinterpret_cast<uint16_t*>(out) + i);
-  hn::StoreU(h1, d16, reinterpret_cast<uint16_t*>(out) + i + N);
+  uint16_t* dest = reinterpret_cast<uint16_t*>(out) + i;
+  if (p.stream) {  // the caller aligned the output
+    hn::Stream(h0, d16, dest);
+    hn::Stream(h1, d16, dest + N);
+  } else {
+    hn::StoreU(h0, d16, dest);
+    hn::StoreU(h1, d16, dest + N);
+  }
 }
 #else
 #define LOWP_HAVE_F16C 0
 #endif
+
+// Calls f(std::integral_constant<int, R>) for the rounding mode R.
+template <class F>
+HWY_INLINE void WithRounding(int rounding, F f) {
+  switch (rounding) {
+    case kNearestEven:
+      return f(std::integral_constant<int, kNearestEven>());
+    case kNearestAway:
+      return f(std::integral_constant<int, kNearestAway>());
+    case kTowardZero:
+      return f(std::integral_constant<int, kTowardZero>());
+    case kTowardPositive:
+      return f(std::integral_constant<int, kTowardPositive>());
+    case kTowardNegative:
+      return f(std::integral_constant<int, kTowardNegative>());
+    case kOdd:
+      return f(std::integral_constant<int, kOdd>());
+    default:
+      return f(std::integral_constant<int, kStochastic>());
+  }
+}
 
 // The plan is copied into a local: the output is uint8_t, which may alias
 // anything, so a plan behind a reference would be reloaded after every store.
@@ -407,11 +437,17 @@ void EncodeLoop(const EncodePlan& plan, const void* in, size_t count, uint64_t f
                             hn::And(hn::ShiftRight<16>(b0), hn::Set(du, 1)));
       const VU r1 = hn::Add(hn::Add(b1, hn::Set(du, 0x7FFFu)),
                             hn::And(hn::ShiftRight<16>(b1), hn::Set(du, 1)));
-      hn::StoreU(hn::ConcatOdd(d16, hn::BitCast(d16, r1), hn::BitCast(d16, r0)), d16,
-                 reinterpret_cast<uint16_t*>(out) + i);
+      const auto bf16 = hn::ConcatOdd(d16, hn::BitCast(d16, r1), hn::BitCast(d16, r0));
+      uint16_t* dest = reinterpret_cast<uint16_t*>(out) + i;
+      if (p.stream) {
+        hn::Stream(bf16, d16, dest);
+      } else {
+        hn::StoreU(bf16, d16, dest);
+      }
     }
   }
 #endif
+  if (p.stream) hwy::FlushStream();
   for (; i + 2 * N <= count; i += 2 * N) {
     const Loaded x0 = LoadSource(p, in, i);
     const Loaded x1 = LoadSource(p, in, i + N);
@@ -456,22 +492,8 @@ void EncodeStorage(const EncodePlan& p, const void* in, size_t count, uint64_t f
 }
 
 void Encode(const EncodePlan& p, const void* in, size_t count, uint64_t first, uint8_t* out) {
-  switch (p.rounding) {
-    case kNearestEven:
-      return EncodeStorage<kNearestEven>(p, in, count, first, out);
-    case kNearestAway:
-      return EncodeStorage<kNearestAway>(p, in, count, first, out);
-    case kTowardZero:
-      return EncodeStorage<kTowardZero>(p, in, count, first, out);
-    case kTowardPositive:
-      return EncodeStorage<kTowardPositive>(p, in, count, first, out);
-    case kTowardNegative:
-      return EncodeStorage<kTowardNegative>(p, in, count, first, out);
-    case kOdd:
-      return EncodeStorage<kOdd>(p, in, count, first, out);
-    default:
-      return EncodeStorage<kStochastic>(p, in, count, first, out);
-  }
+  WithRounding(p.rounding,
+               [&](auto r) { EncodeStorage<decltype(r)::value>(p, in, count, first, out); });
 }
 
 // codes -> float32 bits, arithmetic formats (not the table ones).
@@ -540,7 +562,11 @@ void Decode(const DecodePlan& plan, const uint8_t* in, size_t count, float* out)
     for (; i + N <= count; i += N) {
       const auto x = hn::PromoteTo(df, hn::BitCast(dh, hn::LoadU(d16, halves + i)));
       if (HWY_UNLIKELY(!hn::AllFalse(df, hn::IsNaN(x)))) break;
-      hn::StoreU(x, df, out + i);
+      if (p.stream) {
+        hn::Stream(x, df, out + i);
+      } else {
+        hn::StoreU(x, df, out + i);
+      }
     }
   }
 #endif
@@ -551,8 +577,14 @@ void Decode(const DecodePlan& plan, const uint8_t* in, size_t count, float* out)
     } else {
       code = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in) + i);
     }
-    hn::StoreU(hn::BitCast(df, DecodeVec(p, code)), df, out + i);
+    const auto value = hn::BitCast(df, DecodeVec(p, code));
+    if (p.stream) {
+      hn::Stream(value, df, out + i);
+    } else {
+      hn::StoreU(value, df, out + i);
+    }
   }
+  if (p.stream) hwy::FlushStream();
   for (; i < count; ++i) {  // the tail, one lane at a time
     HWY_ALIGN uint32_t code[kMaxLanes] = {};
     code[0] = p.storage == Storage::kHalf ? reinterpret_cast<const uint16_t*>(in)[i]
@@ -563,95 +595,67 @@ void Decode(const DecodePlan& plan, const uint8_t* in, size_t count, float* out)
   }
 }
 
-// Encodes, decodes back and accumulates the error of `count` float32 inputs,
-// a block of 2N at a time.
-template <int R>
-void MeasureLoop(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,
-                 uint64_t first, ConversionError* e) {
+// Encodes float32 inputs N at a time with events and calls
+// visit(i, lanes, inputs, code, events) for each vector (lanes past the end
+// of the array hold +0).
+template <int R, class Visit>
+void ForEachVectorWithEvents(const EncodePlan& p, const float* in, size_t count, uint64_t first,
+                             Visit visit) {
+  const size_t N = hn::Lanes(DU());
+  HWY_ALIGN float inputs[kMaxLanes];
+  for (size_t i = 0; i < count; i += N) {
+    const size_t lanes = count - i < N ? count - i : N;
+    memset(inputs, 0, sizeof(inputs));
+    memcpy(inputs, in + i, lanes * sizeof(float));
+    const Loaded x = LoadSource(p, inputs, 0);
+    VU events;
+    const VU code = EncodeVec<R, true>(p, x.bits, x.subnormal, first + i, &events);
+    visit(i, lanes, inputs, code, events);
+  }
+}
+
+// Encodes, decodes back and accumulates the error of `count` inputs.
+void Measure(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,
+             uint64_t first, ConversionError* e) {
   const DU du;
   const DF df;
-  const size_t N = hn::Lanes(du);
   HWY_ALIGN uint32_t codes[kMaxLanes];
   HWY_ALIGN uint32_t events[kMaxLanes];
   HWY_ALIGN float values[kMaxLanes];
-  HWY_ALIGN float inputs[kMaxLanes];
-  for (size_t i = 0; i < count; i += N) {
-    const size_t lanes = count - i < N ? count - i : N;
-    memset(inputs, 0, sizeof(inputs));
-    memcpy(inputs, in + i, lanes * sizeof(float));
-    const Loaded x = LoadSource(p, inputs, 0);
-    VU ev;
-    const VU code = EncodeVec<R, true>(p, x.bits, x.subnormal, first + i, &ev);
-    hn::Store(code, du, codes);
-    hn::Store(ev, du, events);
-    if (dp.use_table) {
-      for (size_t k = 0; k < lanes; ++k) values[k] = dp.table[codes[k]];
-    } else {
-      hn::Store(hn::BitCast(df, DecodeVec(dp, code)), df, values);
-    }
-    Accumulate(inputs, values, events, lanes, e);
-  }
+  WithRounding(p.rounding, [&](auto r) {
+    ForEachVectorWithEvents<decltype(r)::value>(
+        p, in, count, first, [&](size_t, size_t lanes, const float* inputs, VU code, VU ev) {
+          hn::Store(code, du, codes);
+          hn::Store(ev, du, events);
+          if (dp.use_table) {
+            for (size_t k = 0; k < lanes; ++k) values[k] = dp.table[codes[k]];
+          } else {
+            hn::Store(hn::BitCast(df, DecodeVec(dp, code)), df, values);
+          }
+          Accumulate(inputs, values, events, lanes, e);
+        });
+  });
   e->count += count;
 }
 
-void Measure(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,
-             uint64_t first, ConversionError* e) {
-  switch (p.rounding) {
-    case kNearestEven:
-      return MeasureLoop<kNearestEven>(p, dp, in, count, first, e);
-    case kNearestAway:
-      return MeasureLoop<kNearestAway>(p, dp, in, count, first, e);
-    case kTowardZero:
-      return MeasureLoop<kTowardZero>(p, dp, in, count, first, e);
-    case kTowardPositive:
-      return MeasureLoop<kTowardPositive>(p, dp, in, count, first, e);
-    case kTowardNegative:
-      return MeasureLoop<kTowardNegative>(p, dp, in, count, first, e);
-    case kOdd:
-      return MeasureLoop<kOdd>(p, dp, in, count, first, e);
-    default:
-      return MeasureLoop<kStochastic>(p, dp, in, count, first, e);
-  }
-}
-
-// float32 bits -> codes and events, unpacked (for tests of the lane logic).
-const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
-
+// float32 -> codes and events, unpacked (tests of the lane logic).
 void EncodeWithEvents(const EncodePlan& p, const float* in, size_t count, uint64_t first,
                       uint32_t* codes, uint32_t* events) {
   const DU du;
-  const size_t N = hn::Lanes(du);
-  HWY_ALIGN float inputs[kMaxLanes];
   HWY_ALIGN uint32_t c[kMaxLanes];
   HWY_ALIGN uint32_t ev[kMaxLanes];
-  for (size_t i = 0; i < count; i += N) {
-    const size_t lanes = count - i < N ? count - i : N;
-    memset(inputs, 0, sizeof(inputs));
-    memcpy(inputs, in + i, lanes * sizeof(float));
-    const Loaded x = LoadSource(p, inputs, 0);
-    VU e;
-    VU code;
-    switch (p.rounding) {
-#define LOWP_CASE(r)                                                  \
-  case r:                                                             \
-    code = EncodeVec<r, true>(p, x.bits, x.subnormal, first + i, &e); \
-    break;
-      LOWP_CASE(kNearestEven)
-      LOWP_CASE(kNearestAway)
-      LOWP_CASE(kTowardZero)
-      LOWP_CASE(kTowardPositive)
-      LOWP_CASE(kTowardNegative)
-      LOWP_CASE(kOdd)
-      default:
-        code = EncodeVec<kStochastic, true>(p, x.bits, x.subnormal, first + i, &e);
-#undef LOWP_CASE
-    }
-    hn::Store(code, du, c);
-    hn::Store(e, du, ev);
-    memcpy(codes + i, c, lanes * 4);
-    memcpy(events + i, ev, lanes * 4);
-  }
+  WithRounding(p.rounding, [&](auto r) {
+    ForEachVectorWithEvents<decltype(r)::value>(
+        p, in, count, first, [&](size_t i, size_t lanes, const float*, VU code, VU e) {
+          hn::Store(code, du, c);
+          hn::Store(e, du, ev);
+          memcpy(codes + i, c, lanes * 4);
+          memcpy(events + i, ev, lanes * 4);
+        });
+  });
 }
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace lowp::kernels

@@ -48,8 +48,11 @@ struct EncodePlan {
   // Integers under nearest-even: |x| bits (x's bits if unsigned) below this
   // (the largest value + 1/2) round without saturation; 0 disables.
   int32_t int_fast_hi = 0;
-  bool f16c = false;        // CPU's vcvtps2ph matches (nearest-even fp16)
-  bool bf16 = false;        // nearest-even bf16 by one add (inf, subnormals kept)
+  bool f16c = false;  // CPU's vcvtps2ph matches (nearest-even fp16)
+  bool bf16 = false;  // nearest-even bf16 by one add (inf, subnormals kept)
+  // Non-temporal stores in the fp16/bf16 loops: the output (aligned by the
+  // caller to 64 bytes) is too large to stay in cache.
+  bool stream = false;
   uint32_t k0 = 0, k1 = 0;  // stochastic rounding keys from the seed
 };
 
@@ -62,6 +65,7 @@ struct DecodePlan {
   bool is_signed = true;
   bool shift_only = false;  // 8-bit exponent, bias 127: bits << (23 - m)
   bool f16c = false;        // fp16: the CPU's vcvtph2ps where it has one
+  bool stream = false;      // non-temporal stores; the caller aligned `out`
   int32_t bits = 0;
   int32_t m = 0;
   uint32_t code_mask = 0;

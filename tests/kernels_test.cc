@@ -388,6 +388,39 @@ TEST(Threads, OneTwoThreeThreadsAndPiecesGiveIdenticalBytes) {
   }
 }
 
+// Outputs of 32 MiB and more take non-temporal stores after an aligning head
+// (fp16 and bf16 encoding, decoding): the bytes must not change, at any
+// output alignment (an odd address cannot be aligned and streams nothing).
+TEST(Streaming, LargeArraysGiveTheReferenceBytes) {
+  const size_t n = (size_t{32} << 20) / 2 + 1001;
+  const std::vector<float> values = MixedInputs(n, 13);
+  for (const char* name : {"fp16", "bf16"}) {
+    const Format f = *FindFormat(name);
+    std::vector<uint8_t> expected(2 * n);
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t code = EncodeFloat32(f, values[i]);
+      expected[2 * i] = static_cast<uint8_t>(code);
+      expected[2 * i + 1] = static_cast<uint8_t>(code >> 8);
+    }
+    for (size_t shift : {0, 1, 2, 6}) {
+      std::vector<uint8_t> buffer(2 * n + 64);
+      std::span<uint8_t> out(buffer.data() + shift, 2 * n);
+      ASSERT_TRUE(EncodeArray(f, values, out).ok());
+      EXPECT_TRUE(std::equal(out.begin(), out.end(), expected.begin())) << name << " " << shift;
+      std::vector<uint8_t> back_raw(4 * n + 64);
+      std::span<float> back(reinterpret_cast<float*>(back_raw.data() + 4 * (shift % 2)), n);
+      ASSERT_TRUE(DecodeArray(f, out, back).ok());
+      size_t bad = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t code = expected[2 * i] | (uint32_t{expected[2 * i + 1]} << 8);
+        bad +=
+            std::bit_cast<uint32_t>(back[i]) != std::bit_cast<uint32_t>(DecodeToFloat32(f, code));
+      }
+      EXPECT_EQ(bad, 0u) << name << " decoded, shift " << shift;
+    }
+  }
+}
+
 // Random bits for element indices whose low 32 bits wrap inside a vector.
 TEST(Stochastic, IndicesAcrossTwoToThe32) {
   const Format f = *FindFormat("fp8_e5m2");

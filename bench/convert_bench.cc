@@ -5,6 +5,7 @@
 //   memcpy/SIZE              copy of SIZE bytes (counts 2 x SIZE)
 //   lowp/F/SIZE/threads:T    lowp::EncodeArray float32 -> F (T=0: all threads)
 //   lowp/F->f32/...          lowp::DecodeArray F -> float32
+//   lowp-measure/F/...       lowp::MeasureArray (counts the input bytes only)
 //   cpu/vcvtps2ph, ...       the instruction in a plain loop (where present)
 //   reference/F/SIZE         a loop of lowp::EncodeFloat32 (what one writes
 //                            without lowp)
@@ -115,6 +116,18 @@ void Decode(benchmark::State& state, const Format& f, size_t bytes, int threads)
   state.SetLabel(KernelTarget());
 }
 
+// Convert, read back and measure the error, writing nothing (MeasureArray).
+void Measure(benchmark::State& state, const Format& f, size_t bytes, int threads) {
+  const std::span<const float> in(Input(), bytes / 4);
+  for (auto _ : state) {
+    const absl::StatusOr<ConversionError> e = MeasureArray(f, in, {}, {.threads = threads});
+    if (!e.ok()) state.SkipWithError("failed");
+    benchmark::DoNotOptimize(e->sum_squared_error);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.SetLabel(KernelTarget());
+}
+
 void Reference(benchmark::State& state, const Format& f, size_t bytes) {
   const size_t n = bytes / 4;
   const float* in = Input();
@@ -183,6 +196,19 @@ void Reference(benchmark::State& state, const Format& f, size_t bytes) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (bytes + bytes / 2)));
 }
 
+[[gnu::target("avx512f")]] void CvtPh2Ps512(benchmark::State& state, size_t bytes) {
+  const size_t n = bytes / 4;
+  const auto* in = reinterpret_cast<const __m256i*>(Input());
+  auto* out = reinterpret_cast<float*>(Output(bytes));
+  for (auto _ : state) {
+    for (size_t i = 0; i < n; i += 16) {
+      _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256(in + i / 16)));
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * (bytes + bytes / 2)));
+}
+
 [[gnu::target("avx512f,avx512bf16")]] void CvtNePs2Bf16(benchmark::State& state, size_t bytes) {
   const size_t n = bytes / 4;
   const float* in = Input();
@@ -223,6 +249,10 @@ void RegisterAll() {
       }
       Register("lowp/fp8_e4m3fn-stochastic/" + size + t, Encode, *FindFormat("fp8_e4m3fn"),
                ConvertOptions{.rounding = Rounding::kStochastic}, bytes, threads);
+      for (const char* name : {"fp8_e4m3fn", "int4"}) {
+        Register("lowp-measure/" + std::string(name) + "/" + size + t, Measure, *FindFormat(name),
+                 bytes, threads);
+      }
       for (const char* name : decodes) {
         Register("lowp/" + std::string(name) + "->f32/" + size + t, Decode, *FindFormat(name),
                  bytes, threads);
@@ -235,6 +265,7 @@ void RegisterAll() {
     }
     if (__builtin_cpu_supports("avx512f")) {
       Register("cpu/vcvtps2ph-zmm/" + size, CvtPs2Ph512, bytes);
+      Register("cpu/vcvtph2ps-zmm/" + size, CvtPh2Ps512, bytes);
     }
     if (__builtin_cpu_supports("avx512bf16")) {
       Register("cpu/vcvtneps2bf16-zmm/" + size, CvtNePs2Bf16, bytes);

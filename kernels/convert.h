@@ -27,7 +27,8 @@ struct RunOptions {
   // converted in pieces: the pieces then give the bytes of the whole.
   uint64_t first_index = 0;
   // Threads to split a large array across; 0 takes every hardware thread.
-  // Arrays below about a million elements run on the calling thread.
+  // Each thread gets at least 2^18 elements; smaller arrays run on the
+  // calling thread. The bytes written never depend on this.
   int threads = 0;
 };
 
@@ -64,9 +65,11 @@ struct ConversionError {
   uint64_t nan_replaced = 0;  // NaN into a format without NaN
   // Over the elements whose input and result are both finite (`measured`):
   uint64_t measured = 0;
-  double sum_squared_error = 0;  // sum (result - input)^2, in double
+  // Sums in double; their last bits depend on how the array was split
+  // across threads (counts and the maximum do not).
+  double sum_squared_error = 0;  // sum (result - input)^2
   double sum_squared_input = 0;  // sum input^2
-  double max_abs_error = 0;      // exact: |result - input| of float32s in double
+  double max_abs_error = 0;      // max |result - input|
 
   void Add(const ConversionError& other);
 };

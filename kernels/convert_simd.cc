@@ -615,6 +615,7 @@ void ForEachVectorWithEvents(const EncodePlan& p, const float* in, size_t count,
 }
 
 // Encodes, decodes back and accumulates the error of `count` inputs.
+#if HWY_TARGET == HWY_SCALAR
 void Measure(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,
              uint64_t first, ConversionError* e) {
   const DU du;
@@ -637,6 +638,108 @@ void Measure(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t 
   });
   e->count += count;
 }
+#else
+// Per-lane counters and float64 sums, reduced once at the end: the result
+// equals Accumulate's but for the order of the float64 additions.
+template <int R>
+void MeasureLoop(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,
+                 uint64_t first, ConversionError* e) {
+  const DU du;
+  const DI di;
+  const DF df;
+  const hn::Repartition<double, DF> dd;
+  const hn::Half<DF> dh;
+  const size_t N = hn::Lanes(du);
+  using VD = hn::Vec<decltype(dd)>;
+  VD squared_error[2] = {hn::Zero(dd), hn::Zero(dd)};
+  VD squared_input[2] = {hn::Zero(dd), hn::Zero(dd)};
+  VD max_error = hn::Zero(dd);
+  VU counters[9];
+  uint64_t totals[9] = {};
+  for (VU& c : counters) c = hn::Zero(du);
+  // Event bits 0..6 (formats/reference.h), then infinite inputs and measured.
+  const auto flush = [&] {
+    HWY_ALIGN uint32_t lanes[kMaxLanes];
+    for (int k = 0; k < 9; ++k) {
+      hn::Store(counters[k], du, lanes);
+      for (size_t j = 0; j < N; ++j) totals[k] += lanes[j];
+      counters[k] = hn::Zero(du);
+    }
+  };
+  HWY_ALIGN float tail[kMaxLanes];
+  size_t since_flush = 0;
+  for (size_t i = 0; i < count; i += N) {
+    const float* x_ptr = in + i;
+    const size_t lanes = count - i < N ? count - i : N;
+    if (lanes < N) {  // the tail: zeros past the end, not counted below
+      memset(tail, 0, sizeof(tail));
+      memcpy(tail, in + i, lanes * sizeof(float));
+      x_ptr = tail;
+    }
+    const Loaded loaded = LoadSource(p, x_ptr, 0);
+    VU ev;
+    const VU code = EncodeVec<R, true>(p, loaded.bits, loaded.subnormal, first + i, &ev);
+    const auto x = hn::BitCast(df, loaded.bits);
+    const auto q = dp.use_table ? hn::GatherIndex(df, dp.table, hn::BitCast(di, code))
+                                : hn::BitCast(df, DecodeVec(dp, code));
+    const auto valid = hn::RebindMask(df, hn::FirstN(du, lanes));
+    const auto measured = hn::And(valid, hn::And(hn::IsFinite(x), hn::IsFinite(q)));
+    ev = hn::IfThenElseZero(hn::RebindMask(du, valid), ev);
+    for (int k = 0; k < 7; ++k) {
+      counters[k] = hn::Add(counters[k], hn::And(hn::ShiftRightSame(ev, k), hn::Set(du, 1)));
+    }
+    counters[7] =
+        hn::Sub(counters[7], hn::VecFromMask(du, hn::RebindMask(du, hn::And(valid, hn::IsInf(x)))));
+    counters[8] = hn::Sub(counters[8], hn::VecFromMask(du, hn::RebindMask(du, measured)));
+    const auto xm = hn::IfThenElseZero(measured, x);
+    const auto qm = hn::IfThenElseZero(measured, q);
+    const VD x_half[2] = {hn::PromoteTo(dd, hn::LowerHalf(dh, xm)),
+                          hn::PromoteTo(dd, hn::UpperHalf(dh, xm))};
+    const VD q_half[2] = {hn::PromoteTo(dd, hn::LowerHalf(dh, qm)),
+                          hn::PromoteTo(dd, hn::UpperHalf(dh, qm))};
+    for (int h = 0; h < 2; ++h) {
+      const VD error = hn::Sub(q_half[h], x_half[h]);
+      squared_error[h] = hn::MulAdd(error, error, squared_error[h]);
+      squared_input[h] = hn::MulAdd(x_half[h], x_half[h], squared_input[h]);
+      max_error = hn::Max(max_error, hn::Abs(error));
+    }
+    if (++since_flush == (size_t{1} << 24)) {
+      flush();
+      since_flush = 0;
+    }
+  }
+  flush();
+  HWY_ALIGN double lanes[kMaxLanes];
+  const auto sum = [&](const VD(&v)[2]) {
+    hn::Store(hn::Add(v[0], v[1]), dd, lanes);
+    double total = 0;
+    for (size_t j = 0; j < hn::Lanes(dd); ++j) total += lanes[j];
+    return total;
+  };
+  e->sum_squared_error += sum(squared_error);
+  e->sum_squared_input += sum(squared_input);
+  hn::Store(max_error, dd, lanes);
+  for (size_t j = 0; j < hn::Lanes(dd); ++j) {
+    if (lanes[j] > e->max_abs_error) e->max_abs_error = lanes[j];
+  }
+  e->inexact += totals[0];
+  e->overflow += totals[1];
+  e->saturated += totals[2];
+  e->flushed += totals[3];
+  e->underflow += totals[4];
+  e->nan_inputs += totals[5];
+  e->nan_replaced += totals[6];
+  e->inf_inputs += totals[7];
+  e->measured += totals[8];
+  e->count += count;
+}
+
+void Measure(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,
+             uint64_t first, ConversionError* e) {
+  WithRounding(p.rounding,
+               [&](auto r) { MeasureLoop<decltype(r)::value>(p, dp, in, count, first, e); });
+}
+#endif
 
 // float32 -> codes and events, unpacked (tests of the lane logic).
 void EncodeWithEvents(const EncodePlan& p, const float* in, size_t count, uint64_t first,

@@ -10,6 +10,7 @@
 // input here. Labelled `exhaustive`.
 #include <bit>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,8 @@ struct Case {
   ConvertOptions options;
   std::string label;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.format << " " << c.label; }
 
 class AllInputs : public ::testing::TestWithParam<Case> {};
 

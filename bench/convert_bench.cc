@@ -272,7 +272,8 @@ void RegisterAll() {
     }
 #endif
     if (bytes < kSizes[2]) {  // ~3 s an iteration at 1 GiB
-      for (const char* name : {"fp16", "bf16", "fp8_e4m3fn", "int8", "int4"}) {
+      for (const char* name :
+           {"fp16", "bf16", "fp8_e4m3fn", "fp8_e5m2", "int8", "int4", "fp4_e2m1fn"}) {
         Register("reference/" + std::string(name) + "/" + size, Reference, *FindFormat(name),
                  bytes);
       }

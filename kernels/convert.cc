@@ -256,6 +256,7 @@ EncodePlan MakeEncodePlan(const Format& to, const ConvertOptions& o, Source sour
   p.ftz = o.subnormals == Subnormals::kFlushToZero || o.subnormals == Subnormals::kFlushBoth;
   p.keep_payload = o.nan == NanPolicy::kKeepPayload && to.specials == SpecialEncoding::kIeee;
   p.has_zero = to.has_zero;
+  p.plain_zero = !to.is_float() || to.has_negative_zero();
   p.bits = to.bits;
   p.m = to.mantissa_bits;
   if (p.is_int) {

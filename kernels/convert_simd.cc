@@ -168,8 +168,11 @@ HWY_INLINE VU EncodeVec(const EncodePlan& p, VU bits, MU source_subnormal, uint6
   const MU zero_in = hn::Eq(a, hn::Zero(du));
   const MU daz_in = p.daz ? source_subnormal : NoLanes(du);
   const MU n_zero = hn::Eq(n, hn::Zero(du));
-  MU special = hn::Or(hn::Or(hn::RebindMask(du, hn::Gt(ai, hn::Set(di, 0x7F7FFFFF))), zero_in),
-                      hn::Or(daz_in, n_zero));
+  MU special =
+      hn::Or(hn::Or(hn::RebindMask(du, hn::Gt(ai, hn::Set(di, 0x7F7FFFFF))), zero_in), daz_in);
+  // A result rounded to zero is already the right code (sign | 0) where the
+  // format has a signed zero; elsewhere, or to report underflow, fix it up.
+  if (kEvents || !p.plain_zero) special = hn::Or(special, n_zero);
 
   VU code;
   if (p.is_int) {

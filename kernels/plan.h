@@ -23,8 +23,11 @@ struct EncodePlan {
   bool ftz = false;
   bool keep_payload = false;  // NaN payload (IEEE targets)
   bool has_zero = true;       // false for e8m0
-  int32_t bits = 0;           // code width
-  int32_t m = 0;              // mantissa bits (0 for ints)
+  // Rounding to zero gives sign | 0, no fix-up needed: integers and float
+  // formats with -0 (not fnuz, not e8m0).
+  bool plain_zero = false;
+  int32_t bits = 0;  // code width
+  int32_t m = 0;     // mantissa bits (0 for ints)
   // quantum = max(top - quantum_m, quantum_min): the exponent of the grid
   // step for an input whose leading bit has exponent `top`.
   int32_t quantum_m = 0;

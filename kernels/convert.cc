@@ -80,7 +80,6 @@ Decoder MakeDecoder(const Format& from) {
   p.is_signed = from.is_signed;
   p.bits = from.bits;
   p.m = from.mantissa_bits;
-  p.code_mask = from.code_mask();
   p.mag_mask = from.magnitude_mask();
   p.sign_mask = from.sign_mask();
   p.specials = static_cast<int32_t>(from.specials);

@@ -71,7 +71,6 @@ struct DecodePlan {
   bool stream = false;      // non-temporal stores; the caller aligned `out`
   int32_t bits = 0;
   int32_t m = 0;
-  uint32_t code_mask = 0;
   uint32_t mag_mask = 0;
   uint32_t sign_mask = 0;
   uint32_t rebias = 0;           // (127 - bias) << 23

@@ -1,0 +1,134 @@
+// Quantization schemes: how a deployed format stores a tensor (element codes,
+// block scales, zero points) and what it gives back when dequantized.
+//
+// A scheme sees a tensor as a matrix [rows, cols] (TensorView::rows/cols):
+// channels are rows, groups and blocks run along a row (the input axis of a
+// [out, in] weight), and a row's last block is short when cols is not a
+// multiple of the block size (it is quantized as if padded with zeros, and
+// its scale is stored like any other).
+//
+// Non-finite inputs: NaN and +-Inf take no part in any scale and come back
+// unchanged (metrics report and exclude them).
+#ifndef LOWP_QUANT_SCHEME_H_
+#define LOWP_QUANT_SCHEME_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace lowp {
+
+// What a scheme did to the elements it quantized, beyond their values.
+struct SchemeCounts {
+  // Finite inputs the scheme clamped: beyond the largest code of their block
+  // (a scale rounded down, a clip ratio below 1, MX's floor scale) or beyond
+  // the range of a cast's format.
+  uint64_t clipped = 0;
+  // Nonzero elements stored as a subnormal code of a floating element format.
+  uint64_t subnormal = 0;
+
+  void Add(const SchemeCounts& other) {
+    clipped += other.clipped;
+    subnormal += other.subnormal;
+  }
+};
+
+// The stored form of a chunk of rows, for tests and inspection.
+struct StoredChunk {
+  // One per element, in order: the element format's code bits for floating
+  // elements (an e2m1 code 0..15), the integer for integer elements (-8..7
+  // for int4, 0..15 for uint4, the NF4 index 0..15, ggml's unsigned q).
+  std::vector<int32_t> codes;
+  // One per block, row by row, as stored (already rounded to the scale's
+  // format) and decoded to float: the multiplier of the element values
+  // (ggml's d, MX's 2^e, NVFP4's e4m3 block scale, NF4's absmax).
+  std::vector<float> scales;
+  // One per block for schemes that store one, else empty: the integer zero
+  // point of asymmetric schemes, ggml q4_1's m (the block minimum, fp16).
+  std::vector<float> offsets;
+};
+
+// A tensor-wide quantity some schemes need before quantizing any chunk (a
+// per-tensor scale, NF4's double-quantization mean), gathered by Observe over
+// every chunk of the tensor in order and merged across chunks.
+struct TensorContext {
+  float absmax = 0;              // max |x| over the finite elements
+  double block_absmax_sum = 0;   // sum of the per-block absmax (NF4 double quant)
+  uint64_t block_count = 0;
+
+  void Merge(const TensorContext& other);
+};
+
+class Scheme {
+ public:
+  virtual ~Scheme() = default;
+
+  // Canonical name with its options ("int4-g128:scale=bf16").
+  const std::string& name() const { return name_; }
+
+  // Storage of `rows` x `cols` elements in bits: codes, scales, zero points
+  // and tensor-wide scales, as the deployed format lays them out.
+  virtual uint64_t StorageBits(int64_t rows, int64_t cols) const = 0;
+  double BitsPerWeight(int64_t rows, int64_t cols) const;
+
+  // Apply's chunks hold a multiple of this many rows (except a tensor's last
+  // chunk), so that a group spanning rows (NF4's double quantization groups
+  // 256 block scales) is never split.
+  virtual int64_t ChunkRows(int64_t cols) const {
+    (void)cols;
+    return 1;
+  }
+
+  // True when Apply needs a TensorContext gathered by Observe over the whole
+  // tensor first (a second read of the tensor).
+  virtual bool NeedsTensorPass() const { return false; }
+  // Adds what whole rows `in` contribute to the tensor's context.
+  virtual void Observe(std::span<const float> in, int64_t cols, TensorContext& context) const;
+
+  // Quantizes whole rows (`in.size()` is a multiple of `cols`) and writes the
+  // dequantized values to `out` (same size, not overlapping `in`). Records the
+  // stored form in `stored` when it is not null.
+  virtual void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,
+                     std::span<float> out, SchemeCounts& counts,
+                     StoredChunk* stored = nullptr) const = 0;
+
+ protected:
+  explicit Scheme(std::string name) : name_(std::move(name)) {}
+
+ private:
+  std::string name_;
+};
+
+// Parses a scheme name with options, "NAME[:KEY=VALUE...]":
+//   casts       any floating catalog format (fp16, bf16, fp8_e4m3fn, ...)
+//               :rounding=MODE (nearest-even default; stochastic uses :seed=N)
+//   integer     int8, int8-channel, intN-gG (N 2..8), uintN-gG-asym, uint8-asym,
+//               uint8-channel-asym; :scale=fp16|bf16|fp32, :clip=mse
+//   fp8 scaled  FORMAT-tensor, FORMAT-channel (fp32 scale mapping absmax to
+//               the format's max); :scale=...
+//   MX          mxfp8 (= mxfp8_e4m3), mxfp8_e5m2, mxfp6_e2m3, mxfp6_e3m2,
+//               mxfp4, mxint8; :scale=floor (OCP) | round-up
+//   NVFP4       nvfp4
+//   NF4         nf4, nf4:double-quant
+//   llama.cpp   q8_0, q4_0, q4_1, q5_0
+// InvalidArgument naming the part that is wrong.
+absl::StatusOr<std::unique_ptr<Scheme>> ParseScheme(absl::string_view name);
+
+// One entry per family for `lowp schemes`: example names, the exact rule and
+// bits per weight of a 4096-wide row.
+struct SchemeFamily {
+  std::string family;
+  std::vector<std::string> examples;
+  std::string rule;
+  std::string options;
+};
+const std::vector<SchemeFamily>& SchemeFamilies();
+
+}  // namespace lowp
+
+#endif  // LOWP_QUANT_SCHEME_H_

@@ -1,0 +1,66 @@
+// Internal: the factories ParseScheme asks in turn, one per family of
+// schemes, and the helpers they share. Not installed.
+#ifndef LOWP_QUANT_SCHEME_FAMILIES_H_
+#define LOWP_QUANT_SCHEME_FAMILIES_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "formats/format.h"
+#include "quant/scheme.h"
+
+namespace lowp::internal {
+
+// The ":KEY=VALUE" options of a scheme name, in order ("double-quant" alone
+// has an empty value). A factory must reject keys it does not know.
+using SchemeOptions = std::vector<std::pair<std::string, std::string>>;
+
+// Each factory returns NotFound when `base` (the name before the first ':')
+// is not one of its family's, InvalidArgument for a bad option, else the
+// scheme, whose name() is the canonical spelling with options.
+using SchemeFactory = absl::StatusOr<std::unique_ptr<Scheme>> (*)(absl::string_view base,
+                                                                  const SchemeOptions& options);
+
+absl::StatusOr<std::unique_ptr<Scheme>> MakeCastScheme(absl::string_view base,
+                                                       const SchemeOptions& options);
+absl::StatusOr<std::unique_ptr<Scheme>> MakeIntScheme(absl::string_view base,
+                                                      const SchemeOptions& options);
+absl::StatusOr<std::unique_ptr<Scheme>> MakeScaledFloatScheme(absl::string_view base,
+                                                              const SchemeOptions& options);
+absl::StatusOr<std::unique_ptr<Scheme>> MakeMxScheme(absl::string_view base,
+                                                     const SchemeOptions& options);
+absl::StatusOr<std::unique_ptr<Scheme>> MakeNvfp4Scheme(absl::string_view base,
+                                                        const SchemeOptions& options);
+absl::StatusOr<std::unique_ptr<Scheme>> MakeNf4Scheme(absl::string_view base,
+                                                      const SchemeOptions& options);
+absl::StatusOr<std::unique_ptr<Scheme>> MakeGgmlScheme(absl::string_view base,
+                                                       const SchemeOptions& options);
+
+// Families for `lowp schemes`, one list per file.
+std::vector<SchemeFamily> CastFamilies();
+std::vector<SchemeFamily> IntFamilies();
+std::vector<SchemeFamily> ScaledFloatFamilies();
+std::vector<SchemeFamily> MxFamilies();
+std::vector<SchemeFamily> Nvfp4Families();
+std::vector<SchemeFamily> Nf4Families();
+std::vector<SchemeFamily> GgmlFamilies();
+
+// "fp16" | "bf16" | "fp32" scale storage: the format, for ":scale=".
+absl::StatusOr<Format> ScaleFormat(absl::string_view name);
+// Rounds a positive scale to `format` (nearest-even, saturating), as stored.
+float StoreScale(const Format& format, float scale);
+
+// Blocks per row of `cols` elements.
+inline int64_t BlocksPerRow(int64_t cols, int64_t block) { return (cols + block - 1) / block; }
+
+// The InvalidArgument for an option key the scheme does not take.
+absl::Status UnknownOption(absl::string_view base, absl::string_view key,
+                           absl::string_view valid);
+
+}  // namespace lowp::internal
+
+#endif  // LOWP_QUANT_SCHEME_FAMILIES_H_

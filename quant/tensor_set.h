@@ -1,0 +1,88 @@
+// The tensors of one or more files, memory-mapped read-only: a .safetensors
+// file, a sharded checkpoint (model.safetensors.index.json and its shards), a
+// NumPy .npy file. A checkpoint larger than RAM streams through: the data is
+// read from the mapping on demand and Release() drops a tensor's pages once
+// it has been processed.
+#ifndef LOWP_QUANT_TENSOR_SET_H_
+#define LOWP_QUANT_TENSOR_SET_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "quant/tensor.h"
+
+namespace lowp {
+
+class MappedFile;  // quant/safetensors.h
+
+class TensorSet {
+ public:
+  // Opens `path` by its name: "*.safetensors", "*.safetensors.index.json"
+  // (every shard it names, checked against the index), "*.npy" (one tensor
+  // named after the file's stem). Errors name the file and, where one is at
+  // fault, the tensor.
+  static absl::StatusOr<TensorSet> Open(const std::string& path);
+  // Several paths into one set; a tensor name seen twice is an error.
+  static absl::StatusOr<TensorSet> OpenAll(const std::vector<std::string>& paths);
+
+  TensorSet(TensorSet&&) noexcept;
+  TensorSet& operator=(TensorSet&&) noexcept;
+  ~TensorSet();
+
+  // In file order (shards in the order the index first names them).
+  const std::vector<TensorView>& tensors() const { return tensors_; }
+  // The safetensors "__metadata__" of the (first) file, if any.
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+  // Drops the pages of `tensor` from this process's memory (madvise); the
+  // view stays valid and re-reads the file if used again.
+  void Release(const TensorView& tensor) const;
+
+ private:
+  TensorSet();
+  std::vector<std::unique_ptr<MappedFile>> files_;
+  std::vector<TensorView> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// Tensor name patterns: comma-separated globs ('*' any run, '?' one
+// character); a name matches if any glob matches all of it. An empty pattern
+// matches everything.
+bool MatchesPattern(absl::string_view pattern, absl::string_view name);
+
+// Writes a safetensors file tensor by tensor, never holding more than one
+// piece in memory: the header is written first from the declared tensors,
+// then each tensor's bytes in declaration order (in any number of pieces).
+// The file appears at `path` only when Finish() succeeds (written to a
+// temporary beside it and renamed); on error or destruction without
+// Finish() nothing is left behind.
+class SafetensorsWriter {
+ public:
+  struct Entry {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> shape;
+  };
+  static absl::StatusOr<std::unique_ptr<SafetensorsWriter>> Create(
+      const std::string& path, const std::vector<Entry>& tensors,
+      const std::map<std::string, std::string>& metadata = {});
+  ~SafetensorsWriter();
+
+  // Appends bytes of the current tensor; moves to the next one when full.
+  absl::Status Write(std::span<const uint8_t> bytes);
+  // Checks every tensor was written completely, then renames into place.
+  absl::Status Finish();
+
+ private:
+  SafetensorsWriter() = default;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace lowp
+
+#endif  // LOWP_QUANT_TENSOR_SET_H_

@@ -1,1 +1,192 @@
-// placeholder: being written
+// The scalar references of kernels/quantize.h, which state each rule plainly,
+// and the public entry points, which run the SIMD kernels.
+#include "kernels/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+
+namespace lowp {
+namespace {
+
+int64_t BlocksPerRow(int64_t cols, int64_t block) { return (cols + block - 1) / block; }
+
+// v clamped to [lo, hi]; a NaN v gives lo (the same as x86's maxps(v, lo)).
+float Clamp(float v, float lo, float hi) {
+  v = v > lo ? v : lo;
+  return v < hi ? v : hi;
+}
+
+}  // namespace
+
+void BlockAbsMaxRef(std::span<const float> x, int64_t cols, int64_t block, std::span<float> amax) {
+  if (cols <= 0 || block <= 0) return;
+  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
+  const int64_t per_row = BlocksPerRow(cols, block);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < per_row; ++b) {
+      const int64_t begin = r * cols + b * block;
+      const int64_t end = r * cols + std::min(cols, (b + 1) * block);
+      float m = 0;
+      for (int64_t i = begin; i < end; ++i) {
+        const float a = std::fabs(x[i]);
+        if (std::isfinite(a) && a > m) m = a;
+      }
+      amax[r * per_row + b] = m;
+    }
+  }
+}
+
+void BlockMinMaxRef(std::span<const float> x, int64_t cols, int64_t block, std::span<float> min,
+                    std::span<float> max) {
+  if (cols <= 0 || block <= 0) return;
+  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
+  const int64_t per_row = BlocksPerRow(cols, block);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < per_row; ++b) {
+      const int64_t begin = r * cols + b * block;
+      const int64_t end = r * cols + std::min(cols, (b + 1) * block);
+      bool any = false;
+      float lo = 0, hi = 0;
+      for (int64_t i = begin; i < end; ++i) {
+        const float v = x[i];
+        if (!std::isfinite(v)) continue;
+        if (!any || v < lo) lo = v;
+        if (!any || v > hi) hi = v;
+        any = true;
+      }
+      // A zero result is +0, whichever zeros the block holds.
+      min[r * per_row + b] = lo == 0 ? 0.0f : lo;
+      max[r * per_row + b] = hi == 0 ? 0.0f : hi;
+    }
+  }
+}
+
+uint64_t QuantizeIntBlocksRef(std::span<const float> x, int64_t cols, int64_t block,
+                              std::span<const float> scale, std::span<const float> zero,
+                              const IntQuantParams& params, std::span<float> out,
+                              std::span<int16_t> codes) {
+  if (cols <= 0 || block <= 0) return 0;
+  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
+  const int64_t per_row = BlocksPerRow(cols, block);
+  const float qmin = static_cast<float>(params.qmin);
+  const float qmax = static_cast<float>(params.qmax);
+  uint64_t clipped = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < per_row; ++b) {
+      const int64_t g = r * per_row + b;
+      const float s = scale[g];
+      const float z = zero.empty() ? 0.0f : zero[g];
+      const bool usable = s != 0 && std::isfinite(s);
+      const int64_t begin = r * cols + b * block;
+      const int64_t end = r * cols + std::min(cols, (b + 1) * block);
+      for (int64_t i = begin; i < end; ++i) {
+        const float v = x[i];
+        float q, o;
+        if (!std::isfinite(v)) {
+          q = Clamp(z, qmin, qmax);
+          o = v;
+        } else if (!usable) {
+          q = Clamp(z, qmin, qmax);
+          o = 0;
+        } else {
+          const float t = v / s;
+          const float rounded = std::nearbyint(t) + z;  // default mode: half to even
+          clipped += rounded < qmin || rounded > qmax;
+          q = Clamp(rounded, qmin, qmax);
+          o = (q - z) * s;
+        }
+        out[i] = o;
+        if (!codes.empty()) codes[i] = static_cast<int16_t>(q);
+      }
+    }
+  }
+  return clipped;
+}
+
+void PairStats::Add(const PairStats& o) {
+  count += o.count;
+  nan_inputs += o.nan_inputs;
+  inf_inputs += o.inf_inputs;
+  nonfinite_outputs += o.nonfinite_outputs;
+  measured += o.measured;
+  zeroed += o.zeroed;
+  subnormal += o.subnormal;
+  clipped += o.clipped;
+  relative_count += o.relative_count;
+  sum_squared_error += o.sum_squared_error;
+  sum_squared_input += o.sum_squared_input;
+  sum_squared_output += o.sum_squared_output;
+  sum_product += o.sum_product;
+  sum_abs_error += o.sum_abs_error;
+  if (o.max_abs_error > max_abs_error) max_abs_error = o.max_abs_error;
+  sum_relative_error += o.sum_relative_error;
+  sum_squared_relative_error += o.sum_squared_relative_error;
+  if (o.max_relative_error > max_relative_error) max_relative_error = o.max_relative_error;
+}
+
+void ComparePairsRef(std::span<const float> x, std::span<const float> q,
+                     const CompareOptions& options, PairStats& stats) {
+  PairStats s;
+  const double floor = options.relative_floor;
+  const float subnormal_below = options.subnormal_below;
+  const float clip_above = options.clip_above;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float xf = x[i];
+    const float qf = q[i];
+    ++s.count;
+    const bool x_finite = std::isfinite(xf);
+    const bool q_finite = std::isfinite(qf);
+    s.nan_inputs += std::isnan(xf);
+    s.inf_inputs += std::isinf(xf);
+    s.subnormal += q_finite && qf != 0 && std::fabs(qf) < subnormal_below;
+    if (!x_finite) continue;
+    s.clipped += std::fabs(xf) > clip_above;
+    s.zeroed += xf != 0 && qf == 0;
+    if (!q_finite) {
+      ++s.nonfinite_outputs;
+      continue;
+    }
+    ++s.measured;
+    const double xd = xf, qd = qf;
+    const double e = qd - xd;
+    const double ae = std::fabs(e);
+    s.sum_squared_error += e * e;
+    s.sum_squared_input += xd * xd;
+    s.sum_squared_output += qd * qd;
+    s.sum_product += xd * qd;
+    s.sum_abs_error += ae;
+    if (ae > s.max_abs_error) s.max_abs_error = ae;
+    const double ax = std::fabs(xd);
+    if (ax != 0 && ax >= floor) {
+      const double rel = ae / ax;
+      ++s.relative_count;
+      s.sum_relative_error += rel;
+      s.sum_squared_relative_error += rel * rel;
+      if (rel > s.max_relative_error) s.max_relative_error = rel;
+    }
+  }
+  stats.Add(s);
+}
+
+// Until the SIMD kernels land: the references.
+void BlockAbsMax(std::span<const float> x, int64_t cols, int64_t block, std::span<float> amax) {
+  BlockAbsMaxRef(x, cols, block, amax);
+}
+void BlockMinMax(std::span<const float> x, int64_t cols, int64_t block, std::span<float> min,
+                 std::span<float> max) {
+  BlockMinMaxRef(x, cols, block, min, max);
+}
+uint64_t QuantizeIntBlocks(std::span<const float> x, int64_t cols, int64_t block,
+                           std::span<const float> scale, std::span<const float> zero,
+                           const IntQuantParams& params, std::span<float> out,
+                           std::span<int16_t> codes) {
+  return QuantizeIntBlocksRef(x, cols, block, scale, zero, params, out, codes);
+}
+void ComparePairs(std::span<const float> x, std::span<const float> q, const CompareOptions& options,
+                  PairStats& stats) {
+  ComparePairsRef(x, q, options, stats);
+}
+
+}  // namespace lowp

@@ -1,1 +1,247 @@
-// placeholder: being written
+// The streaming driver: batches of at most kBatchElements, each split into
+// chunks of whole rows that threads take in turn; per-chunk results are kept
+// in chunk order and merged in that order, so no result depends on threads.
+#include "quant/measure.h"
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace lowp {
+namespace {
+
+// A chunk fits in L2 with its output (2 x 128 KiB); a batch bounds memory.
+constexpr int64_t kChunkElements = int64_t{1} << 15;
+constexpr int64_t kBatchElements = int64_t{1} << 22;
+
+struct ChunkResult {
+  PairStats stats;
+  SchemeCounts counts;
+  TensorContext context;
+  std::map<int, uint64_t> histogram;
+  absl::Status status;
+};
+
+int ThreadCount(int requested) {
+  if (requested > 0) return requested;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// Runs body(chunk) for chunk = 0..count-1 on up to `threads` threads.
+template <class Body>
+void ParallelFor(int64_t count, int threads, const Body& body) {
+  const int n = static_cast<int>(std::min<int64_t>(threads, count));
+  if (n <= 1) {
+    for (int64_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  auto work = [&] {
+    for (int64_t i = next++; i < count; i = next++) body(i);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
+void AddHistogram(std::span<const float> x, std::span<const float> q,
+                  std::map<int, uint64_t>& histogram) {
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i]) || !std::isfinite(q[i])) continue;
+    const double e = std::fabs(static_cast<double>(q[i]) - x[i]);
+    const int key = e == 0 ? INT_MIN : std::clamp(std::ilogb(e), -64, 16);
+    ++histogram[key];
+  }
+}
+
+class Driver {
+ public:
+  Driver(const TensorView& tensor, const Scheme& scheme, const MeasureOptions& options)
+      : tensor_(tensor),
+        scheme_(scheme),
+        options_(options),
+        cols_(std::max<int64_t>(1, tensor.cols())) {
+    const int64_t align = std::max<int64_t>(1, scheme.ChunkRows(cols_));
+    int64_t rows = std::max<int64_t>(1, kChunkElements / cols_);
+    chunk_rows_ = (rows + align - 1) / align * align;
+    batch_chunks_ = std::max<int64_t>(1, kBatchElements / (chunk_rows_ * cols_));
+    compare_.relative_floor = options.relative_floor;
+  }
+
+  // Runs the tensor pass (when the scheme needs one) and then the quantizing
+  // pass, handing each batch's output to sink (if any) in order.
+  absl::Status Run(const std::function<absl::Status(std::span<const float>)>* sink,
+                   QuantReport& report) {
+    const int64_t rows = tensor_.rows(), total_chunks = (rows + chunk_rows_ - 1) / chunk_rows_;
+    const int threads = ThreadCount(options_.threads);
+    TensorContext context;
+    if (scheme_.NeedsTensorPass()) {
+      for (int64_t first = 0; first < total_chunks; first += batch_chunks_) {
+        const int64_t count = std::min(batch_chunks_, total_chunks - first);
+        std::vector<ChunkResult> results(count);
+        ParallelFor(count, threads, [&](int64_t i) {
+          thread_local std::vector<float> in;
+          ChunkResult& r = results[i];
+          r.status = Read(first + i, in);
+          if (r.status.ok()) scheme_.Observe(in, cols_, r.context);
+        });
+        for (ChunkResult& r : results) {
+          if (!r.status.ok()) return r.status;
+          context.Merge(r.context);
+        }
+      }
+    }
+    std::vector<float> batch_out;
+    for (int64_t first = 0; first < total_chunks; first += batch_chunks_) {
+      const int64_t count = std::min(batch_chunks_, total_chunks - first);
+      std::vector<ChunkResult> results(count);
+      if (sink != nullptr) batch_out.resize(Elements(first, count));
+      ParallelFor(count, threads, [&](int64_t i) {
+        thread_local std::vector<float> in, out;
+        ChunkResult& r = results[i];
+        r.status = Read(first + i, in);
+        if (!r.status.ok()) return;
+        std::span<float> dst;
+        if (sink != nullptr) {
+          dst = std::span<float>(batch_out).subspan(Elements(first, i), in.size());
+        } else {
+          out.resize(in.size());
+          dst = out;
+        }
+        TensorContext chunk_context = context;
+        chunk_context.first_element = (first + i) * chunk_rows_ * cols_;
+        scheme_.Apply(in, cols_, chunk_context, dst, r.counts);
+        ComparePairs(in, dst, compare_, r.stats);
+        if (options_.histogram) AddHistogram(in, dst, r.histogram);
+      });
+      for (ChunkResult& r : results) {
+        if (!r.status.ok()) return r.status;
+        report.stats.Add(r.stats);
+        report.counts.Add(r.counts);
+        for (const auto& [key, n] : r.histogram) report.histogram[key] += n;
+      }
+      if (sink != nullptr) {
+        if (absl::Status s = (*sink)(batch_out); !s.ok()) return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  // Elements in chunks [first, first + count), the last one possibly short:
+  // also the offset of chunk first + count within a batch starting at first.
+  int64_t Elements(int64_t first, int64_t count) const {
+    const int64_t end_row = std::min(tensor_.rows(), (first + count) * chunk_rows_);
+    return (end_row - first * chunk_rows_) * cols_;
+  }
+
+  absl::Status Read(int64_t chunk, std::vector<float>& in) const {
+    const int64_t first_row = chunk * chunk_rows_;
+    const int64_t rows = std::min(chunk_rows_, tensor_.rows() - first_row);
+    in.resize(rows * cols_);
+    return ReadAsFloat32(tensor_, first_row * cols_, in);
+  }
+
+  const TensorView& tensor_;
+  const Scheme& scheme_;
+  const MeasureOptions& options_;
+  int64_t cols_;
+  int64_t chunk_rows_;
+  int64_t batch_chunks_;
+  CompareOptions compare_;
+};
+
+absl::Status Measure(const TensorView& tensor, const Scheme& scheme, const MeasureOptions& options,
+                     const std::function<absl::Status(std::span<const float>)>* sink,
+                     QuantReport& report) {
+  report = QuantReport{};
+  report.tensor = tensor.name;
+  report.scheme = scheme.name();
+  report.dtype = std::string(DTypeName(tensor.dtype));
+  report.shape = tensor.shape;
+  if (!IsFloating(tensor.dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor.name, "' in ", tensor.file,
+                                                   " is ", DTypeName(tensor.dtype),
+                                                   ", not a floating type"));
+  }
+  report.elements = static_cast<uint64_t>(tensor.elements());
+  report.storage_bits = scheme.StorageBits(tensor.rows(), std::max<int64_t>(1, tensor.cols()));
+  if (tensor.elements() == 0) return absl::OkStatus();
+  Driver driver(tensor, scheme, options);
+  absl::Status status = driver.Run(sink, report);
+  if (!status.ok()) {
+    return absl::Status(status.code(), absl::StrCat("tensor '", tensor.name, "' in ", tensor.file,
+                                                    ": ", status.message()));
+  }
+  return status;
+}
+
+}  // namespace
+
+double QuantReport::bits_per_weight() const {
+  return elements == 0 ? 0 : static_cast<double>(storage_bits) / static_cast<double>(elements);
+}
+
+double QuantReport::mse() const {
+  return stats.measured == 0 ? 0 : stats.sum_squared_error / static_cast<double>(stats.measured);
+}
+
+double QuantReport::rmse() const { return std::sqrt(mse()); }
+
+double QuantReport::sqnr_db() const {
+  if (stats.sum_squared_error == 0) return std::numeric_limits<double>::infinity();
+  return 10 * std::log10(stats.sum_squared_input / stats.sum_squared_error);
+}
+
+double QuantReport::mean_abs_error() const {
+  return stats.measured == 0 ? 0 : stats.sum_abs_error / static_cast<double>(stats.measured);
+}
+
+double QuantReport::mean_relative_error() const {
+  return stats.relative_count == 0
+             ? 0
+             : stats.sum_relative_error / static_cast<double>(stats.relative_count);
+}
+
+double QuantReport::rms_relative_error() const {
+  return stats.relative_count == 0 ? 0
+                                   : std::sqrt(stats.sum_squared_relative_error /
+                                               static_cast<double>(stats.relative_count));
+}
+
+double QuantReport::cosine() const {
+  const double norms = stats.sum_squared_input * stats.sum_squared_output;
+  if (norms == 0) return stats.sum_squared_input == stats.sum_squared_output ? 1 : 0;
+  return stats.sum_product / std::sqrt(norms);
+}
+
+void QuantReport::Add(const QuantReport& other) {
+  elements += other.elements;
+  storage_bits += other.storage_bits;
+  stats.Add(other.stats);
+  counts.Add(other.counts);
+  for (const auto& [key, n] : other.histogram) histogram[key] += n;
+}
+
+absl::StatusOr<QuantReport> MeasureTensor(const TensorView& tensor, const Scheme& scheme,
+                                          const MeasureOptions& options) {
+  QuantReport report;
+  if (absl::Status s = Measure(tensor, scheme, options, nullptr, report); !s.ok()) return s;
+  return report;
+}
+
+absl::Status QuantizeTensor(const TensorView& tensor, const Scheme& scheme,
+                            const MeasureOptions& options,
+                            const std::function<absl::Status(std::span<const float>)>& sink,
+                            QuantReport* report) {
+  QuantReport local;
+  return Measure(tensor, scheme, options, &sink, report != nullptr ? *report : local);
+}
+
+}  // namespace lowp

@@ -1,2 +1,112 @@
-// placeholder: being written
+// Scheme names and the pieces every family shares: the ":KEY=VALUE" options,
+// scale storage, and the dispatch of a name to the family that knows it.
 #include "quant/scheme.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "formats/reference.h"
+#include "quant/scheme_families.h"
+
+namespace lowp {
+
+void TensorContext::Merge(const TensorContext& other) {
+  absmax = std::max(absmax, other.absmax);
+  min = std::min(min, other.min);
+  max = std::max(max, other.max);
+  block_absmax_sum += other.block_absmax_sum;
+  block_count += other.block_count;
+}
+
+double Scheme::BitsPerWeight(int64_t rows, int64_t cols) const {
+  const double elements = static_cast<double>(rows) * static_cast<double>(cols);
+  return elements == 0 ? 0 : static_cast<double>(StorageBits(rows, cols)) / elements;
+}
+
+void Scheme::Observe(std::span<const float> in, int64_t cols, TensorContext& context) const {
+  (void)cols;
+  for (float x : in) {
+    if (!std::isfinite(x)) continue;
+    context.absmax = std::max(context.absmax, std::fabs(x));
+    context.min = std::min(context.min, x);
+    context.max = std::max(context.max, x);
+  }
+}
+
+namespace internal {
+
+absl::StatusOr<Format> ScaleFormat(absl::string_view name) {
+  if (name == "fp16" || name == "bf16" || name == "fp32") return FindFormat(name);
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown scale format '", name, "'; valid: fp16, bf16, fp32"));
+}
+
+float StoreScale(const Format& format, float scale) {
+  ConvertOptions options;
+  options.overflow = Overflow::kSaturate;
+  return DecodeToFloat32(format, EncodeFloat32(format, scale, options));
+}
+
+absl::Status UnknownOption(absl::string_view base, absl::string_view key, absl::string_view valid) {
+  return absl::InvalidArgumentError(absl::StrCat("scheme '", base, "' has no option '", key,
+                                                 "'; valid: ", valid.empty() ? "none" : valid));
+}
+
+}  // namespace internal
+
+namespace {
+
+constexpr internal::SchemeFactory kFactories[] = {
+    internal::MakeGgmlScheme,  internal::MakeNf4Scheme,         internal::MakeMxScheme,
+    internal::MakeNvfp4Scheme, internal::MakeScaledFloatScheme, internal::MakeIntScheme,
+    internal::MakeCastScheme,
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Scheme>> ParseScheme(absl::string_view name) {
+  std::vector<std::string> parts = absl::StrSplit(name, ':');
+  const std::string base = parts[0];
+  if (base.empty()) return absl::InvalidArgumentError("empty scheme name");
+  internal::SchemeOptions options;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t eq = parts[i].find('=');
+    std::string key = parts[i].substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : parts[i].substr(eq + 1);
+    if (key.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("scheme '", name, "': empty option"));
+    }
+    for (const auto& [seen, unused] : options) {
+      if (seen == key) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("scheme '", name, "': option '", key, "' given twice"));
+      }
+    }
+    options.emplace_back(std::move(key), std::move(value));
+  }
+  for (internal::SchemeFactory factory : kFactories) {
+    absl::StatusOr<std::unique_ptr<Scheme>> scheme = factory(base, options);
+    if (scheme.ok() || !absl::IsNotFound(scheme.status())) return scheme;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown scheme '", base, "'; 'lowp schemes' lists them"));
+}
+
+const std::vector<SchemeFamily>& SchemeFamilies() {
+  static const auto* families = [] {
+    auto* all = new std::vector<SchemeFamily>;
+    for (auto list : {internal::CastFamilies, internal::IntFamilies, internal::ScaledFloatFamilies,
+                      internal::MxFamilies, internal::Nvfp4Families, internal::Nf4Families,
+                      internal::GgmlFamilies}) {
+      for (SchemeFamily& family : list()) all->push_back(std::move(family));
+    }
+    return all;
+  }();
+  return *families;
+}
+
+}  // namespace lowp

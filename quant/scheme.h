@@ -8,7 +8,8 @@
 // its scale is stored like any other).
 //
 // Non-finite inputs: NaN and +-Inf take no part in any scale and come back
-// unchanged (metrics report and exclude them).
+// unchanged, except that a cast gives what its format makes of them (metrics
+// report and exclude them either way).
 #ifndef LOWP_QUANT_SCHEME_H_
 #define LOWP_QUANT_SCHEME_H_
 
@@ -57,9 +58,14 @@ struct StoredChunk {
 // per-tensor scale, NF4's double-quantization mean), gathered by Observe over
 // every chunk of the tensor in order and merged across chunks.
 struct TensorContext {
-  float absmax = 0;              // max |x| over the finite elements
-  double block_absmax_sum = 0;   // sum of the per-block absmax (NF4 double quant)
+  float absmax = 0;             // max |x| over the finite elements
+  float min = 0;                // min(0, every finite element)
+  float max = 0;                // max(0, every finite element)
+  double block_absmax_sum = 0;  // sum of the per-block absmax (NF4 double quant)
   uint64_t block_count = 0;
+  // Index in the tensor of the chunk's first element: the caller sets it for
+  // each Apply (stochastic rounding draws by element index).
+  int64_t first_element = 0;
 
   void Merge(const TensorContext& other);
 };

@@ -58,8 +58,7 @@ float StoreScale(const Format& format, float scale);
 inline int64_t BlocksPerRow(int64_t cols, int64_t block) { return (cols + block - 1) / block; }
 
 // The InvalidArgument for an option key the scheme does not take.
-absl::Status UnknownOption(absl::string_view base, absl::string_view key,
-                           absl::string_view valid);
+absl::Status UnknownOption(absl::string_view base, absl::string_view key, absl::string_view valid);
 
 }  // namespace lowp::internal
 

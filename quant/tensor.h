@@ -34,7 +34,7 @@ enum class DType : uint8_t {
   kF8E5M2,  // IEEE-like e5m2 with infinities
 };
 
-absl::string_view DTypeName(DType dtype);                 // "F32"
+absl::string_view DTypeName(DType dtype);                  // "F32"
 absl::StatusOr<DType> ParseDType(absl::string_view name);  // "F32" -> kF32
 size_t DTypeBytes(DType dtype);                            // 1, 2, 4 or 8
 bool IsFloating(DType dtype);                              // F8.., F16, BF16, F32, F64
@@ -44,9 +44,9 @@ std::vector<DType> AllDTypes();
 struct TensorView {
   std::string name;
   DType dtype = DType::kF32;
-  std::vector<int64_t> shape;       // empty for a scalar
-  std::span<const uint8_t> bytes;   // element data; size = elements() * DTypeBytes(dtype)
-  std::string file;                 // where it came from, for messages
+  std::vector<int64_t> shape;      // empty for a scalar
+  std::span<const uint8_t> bytes;  // element data; size = elements() * DTypeBytes(dtype)
+  std::string file;                // where it came from, for messages
 
   int64_t elements() const;  // product of shape (1 for a scalar)
   // The tensor as a matrix [rows, cols]: cols is the last dimension (the

@@ -1,0 +1,92 @@
+// What a scheme does to a tensor, measured in one streaming pass: the tensor
+// is read in chunks of whole rows, each chunk quantized, dequantized and
+// compared with the original by the SIMD kernels, the sums kept in double.
+// Memory stays bounded (a few MiB per thread) whatever the tensor's size.
+//
+// Metric definitions (x the input, q its dequantized value, e = q - x; sums
+// over the `measured` elements, where x and q are both finite):
+//   mse              sum e^2 / measured;  rmse = sqrt(mse)
+//   sqnr_db          10 log10(sum x^2 / sum e^2) = 20 log10(||x|| / ||x - q||), as
+//                    torchao's compute_error; +inf when e = 0 everywhere
+//   max_abs_error    max |e|;  mean_abs_error = sum |e| / measured
+//   relative errors  |e| / |x| over the measured elements with |x| >= floor
+//                    (relative_floor): max, mean and root mean square
+//   cosine           sum x q / sqrt(sum x^2 sum q^2) (1 when both are all zero)
+//   counts           nan_inputs, inf_inputs (reported, excluded); overflow (x
+//                    finite, q not: a cast's overflow to inf or NaN); clipped
+//                    (clamped by the scheme, see SchemeCounts); zeroed (x != 0,
+//                    q == 0); subnormal (stored as a subnormal code)
+//   bits_per_weight  the scheme's storage of this tensor's shape / elements
+#ifndef LOWP_QUANT_MEASURE_H_
+#define LOWP_QUANT_MEASURE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/quantize.h"
+#include "quant/scheme.h"
+#include "quant/tensor.h"
+
+namespace lowp {
+
+struct MeasureOptions {
+  // Relative errors are taken over |x| >= this.
+  float relative_floor = 1e-3f;
+  // Threads per tensor; 0 takes every hardware thread. Results never depend
+  // on it (chunk results are merged in order).
+  int threads = 0;
+  // Histogram of |e| by binade (see QuantReport::histogram).
+  bool histogram = false;
+};
+
+struct QuantReport {
+  std::string tensor;  // "(all)" for an aggregate
+  std::string scheme;
+  std::string dtype;  // of the input tensor
+  std::vector<int64_t> shape;
+  uint64_t elements = 0;
+  uint64_t storage_bits = 0;
+  PairStats stats;
+  SchemeCounts counts;
+  // Measured elements by floor(log2 |e|), clamped to [-64, 16]; key
+  // INT32_MIN counts the exact ones (e = 0). Empty unless asked for.
+  std::map<int, uint64_t> histogram;
+
+  double bits_per_weight() const;
+  double storage_bytes() const { return static_cast<double>(storage_bits) / 8; }
+  double mse() const;
+  double rmse() const;
+  double sqnr_db() const;
+  double mean_abs_error() const;
+  double max_abs_error() const { return stats.max_abs_error; }
+  double max_relative_error() const { return stats.max_relative_error; }
+  double mean_relative_error() const;
+  double rms_relative_error() const;
+  double cosine() const;
+
+  // Adds another tensor's report (for the aggregate over a set; the sums and
+  // counts add, so every metric is weighted by element count).
+  void Add(const QuantReport& other);
+};
+
+// Measures `scheme` on a floating tensor. InvalidArgument naming the tensor
+// for a non-floating dtype.
+absl::StatusOr<QuantReport> MeasureTensor(const TensorView& tensor, const Scheme& scheme,
+                                          const MeasureOptions& options = {});
+
+// Quantizes a floating tensor and hands its dequantized values to `sink` in
+// order, in pieces (a few MiB each); also fills `report`, as MeasureTensor.
+// The first error from `sink` stops the run and is returned.
+absl::Status QuantizeTensor(const TensorView& tensor, const Scheme& scheme,
+                            const MeasureOptions& options,
+                            const std::function<absl::Status(std::span<const float>)>& sink,
+                            QuantReport* report);
+
+}  // namespace lowp
+
+#endif  // LOWP_QUANT_MEASURE_H_

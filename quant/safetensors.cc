@@ -1,1 +1,357 @@
-// placeholder: being written
+#include "quant/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+
+namespace lowp {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+absl::Status ErrnoError(int error, const std::string& path, absl::string_view what) {
+  return absl::Status(absl::ErrnoToStatusCode(error),
+                      absl::StrCat(path, ": ", what, ": ", std::strerror(error)));
+}
+
+// Thrown by the parser callback to stop at the first duplicate key.
+struct DuplicateKey {
+  std::string key;
+};
+struct TooDeep {};
+
+// Parses JSON text, rejecting duplicate keys in any object (nlohmann would
+// keep the last one silently) and nesting deeper than 64 levels.
+absl::StatusOr<Json> ParseJson(absl::string_view text, absl::string_view file_name,
+                               absl::string_view what) {
+  std::vector<std::set<std::string>> keys;
+  auto callback = [&keys](int depth, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+        keys.emplace_back();
+        break;
+      case Json::parse_event_t::object_end:
+        if (!keys.empty()) keys.pop_back();
+        break;
+      case Json::parse_event_t::key:
+        if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second) {
+          throw DuplicateKey{parsed.get<std::string>()};
+        }
+        break;
+      default:
+        break;
+    }
+    if (depth > 64) throw TooDeep{};
+    return true;
+  };
+  try {
+    return Json::parse(text.begin(), text.end(), callback);
+  } catch (const DuplicateKey& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_name, ": ", what, ": duplicate key \"", e.key, "\""));
+  } catch (const TooDeep&) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_name, ": ", what, ": JSON nested more than 64 levels deep"));
+  } catch (const Json::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_name, ": ", what, " is not valid JSON: ", e.what()));
+  }
+}
+
+absl::string_view TypeName(const Json& value) {
+  if (value.is_number_unsigned()) return "non-negative integer";
+  if (value.is_number_integer()) return "negative integer";
+  if (value.is_number_float()) return "non-integer number";
+  return value.type_name();
+}
+
+absl::Status TensorError(absl::string_view file_name, absl::string_view name,
+                         absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(file_name, ": tensor \"", name, "\": ", message));
+}
+
+struct Entry {
+  TensorView view;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+absl::StatusOr<Entry> ParseEntry(const std::string& name, const Json& value,
+                                 absl::string_view file_name) {
+  Entry entry;
+  entry.view.name = name;
+  entry.view.file = std::string(file_name);
+  if (!value.is_object()) {
+    return TensorError(file_name, name,
+                       absl::StrCat("entry is a ", TypeName(value), ", not an object"));
+  }
+  for (const char* field : {"dtype", "shape", "data_offsets"}) {
+    if (!value.contains(field)) {
+      return TensorError(file_name, name, absl::StrCat("missing field \"", field, "\""));
+    }
+  }
+  const Json& dtype = value["dtype"];
+  if (!dtype.is_string()) {
+    return TensorError(file_name, name,
+                       absl::StrCat("\"dtype\" is a ", TypeName(dtype), ", not a string"));
+  }
+  absl::StatusOr<DType> parsed = ParseDType(dtype.get<std::string>());
+  if (!parsed.ok()) return TensorError(file_name, name, parsed.status().message());
+  entry.view.dtype = *parsed;
+
+  const Json& shape = value["shape"];
+  if (!shape.is_array()) {
+    return TensorError(file_name, name,
+                       absl::StrCat("\"shape\" is a ", TypeName(shape), ", not an array"));
+  }
+  for (const Json& dim : shape) {
+    if (dim.is_number_unsigned()) {
+      const uint64_t d = dim.get<uint64_t>();
+      if (d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return TensorError(file_name, name, absl::StrCat("dimension ", d, " overflows int64"));
+      }
+      entry.view.shape.push_back(static_cast<int64_t>(d));
+    } else if (dim.is_number_integer()) {
+      return TensorError(file_name, name,
+                         absl::StrCat("negative dimension ", dim.get<int64_t>(), " in \"shape\""));
+    } else {
+      return TensorError(file_name, name,
+                         absl::StrCat("\"shape\" holds a ", TypeName(dim), ", not an integer"));
+    }
+  }
+  const std::string what = absl::StrCat(file_name, ": tensor \"", name, "\"");
+  absl::StatusOr<int64_t> elements = ShapeElements(entry.view.shape, what);
+  if (!elements.ok()) return elements.status();
+
+  const Json& offsets = value["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned()) {
+    return TensorError(file_name, name,
+                       "\"data_offsets\" must be an array of two non-negative integers");
+  }
+  entry.begin = offsets[0].get<uint64_t>();
+  entry.end = offsets[1].get<uint64_t>();
+  if (entry.end < entry.begin) {
+    return TensorError(file_name, name,
+                       absl::StrCat("data_offsets [", entry.begin, ", ", entry.end,
+                                    "] are out of order (end before begin)"));
+  }
+  const uint64_t width = DTypeBytes(entry.view.dtype);
+  const uint64_t count = static_cast<uint64_t>(*elements);
+  if (count > std::numeric_limits<uint64_t>::max() / width ||
+      count * width != entry.end - entry.begin) {
+    return TensorError(
+        file_name, name,
+        absl::StrCat("shape [", absl::StrJoin(entry.view.shape, ", "), "] of ",
+                     DTypeName(entry.view.dtype), " has ", count, " elements, but data_offsets [",
+                     entry.begin, ", ", entry.end, "] hold ", entry.end - entry.begin, " bytes"));
+  }
+  return entry;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, path, "cannot open");
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return ErrnoError(error, path, "cannot stat");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  }
+  std::unique_ptr<MappedFile> file(new MappedFile());
+  file->path_ = path;
+  file->size_ = static_cast<size_t>(st.st_size);
+  if (file->size_ > 0) {
+    void* data = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data == MAP_FAILED) {
+      const int error = errno;
+      ::close(fd);
+      return ErrnoError(error, path, "cannot map");
+    }
+    file->data_ = static_cast<const uint8_t*>(data);
+  }
+  ::close(fd);
+  return file;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+bool MappedFile::Contains(std::span<const uint8_t> range) const {
+  if (data_ == nullptr || range.empty()) return false;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(range.data());
+  const uintptr_t base = reinterpret_cast<uintptr_t>(data_);
+  return begin >= base && begin - base <= size_ && range.size() <= size_ - (begin - base);
+}
+
+void MappedFile::Release(std::span<const uint8_t> range) const {
+  if (!Contains(range)) return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t base = reinterpret_cast<uintptr_t>(data_);
+  const uintptr_t map_end = (base + size_ + page - 1) / page * page;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(range.data()) / page * page;
+  const uintptr_t end = std::min(
+      map_end, (reinterpret_cast<uintptr_t>(range.data()) + range.size() + page - 1) / page * page);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+absl::StatusOr<ParsedSafetensors> ParseSafetensors(std::span<const uint8_t> file,
+                                                   absl::string_view file_name) {
+  if (file.size() < 8) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file_name, ": ", file.size(), " bytes, too short for a safetensors header length"));
+  }
+  uint64_t header_bytes = 0;
+  for (int i = 7; i >= 0; --i) header_bytes = header_bytes << 8 | file[i];
+  if (header_bytes > kMaxSafetensorsHeaderBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(file_name, ": header length ", header_bytes,
+                                                   " is above the limit of ",
+                                                   kMaxSafetensorsHeaderBytes, " bytes"));
+  }
+  if (header_bytes > file.size() - 8) {
+    return absl::InvalidArgumentError(absl::StrCat(file_name, ": header length ", header_bytes,
+                                                   " is beyond the end of the file (", file.size(),
+                                                   " bytes)"));
+  }
+  const absl::string_view text(reinterpret_cast<const char*>(file.data() + 8), header_bytes);
+  absl::StatusOr<Json> header = ParseJson(text, file_name, "header");
+  if (!header.ok()) return header.status();
+  if (!header->is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_name, ": header is a ", TypeName(*header), ", not a JSON object"));
+  }
+  const std::span<const uint8_t> data = file.subspan(8 + header_bytes);
+  ParsedSafetensors result;
+  std::vector<Entry> entries;
+  for (const auto& [key, value] : header->items()) {
+    if (key == "__metadata__") {
+      if (value.is_null()) continue;
+      if (!value.is_object()) {
+        return absl::InvalidArgumentError(absl::StrCat(file_name, ": \"__metadata__\" is a ",
+                                                       TypeName(value), ", not an object"));
+      }
+      for (const auto& [meta_key, meta_value] : value.items()) {
+        if (!meta_value.is_string()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(file_name, ": \"__metadata__\" value of \"", meta_key, "\" is a ",
+                           TypeName(meta_value), ", not a string"));
+        }
+        result.metadata[meta_key] = meta_value.get<std::string>();
+      }
+      continue;
+    }
+    absl::StatusOr<Entry> entry = ParseEntry(key, value, file_name);
+    if (!entry.ok()) return entry.status();
+    if (entry->end > data.size()) {
+      return TensorError(file_name, key,
+                         absl::StrCat("data_offsets [", entry->begin, ", ", entry->end,
+                                      "] are out of bounds of the data buffer (", data.size(),
+                                      " bytes): the file is truncated or the offsets wrong"));
+    }
+    entries.push_back(std::move(*entry));
+  }
+  // The tensors must tile the data buffer exactly, as safetensors requires.
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t expected = 0;
+  const Entry* previous = nullptr;
+  for (const Entry& entry : entries) {
+    if (entry.begin < expected) {
+      return TensorError(
+          file_name, entry.view.name,
+          absl::StrCat("data_offsets [", entry.begin, ", ", entry.end, "] overlap tensor \"",
+                       previous->view.name, "\" [", previous->begin, ", ", previous->end, "]"));
+    }
+    if (entry.begin > expected) {
+      return TensorError(
+          file_name, entry.view.name,
+          absl::StrCat("data_offsets [", entry.begin, ", ", entry.end, "] leave a gap of ",
+                       entry.begin - expected, " bytes before them (at byte ", expected,
+                       " of the data buffer)"));
+    }
+    expected = entry.end;
+    previous = &entry;
+  }
+  if (expected != data.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file_name, ": the tensors cover ", expected, " bytes of the data buffer, but it holds ",
+        data.size(), " (", data.size() - expected, " bytes after the last tensor)"));
+  }
+  result.tensors.reserve(entries.size());
+  for (Entry& entry : entries) {
+    entry.view.bytes = data.subspan(entry.begin, entry.end - entry.begin);
+    result.tensors.push_back(std::move(entry.view));
+  }
+  return result;
+}
+
+absl::StatusOr<ParsedSafetensorsIndex> ParseSafetensorsIndex(std::span<const uint8_t> text,
+                                                             absl::string_view file_name) {
+  absl::StatusOr<Json> index =
+      ParseJson(absl::string_view(reinterpret_cast<const char*>(text.data()), text.size()),
+                file_name, "index");
+  if (!index.ok()) return index.status();
+  if (!index->is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_name, ": index is a ", TypeName(*index), ", not a JSON object"));
+  }
+  if (index->contains("metadata")) {
+    const Json& metadata = (*index)["metadata"];
+    if (!metadata.is_null() && !metadata.is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file_name, ": \"metadata\" is a ", TypeName(metadata), ", not an object"));
+    }
+  }
+  if (!index->contains("weight_map")) {
+    return absl::InvalidArgumentError(absl::StrCat(file_name, ": missing \"weight_map\""));
+  }
+  const Json& weight_map = (*index)["weight_map"];
+  if (!weight_map.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_name, ": \"weight_map\" is a ", TypeName(weight_map), ", not an object"));
+  }
+  ParsedSafetensorsIndex result;
+  std::set<std::string> seen;
+  for (const auto& [tensor, shard_value] : weight_map.items()) {
+    if (!shard_value.is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(file_name, ": tensor \"", tensor,
+                                                     "\": shard is a ", TypeName(shard_value),
+                                                     ", not a string"));
+    }
+    const std::string shard = shard_value.get<std::string>();
+    if (shard.empty() || shard.find('/') != std::string::npos ||
+        shard.find('\\') != std::string::npos || shard.find("..") != std::string::npos ||
+        shard.find('\0') != std::string::npos || shard == ".") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file_name, ": tensor \"", tensor, "\": shard \"", shard,
+                       "\" is not a plain file name in the index's directory"));
+    }
+    if (seen.insert(shard).second) result.shards.push_back(shard);
+    result.weight_map.emplace_back(tensor, shard);
+  }
+  return result;
+}
+
+}  // namespace lowp

@@ -1,1 +1,205 @@
-// placeholder: being written
+#include "quant/tensor.h"
+
+#include <array>
+#include <cstring>
+#include <limits>
+#include <span>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "formats/format.h"
+#include "kernels/convert.h"
+
+namespace lowp {
+namespace {
+
+struct DTypeInfo {
+  DType dtype;
+  absl::string_view name;
+  size_t bytes;
+  bool floating;
+};
+
+constexpr std::array<DTypeInfo, 15> kDTypes = {{
+    {DType::kBool, "BOOL", 1, false},
+    {DType::kU8, "U8", 1, false},
+    {DType::kI8, "I8", 1, false},
+    {DType::kU16, "U16", 2, false},
+    {DType::kI16, "I16", 2, false},
+    {DType::kU32, "U32", 4, false},
+    {DType::kI32, "I32", 4, false},
+    {DType::kU64, "U64", 8, false},
+    {DType::kI64, "I64", 8, false},
+    {DType::kF16, "F16", 2, true},
+    {DType::kBF16, "BF16", 2, true},
+    {DType::kF32, "F32", 4, true},
+    {DType::kF64, "F64", 8, true},
+    {DType::kF8E4M3, "F8_E4M3", 1, true},
+    {DType::kF8E5M2, "F8_E5M2", 1, true},
+}};
+
+const DTypeInfo& Info(DType dtype) {
+  for (const DTypeInfo& info : kDTypes) {
+    if (info.dtype == dtype) return info;
+  }
+  return kDTypes[0];  // unreachable for a valid enumerator
+}
+
+// The catalog format that decodes a float dtype of 8 or 16 bits.
+const Format& CatalogFormat(DType dtype) {
+  static const Format* const formats = [] {
+    static Format f[4];
+    f[0] = *FindFormat("fp16");
+    f[1] = *FindFormat("bf16");
+    f[2] = *FindFormat("fp8_e4m3fn");
+    f[3] = *FindFormat("fp8_e5m2");
+    return f;
+  }();
+  switch (dtype) {
+    case DType::kF16:
+      return formats[0];
+    case DType::kBF16:
+      return formats[1];
+    case DType::kF8E4M3:
+      return formats[2];
+    default:
+      return formats[3];
+  }
+}
+
+// Converts n elements of type T (little-endian, possibly unaligned) to float.
+template <typename T>
+void Convert(const uint8_t* in, std::span<float> out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    T value;
+    std::memcpy(&value, in + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<float>(value);
+  }
+}
+
+}  // namespace
+
+absl::string_view DTypeName(DType dtype) { return Info(dtype).name; }
+
+absl::StatusOr<DType> ParseDType(absl::string_view name) {
+  for (const DTypeInfo& info : kDTypes) {
+    if (info.name == name) return info.dtype;
+  }
+  std::string valid;
+  for (const DTypeInfo& info : kDTypes)
+    absl::StrAppend(&valid, valid.empty() ? "" : " ", info.name);
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown dtype \"", name, "\" (valid: ", valid, ")"));
+}
+
+size_t DTypeBytes(DType dtype) { return Info(dtype).bytes; }
+
+bool IsFloating(DType dtype) { return Info(dtype).floating; }
+
+std::vector<DType> AllDTypes() {
+  std::vector<DType> all;
+  for (const DTypeInfo& info : kDTypes) all.push_back(info.dtype);
+  return all;
+}
+
+int64_t TensorView::elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t TensorView::cols() const { return shape.empty() ? 1 : shape.back(); }
+
+int64_t TensorView::rows() const {
+  int64_t n = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+absl::StatusOr<int64_t> ShapeElements(std::span<const int64_t> shape, absl::string_view what) {
+  int64_t n = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": negative dimension ", shape[i], " at axis ", i));
+    }
+  }
+  for (int64_t d : shape) {
+    if (d == 0) return 0;
+  }
+  for (int64_t d : shape) {
+    if (n > std::numeric_limits<int64_t>::max() / d) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": the element count of the shape overflows int64"));
+    }
+    n *= d;
+  }
+  return n;
+}
+
+absl::Status ReadAsFloat32(const TensorView& tensor, int64_t first, std::span<float> out) {
+  const int64_t total = tensor.elements();
+  const size_t width = DTypeBytes(tensor.dtype);
+  if (first < 0 || first > total || static_cast<uint64_t>(total - first) < out.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        tensor.file, ": tensor \"", tensor.name, "\": elements [", first, ", ",
+        static_cast<uint64_t>(first) + out.size(), ") are outside its ", total, " elements"));
+  }
+  if (tensor.bytes.size() != static_cast<uint64_t>(total) * width) {
+    return absl::InvalidArgumentError(absl::StrCat(tensor.file, ": tensor \"", tensor.name,
+                                                   "\": holds ", tensor.bytes.size(),
+                                                   " bytes, its shape needs ", total * width));
+  }
+  if (out.empty()) return absl::OkStatus();
+  const std::span<const uint8_t> in =
+      tensor.bytes.subspan(static_cast<size_t>(first) * width, out.size() * width);
+  switch (tensor.dtype) {
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kF8E4M3:
+    case DType::kF8E5M2: {
+      absl::Status s = DecodeArray(CatalogFormat(tensor.dtype), in, out);
+      if (!s.ok()) {
+        return absl::Status(
+            s.code(), absl::StrCat(tensor.file, ": tensor \"", tensor.name, "\": ", s.message()));
+      }
+      return absl::OkStatus();
+    }
+    case DType::kF32:
+      std::memcpy(out.data(), in.data(), in.size());
+      return absl::OkStatus();
+    case DType::kF64:
+      Convert<double>(in.data(), out);
+      return absl::OkStatus();
+    case DType::kBool:
+      for (size_t i = 0; i < out.size(); ++i) out[i] = in[i] != 0 ? 1.0f : 0.0f;
+      return absl::OkStatus();
+    case DType::kU8:
+      Convert<uint8_t>(in.data(), out);
+      return absl::OkStatus();
+    case DType::kI8:
+      Convert<int8_t>(in.data(), out);
+      return absl::OkStatus();
+    case DType::kU16:
+      Convert<uint16_t>(in.data(), out);
+      return absl::OkStatus();
+    case DType::kI16:
+      Convert<int16_t>(in.data(), out);
+      return absl::OkStatus();
+    case DType::kU32:
+      Convert<uint32_t>(in.data(), out);
+      return absl::OkStatus();
+    case DType::kI32:
+      Convert<int32_t>(in.data(), out);
+      return absl::OkStatus();
+    case DType::kU64:
+      Convert<uint64_t>(in.data(), out);
+      return absl::OkStatus();
+    case DType::kI64:
+      Convert<int64_t>(in.data(), out);
+      return absl::OkStatus();
+  }
+  return absl::InternalError("unknown dtype");
+}
+
+}  // namespace lowp

@@ -1,0 +1,81 @@
+// The safetensors format (https://github.com/huggingface/safetensors): an
+// 8-byte little-endian header length N, N bytes of JSON
+//   {"__metadata__": {"key": "value"},
+//    "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...}
+// then the data buffer; offsets are relative to the start of the buffer and
+// the tensors tile it exactly, as the reference implementation requires.
+// Also the read-only file mapping the tensor sets view their data through.
+#ifndef LOWP_QUANT_SAFETENSORS_H_
+#define LOWP_QUANT_SAFETENSORS_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "quant/tensor.h"
+
+namespace lowp {
+
+// A whole file mapped read-only (an empty file maps to an empty span).
+class MappedFile {
+ public:
+  // Errors name the path and the system's reason (errno text).
+  static absl::StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  // True if `range` lies inside this mapping.
+  bool Contains(std::span<const uint8_t> range) const;
+  // madvise(MADV_DONTNEED) over the pages `range` touches (rounded out to
+  // whole pages, clipped to the mapping): the memory is returned and the
+  // data is read from the file again if used later. Ranges outside the
+  // mapping are ignored.
+  void Release(std::span<const uint8_t> range) const;
+
+ private:
+  MappedFile() = default;
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// The largest header safetensors itself accepts.
+inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
+
+struct ParsedSafetensors {
+  std::vector<TensorView> tensors;              // in data order; bytes point into the parsed span
+  std::map<std::string, std::string> metadata;  // "__metadata__"
+};
+
+// Parses and validates a whole safetensors file image. `file_name` is used in
+// messages and as TensorView::file. InvalidArgument naming the file (and the
+// tensor at fault) for anything the reference implementation rejects, plus
+// duplicate keys.
+absl::StatusOr<ParsedSafetensors> ParseSafetensors(std::span<const uint8_t> file,
+                                                   absl::string_view file_name);
+
+// A sharded checkpoint's "*.safetensors.index.json":
+//   {"metadata": {...}, "weight_map": {"tensor": "shard file name", ...}}
+struct ParsedSafetensorsIndex {
+  std::vector<std::string> shards;  // in the order the weight_map first names them
+  std::vector<std::pair<std::string, std::string>> weight_map;  // tensor -> shard, file order
+};
+
+// Parses an index file's text. Shard names must be plain file names (no '/',
+// no '\\', no "..", not empty); duplicate keys are rejected. Errors name
+// `file_name` and the tensor at fault.
+absl::StatusOr<ParsedSafetensorsIndex> ParseSafetensorsIndex(std::span<const uint8_t> text,
+                                                             absl::string_view file_name);
+
+}  // namespace lowp
+
+#endif  // LOWP_QUANT_SAFETENSORS_H_

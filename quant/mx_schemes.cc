@@ -1,8 +1,294 @@
-// placeholder: being written
+// OCP Microscaling (MX) v1.0 block formats: mxfp8 (e4m3), mxfp8_e5m2,
+// mxfp6_e2m3, mxfp6_e3m2, mxfp4 (e2m1) and mxint8.
+//
+// Sources of the rules (learnt, not copied):
+//  - OCP Microscaling Formats (MX) v1.0, section 5 (block of k = 32 elements,
+//    E8M0 scale with exponents -127..127 and 0xFF = NaN, element formats,
+//    MXINT8's implicit scale 2^-6) and section 6.3 (the conversion:
+//    shared_exp = floor(log2(max |V_i|)) - emax_elem, X = 2^shared_exp,
+//    P_i = V_i / X quantized to the element format, normal numbers clamped).
+//  - microsoft/microxcaling mx/mx_ops.py _quantize_mx and _shared_exponents
+//    (the same floor rule; exponents below -127 clamped to -127, above 127
+//    made NaN; the amax = 0 block gets the smallest scale) and mx/formats.py
+//    _get_format_params (emax: e4m3 8, e5m2 15, e3m2 4, e2m3 2, e2m1 2,
+//    int8 0; int8's largest magnitude 127/64, symmetric: -128 unused).
+//  - The round-up scale X = 2^ceil(log2(amax / max_elem)) as pytorch/ao
+//    (ScaleCalculationMode CEIL), MLX and CUTLASS (cvt.rp ue8m0) use it: the
+//    block maximum never clips.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "formats/packing.h"
+#include "formats/reference.h"
+#include "kernels/convert.h"
 #include "quant/scheme_families.h"
+
 namespace lowp::internal {
-absl::StatusOr<std::unique_ptr<Scheme>> MakeMxScheme(absl::string_view, const SchemeOptions&) {
-  return absl::NotFoundError("");
+namespace {
+
+constexpr int64_t kMxBlock = 32;
+constexpr int kMxScaleBits = 8;  // E8M0
+constexpr int kE8m0MinExponent = -127;
+constexpr int kE8m0MaxExponent = 127;
+// MXINT8: an int8 code q stands for q * 2^-6; the largest magnitude used is
+// 127/64 (the spec's emax for INT8 is 0: 127/64 = 1.984375 < 2^1).
+constexpr int kMxInt8FractionBits = 6;
+constexpr int32_t kMxInt8Max = 127;
+
+enum class MxScaleRule { kFloor, kRoundUp };
+
+// The code of element `i` in the storage layout of formats/packing.h.
+inline uint32_t CodeAt(const std::vector<uint8_t>& bytes, int storage_bits, size_t i) {
+  switch (storage_bits) {
+    case 4:
+      return (bytes[i / 2] >> ((i % 2) * 4)) & 0xF;
+    case 8:
+      return bytes[i];
+    case 16:
+      return uint32_t{bytes[2 * i]} | (uint32_t{bytes[2 * i + 1]} << 8);
+    default: {
+      uint32_t c;
+      std::memcpy(&c, &bytes[4 * i], 4);
+      return c;
+    }
+  }
 }
-std::vector<SchemeFamily> MxFamilies() { return {}; }
+
+// floor(log2(a)) for a finite a > 0, exact (subnormal a included).
+inline int FloorLog2(float a) {
+  int e;
+  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  return e - 1;
+}
+
+// ceil(log2(a / m)) for finite a > 0 and m > 0. a / m is rounded in double,
+// which cannot land on a power of two unless the exact quotient is one: a has
+// 24 significant bits and m at most 8, so a quotient that is not a power of
+// two differs from one by far more than a double's rounding.
+inline int CeilLog2Ratio(float a, double m) {
+  int e;
+  const double f = std::frexp(static_cast<double>(a) / m, &e);  // [0.5, 1)
+  return f == 0.5 ? e - 1 : e;
+}
+
+struct MxVariant {
+  const char* name;     // canonical scheme name
+  const char* alias;    // another accepted base name, or ""
+  const char* element;  // catalog format of the elements
+};
+
+constexpr MxVariant kVariants[] = {
+    {"mxfp8", "mxfp8_e4m3", "fp8_e4m3fn"}, {"mxfp8_e5m2", "", "fp8_e5m2"},
+    {"mxfp6_e2m3", "", "fp6_e2m3fn"},      {"mxfp6_e3m2", "", "fp6_e3m2fn"},
+    {"mxfp4", "", "fp4_e2m1fn"},           {"mxint8", "", "int8"},
+};
+
+// One OCP MX scheme. Rows are cut into blocks of 32 elements (a row's last
+// block is short when cols % 32 != 0, treated as padded with zeros). Per block,
+// over its finite elements:
+//   amax = max |x|
+//   floor rule (OCP v1.0 6.3, default):
+//     e = floor(log2(amax)) - emax_elem
+//     emax_elem = exponent of the element format's largest normal:
+//       e4m3 8, e5m2 15, e2m3 2, e3m2 4, e2m1 2, int8 0
+//   round-up rule (":scale=round-up"):
+//     e = ceil(log2(amax / max_elem)), max_elem the largest element value
+//       (448, 57344, 7.5, 28, 6, 127/64): no element clips
+//   amax = 0 (all zeros or all non-finite): e = -127
+//   e clamped to E8M0's [-127, 127] (an fp32 amax never reaches the upper
+//   bound, so the NaN scale 0xFF is never produced); X = 2^e, stored as the
+//   E8M0 code e + 127.
+//   floating elements: code = RNE(x / X) in the element format, saturating
+//     to +-max_elem; value = decode(code) * X.
+//   mxint8: q = clamp(RNE(x / X * 2^6), -127, 127) (two's complement, -128
+//     unused as in microxcaling's symmetric int8); value = q * 2^-6 * X.
+// x / X is exact (X is a power of two); so is decode(code) * X in fp32.
+// NaN and +-Inf take no part in amax, are stored as code 0 and come back
+// unchanged. Counts: clipped = finite x with |x / X| > max_elem; subnormal =
+// codes with a zero exponent field and a nonzero mantissa (never for int8).
+// Storage: rows * cols * element_bits + rows * ceil(cols / 32) * 8 bits.
+class MxScheme : public Scheme {
+ public:
+  MxScheme(std::string name, Format element, MxScaleRule rule)
+      : Scheme(std::move(name)),
+        element_(std::move(element)),
+        rule_(rule),
+        is_int_(!element_.is_float()),
+        max_elem_(is_int_ ? static_cast<double>(kMxInt8Max) / (1 << kMxInt8FractionBits)
+                          : element_.max_finite()),
+        emax_elem_(is_int_ ? 0 : element_.max_normal_exponent()) {}
+
+  uint64_t StorageBits(int64_t rows, int64_t cols) const override {
+    const uint64_t r = static_cast<uint64_t>(rows);
+    return r * static_cast<uint64_t>(cols) * element_.bits +
+           r * static_cast<uint64_t>(BlocksPerRow(cols, kMxBlock)) * kMxScaleBits;
+  }
+
+  // The E8M0 exponent of a block whose finite absmax is `amax`.
+  int ScaleExponent(float amax) const {
+    if (!(amax > 0)) return kE8m0MinExponent;
+    const int e = rule_ == MxScaleRule::kFloor ? FloorLog2(amax) - emax_elem_
+                                               : CeilLog2Ratio(amax, max_elem_);
+    return std::clamp(e, kE8m0MinExponent, kE8m0MaxExponent);
+  }
+
+  void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,
+             std::span<float> out, SchemeCounts& counts,
+             StoredChunk* stored = nullptr) const override {
+    (void)context;
+    const size_t n = in.size();
+    if (n == 0 || cols <= 0) return;
+    const int64_t rows = static_cast<int64_t>(n) / cols;
+    const int64_t blocks = BlocksPerRow(cols, kMxBlock);
+    // Elements are scaled by 1 / X (times 2^6 for int8) before rounding.
+    const int pre_shift = is_int_ ? kMxInt8FractionBits : 0;
+    const float limit = is_int_ ? static_cast<float>(kMxInt8Max) : static_cast<float>(max_elem_);
+
+    std::vector<float> scaled(n);
+    std::vector<float> block_scale(static_cast<size_t>(rows * blocks));
+    uint64_t clipped = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        const size_t begin = static_cast<size_t>(r * cols + b * kMxBlock);
+        const size_t end = static_cast<size_t>(r * cols + std::min(cols, (b + 1) * kMxBlock));
+        float amax = 0;
+        for (size_t i = begin; i < end; ++i) {
+          const float a = std::fabs(in[i]);
+          if (std::isfinite(a) && a > amax) amax = a;
+        }
+        const int e = ScaleExponent(amax);
+        block_scale[static_cast<size_t>(r * blocks + b)] = std::ldexp(1.0f, e);
+        const float inv = std::ldexp(1.0f, pre_shift - e);  // exact power of two
+        for (size_t i = begin; i < end; ++i) {
+          const float x = in[i];
+          if (!std::isfinite(x)) {
+            scaled[i] = 0;
+            continue;
+          }
+          float s = x * inv;
+          if (std::fabs(s) > limit) {
+            ++clipped;
+            if (is_int_) s = std::copysign(limit, s);  // int8 alone would keep -128
+          }
+          scaled[i] = s;
+        }
+      }
+    }
+
+    ConvertOptions options;
+    options.overflow = Overflow::kSaturate;
+    RunOptions run;
+    run.threads = 1;  // callers parallelize across chunks
+    std::vector<uint8_t> bytes(StorageBytes(element_, n));
+    absl::Status status = EncodeArray(element_, scaled, bytes, options, run);
+    if (status.ok()) status = DecodeArray(element_, bytes, out, run);
+    if (!status.ok()) {  // cannot happen for the catalog formats used here
+      std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+      return;
+    }
+
+    const int storage_bits = element_.storage_bits();
+    const uint32_t magnitude_mask = element_.magnitude_mask();
+    const uint32_t mantissa_mask = (uint32_t{1} << element_.mantissa_bits) - 1;
+    uint64_t subnormal = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        const size_t begin = static_cast<size_t>(r * cols + b * kMxBlock);
+        const size_t end = static_cast<size_t>(r * cols + std::min(cols, (b + 1) * kMxBlock));
+        const float x_scale =
+            block_scale[static_cast<size_t>(r * blocks + b)] * std::ldexp(1.0f, -pre_shift);
+        for (size_t i = begin; i < end; ++i) {
+          if (!std::isfinite(in[i])) {
+            out[i] = in[i];
+            continue;
+          }
+          out[i] *= x_scale;
+          if (!is_int_) {
+            const uint32_t m = CodeAt(bytes, storage_bits, i) & magnitude_mask;
+            if (m != 0 && m <= mantissa_mask) ++subnormal;
+          }
+        }
+      }
+    }
+    counts.clipped += clipped;
+    counts.subnormal += subnormal;
+
+    if (stored != nullptr) {
+      stored->codes.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        uint32_t c = CodeAt(bytes, storage_bits, i);
+        stored->codes[i] =
+            is_int_ ? static_cast<int32_t>(static_cast<int8_t>(c & 0xFF)) : static_cast<int32_t>(c);
+      }
+      stored->scales = std::move(block_scale);
+      stored->offsets.clear();
+    }
+  }
+
+ private:
+  Format element_;
+  MxScaleRule rule_;
+  bool is_int_;
+  double max_elem_;
+  int emax_elem_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Scheme>> MakeMxScheme(absl::string_view base,
+                                                     const SchemeOptions& options) {
+  const MxVariant* variant = nullptr;
+  for (const MxVariant& v : kVariants) {
+    if (base == v.name || (v.alias[0] != '\0' && base == v.alias)) variant = &v;
+  }
+  if (variant == nullptr) return absl::NotFoundError(absl::StrCat("not an MX scheme: ", base));
+
+  MxScaleRule rule = MxScaleRule::kFloor;
+  for (const auto& [key, value] : options) {
+    if (key != "scale") return UnknownOption(base, key, "scale=floor|round-up");
+    if (value == "floor") {
+      rule = MxScaleRule::kFloor;
+    } else if (value == "round-up") {
+      rule = MxScaleRule::kRoundUp;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat(base, ": scale=", value,
+                       " is not an MX scale rule (floor, the OCP default, or round-up)"));
+    }
+  }
+  absl::StatusOr<Format> element = FindFormat(variant->element);
+  if (!element.ok()) return element.status();
+  std::string name = variant->name;
+  if (rule == MxScaleRule::kRoundUp) absl::StrAppend(&name, ":scale=round-up");
+  return std::make_unique<MxScheme>(std::move(name), *std::move(element), rule);
+}
+
+std::vector<SchemeFamily> MxFamilies() {
+  SchemeFamily f;
+  f.family = "MX (OCP Microscaling v1.0)";
+  f.examples = {"mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4", "mxint8"};
+  f.rule =
+      "blocks of 32 along a row (short last block padded with zeros), one E8M0 scale X = 2^e "
+      "each: amax = max |x| over the block's finite elements; e = floor(log2(amax)) - emax_elem "
+      "(OCP 6.3; emax_elem = exponent of the element's largest normal: e4m3 8, e5m2 15, e2m3 2, "
+      "e3m2 4, e2m1 2, int8 0) or with :scale=round-up e = ceil(log2(amax / max_elem)) (no "
+      "clipping); amax = 0 gives e = -127; e clamped to [-127, 127]. Elements: "
+      "round-nearest-even(x / X) in the element format (mxfp8 = e4m3, mxfp8_e5m2, mxfp6_e2m3, "
+      "mxfp6_e3m2, mxfp4 = e2m1), saturating at max_elem; mxint8: q = clamp(RNE(x / X * 64), "
+      "-127, 127), value q / 64 * X. Dequantized: element * X. NaN/Inf pass through. "
+      "Bits per weight: element bits + 8/32 (mxfp8, mxint8 8.25; mxfp6 6.25; mxfp4 4.25 "
+      "for a 4096-wide row)";
+  f.options = ":scale=floor (default, OCP) | round-up";
+  return {f};
+}
+
 }  // namespace lowp::internal

@@ -8,6 +8,20 @@
 #include <span>
 
 namespace lowp {
+namespace kernels {
+
+// kernels/quantize_simd.cc: the best target of the CPU.
+void DispatchBlockAbsMax(const float* x, int64_t rows, int64_t cols, int64_t block, float* amax);
+void DispatchBlockMinMax(const float* x, int64_t rows, int64_t cols, int64_t block, float* min,
+                         float* max);
+uint64_t DispatchQuantizeIntBlocks(const float* x, int64_t rows, int64_t cols, int64_t block,
+                                   const float* scale, const float* zero, int32_t qmin,
+                                   int32_t qmax, float* out, int16_t* codes);
+size_t DispatchComparePairs(const float* x, const float* q, size_t n, const CompareOptions& options,
+                            PairStats* stats);
+
+}  // namespace kernels
+
 namespace {
 
 int64_t BlocksPerRow(int64_t cols, int64_t block) { return (cols + block - 1) / block; }
@@ -170,23 +184,31 @@ void ComparePairsRef(std::span<const float> x, std::span<const float> q,
   stats.Add(s);
 }
 
-// Until the SIMD kernels land: the references.
 void BlockAbsMax(std::span<const float> x, int64_t cols, int64_t block, std::span<float> amax) {
-  BlockAbsMaxRef(x, cols, block, amax);
+  if (cols <= 0 || block <= 0) return;
+  kernels::DispatchBlockAbsMax(x.data(), static_cast<int64_t>(x.size()) / cols, cols, block,
+                               amax.data());
 }
 void BlockMinMax(std::span<const float> x, int64_t cols, int64_t block, std::span<float> min,
                  std::span<float> max) {
-  BlockMinMaxRef(x, cols, block, min, max);
+  if (cols <= 0 || block <= 0) return;
+  kernels::DispatchBlockMinMax(x.data(), static_cast<int64_t>(x.size()) / cols, cols, block,
+                               min.data(), max.data());
 }
 uint64_t QuantizeIntBlocks(std::span<const float> x, int64_t cols, int64_t block,
                            std::span<const float> scale, std::span<const float> zero,
                            const IntQuantParams& params, std::span<float> out,
                            std::span<int16_t> codes) {
-  return QuantizeIntBlocksRef(x, cols, block, scale, zero, params, out, codes);
+  if (cols <= 0 || block <= 0) return 0;
+  return kernels::DispatchQuantizeIntBlocks(
+      x.data(), static_cast<int64_t>(x.size()) / cols, cols, block, scale.data(),
+      zero.empty() ? nullptr : zero.data(), params.qmin, params.qmax, out.data(),
+      codes.empty() ? nullptr : codes.data());
 }
 void ComparePairs(std::span<const float> x, std::span<const float> q, const CompareOptions& options,
                   PairStats& stats) {
-  ComparePairsRef(x, q, options, stats);
+  const size_t done = kernels::DispatchComparePairs(x.data(), q.data(), x.size(), options, &stats);
+  ComparePairsRef(x.subspan(done), q.subspan(done), options, stats);  // the last partial vector
 }
 
 }  // namespace lowp

@@ -1,0 +1,448 @@
+// The quantization kernels of kernels/quantize.h, compiled once per Highway
+// target (foreach_target.h re-includes this file) and chosen at run time.
+// Every float operation is one the scalar references in kernels/quantize.cc
+// also do, in the same precision, so results match them bit for bit; only the
+// order of the double sums of ComparePairs differs.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/quantize_simd.cc"
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/quantize.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace lowp::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// ------------------------------ Block absmax and min/max
+
+// max |v| over the finite v of p[0, n), 0 when none. Max is idempotent, so a
+// short end is covered by one more vector overlapping the previous ones.
+HWY_INLINE float AbsMaxRange(const float* HWY_RESTRICT p, size_t n) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  if (n < N) {
+    float m = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const float a = std::fabs(p[i]);
+      if (a < kInf && a > m) m = a;
+    }
+    return m;
+  }
+  const auto inf = hn::Set(d, kInf);
+  auto finite_abs = [&](size_t i) {
+    const auto a = hn::Abs(hn::LoadU(d, p + i));
+    return hn::IfThenElseZero(hn::Lt(a, inf), a);  // NaN compares false
+  };
+  auto m0 = hn::Zero(d), m1 = hn::Zero(d), m2 = hn::Zero(d), m3 = hn::Zero(d);
+  size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    m0 = hn::Max(m0, finite_abs(i));
+    m1 = hn::Max(m1, finite_abs(i + N));
+    m2 = hn::Max(m2, finite_abs(i + 2 * N));
+    m3 = hn::Max(m3, finite_abs(i + 3 * N));
+  }
+  for (; i + N <= n; i += N) m0 = hn::Max(m0, finite_abs(i));
+  if (i < n) m1 = hn::Max(m1, finite_abs(n - N));
+  const auto m = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
+  return hn::GetLane(hn::MaxOfLanes(d, m));
+}
+
+// Min and max over the finite v of p[0, n), both 0 when none; a zero result
+// is +0.
+HWY_INLINE void MinMaxRange(const float* HWY_RESTRICT p, size_t n, float* lo_out, float* hi_out) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  float lo = kInf, hi = -kInf;
+  if (n < N) {
+    for (size_t i = 0; i < n; ++i) {
+      const float v = p[i];
+      if (!(std::fabs(v) < kInf)) continue;
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+    }
+  } else {
+    const auto inf = hn::Set(d, kInf);
+    const auto minus_inf = hn::Set(d, -kInf);
+    auto lo0 = inf, lo1 = inf, hi0 = minus_inf, hi1 = minus_inf;
+    auto step = [&](size_t i, decltype(lo0)& lo_acc, decltype(hi0)& hi_acc) {
+      const auto v = hn::LoadU(d, p + i);
+      const auto finite = hn::Lt(hn::Abs(v), inf);
+      lo_acc = hn::Min(lo_acc, hn::IfThenElse(finite, v, inf));
+      hi_acc = hn::Max(hi_acc, hn::IfThenElse(finite, v, minus_inf));
+    };
+    size_t i = 0;
+    for (; i + 2 * N <= n; i += 2 * N) {
+      step(i, lo0, hi0);
+      step(i + N, lo1, hi1);
+    }
+    for (; i + N <= n; i += N) step(i, lo0, hi0);
+    if (i < n) step(n - N, lo1, hi1);
+    lo = hn::GetLane(hn::MinOfLanes(d, hn::Min(lo0, lo1)));
+    hi = hn::GetLane(hn::MaxOfLanes(d, hn::Max(hi0, hi1)));
+  }
+  if (lo > hi) lo = hi = 0;  // no finite element
+  *lo_out = lo == 0 ? 0.0f : lo;
+  *hi_out = hi == 0 ? 0.0f : hi;
+}
+
+void BlockAbsMax(const float* HWY_RESTRICT x, int64_t rows, int64_t cols, int64_t block,
+                 float* HWY_RESTRICT amax) {
+  const int64_t per_row = (cols + block - 1) / block;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < per_row; ++b) {
+      const int64_t begin = b * block;
+      const int64_t len = (b + 1 < per_row ? block : cols - begin);
+      amax[r * per_row + b] = AbsMaxRange(x + r * cols + begin, static_cast<size_t>(len));
+    }
+  }
+}
+
+void BlockMinMax(const float* HWY_RESTRICT x, int64_t rows, int64_t cols, int64_t block,
+                 float* HWY_RESTRICT min, float* HWY_RESTRICT max) {
+  const int64_t per_row = (cols + block - 1) / block;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < per_row; ++b) {
+      const int64_t begin = b * block;
+      const int64_t len = (b + 1 < per_row ? block : cols - begin);
+      MinMaxRange(x + r * cols + begin, static_cast<size_t>(len), min + r * per_row + b,
+                  max + r * per_row + b);
+    }
+  }
+}
+
+// ------------------------------ Integer quantize-dequantize
+
+// a > b ? a : b and a < b ? a : b, as the reference writes them (x86's maxps
+// and minps; the scalar target's Max and Min differ for NaN).
+template <class V>
+HWY_INLINE V MaxLike(V a, V b) {
+#if HWY_TARGET == HWY_SCALAR
+  return hn::IfThenElse(hn::Gt(a, b), a, b);
+#else
+  return hn::Max(a, b);
+#endif
+}
+template <class V>
+HWY_INLINE V MinLike(V a, V b) {
+#if HWY_TARGET == HWY_SCALAR
+  return hn::IfThenElse(hn::Lt(a, b), a, b);
+#else
+  return hn::Min(a, b);
+#endif
+}
+
+// Round to nearest integer, ties to even, keeping the sign of a zero result
+// (std::nearbyint in the default rounding mode).
+template <class D, class V>
+HWY_INLINE V RoundHalfEven(D d, V t) {
+#if HWY_TARGET <= HWY_SSE4
+  (void)d;
+  return hn::Round(t);  // roundps, nearest even
+#else
+  // Adding 2^23 leaves no fraction bits, so the FPU rounds to an integer.
+  const auto two23 = hn::Set(d, 8388608.0f);
+  const auto a = hn::Abs(t);
+  const auto rounded = hn::CopySignToAbs(hn::Sub(hn::Add(a, two23), two23), t);
+  return hn::IfThenElse(hn::Lt(a, two23), rounded, t);  // large, Inf and NaN: as they are
+#endif
+}
+
+struct QuantBlock {
+  float scale, zero, lo, hi, q_special;  // q_special: zero clamped to [lo, hi]
+};
+
+// One vector of D (a full one, or one lane for a block's end). kUsable: the
+// block's scale is finite and nonzero. Returns the clipped lanes.
+template <bool kUsable, bool kCodes, class D>
+HWY_INLINE size_t QuantizeVec(D d, const QuantBlock& b, const float* HWY_RESTRICT x,
+                              float* HWY_RESTRICT out, int16_t* HWY_RESTRICT codes) {
+  const auto v = hn::LoadU(d, x);
+  const auto finite = hn::Lt(hn::Abs(v), hn::Set(d, kInf));
+  size_t clipped = 0;
+  hn::Vec<D> q, o;
+  if constexpr (kUsable) {
+    const auto zero = hn::Set(d, b.zero);
+    const auto lo = hn::Set(d, b.lo);
+    const auto hi = hn::Set(d, b.hi);
+    const auto scale = hn::Set(d, b.scale);
+    const auto rounded = hn::Add(RoundHalfEven(d, hn::Div(v, scale)), zero);
+    const auto clip = hn::Or(hn::Lt(rounded, lo), hn::Gt(rounded, hi));
+    q = MinLike(MaxLike(rounded, lo), hi);
+    o = hn::Mul(hn::Sub(q, zero), scale);
+    if (HWY_LIKELY(hn::AllTrue(d, finite))) {
+      clipped = hn::CountTrue(d, clip);
+    } else {
+      clipped = hn::CountTrue(d, hn::And(clip, finite));
+      q = hn::IfThenElse(finite, q, hn::Set(d, b.q_special));
+      o = hn::IfThenElse(finite, o, v);
+    }
+  } else {
+    q = hn::Set(d, b.q_special);
+    o = hn::IfThenZeroElse(finite, v);
+  }
+  hn::StoreU(o, d, out);
+  if constexpr (kCodes) {
+    const hn::RebindToSigned<D> di;
+    const hn::Rebind<int16_t, D> d16;
+    hn::StoreU(hn::DemoteTo(d16, hn::ConvertTo(di, q)), d16, codes);  // q is an int16 already
+  }
+  return clipped;
+}
+
+template <bool kUsable, bool kCodes>
+HWY_INLINE uint64_t QuantizeRange(const QuantBlock& b, const float* HWY_RESTRICT x, size_t n,
+                                  float* HWY_RESTRICT out, int16_t* HWY_RESTRICT codes) {
+  const DF d;
+  const hn::CappedTag<float, 1> d1;
+  const size_t N = hn::Lanes(d);
+  uint64_t clipped = 0;
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    clipped += QuantizeVec<kUsable, kCodes>(d, b, x + i, out + i, kCodes ? codes + i : nullptr);
+  }
+  // One lane at a time: out may be x itself, so no overlapping vector.
+  for (; i < n; ++i) {
+    clipped += QuantizeVec<kUsable, kCodes>(d1, b, x + i, out + i, kCodes ? codes + i : nullptr);
+  }
+  return clipped;
+}
+
+uint64_t QuantizeIntBlocks(const float* HWY_RESTRICT x, int64_t rows, int64_t cols, int64_t block,
+                           const float* HWY_RESTRICT scale, const float* HWY_RESTRICT zero,
+                           int32_t qmin, int32_t qmax, float* out, int16_t* HWY_RESTRICT codes) {
+  const int64_t per_row = (cols + block - 1) / block;
+  const float lo = static_cast<float>(qmin), hi = static_cast<float>(qmax);
+  uint64_t clipped = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < per_row; ++g) {
+      const int64_t begin = g * block;
+      const size_t len = static_cast<size_t>(g + 1 < per_row ? block : cols - begin);
+      const int64_t at = r * cols + begin;
+      QuantBlock b;
+      b.scale = scale[r * per_row + g];
+      b.zero = zero ? zero[r * per_row + g] : 0.0f;
+      b.lo = lo;
+      b.hi = hi;
+      const float z = b.zero > lo ? b.zero : lo;
+      b.q_special = z < hi ? z : hi;
+      const bool usable = b.scale != 0 && std::fabs(b.scale) < kInf;
+      int16_t* c = codes ? codes + at : nullptr;
+      if (usable) {
+        clipped += codes ? QuantizeRange<true, true>(b, x + at, len, out + at, c)
+                         : QuantizeRange<true, false>(b, x + at, len, out + at, c);
+      } else {
+        clipped += codes ? QuantizeRange<false, true>(b, x + at, len, out + at, c)
+                         : QuantizeRange<false, false>(b, x + at, len, out + at, c);
+      }
+    }
+  }
+  return clipped;
+}
+
+// ------------------------------ Comparison of x with q
+
+// Sums and maxima in double, per lane.
+template <class DD>
+struct Accumulators {
+  using V = hn::Vec<DD>;
+  V ee, xx, qq, xq, ae, ae_max, rel, rel2, rel_max;
+  explicit Accumulators(DD dd)
+      : ee(hn::Zero(dd)),
+        xx(hn::Zero(dd)),
+        qq(hn::Zero(dd)),
+        xq(hn::Zero(dd)),
+        ae(hn::Zero(dd)),
+        ae_max(hn::Zero(dd)),
+        rel(hn::Zero(dd)),
+        rel2(hn::Zero(dd)),
+        rel_max(hn::Zero(dd)) {}
+
+  // x and q finite (0 in lanes not measured); axr is |x| where the relative
+  // error counts and +Inf elsewhere, so that |e| / axr is 0 there.
+  HWY_INLINE void Add(V x, V q, V axr) {
+    const V e = hn::Sub(q, x);  // exact for floats within 2^29 of each other
+    const V a = hn::Abs(e);
+    ee = hn::MulAdd(e, e, ee);
+    xx = hn::MulAdd(x, x, xx);
+    qq = hn::MulAdd(q, q, qq);
+    xq = hn::MulAdd(x, q, xq);
+    ae = hn::Add(ae, a);
+    ae_max = hn::Max(ae_max, a);
+    const V r = hn::Div(a, axr);
+    rel = hn::Add(rel, r);
+    rel2 = hn::MulAdd(r, r, rel2);
+    rel_max = hn::Max(rel_max, r);
+  }
+
+  void Fold(DD dd, PairStats& s) const {
+    s.sum_squared_error += hn::GetLane(hn::SumOfLanes(dd, ee));
+    s.sum_squared_input += hn::GetLane(hn::SumOfLanes(dd, xx));
+    s.sum_squared_output += hn::GetLane(hn::SumOfLanes(dd, qq));
+    s.sum_product += hn::GetLane(hn::SumOfLanes(dd, xq));
+    s.sum_abs_error += hn::GetLane(hn::SumOfLanes(dd, ae));
+    s.max_abs_error = std::max(s.max_abs_error, hn::GetLane(hn::MaxOfLanes(dd, ae_max)));
+    s.sum_relative_error += hn::GetLane(hn::SumOfLanes(dd, rel));
+    s.sum_squared_relative_error += hn::GetLane(hn::SumOfLanes(dd, rel2));
+    s.max_relative_error = std::max(s.max_relative_error, hn::GetLane(hn::MaxOfLanes(dd, rel_max)));
+  }
+};
+
+#if HWY_TARGET == HWY_SCALAR
+using DD = hn::Rebind<double, DF>;  // one lane: promote it whole
+#else
+using DD = hn::Rebind<double, hn::Half<DF> >;           // promote each half
+#endif
+
+// Elements [0, n) with n a multiple of Lanes(DF) and at most 2^24 (the int32
+// lane counters cannot overflow).
+template <bool kSubnormal, bool kClip>
+void CompareChunk(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, size_t n,
+                  float relative_floor, float subnormal_below, float clip_above,
+                  Accumulators<DD>& acc, PairStats& s) {
+  const DF d;
+  const DD dd;
+  const hn::RebindToSigned<DF> di;
+  const size_t N = hn::Lanes(d);
+  const auto inf = hn::Set(d, kInf);
+  const auto zero = hn::Zero(d);
+  const auto floor = hn::Set(d, relative_floor);
+  const auto sub_below = hn::Set(d, subnormal_below);
+  const auto clip = hn::Set(d, clip_above);
+  // Lane counters, decremented by masks (all ones = -1).
+  auto not_relative = hn::Zero(di), zeroed = hn::Zero(di), subnormal = hn::Zero(di),
+       clipped = hn::Zero(di);
+  auto count = [&](auto& counter, auto mask) {
+    counter = hn::Add(counter, hn::BitCast(di, hn::VecFromMask(d, mask)));
+  };
+  uint64_t nan = 0, inf_in = 0, nonfinite = 0;
+  for (size_t i = 0; i < n; i += N) {
+    auto x = hn::LoadU(d, xp + i);
+    auto q = hn::LoadU(d, qp + i);
+    auto ax = hn::Abs(x);
+    const auto aq = hn::Abs(q);
+    const auto x_finite = hn::Lt(ax, inf);
+    const auto measured = hn::And(x_finite, hn::Lt(aq, inf));
+    if constexpr (kSubnormal) count(subnormal, hn::And(hn::Gt(aq, zero), hn::Lt(aq, sub_below)));
+    auto clip_mask = hn::Gt(ax, clip);
+    if (HWY_UNLIKELY(!hn::AllTrue(d, measured))) {
+      nan += hn::CountTrue(d, hn::IsNaN(x));  // Ne is ordered: false for NaN
+      inf_in += hn::CountTrue(d, hn::Eq(ax, inf));
+      nonfinite += hn::CountTrue(d, hn::AndNot(measured, x_finite));
+      clip_mask = hn::And(clip_mask, x_finite);
+      // Lanes not measured become x = q = 0: no error, not zeroed, and below
+      // the relative floor (which is at least the smallest subnormal).
+      x = hn::IfThenElseZero(measured, x);
+      q = hn::IfThenElseZero(measured, q);
+      ax = hn::Abs(x);
+    }
+    if constexpr (kClip) count(clipped, clip_mask);
+    count(zeroed, hn::AndNot(hn::Eq(x, zero), hn::Eq(q, zero)));
+    const auto below = hn::Lt(ax, floor);
+    count(not_relative, below);
+    const auto axr = hn::IfThenElse(below, inf, ax);
+#if HWY_TARGET == HWY_SCALAR
+    acc.Add(hn::PromoteTo(dd, x), hn::PromoteTo(dd, q), hn::PromoteTo(dd, axr));
+#else
+    const hn::Half<DF> dh;
+    acc.Add(hn::PromoteTo(dd, hn::LowerHalf(dh, x)), hn::PromoteTo(dd, hn::LowerHalf(dh, q)),
+            hn::PromoteTo(dd, hn::LowerHalf(dh, axr)));
+    acc.Add(hn::PromoteTo(dd, hn::UpperHalf(dh, x)), hn::PromoteTo(dd, hn::UpperHalf(dh, q)),
+            hn::PromoteTo(dd, hn::UpperHalf(dh, axr)));
+#endif
+  }
+  auto total = [&](auto counter) {
+    return static_cast<uint64_t>(-static_cast<int64_t>(hn::GetLane(hn::SumOfLanes(di, counter))));
+  };
+  s.count += n;
+  s.nan_inputs += nan;
+  s.inf_inputs += inf_in;
+  s.nonfinite_outputs += nonfinite;
+  const uint64_t measured_count = n - nan - inf_in - nonfinite;
+  s.measured += measured_count;
+  // Lanes not measured are below the floor too.
+  s.relative_count += n - total(not_relative);
+  s.zeroed += total(zeroed);
+  s.subnormal += total(subnormal);
+  s.clipped += total(clipped);
+}
+
+// Compares x[0, n) with q[0, n) into *stats and returns how many elements it
+// covered (a multiple of the vector length; the caller does the rest).
+size_t ComparePairs(const float* HWY_RESTRICT x, const float* HWY_RESTRICT q, size_t n,
+                    const CompareOptions& options, PairStats* stats) {
+  const DF d;
+  const DD dd;
+  const size_t N = hn::Lanes(d);
+  const size_t covered = n / N * N;
+  // |x| >= floor and x != 0 is |x| >= max(floor, smallest subnormal); a NaN
+  // floor admits nothing.
+  const float min_sub = std::numeric_limits<float>::denorm_min();
+  float floor = options.relative_floor > min_sub ? options.relative_floor : min_sub;
+  if (std::isnan(options.relative_floor)) floor = kInf;
+  const bool subnormal = options.subnormal_below > 0;  // else nothing counts
+  const bool clip = !(options.clip_above >= kInf);     // +Inf: nothing counts
+  PairStats s;
+  Accumulators<DD> acc(dd);
+  constexpr size_t kChunk = size_t{1} << 24;
+  for (size_t i = 0; i < covered; i += kChunk) {
+    const size_t len = std::min(kChunk, covered - i);
+    auto run = [&](auto kSub, auto kClip) {
+      CompareChunk<decltype(kSub)::value, decltype(kClip)::value>(
+          x + i, q + i, len, floor, options.subnormal_below, options.clip_above, acc, s);
+    };
+    if (subnormal) {
+      clip ? run(std::true_type(), std::true_type()) : run(std::true_type(), std::false_type());
+    } else {
+      clip ? run(std::false_type(), std::true_type()) : run(std::false_type(), std::false_type());
+    }
+  }
+  acc.Fold(dd, s);
+  stats->Add(s);
+  return covered;
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace lowp::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace lowp::kernels {
+
+HWY_EXPORT(BlockAbsMax);
+HWY_EXPORT(BlockMinMax);
+HWY_EXPORT(QuantizeIntBlocks);
+HWY_EXPORT(ComparePairs);
+
+void DispatchBlockAbsMax(const float* x, int64_t rows, int64_t cols, int64_t block, float* amax) {
+  HWY_DYNAMIC_DISPATCH(BlockAbsMax)(x, rows, cols, block, amax);
+}
+void DispatchBlockMinMax(const float* x, int64_t rows, int64_t cols, int64_t block, float* min,
+                         float* max) {
+  HWY_DYNAMIC_DISPATCH(BlockMinMax)(x, rows, cols, block, min, max);
+}
+uint64_t DispatchQuantizeIntBlocks(const float* x, int64_t rows, int64_t cols, int64_t block,
+                                   const float* scale, const float* zero, int32_t qmin,
+                                   int32_t qmax, float* out, int16_t* codes) {
+  return HWY_DYNAMIC_DISPATCH(QuantizeIntBlocks)(x, rows, cols, block, scale, zero, qmin, qmax, out,
+                                                 codes);
+}
+size_t DispatchComparePairs(const float* x, const float* q, size_t n, const CompareOptions& options,
+                            PairStats* stats) {
+  return HWY_DYNAMIC_DISPATCH(ComparePairs)(x, q, n, options, stats);
+}
+
+}  // namespace lowp::kernels
+#endif  // HWY_ONCE

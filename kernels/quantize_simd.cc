@@ -305,28 +305,22 @@ using DD = hn::Rebind<double, DF>;  // one lane: promote it whole
 using DD = hn::Rebind<double, hn::Half<DF> >;           // promote each half
 #endif
 
-// Elements [0, n) with n a multiple of Lanes(DF) and at most 2^24 (the int32
-// lane counters cannot overflow).
+// Elements [0, n) with n a multiple of Lanes(DF). The sums stay in local
+// vectors (registers) and the counts in scalars until the end.
 template <bool kSubnormal, bool kClip>
-void CompareChunk(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, size_t n,
-                  float relative_floor, float subnormal_below, float clip_above,
-                  Accumulators<DD>& acc, PairStats& s) {
+void CompareRange(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, size_t n,
+                  float relative_floor, float subnormal_below, float clip_above, PairStats& s) {
   const DF d;
   const DD dd;
-  const hn::RebindToSigned<DF> di;
   const size_t N = hn::Lanes(d);
   const auto inf = hn::Set(d, kInf);
   const auto zero = hn::Zero(d);
   const auto floor = hn::Set(d, relative_floor);
   const auto sub_below = hn::Set(d, subnormal_below);
   const auto clip = hn::Set(d, clip_above);
-  // Lane counters, decremented by masks (all ones = -1).
-  auto not_relative = hn::Zero(di), zeroed = hn::Zero(di), subnormal = hn::Zero(di),
-       clipped = hn::Zero(di);
-  auto count = [&](auto& counter, auto mask) {
-    counter = hn::Add(counter, hn::BitCast(di, hn::VecFromMask(d, mask)));
-  };
-  uint64_t nan = 0, inf_in = 0, nonfinite = 0;
+  Accumulators<DD> acc(dd);
+  uint64_t nan = 0, inf_in = 0, nonfinite = 0, not_relative = 0, zeroed = 0, subnormal = 0,
+           clipped = 0;
   for (size_t i = 0; i < n; i += N) {
     auto x = hn::LoadU(d, xp + i);
     auto q = hn::LoadU(d, qp + i);
@@ -334,7 +328,9 @@ void CompareChunk(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, si
     const auto aq = hn::Abs(q);
     const auto x_finite = hn::Lt(ax, inf);
     const auto measured = hn::And(x_finite, hn::Lt(aq, inf));
-    if constexpr (kSubnormal) count(subnormal, hn::And(hn::Gt(aq, zero), hn::Lt(aq, sub_below)));
+    if constexpr (kSubnormal) {
+      subnormal += hn::CountTrue(d, hn::And(hn::Gt(aq, zero), hn::Lt(aq, sub_below)));
+    }
     auto clip_mask = hn::Gt(ax, clip);
     if (HWY_UNLIKELY(!hn::AllTrue(d, measured))) {
       nan += hn::CountTrue(d, hn::IsNaN(x));  // Ne is ordered: false for NaN
@@ -347,10 +343,10 @@ void CompareChunk(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, si
       q = hn::IfThenElseZero(measured, q);
       ax = hn::Abs(x);
     }
-    if constexpr (kClip) count(clipped, clip_mask);
-    count(zeroed, hn::AndNot(hn::Eq(x, zero), hn::Eq(q, zero)));
+    if constexpr (kClip) clipped += hn::CountTrue(d, clip_mask);
+    zeroed += hn::CountTrue(d, hn::AndNot(hn::Eq(x, zero), hn::Eq(q, zero)));
     const auto below = hn::Lt(ax, floor);
-    count(not_relative, below);
+    not_relative += hn::CountTrue(d, below);
     const auto axr = hn::IfThenElse(below, inf, ax);
 #if HWY_TARGET == HWY_SCALAR
     acc.Add(hn::PromoteTo(dd, x), hn::PromoteTo(dd, q), hn::PromoteTo(dd, axr));
@@ -362,20 +358,16 @@ void CompareChunk(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, si
             hn::PromoteTo(dd, hn::UpperHalf(dh, axr)));
 #endif
   }
-  auto total = [&](auto counter) {
-    return static_cast<uint64_t>(-static_cast<int64_t>(hn::GetLane(hn::SumOfLanes(di, counter))));
-  };
+  acc.Fold(dd, s);
   s.count += n;
   s.nan_inputs += nan;
   s.inf_inputs += inf_in;
   s.nonfinite_outputs += nonfinite;
-  const uint64_t measured_count = n - nan - inf_in - nonfinite;
-  s.measured += measured_count;
-  // Lanes not measured are below the floor too.
-  s.relative_count += n - total(not_relative);
-  s.zeroed += total(zeroed);
-  s.subnormal += total(subnormal);
-  s.clipped += total(clipped);
+  s.measured += n - nan - inf_in - nonfinite;
+  s.relative_count += n - not_relative;  // lanes not measured are below the floor too
+  s.zeroed += zeroed;
+  s.subnormal += subnormal;
+  s.clipped += clipped;
 }
 
 // Compares x[0, n) with q[0, n) into *stats and returns how many elements it
@@ -383,32 +375,25 @@ void CompareChunk(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, si
 size_t ComparePairs(const float* HWY_RESTRICT x, const float* HWY_RESTRICT q, size_t n,
                     const CompareOptions& options, PairStats* stats) {
   const DF d;
-  const DD dd;
-  const size_t N = hn::Lanes(d);
-  const size_t covered = n / N * N;
+  const size_t covered = n / hn::Lanes(d) * hn::Lanes(d);
   // |x| >= floor and x != 0 is |x| >= max(floor, smallest subnormal); a NaN
   // floor admits nothing.
   const float min_sub = std::numeric_limits<float>::denorm_min();
   float floor = options.relative_floor > min_sub ? options.relative_floor : min_sub;
   if (std::isnan(options.relative_floor)) floor = kInf;
-  const bool subnormal = options.subnormal_below > 0;  // else nothing counts
-  const bool clip = !(options.clip_above >= kInf);     // +Inf: nothing counts
+  const float sub = options.subnormal_below, clip = options.clip_above;
   PairStats s;
-  Accumulators<DD> acc(dd);
-  constexpr size_t kChunk = size_t{1} << 24;
-  for (size_t i = 0; i < covered; i += kChunk) {
-    const size_t len = std::min(kChunk, covered - i);
-    auto run = [&](auto kSub, auto kClip) {
-      CompareChunk<decltype(kSub)::value, decltype(kClip)::value>(
-          x + i, q + i, len, floor, options.subnormal_below, options.clip_above, acc, s);
-    };
-    if (subnormal) {
-      clip ? run(std::true_type(), std::true_type()) : run(std::true_type(), std::false_type());
+  if (sub > 0) {        // else nothing counts
+    if (clip < kInf) {  // +Inf: nothing counts
+      CompareRange<true, true>(x, q, covered, floor, sub, clip, s);
     } else {
-      clip ? run(std::false_type(), std::true_type()) : run(std::false_type(), std::false_type());
+      CompareRange<true, false>(x, q, covered, floor, sub, clip, s);
     }
+  } else if (!(clip >= kInf)) {  // a NaN clip_above: the masks are all false
+    CompareRange<false, true>(x, q, covered, floor, sub, clip, s);
+  } else {
+    CompareRange<false, false>(x, q, covered, floor, sub, clip, s);
   }
-  acc.Fold(dd, s);
   stats->Add(s);
   return covered;
 }

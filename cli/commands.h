@@ -35,9 +35,17 @@ int Fail(const absl::Status& status);
 
 int FormatsCommand(const std::vector<std::string>& argv);
 int ConvertCommand(const std::vector<std::string>& argv);
+int SchemesCommand(const std::vector<std::string>& argv);
+int QuantErrorCommand(const std::vector<std::string>& argv);
+int QuantizeCommand(const std::vector<std::string>& argv);
+int RangeCommand(const std::vector<std::string>& argv);
 
 extern const char kFormatsHelp[];
 extern const char kConvertHelp[];
+extern const char kSchemesHelp[];
+extern const char kQuantErrorHelp[];
+extern const char kQuantizeHelp[];
+extern const char kRangeHelp[];
 
 }  // namespace lowp::cli
 

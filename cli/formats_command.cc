@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "cli/table.h"
 #include "formats/format.h"
 #include "nlohmann/json.hpp"
 
@@ -68,9 +69,8 @@ int FormatsCommand(const std::vector<std::string>& argv) {
     std::printf("%s\n", all.dump(2).c_str());
     return 0;
   }
-  std::vector<std::vector<std::string>> rows = {{"name", "bits", "sign", "exp", "man", "bias",
-                                                 "specials", "max", "min normal", "min subnormal",
-                                                 "epsilon", "aliases"}};
+  std::vector<Row> rows = {{"name", "bits", "sign", "exp", "man", "bias", "specials", "max",
+                            "min normal", "min subnormal", "epsilon", "aliases"}};
   for (const Format& f : Catalog()) {
     const bool fl = f.is_float();
     rows.push_back({f.name, std::to_string(f.bits), f.is_signed ? "yes" : "no",
@@ -80,22 +80,8 @@ int FormatsCommand(const std::vector<std::string>& argv) {
                     f.has_subnormals() ? Number(f.min_subnormal()) : "-", Number(f.epsilon()),
                     absl::StrJoin(f.aliases, ",")});
   }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      // Names and words left-aligned, numbers right-aligned.
-      const bool left = c == 0 || c == 6 || c + 1 == row.size();
-      const std::string pad(width[c] - row[c].size(), ' ');
-      line += left ? row[c] + pad : pad + row[c];
-      if (c + 1 < row.size()) line += "  ";
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    std::printf("%s\n", line.c_str());
-  }
+  // Names and words left-aligned, numbers right-aligned.
+  PrintTable(rows, {0, 6, rows[0].size() - 1});
   return 0;
 }
 

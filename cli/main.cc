@@ -16,8 +16,12 @@ constexpr char kUsage[] =
     "What a number format does to your numbers.\n"
     "\n"
     "commands:\n"
-    "  formats   list the format catalog (--json for every field)\n"
-    "  convert   convert a raw file of codes from one format to another\n"
+    "  formats      list the format catalog (--json for every field)\n"
+    "  convert      convert a raw file of codes from one format to another\n"
+    "  schemes      list the quantization schemes and their exact rules\n"
+    "  quant-error  quantize checkpoint tensors and report the error per scheme\n"
+    "  quantize     write a checkpoint's tensors quantized and dequantized\n"
+    "  range        what fp16/bf16/fp8 ranges do to each tensor; loss scales\n"
     "\n"
     "'lowp <command> --help' describes a command.\n";
 
@@ -37,6 +41,19 @@ int Main(int argc, char** argv) {
   if (command == "convert") {
     if (wants_help) return std::fputs(kConvertHelp, stdout), 0;
     return ConvertCommand(args);
+  }
+  struct {
+    const char* name;
+    const char* help;
+    int (*run)(const std::vector<std::string>&);
+  } const quant_commands[] = {{"schemes", kSchemesHelp, SchemesCommand},
+                              {"quant-error", kQuantErrorHelp, QuantErrorCommand},
+                              {"quantize", kQuantizeHelp, QuantizeCommand},
+                              {"range", kRangeHelp, RangeCommand}};
+  for (const auto& c : quant_commands) {
+    if (command != c.name) continue;
+    if (wants_help) return std::fputs(c.help, stdout), 0;
+    return c.run(args);
   }
   std::fprintf(stderr, "lowp: unknown command '%s'\n%s", command.c_str(), kUsage);
   return 2;

@@ -9,7 +9,7 @@
 //   subnormal    0 < |q| < the smallest normal: results in the subnormal range
 //   flushed      x != 0 and q == 0
 //   relative     |q - x| / |x| over x != 0 with q finite: max and RMS
-//   max_scale    the largest k such that every x * 2^k casts to a finite value
+//   max_scale    the largest k such that every |x| * 2^k <= the largest finite
 //   min_scale    the smallest k such that at least `fraction` of the nonzero
 //                x have |x| * 2^k >= the smallest normal
 // A power-of-two scale 2^k with min_scale <= k <= max_scale keeps every value
@@ -37,10 +37,10 @@ struct RangeRow {
   std::string tensor;
   std::string format;
   uint64_t elements = 0;
-  uint64_t finite = 0;   // finite elements
-  uint64_t nonzero = 0;  // finite and nonzero
-  double absmax = 0;                  // max |x|
-  double min_nonzero = 0;             // min |x| over nonzero x (0 if none)
+  uint64_t finite = 0;     // finite elements
+  uint64_t nonzero = 0;    // finite and nonzero
+  double absmax = 0;       // max |x|
+  double min_nonzero = 0;  // min |x| over nonzero x (0 if none)
   uint64_t overflow = 0;
   uint64_t subnormal = 0;
   uint64_t flushed = 0;

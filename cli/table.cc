@@ -1,0 +1,50 @@
+#include "cli/table.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace lowp::cli {
+
+void PrintTable(const std::vector<Row>& rows, const std::vector<size_t>& left) {
+  if (rows.empty()) return;
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const Row& row : rows) {
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
+      width[c] = std::max(width[c], row[c].size());
+    }
+  }
+  for (const Row& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      const bool is_left = std::find(left.begin(), left.end(), c) != left.end();
+      line += is_left ? row[c] + pad : pad + row[c];
+      if (c + 1 < row.size()) line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+void PrintCsv(const std::vector<Row>& rows) {
+  for (const Row& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string& field = row[c];
+      if (field.find_first_of(",\"\n") == std::string::npos) {
+        line += field;
+      } else {
+        line += '"';
+        for (char ch : field) {
+          if (ch == '"') line += '"';
+          line += ch;
+        }
+        line += '"';
+      }
+      if (c + 1 < row.size()) line += ',';
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+}  // namespace lowp::cli

@@ -1,0 +1,21 @@
+// Plain-text tables and CSV for the commands' output.
+#ifndef LOWP_CLI_TABLE_H_
+#define LOWP_CLI_TABLE_H_
+
+#include <string>
+#include <vector>
+
+namespace lowp::cli {
+
+using Row = std::vector<std::string>;
+
+// Prints rows[0] as the header and the rest aligned in columns: a column is
+// left-aligned when its index is in `left`, right-aligned otherwise.
+void PrintTable(const std::vector<Row>& rows, const std::vector<size_t>& left);
+
+// Prints rows as CSV (RFC 4180 quoting where a field needs it).
+void PrintCsv(const std::vector<Row>& rows);
+
+}  // namespace lowp::cli
+
+#endif  // LOWP_CLI_TABLE_H_

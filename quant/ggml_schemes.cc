@@ -3,8 +3,10 @@
 // quantize_row_{q8_0,q4_0,q4_1,q5_0}_ref) and dequantizers
 // (dequantize_row_*), block layouts from ggml/src/ggml-common.h. Every step is
 // the same float32 operation in the same order, so the codes and fp16 scales
-// compare bit for bit with ggml's (the library is built without fused
-// multiply-add contraction, like ggml's reference build on baseline x86-64).
+// compare bit for bit with ggml's (checked against ggml's own
+// quantize_row_*_ref / dequantize_row_* on 2M mixed-scale elements). q4_1's
+// q * d + m is two roundings: lowp builds for baseline x86-64, where the
+// compiler cannot contract it into a fused multiply-add.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>

@@ -282,7 +282,9 @@ constexpr char kNf4Rule[] =
     " (summed in double, rounded to fp32; torch sums in fp32); v = absmax - offset is quantized"
     " in groups of 256 consecutive block scales (row-major): scale2 = max |v| of the group"
     " (fp32), code2 = dQuantize(v * (1/scale2)) over create_dynamic_map(signed=True) (the"
-    " signed 8-bit dynamic map, 256 sorted values; a 7-step pivot search then the nearer"
+    " signed 8-bit dynamic map, 256 sorted values, built as torch's CPU float32 linspace and"
+    " products give them without fused multiply-add: read from source, not checked against a"
+    " torch run, so a value may differ by an ulp; a 7-step pivot search then the nearer"
     " neighbour by float midpoints); the elements' codes are unchanged and dequantized with"
     " NF4[code] * (map[code2] * scale2 + offset). A group with scale2 = 0 takes map code 0.0."
     " Bits: 4 per element + 8 per block + 32 per 256 blocks + 32 per tensor (about 4.127).";

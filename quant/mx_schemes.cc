@@ -35,6 +35,12 @@
 namespace lowp::internal {
 namespace {
 
+// A dequantized value beyond float32's range (a block maximum near FLT_MAX
+// rounded up to the next element value) is returned as +-FLT_MAX.
+inline float SaturateToFloat(float v) {
+  return std::isinf(v) ? std::copysign(std::numeric_limits<float>::max(), v) : v;
+}
+
 constexpr int64_t kMxBlock = 32;
 constexpr int kMxScaleBits = 8;  // E8M0
 constexpr int kE8m0MinExponent = -127;
@@ -111,7 +117,9 @@ constexpr MxVariant kVariants[] = {
 //     to +-max_elem; value = decode(code) * X.
 //   mxint8: q = clamp(RNE(x / X * 2^6), -127, 127) (two's complement, -128
 //     unused as in microxcaling's symmetric int8); value = q * 2^-6 * X.
-// x / X is exact (X is a power of two); so is decode(code) * X in fp32.
+// x / X and decode(code) * X are exact in fp32 (X is a power of two), except
+// that with round-up a block max near FLT_MAX can round to an element whose
+// value exceeds float32: it comes back as +-FLT_MAX.
 // NaN and +-Inf take no part in amax, are stored as code 0 and come back
 // unchanged. Counts: clipped = finite x with |x / X| > max_elem; subnormal =
 // codes with a zero exponent field and a nonzero mantissa (never for int8).
@@ -211,7 +219,7 @@ class MxScheme : public Scheme {
             out[i] = in[i];
             continue;
           }
-          out[i] *= x_scale;
+          out[i] = SaturateToFloat(out[i] * x_scale);
           if (!is_int_) {
             const uint32_t m = CodeAt(bytes, storage_bits, i) & magnitude_mask;
             if (m != 0 && m <= mantissa_mask) ++subnormal;
@@ -222,15 +230,13 @@ class MxScheme : public Scheme {
     counts.clipped += clipped;
     counts.subnormal += subnormal;
 
-    if (stored != nullptr) {
-      stored->codes.resize(n);
+    if (stored != nullptr) {  // appended: a tensor pass calls Apply chunk by chunk
       for (size_t i = 0; i < n; ++i) {
-        uint32_t c = CodeAt(bytes, storage_bits, i);
-        stored->codes[i] =
-            is_int_ ? static_cast<int32_t>(static_cast<int8_t>(c & 0xFF)) : static_cast<int32_t>(c);
+        const uint32_t c = CodeAt(bytes, storage_bits, i);
+        stored->codes.push_back(is_int_ ? static_cast<int32_t>(static_cast<int8_t>(c & 0xFF))
+                                        : static_cast<int32_t>(c));
       }
-      stored->scales = std::move(block_scale);
-      stored->offsets.clear();
+      stored->scales.insert(stored->scales.end(), block_scale.begin(), block_scale.end());
     }
   }
 

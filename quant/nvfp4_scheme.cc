@@ -29,6 +29,12 @@
 namespace lowp::internal {
 namespace {
 
+// A dequantized value beyond float32's range (a block maximum near FLT_MAX
+// rounded up to the next element value) is returned as +-FLT_MAX.
+inline float SaturateToFloat(float v) {
+  return std::isinf(v) ? std::copysign(std::numeric_limits<float>::max(), v) : v;
+}
+
 constexpr int64_t kNvfp4Block = 16;
 constexpr float kE2m1Max = 6.0f;
 constexpr float kE4m3Max = 448.0f;
@@ -62,16 +68,6 @@ class Nvfp4Scheme : public Scheme {
   }
 
   bool NeedsTensorPass() const override { return true; }
-
-  void Observe(std::span<const float> in, int64_t cols, TensorContext& context) const override {
-    (void)cols;
-    float amax = context.absmax;
-    for (float x : in) {
-      const float a = std::fabs(x);
-      if (std::isfinite(a) && a > amax) amax = a;
-    }
-    context.absmax = amax;
-  }
 
   void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,
              std::span<float> out, SchemeCounts& counts,
@@ -152,7 +148,7 @@ class Nvfp4Scheme : public Scheme {
             out[i] = in[i];
             continue;
           }
-          out[i] *= dequant;
+          out[i] = SaturateToFloat(out[i] * dequant);
           if (((bytes[i / 2] >> ((i % 2) * 4)) & 0x7) == 1) ++subnormal;  // +-0.5
         }
       }
@@ -160,11 +156,9 @@ class Nvfp4Scheme : public Scheme {
     counts.clipped += clipped;
     counts.subnormal += subnormal;
 
-    if (stored != nullptr) {
-      stored->codes.resize(n);
-      for (size_t i = 0; i < n; ++i) stored->codes[i] = (bytes[i / 2] >> ((i % 2) * 4)) & 0xF;
-      stored->scales = std::move(block_scale);
-      stored->offsets.clear();
+    if (stored != nullptr) {  // appended: a tensor pass calls Apply chunk by chunk
+      for (size_t i = 0; i < n; ++i) stored->codes.push_back((bytes[i / 2] >> ((i % 2) * 4)) & 0xF);
+      stored->scales.insert(stored->scales.end(), block_scale.begin(), block_scale.end());
     }
   }
 

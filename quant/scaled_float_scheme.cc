@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "formats/packing.h"
 #include "formats/reference.h"
 #include "kernels/convert.h"
@@ -20,6 +20,12 @@
 
 namespace lowp::internal {
 namespace {
+
+// A dequantized value beyond float32's range (a block maximum near FLT_MAX
+// rounded up to the next element value) is returned as +-FLT_MAX.
+inline float SaturateToFloat(float v) {
+  return std::isinf(v) ? std::copysign(std::numeric_limits<float>::max(), v) : v;
+}
 
 enum class Granularity { kTensor, kChannel };
 
@@ -61,7 +67,7 @@ inline float FiniteAbsMax(std::span<const float> x, float start) {
 // the scale, are stored as code 0 and come back unchanged. Counts: clipped =
 // finite x with |x / scale| > max_finite (a scale rounded down, or saturated
 // in fp16); subnormal = nonzero codes with a zero exponent field.
-// StoredChunk::scales: one per row (channel) or one per chunk (tensor).
+// StoredChunk::scales: one per row (-tensor: the tensor's scale, repeated).
 // Storage: rows * cols * bits + (rows or 1) * scale bits.
 class ScaledFloatScheme : public Scheme {
  public:
@@ -79,11 +85,6 @@ class ScaledFloatScheme : public Scheme {
   }
 
   bool NeedsTensorPass() const override { return granularity_ == Granularity::kTensor; }
-
-  void Observe(std::span<const float> in, int64_t cols, TensorContext& context) const override {
-    (void)cols;
-    context.absmax = FiniteAbsMax(in, context.absmax);
-  }
 
   float StoredScale(float amax) const {
     if (!(amax > 0)) return 1.0f;
@@ -148,7 +149,7 @@ class ScaledFloatScheme : public Scheme {
           out[i] = in[i];
           continue;
         }
-        out[i] *= s;
+        out[i] = SaturateToFloat(out[i] * s);
         const uint32_t m = CodeAt(bytes, storage_bits, i) & magnitude_mask;
         if (m != 0 && m <= mantissa_mask && element_.has_subnormals()) ++subnormal;
       }
@@ -156,13 +157,11 @@ class ScaledFloatScheme : public Scheme {
     counts.clipped += clipped;
     counts.subnormal += subnormal;
 
-    if (stored != nullptr) {
-      stored->codes.resize(n);
+    if (stored != nullptr) {  // appended: a tensor pass calls Apply chunk by chunk
       for (size_t i = 0; i < n; ++i) {
-        stored->codes[i] = static_cast<int32_t>(CodeAt(bytes, storage_bits, i));
+        stored->codes.push_back(static_cast<int32_t>(CodeAt(bytes, storage_bits, i)));
       }
-      stored->scales = std::move(scales);
-      stored->offsets.clear();
+      for (size_t r = 0; r < rows; ++r) stored->scales.push_back(row_scale(r));
     }
   }
 

@@ -181,8 +181,8 @@ TEST(Mx, Fp8NegativeMaximumSaturates) {
 
 TEST(Mx, Int8SymmetricAndRounding) {
   // mxint8 (emax 0): amax = 1.5, floor(log2 1.5) = 0, X = 1; q = RNE(x * 64)
-  // clamped to [-127, 127]: 1.5 -> 96; -1.99 (amax 1.99 -> X = 1) ...
-  // Block 1: {1.5, 0.5/64 * 3 = 3/128 -> 1.5 -> RNE 2, 5/128 -> 2.5 -> 2}.
+  // clamped to [-127, 127]: 1.5 -> 96; 3/128 -> 1.5 -> 2 (tie to even);
+  // 5/128 -> 2.5 -> 2 (tie to even); -1 -> -64.
   std::unique_ptr<Scheme> s = Make("mxint8");
   Result r = RunScheme(*s, Block(32, {1.5f, 3.0f / 128, 5.0f / 128, -1.0f}), 32);
   EXPECT_THAT(r.stored.scales, ElementsAre(1.0f));

@@ -19,6 +19,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "quant/scheme.h"
+#include "quant/tensor_set.h"
 
 namespace lowp {
 namespace {
@@ -83,7 +85,8 @@ TEST_F(Cli, HelpAndUnknownCommands) {
   r = RunLowp("frobnicate");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("unknown command 'frobnicate'"));
-  for (const char* command : {"formats", "convert"}) {
+  for (const char* command :
+       {"formats", "convert", "schemes", "quant-error", "quantize", "range"}) {
     r = RunLowp(std::string(command) + " --help");
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_THAT(r.output, HasSubstr(std::string("usage: lowp ") + command));
@@ -242,6 +245,166 @@ TEST_F(Cli, BadInputsFailCleanly) {
   // Nothing written, nothing left behind, the existing file untouched.
   EXPECT_EQ(Files(), (std::vector<std::string>{"existing", "fp6.bin", "in.f32", "odd.f32"}));
   EXPECT_EQ(Read("existing"), "keep me");
+}
+
+const std::string kStories = LOWP_TEST_DATA_DIR "/stories260K/stories260K.f32.safetensors";
+
+TEST_F(Cli, SchemesListsEveryFamilyWithBitsPerWeight) {
+  Result r = RunLowp("schemes");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* name : {"int4-g128 (4.125 b/w)", "q4_0 (4.5 b/w)", "mxfp4 (4.25 b/w)", "nf4",
+                           "nvfp4", "fp8_e4m3fn", "uint4-g128-asym"}) {
+    EXPECT_THAT(r.output, HasSubstr(name));
+  }
+  r = RunLowp("schemes --json");
+  ASSERT_EQ(r.exit_code, 0);
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j.size(), SchemeFamilies().size());
+  for (const nlohmann::json& family : j) {
+    EXPECT_FALSE(family["rule"].get<std::string>().empty());
+    EXPECT_EQ(family["bits_per_weight_4096x4096"].size(), family["examples"].size());
+  }
+}
+
+TEST_F(Cli, QuantErrorJsonHasARowPerTensorAndSchemeAndAggregates) {
+  Result r = RunLowp("quant-error " + kStories + " --scheme int8-channel,q4_0,bf16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j["results"].size(), 48u * 3);
+  ASSERT_EQ(j["aggregates"].size(), 3u);
+  uint64_t elements = 0;
+  for (const nlohmann::json& row : j["results"]) {
+    for (const char* field : {"tensor",
+                              "scheme",
+                              "dtype",
+                              "shape",
+                              "elements",
+                              "bits_per_weight",
+                              "bytes",
+                              "mse",
+                              "rmse",
+                              "sqnr_db",
+                              "max_abs_error",
+                              "mean_abs_error",
+                              "max_relative_error",
+                              "mean_relative_error",
+                              "rms_relative_error",
+                              "cosine",
+                              "nan_inputs",
+                              "inf_inputs",
+                              "overflow",
+                              "clipped",
+                              "zeroed",
+                              "subnormal",
+                              "measured"}) {
+      EXPECT_TRUE(row.contains(field)) << field;
+    }
+    if (row["scheme"] == "q4_0") elements += row["elements"].get<uint64_t>();
+  }
+  EXPECT_EQ(elements, 292800u);
+  const nlohmann::json& all = j["aggregates"][0];
+  EXPECT_EQ(all["tensor"], "(all)");
+  EXPECT_EQ(all["scheme"], "int8-channel");
+  EXPECT_EQ(all["elements"], 292800u);
+  EXPECT_GT(all["sqnr_db"].get<double>(), 30.0);
+  EXPECT_EQ(all["bytes"].get<double>() * 8, all["bits_per_weight"].get<double>() * 292800);
+
+  // --tensors selects by glob; --csv has the header and one line per row.
+  r = RunLowp("quant-error " + kStories + " --scheme fp16 --tensors 'model.norm.*,lm_head*' --csv");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("tensor,scheme,elements"));
+  EXPECT_THAT(r.output, HasSubstr("model.norm.weight,fp16,64"));
+  EXPECT_THAT(r.output, HasSubstr("lm_head.weight,fp16,32768"));
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 4);  // header, 2 tensors, (all)
+}
+
+TEST_F(Cli, QuantizeWritesTheDequantizedCheckpoint) {
+  Result r = RunLowp("quantize " + kStories + " --scheme int4-g32 --out " + Path("q.safetensors") +
+                     " --tensors 'model.layers.*' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  absl::StatusOr<TensorSet> in = TensorSet::Open(kStories);
+  absl::StatusOr<TensorSet> out = TensorSet::Open(Path("q.safetensors"));
+  ASSERT_TRUE(in.ok() && out.ok()) << out.status();
+  ASSERT_EQ(in->tensors().size(), out->tensors().size());
+  EXPECT_EQ(out->metadata().at("lowp.scheme"), "int4-g32");
+  const auto scheme = *ParseScheme("int4-g32");
+  for (size_t i = 0; i < in->tensors().size(); ++i) {
+    const TensorView& a = in->tensors()[i];
+    const TensorView& b = out->tensors()[i];
+    SCOPED_TRACE(a.name);
+    ASSERT_EQ(a.name, b.name);
+    ASSERT_EQ(a.shape, b.shape);
+    if (a.name.rfind("model.layers.", 0) != 0) {  // not selected: copied unchanged
+      EXPECT_TRUE(std::equal(a.bytes.begin(), a.bytes.end(), b.bytes.begin(), b.bytes.end()));
+      continue;
+    }
+    std::vector<float> x(a.elements()), q(a.elements()), want(a.elements());
+    ASSERT_TRUE(ReadAsFloat32(a, 0, x).ok());
+    ASSERT_TRUE(ReadAsFloat32(b, 0, q).ok());
+    SchemeCounts counts;
+    scheme->Apply(x, a.cols(), TensorContext{}, want, counts);
+    EXPECT_EQ(q, want);
+  }
+  EXPECT_EQ(Files(), std::vector<std::string>{"q.safetensors"});
+
+  // A bad scheme or a missing input: a message, exit 1, no output file.
+  r = RunLowp("quantize " + kStories + " --scheme int4-g0 --out " + Path("bad.safetensors"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("group size"));
+  r = RunLowp("quantize " + Path("nope.safetensors") + " --scheme q8_0 --out " +
+              Path("bad.safetensors"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("nope.safetensors"));
+  EXPECT_EQ(Files(), std::vector<std::string>{"q.safetensors"});
+}
+
+TEST_F(Cli, RangeReportsFractionsAndScales) {
+  Result r = RunLowp("range " + kStories + " --tensors model.norm.weight --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j["results"].size(), 4u);  // fp16, bf16, fp8_e4m3fn, fp8_e5m2
+  for (const nlohmann::json& row : j["results"]) {
+    EXPECT_EQ(row["tensor"], "model.norm.weight");
+    EXPECT_EQ(row["elements"], 64u);
+    for (const char* field :
+         {"overflow_fraction", "subnormal_fraction", "flushed_fraction", "max_relative_error",
+          "rms_relative_error", "max_scale_log2", "min_scale_log2", "absmax"}) {
+      EXPECT_TRUE(row.contains(field)) << field;
+    }
+  }
+  // absmax 4.425 (PROVENANCE.md): fp16 takes scales up to 2^13 (4.425 * 2^13
+  // = 36250 <= 65504 < 72500).
+  EXPECT_EQ(j["results"][0]["format"], "fp16");
+  EXPECT_EQ(j["results"][0]["max_scale_log2"], 13);
+  r = RunLowp("range " + kStories + " --formats fp16,int8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("'int8' is not a floating format"));
+}
+
+TEST_F(Cli, QuantCommandsRejectBadArguments) {
+  struct Case {
+    std::string args, message;
+  } cases[] = {
+      {"quant-error " + kStories, "--scheme is required"},
+      {"quant-error " + kStories + " --scheme nosuch", "unknown scheme 'nosuch'"},
+      {"quant-error " + kStories + " --scheme fp16 --tensors 'zzz*'", "matches no tensor"},
+      {"quant-error " + kStories + " --scheme fp16 --json --csv", "exclude each other"},
+      {"quant-error " + kStories + " --scheme fp16 --threads -1", "--threads '-1'"},
+      {"quant-error " + kStories + " --scheme fp16 --relative-floor x", "--relative-floor 'x'"},
+      {"quant-error missing.safetensors --scheme fp16", "missing.safetensors"},
+      {"quant-error --scheme fp16", "needs input files"},
+      {"quantize " + kStories + " --scheme fp16", "--out is required"},
+      {"quantize " + kStories + " --scheme fp16,bf16 --out x", "one --scheme"},
+      {"quantize " + kStories + " --scheme fp16 --out x --dtype I8", "--dtype 'I8'"},
+      {"range " + kStories + " --fraction 2", "--fraction '2'"},
+      {"range " + kStories + " --formats nosuch", "--formats"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    Result r = RunLowp(c.args);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.output, HasSubstr(c.message));
+  }
 }
 
 }  // namespace

@@ -86,11 +86,11 @@ class HeaderParser {
   absl::Status ParseInt(int64_t& out) {
     if (Peek() < '0' || Peek() > '9') return Error("expected a non-negative integer");
     uint64_t v = 0;
+    constexpr uint64_t kMax = std::numeric_limits<int64_t>::max();
     while (Peek() >= '0' && Peek() <= '9') {
-      v = v * 10 + static_cast<uint64_t>(text_[pos_] - '0');
-      if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return Error("integer overflows int64");
-      }
+      const uint64_t digit = static_cast<uint64_t>(text_[pos_] - '0');
+      if (v > (kMax - digit) / 10) return Error("integer overflows int64");
+      v = v * 10 + digit;
       ++pos_;
     }
     out = static_cast<int64_t>(v);

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -165,7 +166,7 @@ void TensorSet::Release(const TensorView& tensor) const {
 bool MatchesPattern(absl::string_view pattern, absl::string_view name) {
   if (pattern.empty()) return true;
   for (absl::string_view glob : absl::StrSplit(pattern, ',')) {
-    if (GlobMatches(glob, name)) return true;
+    if (GlobMatches(absl::StripAsciiWhitespace(glob), name)) return true;
   }
   return false;
 }

@@ -50,8 +50,8 @@ class TensorSet {
 };
 
 // Tensor name patterns: comma-separated globs ('*' any run, '?' one
-// character); a name matches if any glob matches all of it. An empty pattern
-// matches everything.
+// character; whitespace around a glob is ignored); a name matches if any glob
+// matches all of it. An empty pattern matches everything.
 bool MatchesPattern(absl::string_view pattern, absl::string_view name);
 
 // Writes a safetensors file tensor by tensor, never holding more than one

@@ -714,9 +714,20 @@ TEST(NpyTest, Rejections) {
               HasSubstr("after the header dict"));
   EXPECT_THAT(NpyError(Npy(1,
                            "{'descr': '<f4', 'fortran_order': False, "
-                           "'shape': (99999999999999999999,)}",
+                           "'shape': (20000000000000000000,)}",
                            data)),
               HasSubstr("overflows"));
+  // 2^63 - 1 is the largest dimension; one more overflows.
+  EXPECT_THAT(NpyError(Npy(1,
+                           "{'descr': '<f4', 'fortran_order': False, "
+                           "'shape': (9223372036854775808,)}",
+                           data)),
+              HasSubstr("overflows int64"));
+  EXPECT_THAT(NpyError(Npy(1,
+                           "{'descr': '<f4', 'fortran_order': False, "
+                           "'shape': (9223372036854775807, 0)}",
+                           data)),
+              HasSubstr("24 bytes after"));
   EXPECT_THAT(NpyError(Npy(1,
                            "{'descr': '<f4', 'fortran_order': False, "
                            "'shape': (4294967296, 4294967296)}",
@@ -747,6 +758,7 @@ TEST(MatchesPatternTest, Globs) {
   EXPECT_FALSE(MatchesPattern("model.layers.?.mlp.*", "model.layers.12.mlp.up_proj.weight"));
   EXPECT_TRUE(MatchesPattern("lm_head.weight,*embed*", "model.embed_tokens.weight"));
   EXPECT_TRUE(MatchesPattern("lm_head.weight,*embed*", "lm_head.weight"));
+  EXPECT_TRUE(MatchesPattern("lm_head.weight, *embed*", "model.embed_tokens.weight"));
   EXPECT_FALSE(MatchesPattern("lm_head.weight,*embed*", "lm_head.weight2"));
   EXPECT_FALSE(MatchesPattern("norm", "model.norm.weight"));  // whole name only
   EXPECT_TRUE(MatchesPattern("a*b*c", "aXbYbZc"));

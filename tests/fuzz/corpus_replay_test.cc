@@ -1,0 +1,64 @@
+// Replays every seed-corpus file and every regression input of the fuzz
+// targets (tests/fuzz/corpus/<target>/, tests/fuzz/regressions/<target>/)
+// through the same target functions the fuzzers run, in the ordinary build:
+// a crash the fuzzers once found stays fixed everywhere, clang or not.
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "quant/npy.h"
+#include "quant/safetensors.h"
+
+namespace lowp::fuzz {
+int FuzzSafetensors(const uint8_t* data, size_t size);
+int FuzzNpy(const uint8_t* data, size_t size);
+int FuzzIndex(const uint8_t* data, size_t size);
+namespace {
+
+// Whether the parser of `target` accepts `bytes`.
+bool Accepts(const std::string& target, const std::vector<uint8_t>& bytes) {
+  if (target == "safetensors") return ParseSafetensors(bytes, "seed").ok();
+  if (target == "npy") return ParseNpy(bytes, "seed.npy").ok();
+  return ParseSafetensorsIndex(bytes, "seed").ok();
+}
+
+// Feeds every file under tests/fuzz/{corpus,regressions}/<target>; returns
+// how many there were. Seeds named valid_* must parse, bad_* must not.
+int Replay(const std::string& target, int (*fuzz)(const uint8_t*, size_t)) {
+  int count = 0;
+  for (const char* kind : {"corpus", "regressions"}) {
+    const std::filesystem::path dir = std::filesystem::path(LOWP_FUZZ_DIR) / kind / target;
+    if (!std::filesystem::exists(dir)) continue;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (!entry.is_regular_file()) continue;
+      std::ifstream in(entry.path(), std::ios::binary);
+      const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in),
+                                       std::istreambuf_iterator<char>()};
+      SCOPED_TRACE(entry.path().string());
+      // A copy of exactly the file's size, so reads past it are caught by
+      // sanitizers where the build has them.
+      std::vector<uint8_t> exact(bytes);
+      fuzz(exact.data(), exact.size());
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("valid", 0) == 0) {
+        EXPECT_TRUE(Accepts(target, bytes));
+      }
+      if (name.rfind("bad_", 0) == 0) {
+        EXPECT_FALSE(Accepts(target, bytes));
+      }
+      ++count;
+    }
+  }
+  return count;
+}
+
+TEST(FuzzCorpusReplayTest, Safetensors) { EXPECT_GE(Replay("safetensors", FuzzSafetensors), 10); }
+TEST(FuzzCorpusReplayTest, Npy) { EXPECT_GE(Replay("npy", FuzzNpy), 8); }
+TEST(FuzzCorpusReplayTest, Index) { EXPECT_GE(Replay("index", FuzzIndex), 5); }
+
+}  // namespace
+}  // namespace lowp::fuzz

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Writes the fuzzers' seed corpus (tests/fuzz/corpus/<target>/): small valid
+files of every kind plus a few malformed ones. Standard library only; rerun
+after changing it and commit the output."""
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SIZES = {"BOOL": 1, "U8": 1, "I8": 1, "U16": 2, "I16": 2, "U32": 4, "I32": 4, "U64": 8,
+         "I64": 8, "F16": 2, "BF16": 2, "F32": 4, "F64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def safetensors(tensors, metadata=None, pad=True, raw_header=None):
+    """tensors: list of (name, dtype, shape); data = a byte pattern."""
+    header, offset = {}, 0
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, dtype, shape in tensors:
+        n = SIZES[dtype]
+        for d in shape:
+            n *= d
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + n]}
+        offset += n
+    text = raw_header if raw_header is not None else json.dumps(header, separators=(",", ":"))
+    if pad:
+        text += " " * ((8 - len(text) % 8) % 8)
+    data = bytes((i * 37 + 11) & 0xFF for i in range(offset))
+    return struct.pack("<Q", len(text.encode())) + text.encode() + data
+
+
+st = "safetensors"
+write(st, "valid_all_dtypes", safetensors([("t." + d, d, [2, 3]) for d in SIZES],
+                                          {"format": "pt"}))
+write(st, "valid_scalar_and_empty", safetensors([("s", "F32", []), ("e", "F16", [0, 4]),
+                                                 ("v", "BF16", [3])]))
+write(st, "valid_empty_header", safetensors([]))
+write(st, "valid_unpadded_f8", safetensors([("a", "F8_E4M3", [5]), ("b", "F8_E5M2", [3])],
+                                           pad=False))
+write(st, "valid_4d", safetensors([("w", "F32", [2, 1, 2, 2]), ("i", "I64", [2])],
+                                  {"a": "b", "c": ""}))
+body = safetensors([("x", "U8", [4]), ("y", "U16", [2])])
+# Header order differs from data order.
+hdr = '{"y":{"dtype":"U16","shape":[2],"data_offsets":[4,8]},"x":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}'
+write(st, "valid_header_order", struct.pack("<Q", len(hdr)) + hdr.encode() + bytes(range(8)))
+write(st, "bad_truncated", safetensors([("w", "F32", [4, 4])])[:-7])
+write(st, "bad_header_length", struct.pack("<Q", 1 << 40) + b"{}")
+write(st, "bad_not_object", safetensors([], raw_header="[1,2,3]"))
+write(st, "bad_json", safetensors([], raw_header='{"a":{"dtype":'))
+write(st, "bad_duplicate", struct.pack("<Q", 118) +
+      b'{"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"w":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}          '
+      + b"\x01\x02")
+write(st, "bad_overlap", struct.pack("<Q", 104) +
+      b'{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":{"dtype":"U8","shape":[2],"data_offsets":[1,3]}}'
+      + b"\x01\x02\x03")
+write(st, "bad_dtype", safetensors([], raw_header='{"a":{"dtype":"F7","shape":[1],"data_offsets":[0,1]}}') + b"\x00")
+write(st, "bad_shape", safetensors([], raw_header='{"a":{"dtype":"F32","shape":[-1,4294967296],"data_offsets":[0,4]}}') + b"\x00" * 4)
+write(st, "bad_metadata", safetensors([], raw_header='{"__metadata__":{"a":1}}'))
+
+npy = "npy"
+
+
+def npy_file(major, dictionary, data, pad=True):
+    header = dictionary
+    prefix = 10 if major == 1 else 12
+    if pad:
+        header += " " * ((64 - (prefix + len(header) + 1) % 64) % 64) + "\n"
+    h = header.encode()
+    length = struct.pack("<H", len(h)) if major == 1 else struct.pack("<I", len(h))
+    return b"\x93NUMPY" + bytes([major, 0]) + length + h + data
+
+
+for major in (1, 2, 3):
+    write(npy, f"valid_v{major}_f4", npy_file(
+        major, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+        struct.pack("<6f", 1, 2, 3, 4, 5, 6)))
+for descr, size in (("<f2", 2), ("<f8", 8), ("|i1", 1), ("|u1", 1), ("<i2", 2), ("<u2", 2),
+                    ("<i4", 4), ("<u4", 4), ("<i8", 8), ("<u8", 8), ("|b1", 1)):
+    write(npy, "valid_" + descr[1:], npy_file(
+        1, "{'descr': '%s', 'fortran_order': False, 'shape': (3,), }" % descr,
+        bytes(range(3 * size))))
+write(npy, "valid_scalar", npy_file(1, '{"descr": "<f8", "fortran_order": False, "shape": ()}',
+                                    struct.pack("<d", 0.5), pad=False))
+write(npy, "bad_big_endian", npy_file(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", b"\0" * 4))
+write(npy, "bad_fortran", npy_file(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }", b"\0" * 4))
+write(npy, "bad_truncated", npy_file(2, "{'descr': '<f4', 'fortran_order': False, 'shape': (9,), }", b"\0" * 4))
+write(npy, "bad_structured", npy_file(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", b"\0" * 4))
+write(npy, "bad_version", b"\x93NUMPY\x09\x00" + b"\x10\x00" + b"{}" * 8)
+
+ix = "index"
+write(ix, "valid", json.dumps({"metadata": {"total_size": 1234}, "weight_map": {
+    "model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+    "lm_head.weight": "model-00002-of-00002.safetensors",
+    "model.norm.weight": "model-00001-of-00002.safetensors"}}, indent=2))
+write(ix, "valid_no_metadata", '{"weight_map": {"a": "s.safetensors"}}')
+write(ix, "bad_traversal", '{"weight_map": {"a": "../../etc/passwd"}}')
+write(ix, "bad_duplicate", '{"weight_map": {"a": "s.safetensors", "a": "t.safetensors"}}')
+write(ix, "bad_types", '{"metadata": 3, "weight_map": {"a": 1}}')
+write(ix, "bad_json", '{"weight_map": {"a": ')

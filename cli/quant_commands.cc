@@ -32,8 +32,8 @@ const char kSchemesHelp[] =
 
 const char kQuantErrorHelp[] =
     "usage: lowp quant-error FILES... --scheme S[,S...] [--tensors PATTERN]\n"
-    "                        [--json | --csv] [--relative-floor F] [--histogram]\n"
-    "                        [--threads N]\n"
+    "                        [--json | --csv] [--summary] [--relative-floor F]\n"
+    "                        [--histogram] [--threads N]\n"
     "\n"
     "Quantizes every floating tensor of FILES (.safetensors, a sharded\n"
     "checkpoint's .safetensors.index.json, .npy) with each scheme, reads it back\n"
@@ -46,6 +46,7 @@ const char kQuantErrorHelp[] =
     "finite, q not), clipped (clamped by the scheme), zeroed (x != 0, q = 0),\n"
     "subnormal codes; bits per weight and bytes with every scale and zero point.\n"
     "--tensors: comma-separated globs ('*', '?') on tensor names.\n"
+    "--summary: only the rows over all tensors.\n"
     "--histogram: measured elements by floor(log2 |e|) (JSON only).\n"
     "Schemes: 'lowp schemes'.\n";
 
@@ -304,7 +305,7 @@ int SchemesCommand(const std::vector<std::string>& argv) {
 
 int QuantErrorCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = Args::Parse(argv, {"scheme", "tensors", "relative-floor", "threads"},
-                                          {"json", "csv", "histogram"});
+                                          {"json", "csv", "histogram", "summary"});
   if (!args.ok()) return Fail(args.status());
   if (args->positional().empty()) {
     return Fail(absl::InvalidArgumentError("quant-error needs input files; see --help"));
@@ -344,6 +345,7 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
     }
     set->Release(*tensor);
   }
+  if (args->Has("summary")) reports.clear();
   PrintReports(reports, aggregates, skipped, *output, *options);
   return 0;
 }

@@ -4,6 +4,8 @@
 // their own tests (ggml_nf4_test, mx_nvfp4_test).
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -63,6 +65,17 @@ TEST(ParseScheme, CanonicalNamesAndOptions) {
       absl::StatusOr<std::unique_ptr<Scheme>> s = ParseScheme(example);
       EXPECT_TRUE(s.ok()) << family.family << ": " << example << ": " << s.status();
     }
+  }
+}
+
+// docs/quantization.md carries every family's rule as the code states it.
+TEST(SchemeFamilies, DocsStateEveryRule) {
+  std::ifstream in(LOWP_TEST_DATA_DIR "/../../docs/quantization.md");
+  ASSERT_TRUE(in.good());
+  const std::string docs{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  for (const SchemeFamily& family : SchemeFamilies()) {
+    EXPECT_THAT(docs, HasSubstr("### " + family.family + "\n")) << "regenerate the docs";
+    EXPECT_THAT(docs, HasSubstr(family.rule)) << family.family << ": regenerate the docs";
   }
 }
 

@@ -42,11 +42,12 @@ class CastScheme : public Scheme {
     // construction, so neither call can fail.
     (void)EncodeArray(format_, in, codes, options_, run);
     (void)DecodeArray(format_, codes, out, run);
+    // Branch-free so that the compiler vectorizes it (NaN compares false).
     uint64_t clipped = 0, subnormal = 0;
     for (size_t i = 0; i < in.size(); ++i) {
       const float a = std::fabs(in[i]), q = std::fabs(out[i]);
-      clipped += a > max_finite_ && a != HUGE_VALF;  // NaN compares false
-      subnormal += q > 0 && q < min_normal_;
+      clipped += (a > max_finite_) & (a != HUGE_VALF);
+      subnormal += (q > 0) & (q < min_normal_);
     }
     counts.clipped += clipped;
     counts.subnormal += subnormal;

@@ -30,16 +30,11 @@
 #include "formats/packing.h"
 #include "formats/reference.h"
 #include "kernels/convert.h"
+#include "kernels/quantize.h"
 #include "quant/scheme_families.h"
 
 namespace lowp::internal {
 namespace {
-
-// A dequantized value beyond float32's range (a block maximum near FLT_MAX
-// rounded up to the next element value) is returned as +-FLT_MAX.
-inline float SaturateToFloat(float v) {
-  return std::isinf(v) ? std::copysign(std::numeric_limits<float>::max(), v) : v;
-}
 
 constexpr int64_t kMxBlock = 32;
 constexpr int kMxScaleBits = 8;  // E8M0
@@ -157,37 +152,35 @@ class MxScheme : public Scheme {
     if (n == 0 || cols <= 0) return;
     const int64_t rows = static_cast<int64_t>(n) / cols;
     const int64_t blocks = BlocksPerRow(cols, kMxBlock);
-    // Elements are scaled by 1 / X (times 2^6 for int8) before rounding.
-    const int pre_shift = is_int_ ? kMxInt8FractionBits : 0;
+    // Elements are scaled by 1 / X, then by 2^6 for int8: two exact steps
+    // (1 / X alone is at most 2^127; the product of x and 1 / X is exact unless
+    // it is below float32's normal range, far below every element's smallest
+    // value, where it rounds to the same code 0 either way).
+    const float pre = is_int_ ? std::ldexp(1.0f, kMxInt8FractionBits) : 1.0f;
     const float limit = is_int_ ? static_cast<float>(kMxInt8Max) : static_cast<float>(max_elem_);
+    const float min_normal = is_int_ ? 0.0f : static_cast<float>(element_.min_normal());
+    constexpr float kMax = std::numeric_limits<float>::max();
 
-    std::vector<float> scaled(n);
-    std::vector<float> block_scale(static_cast<size_t>(rows * blocks));
+    thread_local std::vector<float> scaled, block_scale;
+    thread_local std::vector<uint8_t> bytes;
+    scaled.resize(n);
+    block_scale.resize(static_cast<size_t>(rows * blocks));
+    BlockAbsMax(in, cols, kMxBlock, block_scale);  // amax, then the scale X
     uint64_t clipped = 0;
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t b = 0; b < blocks; ++b) {
         const size_t begin = static_cast<size_t>(r * cols + b * kMxBlock);
         const size_t end = static_cast<size_t>(r * cols + std::min(cols, (b + 1) * kMxBlock));
-        float amax = 0;
-        for (size_t i = begin; i < end; ++i) {
-          const float a = std::fabs(in[i]);
-          if (std::isfinite(a) && a > amax) amax = a;
-        }
-        const int e = ScaleExponent(amax);
-        block_scale[static_cast<size_t>(r * blocks + b)] = std::ldexp(1.0f, e);
-        const float inv = std::ldexp(1.0f, pre_shift - e);  // exact power of two
-        for (size_t i = begin; i < end; ++i) {
+        float& x_scale = block_scale[static_cast<size_t>(r * blocks + b)];
+        const int e = ScaleExponent(x_scale);
+        x_scale = std::ldexp(1.0f, e);
+        const float inv = std::ldexp(1.0f, -e);  // exact power of two
+        for (size_t i = begin; i < end; ++i) {   // branch-free: vectorized
           const float x = in[i];
-          if (!std::isfinite(x)) {
-            scaled[i] = 0;
-            continue;
-          }
-          float s = x * inv;
-          if (std::fabs(s) > limit) {
-            ++clipped;
-            if (is_int_) s = std::copysign(limit, s);  // int8 alone would keep -128
-          }
-          scaled[i] = s;
+          float v = (std::fabs(x) <= kMax ? x : 0.0f) * inv * pre;
+          clipped += std::fabs(v) > limit;
+          if (is_int_) v = std::min(std::max(v, -limit), limit);  // int8 alone would keep -128
+          scaled[i] = v;
         }
       }
     }
@@ -196,7 +189,7 @@ class MxScheme : public Scheme {
     options.overflow = Overflow::kSaturate;
     RunOptions run;
     run.threads = 1;  // callers parallelize across chunks
-    std::vector<uint8_t> bytes(StorageBytes(element_, n));
+    bytes.resize(StorageBytes(element_, n));
     absl::Status status = EncodeArray(element_, scaled, bytes, options, run);
     if (status.ok()) status = DecodeArray(element_, bytes, out, run);
     if (!status.ok()) {  // cannot happen for the catalog formats used here
@@ -204,26 +197,20 @@ class MxScheme : public Scheme {
       return;
     }
 
-    const int storage_bits = element_.storage_bits();
-    const uint32_t magnitude_mask = element_.magnitude_mask();
-    const uint32_t mantissa_mask = (uint32_t{1} << element_.mantissa_bits) - 1;
+    // A decoded element is subnormal exactly when its code is.
     uint64_t subnormal = 0;
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t b = 0; b < blocks; ++b) {
         const size_t begin = static_cast<size_t>(r * cols + b * kMxBlock);
         const size_t end = static_cast<size_t>(r * cols + std::min(cols, (b + 1) * kMxBlock));
-        const float x_scale =
-            block_scale[static_cast<size_t>(r * blocks + b)] * std::ldexp(1.0f, -pre_shift);
+        const float x_scale = block_scale[static_cast<size_t>(r * blocks + b)] / pre;
         for (size_t i = begin; i < end; ++i) {
-          if (!std::isfinite(in[i])) {
-            out[i] = in[i];
-            continue;
-          }
-          out[i] = SaturateToFloat(out[i] * x_scale);
-          if (!is_int_) {
-            const uint32_t m = CodeAt(bytes, storage_bits, i) & magnitude_mask;
-            if (m != 0 && m <= mantissa_mask) ++subnormal;
-          }
+          const float v = out[i], a = std::fabs(v);
+          subnormal += (a > 0) & (a < min_normal);
+          // A value beyond float32 (a block max near FLT_MAX rounded up to the
+          // next element value) is returned as +-FLT_MAX.
+          const float y = std::min(std::max(v * x_scale, -kMax), kMax);
+          out[i] = std::fabs(in[i]) <= kMax ? y : in[i];
         }
       }
     }
@@ -232,7 +219,7 @@ class MxScheme : public Scheme {
 
     if (stored != nullptr) {  // appended: a tensor pass calls Apply chunk by chunk
       for (size_t i = 0; i < n; ++i) {
-        const uint32_t c = CodeAt(bytes, storage_bits, i);
+        const uint32_t c = CodeAt(bytes, element_.storage_bits(), i);
         stored->codes.push_back(is_int_ ? static_cast<int32_t>(static_cast<int8_t>(c & 0xFF))
                                         : static_cast<int32_t>(c));
       }

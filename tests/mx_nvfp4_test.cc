@@ -277,6 +277,18 @@ TEST(Mx, E8m0RangeExtremes) {
   EXPECT_EQ(u.counts.clipped, 0u);
 }
 
+TEST(Mx, Int8BlockOfFloat32Subnormals) {
+  // amax = 1e-39 (a float32 subnormal): e = floor(log2) - 0 = -130, clamped to
+  // -127. q = RNE(1e-39 / 2^-127 * 64) = RNE(10.89) = 11; 1/X * 64 = 2^133 is
+  // beyond float32, so the scaling must not be done in one multiply.
+  Result r = RunScheme(*Make("mxint8"), Block(32, {1e-39f, -5e-40f}), 32);
+  EXPECT_THAT(r.stored.scales, ElementsAre(std::ldexp(1.0f, -127)));
+  EXPECT_EQ(r.stored.codes[0], 11);
+  EXPECT_EQ(r.stored.codes[1], -5);  // -5.44 -> -5
+  EXPECT_EQ(r.out[0], std::ldexp(11.0f, -133));
+  EXPECT_EQ(r.counts.clipped, 0u);
+}
+
 TEST(Mx, StorageBits) {
   EXPECT_EQ(Make("mxfp4")->StorageBits(1, 4096), 4096u * 4 + 128 * 8);
   EXPECT_DOUBLE_EQ(Make("mxfp4")->BitsPerWeight(1, 4096), 4.25);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <thread>
 
@@ -86,9 +87,10 @@ class Driver {
         const int64_t count = std::min(batch_chunks_, total_chunks - first);
         std::vector<ChunkResult> results(count);
         ParallelFor(count, threads, [&](int64_t i) {
-          thread_local std::vector<float> in;
+          thread_local std::vector<float> buffer;
+          std::span<const float> in;
           ChunkResult& r = results[i];
-          r.status = Read(first + i, in);
+          r.status = Read(first + i, buffer, in);
           if (r.status.ok()) scheme_.Observe(in, cols_, r.context);
         });
         for (ChunkResult& r : results) {
@@ -103,9 +105,10 @@ class Driver {
       std::vector<ChunkResult> results(count);
       if (sink != nullptr) batch_out.resize(Elements(first, count));
       ParallelFor(count, threads, [&](int64_t i) {
-        thread_local std::vector<float> in, out;
+        thread_local std::vector<float> buffer, out;
+        std::span<const float> in;
         ChunkResult& r = results[i];
-        r.status = Read(first + i, in);
+        r.status = Read(first + i, buffer, in);
         if (!r.status.ok()) return;
         std::span<float> dst;
         if (sink != nullptr) {
@@ -141,11 +144,22 @@ class Driver {
     return (end_row - first * chunk_rows_) * cols_;
   }
 
-  absl::Status Read(int64_t chunk, std::vector<float>& in) const {
+  // Points `in` at the chunk's elements as float32: in place for an aligned
+  // F32 tensor, else converted into `buffer`.
+  absl::Status Read(int64_t chunk, std::vector<float>& buffer, std::span<const float>& in) const {
     const int64_t first_row = chunk * chunk_rows_;
     const int64_t rows = std::min(chunk_rows_, tensor_.rows() - first_row);
-    in.resize(rows * cols_);
-    return ReadAsFloat32(tensor_, first_row * cols_, in);
+    const size_t first = static_cast<size_t>(first_row * cols_),
+                 n = static_cast<size_t>(rows * cols_);
+    const uint8_t* data = tensor_.bytes.data();
+    if (tensor_.dtype == DType::kF32 && reinterpret_cast<uintptr_t>(data) % alignof(float) == 0 &&
+        tensor_.bytes.size() >= (first + n) * sizeof(float)) {
+      in = std::span<const float>(reinterpret_cast<const float*>(data) + first, n);
+      return absl::OkStatus();
+    }
+    buffer.resize(n);
+    in = buffer;
+    return ReadAsFloat32(tensor_, static_cast<int64_t>(first), buffer);
   }
 
   const TensorView& tensor_;

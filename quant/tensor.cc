@@ -77,6 +77,21 @@ void Convert(const uint8_t* in, std::span<float> out) {
   }
 }
 
+// Products of dimensions saturate at INT64_MAX instead of overflowing: a
+// valid shape (ShapeElements) never overflows in elements(), but its rows()
+// can when the last dimension is 0 (e.g. [2^40, 2^40, 0]), and a view built by
+// hand may hold anything. A zero dimension anywhere makes elements() 0.
+int64_t SaturatingProduct(std::span<const int64_t> dims) {
+  for (int64_t d : dims) {
+    if (d == 0) return 0;
+  }
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
+  }
+  return n;
+}
+
 }  // namespace
 
 absl::string_view DTypeName(DType dtype) { return Info(dtype).name; }
@@ -102,18 +117,13 @@ std::vector<DType> AllDTypes() {
   return all;
 }
 
-int64_t TensorView::elements() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+int64_t TensorView::elements() const { return SaturatingProduct(shape); }
 
 int64_t TensorView::cols() const { return shape.empty() ? 1 : shape.back(); }
 
 int64_t TensorView::rows() const {
-  int64_t n = 1;
-  for (size_t i = 0; i + 1 < shape.size(); ++i) n *= shape[i];
-  return n;
+  return shape.empty() ? 1
+                       : SaturatingProduct(std::span<const int64_t>(shape).first(shape.size() - 1));
 }
 
 absl::StatusOr<int64_t> ShapeElements(std::span<const int64_t> shape, absl::string_view what) {

@@ -121,6 +121,16 @@ TEST(TensorViewTest, ShapeHelpers) {
               AllOf(HasSubstr("what"), HasSubstr("overflows")));
   const std::vector<int64_t> zero = {int64_t{1} << 62, 0, int64_t{1} << 62};
   EXPECT_EQ(*ShapeElements(zero, "x"), 0);
+  // Found by the npy fuzzer: a valid shape whose leading dimensions overflow
+  // before a later 0 (elements() multiplied in order and overflowed).
+  t.shape = zero;
+  EXPECT_EQ(t.elements(), 0);
+  EXPECT_EQ(t.cols(), int64_t{1} << 62);
+  EXPECT_EQ(t.rows(), 0);
+  t.shape = {int64_t{1} << 40, int64_t{1} << 40, 0};
+  EXPECT_EQ(t.elements(), 0);
+  EXPECT_EQ(t.cols(), 0);
+  EXPECT_EQ(t.rows(), std::numeric_limits<int64_t>::max());  // saturates
 }
 
 // ---------------------------------------------------------------- ReadAsFloat32

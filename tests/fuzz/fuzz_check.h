@@ -37,6 +37,7 @@ inline void CheckTensor(const TensorView& t, std::span<const uint8_t> file) {
   const absl::StatusOr<int64_t> elements = ShapeElements(t.shape, t.name);
   Check(elements.ok(), "shape of a parsed tensor is invalid");
   Check(*elements == t.elements(), "elements() disagrees with ShapeElements");
+  Check(t.cols() == 0 || t.rows() * t.cols() == *elements, "rows() * cols() != elements()");
   Check(static_cast<uint64_t>(*elements) * DTypeBytes(t.dtype) == t.bytes.size(),
         "tensor bytes do not match its shape");
   if (!t.bytes.empty()) {
@@ -48,8 +49,7 @@ inline void CheckTensor(const TensorView& t, std::span<const uint8_t> file) {
   std::vector<float> out(static_cast<size_t>(n) + 1);
   const std::span<float> first_n(out.data(), static_cast<size_t>(n));
   Check(ReadAsFloat32(t, 0, first_n).ok(), "ReadAsFloat32 of the first elements failed");
-  Check(ReadAsFloat32(t, *elements - n, first_n).ok(),
-        "ReadAsFloat32 of the last elements failed");
+  Check(ReadAsFloat32(t, *elements - n, first_n).ok(), "ReadAsFloat32 of the last elements failed");
   Check(!ReadAsFloat32(t, *elements - n, out).ok(), "ReadAsFloat32 past the end succeeded");
 }
 

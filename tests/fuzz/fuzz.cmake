@@ -36,7 +36,7 @@ elseif(MODE STREQUAL "run")
   endif()
   execute_process(
     COMMAND "${fuzzer}" -max_total_time=${SECONDS} -timeout=10 -rss_limit_mb=2048
-            -max_len=16384 -print_final_stats=1
+            -max_len=16384 -print_final_stats=1 -dict=${SOURCE_DIR}/tests/fuzz/${TARGET}.dict
             -artifact_prefix=${WORK_DIR}/artifacts/${TARGET}- ${dirs}
     RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
   string(LENGTH "${out}" length)

@@ -144,7 +144,8 @@ void Quant(benchmark::State& state, const Input* input, std::string scheme_name,
     return;
   }
   Held& h = Get(*input);
-  const MeasureOptions options{.threads = threads};
+  MeasureOptions options;
+  options.threads = threads;
   double sqnr = 0;
   for (auto _ : state) {
     absl::StatusOr<QuantReport> r = MeasureTensor(h.view, **scheme, options);
@@ -175,7 +176,8 @@ void Checkpoint(benchmark::State& state, std::string path, std::vector<std::stri
     }
     schemes.push_back(*std::move(s));
   }
-  const MeasureOptions options{.threads = threads};
+  MeasureOptions options;
+  options.threads = threads;
   int64_t elements = 0, tensors = 0;
   for (auto _ : state) {
     absl::StatusOr<TensorSet> set = TensorSet::Open(path);
@@ -345,10 +347,14 @@ int PeakRss(const std::string& path, const std::string& scheme_list, int threads
     std::fprintf(stderr, "%s\n", std::string(set.status().message()).c_str());
     return 1;
   }
+  // As the CLI: release each batch's pages once read, and each tensor's after.
+  MeasureOptions options;
+  options.threads = threads;
+  if (release) options.release = [&set](std::span<const uint8_t> b) { set->Release(b); };
   int64_t largest = 0, data = 0;
   for (const TensorView& t : set->tensors()) {
     for (const auto& scheme : schemes) {
-      absl::StatusOr<QuantReport> r = MeasureTensor(t, *scheme, {.threads = threads});
+      absl::StatusOr<QuantReport> r = MeasureTensor(t, *scheme, options);
       if (!r.ok()) {
         std::fprintf(stderr, "%s\n", std::string(r.status().message()).c_str());
         return 1;

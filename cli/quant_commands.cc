@@ -318,6 +318,7 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
   if (!schemes.ok()) return Fail(schemes.status());
   absl::StatusOr<TensorSet> set = TensorSet::OpenAll(args->positional());
   if (!set.ok()) return Fail(set.status());
+  options->release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
   absl::StatusOr<std::vector<const TensorView*>> selected =
       Select(*set, args->Value("tensors").value_or(""));
   if (!selected.ok()) return Fail(selected.status());
@@ -381,6 +382,7 @@ int QuantizeCommand(const std::vector<std::string>& argv) {
   }
   absl::StatusOr<TensorSet> set = TensorSet::Open(args->positional()[0]);
   if (!set.ok()) return Fail(set.status());
+  options->release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
   const std::string pattern = args->Value("tensors").value_or("");
   if (absl::StatusOr<std::vector<const TensorView*>> s = Select(*set, pattern); !s.ok()) {
     return Fail(s.status());
@@ -477,6 +479,7 @@ int RangeCommand(const std::vector<std::string>& argv) {
   }
   absl::StatusOr<TensorSet> set = TensorSet::OpenAll(args->positional());
   if (!set.ok()) return Fail(set.status());
+  options.release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
   absl::StatusOr<std::vector<const TensorView*>> selected =
       Select(*set, args->Value("tensors").value_or(""));
   if (!selected.ok()) return Fail(selected.status());

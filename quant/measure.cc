@@ -97,6 +97,7 @@ class Driver {
           if (!r.status.ok()) return r.status;
           context.Merge(r.context);
         }
+        Release(first, count);
       }
     }
     std::vector<float> batch_out;
@@ -129,6 +130,7 @@ class Driver {
         report.counts.Add(r.counts);
         for (const auto& [key, n] : r.histogram) report.histogram[key] += n;
       }
+      Release(first, count);
       if (sink != nullptr) {
         if (absl::Status s = (*sink)(batch_out); !s.ok()) return s;
       }
@@ -142,6 +144,15 @@ class Driver {
   int64_t Elements(int64_t first, int64_t count) const {
     const int64_t end_row = std::min(tensor_.rows(), (first + count) * chunk_rows_);
     return (end_row - first * chunk_rows_) * cols_;
+  }
+
+  // Hands the bytes of chunks [first, first + count) to options_.release.
+  void Release(int64_t first, int64_t count) const {
+    if (!options_.release) return;
+    const size_t size = DTypeBytes(tensor_.dtype);
+    const size_t begin = static_cast<size_t>(first * chunk_rows_ * cols_) * size;
+    options_.release(
+        tensor_.bytes.subspan(begin, static_cast<size_t>(Elements(first, count)) * size));
   }
 
   // Points `in` at the chunk's elements as float32: in place for an aligned

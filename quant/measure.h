@@ -42,6 +42,10 @@ struct MeasureOptions {
   int threads = 0;
   // Histogram of |e| by binade (see QuantReport::histogram).
   bool histogram = false;
+  // Called with the tensor bytes of each batch (at most 2^22 elements) once
+  // they have been read, e.g. TensorSet::Release, so that the pages of a
+  // memory-mapped tensor larger than RAM do not accumulate.
+  std::function<void(std::span<const uint8_t>)> release;
 };
 
 struct QuantReport {

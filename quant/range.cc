@@ -30,12 +30,16 @@ struct Census {
   float min_nonzero = std::numeric_limits<float>::infinity();
 };
 
-absl::StatusOr<Census> TakeCensus(const TensorView& tensor) {
+absl::StatusOr<Census> TakeCensus(const TensorView& tensor, const RangeOptions& options) {
   Census census;
   std::vector<float> chunk;
   for (int64_t first = 0; first < tensor.elements(); first += kChunk) {
     chunk.resize(std::min(kChunk, tensor.elements() - first));
     if (absl::Status s = ReadAsFloat32(tensor, first, chunk); !s.ok()) return s;
+    if (options.release) {
+      const size_t size = DTypeBytes(tensor.dtype);
+      options.release(tensor.bytes.subspan(first * size, chunk.size() * size));
+    }
     for (float x : chunk) {
       if (!std::isfinite(x)) continue;
       ++census.finite;
@@ -91,7 +95,7 @@ absl::StatusOr<std::vector<RangeRow>> StudyRange(const TensorView& tensor,
           absl::StrCat("range study: '", format.name, "' is not a floating format with zero"));
     }
   }
-  absl::StatusOr<Census> census = TakeCensus(tensor);
+  absl::StatusOr<Census> census = TakeCensus(tensor, options);
   if (!census.ok()) {
     return absl::Status(census.status().code(),
                         absl::StrCat("tensor '", tensor.name, "' in ", tensor.file, ": ",
@@ -106,6 +110,7 @@ absl::StatusOr<std::vector<RangeRow>> StudyRange(const TensorView& tensor,
     if (!cast.ok()) return cast.status();
     MeasureOptions measure;
     measure.threads = options.threads;
+    measure.release = options.release;
     // Relative error over every nonzero x.
     measure.relative_floor = std::numeric_limits<float>::denorm_min();
     absl::StatusOr<QuantReport> report = MeasureTensor(tensor, **cast, measure);

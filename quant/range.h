@@ -18,7 +18,9 @@
 #define LOWP_QUANT_RANGE_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,8 @@ namespace lowp {
 struct RangeOptions {
   double fraction = 0.999;  // for min_scale
   int threads = 0;
+  // As MeasureOptions::release: called with the bytes of each piece read.
+  std::function<void(std::span<const uint8_t>)> release;
 };
 
 struct RangeRow {

@@ -154,10 +154,12 @@ absl::StatusOr<TensorSet> TensorSet::OpenAll(const std::vector<std::string>& pat
   return all;
 }
 
-void TensorSet::Release(const TensorView& tensor) const {
+void TensorSet::Release(const TensorView& tensor) const { Release(tensor.bytes); }
+
+void TensorSet::Release(std::span<const uint8_t> bytes) const {
   for (const auto& file : files_) {
-    if (file->Contains(tensor.bytes)) {
-      file->Release(tensor.bytes);
+    if (file->Contains(bytes)) {
+      file->Release(bytes);
       return;
     }
   }

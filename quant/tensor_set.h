@@ -41,6 +41,10 @@ class TensorSet {
   // Drops the pages of `tensor` from this process's memory (madvise); the
   // view stays valid and re-reads the file if used again.
   void Release(const TensorView& tensor) const;
+  // The same for part of a tensor's bytes (MeasureOptions::release calls it
+  // batch by batch, so even one tensor larger than RAM streams through).
+  // Bytes outside this set's files are left alone.
+  void Release(std::span<const uint8_t> bytes) const;
 
  private:
   TensorSet();

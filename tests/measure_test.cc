@@ -168,6 +168,29 @@ TEST(MeasureTensor, ThreadsAndBatchesNeverChangeAResult) {
   }
 }
 
+TEST(MeasureTensor, ReleasesEveryByteOnceBatchByBatch) {
+  // 5 x 2^20 elements = a batch of 2^22 and a short one; a per-tensor
+  // scheme reads the tensor twice.
+  OwnedTensor t(Random(5 << 20, 4, false), {5 << 10, 1024});
+  for (const std::string name : {"int8-channel", "int8"}) {
+    SCOPED_TRACE(name);
+    std::vector<std::span<const uint8_t>> released;
+    MeasureOptions options;
+    options.release = [&](std::span<const uint8_t> b) { released.push_back(b); };
+    ASSERT_TRUE(MeasureTensor(t.view, *Make(name), options).ok());
+    const size_t passes = name == "int8" ? 2 : 1;
+    ASSERT_EQ(released.size(), 2 * passes);
+    const uint8_t* next = t.view.bytes.data();
+    for (const auto& b : released) {
+      EXPECT_EQ(b.data(), next);
+      EXPECT_LE(b.size(), size_t{4} << 22);  // a batch at most
+      next = b.data() + b.size();
+      if (next == t.view.bytes.data() + t.view.bytes.size()) next = t.view.bytes.data();
+    }
+    EXPECT_EQ(next, t.view.bytes.data());  // each pass covered the whole tensor
+  }
+}
+
 TEST(MeasureTensor, SinkErrorsStopTheRunAndNameTheTensor) {
   OwnedTensor t(Random(1000, 3, false), {10, 100});
   absl::Status s = QuantizeTensor(

@@ -191,6 +191,21 @@ const Row kReportHeader = {"tensor",  "scheme",  "elements", "bits/w",  "rmse",
 
 enum class Output { kTable, kJson, kCsv };
 
+void PrintSkipped(const std::vector<std::string>& skipped) {
+  if (skipped.empty()) return;
+  std::fprintf(stderr, "lowp: skipped %zu tensor(s) that are not floating: %s\n", skipped.size(),
+               absl::StrJoin(skipped, ", ").c_str());
+}
+
+// The table, or CSV, of rows[0] as header and the rest.
+void PrintRows(const std::vector<Row>& rows, Output output) {
+  if (output == Output::kCsv) {
+    PrintCsv(rows);
+  } else {
+    PrintTable(rows, {0, 1});
+  }
+}
+
 absl::StatusOr<Output> ParseOutput(const Args& args) {
   if (args.Has("json") && args.Has("csv")) {
     return absl::InvalidArgumentError("--json and --csv exclude each other");
@@ -219,15 +234,8 @@ void PrintReports(const std::vector<QuantReport>& reports,
   std::vector<Row> rows = {kReportHeader};
   for (const QuantReport& r : reports) rows.push_back(ReportRow(r));
   for (const QuantReport& r : aggregates) rows.push_back(ReportRow(r));
-  if (output == Output::kCsv) {
-    PrintCsv(rows);
-  } else {
-    PrintTable(rows, {0, 1});
-  }
-  if (!skipped.empty()) {
-    std::fprintf(stderr, "lowp: skipped %zu tensor(s) that are not floating: %s\n", skipped.size(),
-                 absl::StrJoin(skipped, ", ").c_str());
-  }
+  PrintRows(rows, output);
+  PrintSkipped(skipped);
 }
 
 absl::StatusOr<MeasureOptions> ParseMeasureOptions(const Args& args) {
@@ -541,15 +549,8 @@ int RangeCommand(const std::vector<std::string>& argv) {
                      Num(r.max_relative_error), Num(r.rms_relative_error), opt(r.max_scale_log2),
                      opt(r.min_scale_log2)});
   }
-  if (*output == Output::kCsv) {
-    PrintCsv(table);
-  } else {
-    PrintTable(table, {0, 1});
-  }
-  if (!skipped.empty()) {
-    std::fprintf(stderr, "lowp: skipped %zu tensor(s) that are not floating: %s\n", skipped.size(),
-                 absl::StrJoin(skipped, ", ").c_str());
-  }
+  PrintRows(table, *output);
+  PrintSkipped(skipped);
   return 0;
 }
 

@@ -47,23 +47,6 @@ constexpr int32_t kMxInt8Max = 127;
 
 enum class MxScaleRule { kFloor, kRoundUp };
 
-// The code of element `i` in the storage layout of formats/packing.h.
-inline uint32_t CodeAt(const std::vector<uint8_t>& bytes, int storage_bits, size_t i) {
-  switch (storage_bits) {
-    case 4:
-      return (bytes[i / 2] >> ((i % 2) * 4)) & 0xF;
-    case 8:
-      return bytes[i];
-    case 16:
-      return uint32_t{bytes[2 * i]} | (uint32_t{bytes[2 * i + 1]} << 8);
-    default: {
-      uint32_t c;
-      std::memcpy(&c, &bytes[4 * i], 4);
-      return c;
-    }
-  }
-}
-
 // floor(log2(a)) for a finite a > 0, exact (subnormal a included).
 inline int FloorLog2(float a) {
   int e;

@@ -29,23 +29,6 @@ inline float SaturateToFloat(float v) {
 
 enum class Granularity { kTensor, kChannel };
 
-// The code of element `i` in the storage layout of formats/packing.h.
-inline uint32_t CodeAt(const std::vector<uint8_t>& bytes, int storage_bits, size_t i) {
-  switch (storage_bits) {
-    case 4:
-      return (bytes[i / 2] >> ((i % 2) * 4)) & 0xF;
-    case 8:
-      return bytes[i];
-    case 16:
-      return uint32_t{bytes[2 * i]} | (uint32_t{bytes[2 * i + 1]} << 8);
-    default: {
-      uint32_t c;
-      std::memcpy(&c, &bytes[4 * i], 4);
-      return c;
-    }
-  }
-}
-
 inline float FiniteAbsMax(std::span<const float> x, float start) {
   float amax = start;
   for (float v : x) {

@@ -3,6 +3,8 @@
 #ifndef LOWP_QUANT_SCHEME_FAMILIES_H_
 #define LOWP_QUANT_SCHEME_FAMILIES_H_
 
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -56,6 +58,23 @@ float StoreScale(const Format& format, float scale);
 
 // Blocks per row of `cols` elements.
 inline int64_t BlocksPerRow(int64_t cols, int64_t block) { return (cols + block - 1) / block; }
+
+// The code of element `i` in the storage layout of formats/packing.h.
+inline uint32_t CodeAt(const std::vector<uint8_t>& bytes, int storage_bits, size_t i) {
+  switch (storage_bits) {
+    case 4:
+      return (bytes[i / 2] >> ((i % 2) * 4)) & 0xF;
+    case 8:
+      return bytes[i];
+    case 16:
+      return uint32_t{bytes[2 * i]} | (uint32_t{bytes[2 * i + 1]} << 8);
+    default: {
+      uint32_t c;
+      std::memcpy(&c, &bytes[4 * i], 4);
+      return c;
+    }
+  }
+}
 
 // The InvalidArgument for an option key the scheme does not take.
 absl::Status UnknownOption(absl::string_view base, absl::string_view key, absl::string_view valid);

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "quant/scheme.h"
+#include "tests/scheme_run.h"
 
 namespace lowp {
 namespace {
@@ -24,42 +25,12 @@ using ::testing::HasSubstr;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-std::unique_ptr<Scheme> Make(const std::string& name) {
-  absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(name);
-  EXPECT_TRUE(scheme.ok()) << name << ": " << scheme.status();
-  return scheme.ok() ? std::move(*scheme) : nullptr;
-}
+using testing::Make;
+using testing::Result;
 
-struct Result {
-  std::vector<float> out;
-  SchemeCounts counts;
-  StoredChunk stored;
-  TensorContext context;
-};
-
-// Runs a scheme the way a tensor pass does: Observe over the whole tensor
-// when the scheme asks for it, then Apply chunk by chunk of ChunkRows rows.
 Result Quantize(const Scheme& scheme, const std::vector<float>& in, int64_t cols,
                 bool keep_stored = true) {
-  Result r;
-  r.out.assign(in.size(), -12345.0f);
-  const int64_t rows = static_cast<int64_t>(in.size()) / cols;
-  const int64_t chunk = scheme.ChunkRows(cols);
-  if (scheme.NeedsTensorPass()) {
-    for (int64_t row = 0; row < rows; row += chunk) {
-      const int64_t n = std::min(chunk, rows - row) * cols;
-      TensorContext part;
-      scheme.Observe(std::span<const float>(in).subspan(row * cols, n), cols, part);
-      r.context.Merge(part);
-    }
-  }
-  for (int64_t row = 0; row < rows; row += chunk) {
-    const int64_t n = std::min(chunk, rows - row) * cols;
-    scheme.Apply(std::span<const float>(in).subspan(row * cols, n), cols, r.context,
-                 std::span<float>(r.out).subspan(row * cols, n), r.counts,
-                 keep_stored ? &r.stored : nullptr);
-  }
-  return r;
+  return testing::RunScheme(scheme, in, cols, keep_stored);
 }
 
 std::vector<float> Block32(std::initializer_list<float> head) {

@@ -2,6 +2,8 @@
 // tensor; chunking, batches and threads never change a result; the range
 // study on crafted values; and every scheme on the real checkpoints, with the
 // bf16 and fp16 cast errors checked against independent roundings.
+#include "quant/measure.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,21 +16,17 @@
 #include "formats/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "quant/measure.h"
 #include "quant/range.h"
 #include "quant/scheme.h"
 #include "quant/tensor_set.h"
+#include "tests/scheme_run.h"
 
 namespace lowp {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::unique_ptr<Scheme> Make(const std::string& name) {
-  absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(name);
-  EXPECT_TRUE(scheme.ok()) << name << ": " << scheme.status();
-  return *std::move(scheme);
-}
+using testing::Make;
 
 // A float32 tensor over its own bytes.
 struct OwnedTensor {

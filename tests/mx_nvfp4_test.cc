@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "quant/scheme.h"
+#include "tests/scheme_run.h"
 
 namespace lowp {
 namespace {
@@ -30,40 +31,9 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kFloatMax = std::numeric_limits<float>::max();
 
-std::unique_ptr<Scheme> Make(const std::string& name) {
-  absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(name);
-  EXPECT_TRUE(scheme.ok()) << name << ": " << scheme.status();
-  return scheme.ok() ? std::move(*scheme) : nullptr;
-}
-
-struct Result {
-  std::vector<float> out;
-  SchemeCounts counts;
-  StoredChunk stored;
-  TensorContext context;
-};
-
-// A tensor pass: Observe over every chunk when asked, then Apply per chunk.
-Result RunScheme(const Scheme& scheme, const std::vector<float>& in, int64_t cols) {
-  Result r;
-  r.out.assign(in.size(), -12345.0f);
-  const int64_t rows = static_cast<int64_t>(in.size()) / cols;
-  const int64_t chunk = scheme.ChunkRows(cols);
-  if (scheme.NeedsTensorPass()) {
-    for (int64_t row = 0; row < rows; row += chunk) {
-      const int64_t n = std::min(chunk, rows - row) * cols;
-      TensorContext part;
-      scheme.Observe(std::span<const float>(in).subspan(row * cols, n), cols, part);
-      r.context.Merge(part);
-    }
-  }
-  for (int64_t row = 0; row < rows; row += chunk) {
-    const int64_t n = std::min(chunk, rows - row) * cols;
-    scheme.Apply(std::span<const float>(in).subspan(row * cols, n), cols, r.context,
-                 std::span<float>(r.out).subspan(row * cols, n), r.counts, &r.stored);
-  }
-  return r;
-}
+using testing::Make;
+using testing::Result;
+using testing::RunScheme;
 
 std::vector<float> Block(size_t size, std::initializer_list<float> head) {
   std::vector<float> x(size, 0.0f);

@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "quant/scheme.h"
+#include "tests/scheme_run.h"
 
 namespace lowp {
 namespace {
@@ -22,11 +23,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::unique_ptr<Scheme> Make(const std::string& name) {
-  absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(name);
-  EXPECT_TRUE(scheme.ok()) << name << ": " << scheme.status();
-  return scheme.ok() ? *std::move(scheme) : nullptr;
-}
+using testing::Make;
 
 std::string ParseError(const std::string& name) {
   absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(name);

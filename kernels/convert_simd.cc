@@ -555,6 +555,7 @@ void Decode(const DecodePlan& plan, const uint8_t* in, size_t count, float* out)
   const DF df;
   const size_t N = hn::Lanes(du);
   const hn::Rebind<uint16_t, DU> d16;
+  const hn::Rebind<uint8_t, DU> d8;
   size_t i = 0;
 #if LOWP_HAVE_F16C
   if (p.f16c) {
@@ -575,7 +576,9 @@ void Decode(const DecodePlan& plan, const uint8_t* in, size_t count, float* out)
 #endif
   for (; i + N <= count; i += N) {
     VU code;
-    if (p.storage == Storage::kHalf) {
+    if (p.storage == Storage::kByte) {
+      code = hn::PromoteTo(du, hn::LoadU(d8, in + i));
+    } else if (p.storage == Storage::kHalf) {
       code = hn::PromoteTo(du, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(in) + i));
     } else {
       code = hn::LoadU(du, reinterpret_cast<const uint32_t*>(in) + i);
@@ -590,8 +593,9 @@ void Decode(const DecodePlan& plan, const uint8_t* in, size_t count, float* out)
   if (p.stream) hwy::FlushStream();
   for (; i < count; ++i) {  // the tail, one lane at a time
     HWY_ALIGN uint32_t code[kMaxLanes] = {};
-    code[0] = p.storage == Storage::kHalf ? reinterpret_cast<const uint16_t*>(in)[i]
-                                          : reinterpret_cast<const uint32_t*>(in)[i];
+    code[0] = p.storage == Storage::kByte   ? in[i]
+              : p.storage == Storage::kHalf ? reinterpret_cast<const uint16_t*>(in)[i]
+                                            : reinterpret_cast<const uint32_t*>(in)[i];
     HWY_ALIGN float value[kMaxLanes];
     hn::Store(hn::BitCast(df, DecodeVec(p, hn::Load(du, code))), df, value);
     out[i] = value[0];

@@ -52,7 +52,8 @@ const char kQuantErrorHelp[] =
 
 const char kQuantizeHelp[] =
     "usage: lowp quantize IN --scheme S --out OUT.safetensors [--tensors PATTERN]\n"
-    "                     [--dtype F32|F16|BF16|same] [--threads N]\n"
+    "                     [--dtype F32|F16|BF16|same] [--json | --csv] [--summary]\n"
+    "                     [--threads N]\n"
     "\n"
     "Writes IN's tensors to OUT with every selected floating tensor quantized by\n"
     "S and dequantized (fake quantization), stored as --dtype (F32 by default,\n"
@@ -360,8 +361,8 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
 }
 
 int QuantizeCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args =
-      Args::Parse(argv, {"scheme", "out", "tensors", "dtype", "threads"}, {"json", "csv"});
+  absl::StatusOr<Args> args = Args::Parse(argv, {"scheme", "out", "tensors", "dtype", "threads"},
+                                          {"json", "csv", "summary"});
   if (!args.ok()) return Fail(args.status());
   if (args->positional().size() != 1) {
     return Fail(absl::InvalidArgumentError("quantize takes one input; see --help"));
@@ -454,6 +455,7 @@ int QuantizeCommand(const std::vector<std::string>& argv) {
     set->Release(t);
   }
   if (absl::Status s = (*writer)->Finish(); !s.ok()) return Fail(s);
+  if (args->Has("summary")) reports.clear();
   PrintReports(reports, {all}, {}, *output, *options);
   return 0;
 }

@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/quantize.h"
 #include "quant/scheme_families.h"
 
 namespace lowp::internal {
@@ -55,16 +57,16 @@ constexpr float kNf4Thresholds[15] = {
     0.5016634166240692f,   0.6427869200706482f,   0.8614784181118011f,
 };
 
-// dQuantizeNF4's binary decision tree; a NaN fails every comparison (code 0),
-// which only matters for the all-zero block, handled before this is called.
-int32_t QuantizeNf4(float x) {
-  int32_t lo = 0;  // the answer lies in [lo, lo + width)
-  for (int32_t width = 16; width > 1; width /= 2) {
-    const int32_t half = width / 2;
-    if (x > kNf4Thresholds[lo + half - 1]) lo += half;
-  }
-  return lo;
+// dQuantizeNF4's decision tree, as a count: the thresholds are sorted, so the
+// code is the number of them x exceeds (the tree's answer; a NaN exceeds none
+// and gets code 0). Branch-free, so a block's codes vectorize.
+inline int32_t QuantizeNf4(float x) {
+  int32_t code = 0;
+  for (float t : kNf4Thresholds) code += x > t;
+  return code;
 }
+
+constexpr float kMaxFloat = std::numeric_limits<float>::max();
 
 // create_dynamic_map(signed=True, max_exponent_bits=7, total_bits=8), sorted:
 // for i in 0..6, the midpoints of torch.linspace(0.1, 1, 2^i + 1) (float32)
@@ -202,13 +204,7 @@ class Nf4Scheme final : public Scheme {
     const int64_t rows = static_cast<int64_t>(in.size()) / cols;
     const int64_t per_row = BlocksPerRow(cols, kNf4Block);
     std::vector<float> absmax(static_cast<size_t>(rows * per_row));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t b = 0; b < per_row; ++b) {
-        const int64_t start = b * kNf4Block;
-        absmax[r * per_row + b] =
-            FiniteAbsMax(in.subspan(r * cols + start, std::min(kNf4Block, cols - start)));
-      }
-    }
+    BlockAbsMax(in, cols, kNf4Block, absmax);  // over finite elements, 0 if none
     std::vector<float> scale = absmax;
     if (double_quant_) CompressStatistics(context, scale);
     for (int64_t r = 0; r < rows; ++r) {
@@ -218,19 +214,19 @@ class Nf4Scheme final : public Scheme {
         const size_t at = static_cast<size_t>(r * cols + start);
         const float amax = absmax[r * per_row + b];
         const float used = scale[r * per_row + b];
-        // kQuantizeBlockwise: one reciprocal, then a product per element.
+        // kQuantizeBlockwise: one reciprocal, then a product per element. An
+        // all-zero block (inverse 0) and a non-finite x get code 7 (0.0).
         const float inverse = amax != 0.0f ? 1.0f / amax : 0.0f;
+        int32_t codes[kNf4Block];
+        for (int64_t j = 0; j < n; ++j) {  // vectorized
+          const float x = in[at + j];
+          codes[j] = std::fabs(x) <= kMaxFloat ? QuantizeNf4(x * inverse) : kNf4Zero;
+        }
         for (int64_t j = 0; j < n; ++j) {
           const float x = in[at + j];
-          int32_t code = kNf4Zero;
-          if (std::isfinite(x)) {
-            if (amax != 0.0f) code = QuantizeNf4(x * inverse);
-            out[at + j] = kNf4Values[code] * used;
-          } else {
-            out[at + j] = x;
-          }
-          if (stored != nullptr) stored->codes.push_back(code);
+          out[at + j] = std::fabs(x) <= kMaxFloat ? kNf4Values[codes[j]] * used : x;
         }
+        if (stored != nullptr) stored->codes.insert(stored->codes.end(), codes, codes + n);
         if (stored != nullptr) stored->scales.push_back(used);
       }
     }

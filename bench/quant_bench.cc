@@ -8,6 +8,12 @@
 //                                  same bytes)
 //   quant/SCHEME/INPUT/threads:T   MeasureTensor over the input (T=2: both
 //                                  cores through MeasureOptions::threads)
+//   quant/step:STEP/f32-64x4096/threads:1
+//                                  one step of the pass alone, over the input
+//                                  in the driver's chunks of 2^15 elements:
+//                                  where the time goes (block-absmax-g128,
+//                                  quantize-int-g128, compare, encode-F and
+//                                  decode-F for the formats the casts use)
 //   checkpoint/stories260K-f32/10-schemes/threads:T
 //                                  TensorSet::Open + every tensor x ten schemes
 //                                  (wall time; items = elements x schemes)
@@ -42,6 +48,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "benchmark/benchmark.h"
+#include "formats/format.h"
+#include "formats/packing.h"
+#include "kernels/convert.h"
+#include "kernels/quantize.h"
 #include "quant/measure.h"
 #include "quant/scheme.h"
 #include "quant/tensor.h"
@@ -206,6 +216,48 @@ void Checkpoint(benchmark::State& state, std::string path, std::vector<std::stri
   state.counters["elements"] = static_cast<double>(elements);
 }
 
+// One step of the quant-error pass alone, on the calling thread, over the
+// input in the driver's chunks; bytes are the input's float32 bytes.
+void Step(benchmark::State& state, const Input* input, std::string step) {
+  Held& h = Get(*input);
+  const int64_t cols = input->cols;
+  const size_t n = static_cast<size_t>(input->rows * cols);
+  const size_t chunk = std::min<size_t>(n, size_t{1} << 15);
+  const std::span<const float> x(reinterpret_cast<const float*>(h.bytes.data()), n);
+  std::vector<float> out(chunk), amax(chunk), scale(chunk);
+  std::vector<float> q(x.begin(), x.end());
+  for (float& v : q) v *= 1.001f;  // a reconstruction to compare with
+  BlockAbsMax(x.first(chunk), cols, 128, std::span<float>(amax).first(chunk / 128));
+  for (size_t b = 0; b < chunk / 128; ++b) scale[b] = amax[b] / 7;
+  const std::string format_name = step.substr(step.find('-') + 1);
+  const absl::StatusOr<Format> format = FindFormat(format_name);
+  std::vector<uint8_t> codes(format.ok() ? StorageBytes(*format, chunk) : 0);
+  if (format.ok()) (void)EncodeArray(*format, x.first(chunk), codes);
+  RunOptions run;
+  run.threads = 1;
+  PairStats stats;
+  const CompareOptions compare{.relative_floor = 1e-3f};
+  for (auto _ : state) {
+    for (size_t i = 0; i + chunk <= n; i += chunk) {
+      const std::span<const float> in = x.subspan(i, chunk);
+      if (step == "block-absmax-g128") {
+        BlockAbsMax(in, cols, 128, std::span<float>(amax).first(chunk / 128));
+      } else if (step == "quantize-int-g128") {
+        QuantizeIntBlocks(in, cols, 128, std::span<const float>(scale).first(chunk / 128), {},
+                          {.qmin = -7, .qmax = 7}, out);
+      } else if (step == "compare") {
+        ComparePairs(in, std::span<const float>(q).subspan(i, chunk), compare, stats);
+      } else if (step.rfind("encode-", 0) == 0) {
+        (void)EncodeArray(*format, in, codes, {}, run);
+      } else {
+        (void)DecodeArray(*format, codes, out, run);
+      }
+      benchmark::ClobberMemory();
+    }
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * sizeof(float)));
+}
+
 // Wall-clock time (MeasureTensor starts its own threads), median of 5, as
 // convert_bench.
 template <class... Args>
@@ -249,6 +301,14 @@ void RegisterAll() {
           Register("quant/" + std::string(s) + suffix, Quant, &input, s, threads);
       }
     }
+  }
+  const Input& small = kInputs[0];  // f32-64x4096
+  for (const char* step : {"block-absmax-g128", "quantize-int-g128", "compare",
+                           "encode-fp8_e4m3fn", "decode-fp8_e4m3fn", "encode-fp4_e2m1fn",
+                           "decode-fp4_e2m1fn", "encode-bf16", "decode-bf16", "encode-fp16",
+                           "decode-fp16"}) {
+    Register("quant/step:" + std::string(step) + "/" + small.name + "/threads:1", Step, &small,
+             std::string(step));
   }
   const char* env = std::getenv("LOWP_STORIES260K");
   const std::string path =

@@ -168,17 +168,7 @@ class MxScheme : public Scheme {
       }
     }
 
-    ConvertOptions options;
-    options.overflow = Overflow::kSaturate;
-    RunOptions run;
-    run.threads = 1;  // callers parallelize across chunks
-    bytes.resize(StorageBytes(element_, n));
-    absl::Status status = EncodeArray(element_, scaled, bytes, options, run);
-    if (status.ok()) status = DecodeArray(element_, bytes, out, run);
-    if (!status.ok()) {  // cannot happen for the catalog formats used here
-      std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
-      return;
-    }
+    RoundTripSaturating(element_, scaled, out, bytes);
 
     // A decoded element is subnormal exactly when its code is.
     uint64_t subnormal = 0;

@@ -109,17 +109,8 @@ class ScaledFloatScheme : public Scheme {
       }
     }
 
-    ConvertOptions options;
-    options.overflow = Overflow::kSaturate;
-    RunOptions run;
-    run.threads = 1;  // callers parallelize across chunks
-    std::vector<uint8_t> bytes(StorageBytes(element_, n));
-    absl::Status status = EncodeArray(element_, scaled, bytes, options, run);
-    if (status.ok()) status = DecodeArray(element_, bytes, out, run);
-    if (!status.ok()) {  // cannot happen: saturation is valid for every float format
-      std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
-      return;
-    }
+    std::vector<uint8_t> bytes;
+    RoundTripSaturating(element_, scaled, out, bytes);
 
     const int storage_bits = element_.storage_bits();
     const uint32_t magnitude_mask = element_.magnitude_mask();

@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "formats/packing.h"
 #include "formats/reference.h"
+#include "kernels/convert.h"
 #include "quant/scheme_families.h"
 
 namespace lowp {
@@ -49,6 +52,20 @@ float StoreScale(const Format& format, float scale) {
   ConvertOptions options;
   options.overflow = Overflow::kSaturate;
   return DecodeToFloat32(format, EncodeFloat32(format, scale, options));
+}
+
+void RoundTripSaturating(const Format& format, std::span<const float> in, std::span<float> out,
+                         std::vector<uint8_t>& codes) {
+  ConvertOptions options;
+  options.overflow = Overflow::kSaturate;
+  RunOptions run;
+  run.threads = 1;
+  codes.resize(StorageBytes(format, in.size()));
+  absl::Status status = EncodeArray(format, in, codes, options, run);
+  if (status.ok()) status = DecodeArray(format, codes, out, run);
+  // Saturation is valid for every format and the sizes match: no error is
+  // possible; were one to occur, the values are unmistakably wrong.
+  if (!status.ok()) std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
 }
 
 absl::Status UnknownOption(absl::string_view base, absl::string_view key, absl::string_view valid) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +56,13 @@ std::vector<SchemeFamily> GgmlFamilies();
 absl::StatusOr<Format> ScaleFormat(absl::string_view name);
 // Rounds a positive scale to `format` (nearest-even, saturating), as stored.
 float StoreScale(const Format& format, float scale);
+
+// Rounds each value of `in` to `format` (nearest-even, saturating: the
+// element conversion of the block formats) and decodes it into `out`, on the
+// calling thread (callers parallelize across chunks); `codes` receives the
+// codes in the storage layout of formats/packing.h. Sizes must match.
+void RoundTripSaturating(const Format& format, std::span<const float> in, std::span<float> out,
+                         std::vector<uint8_t>& codes);
 
 // Blocks per row of `cols` elements.
 inline int64_t BlocksPerRow(int64_t cols, int64_t block) { return (cols + block - 1) / block; }

@@ -139,14 +139,6 @@ int32_t QuantizeDynamic(const std::vector<float>& code, float x) {
   return x < midpoint ? lower_pivot : pivot;
 }
 
-float FiniteAbsMax(std::span<const float> x) {
-  float amax = 0.0f;
-  for (float v : x) {
-    if (std::isfinite(v)) amax = std::max(amax, std::fabs(v));
-  }
-  return amax;
-}
-
 // NF4: blocks of 64 along a row (a short last block as if padded with zeros,
 // which changes no absmax); absmax = max |x| over the finite elements (fp32);
 // code = dQuantizeNF4(x * (1 / absmax)) with bitsandbytes' thresholds (ties to
@@ -188,13 +180,10 @@ class Nf4Scheme final : public Scheme {
     Scheme::Observe(in, cols, context);
     if (cols <= 0) return;
     const int64_t rows = static_cast<int64_t>(in.size()) / cols;
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t start = 0; start < cols; start += kNf4Block) {
-        const int64_t n = std::min(kNf4Block, cols - start);
-        context.block_absmax_sum += FiniteAbsMax(in.subspan(r * cols + start, n));
-        ++context.block_count;
-      }
-    }
+    std::vector<float> absmax(static_cast<size_t>(rows * BlocksPerRow(cols, kNf4Block)));
+    BlockAbsMax(in, cols, kNf4Block, absmax);
+    for (float a : absmax) context.block_absmax_sum += a;  // in order, as before
+    context.block_count += absmax.size();
   }
 
   void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,

@@ -24,6 +24,7 @@
 #include "formats/packing.h"
 #include "formats/reference.h"
 #include "kernels/convert.h"
+#include "kernels/quantize.h"
 #include "quant/scheme_families.h"
 
 namespace lowp::internal {
@@ -86,19 +87,8 @@ class Nvfp4Scheme : public Scheme {
 
     // Block scales: requested values, then their e4m3 rounding in one go.
     std::vector<float> requested(nblocks);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t b = 0; b < blocks; ++b) {
-        const size_t begin = static_cast<size_t>(r * cols + b * kNvfp4Block);
-        const size_t end = static_cast<size_t>(r * cols + std::min(cols, (b + 1) * kNvfp4Block));
-        float amax = 0;
-        for (size_t i = begin; i < end; ++i) {
-          const float a = std::fabs(in[i]);
-          if (std::isfinite(a) && a > amax) amax = a;
-        }
-        requested[static_cast<size_t>(r * blocks + b)] =
-            std::min(std::min(amax * multiplier, kFloatMax), kE4m3Max);
-      }
-    }
+    BlockAbsMax(in, cols, kNvfp4Block, requested);  // amax over finite elements, then the scale
+    for (float& v : requested) v = std::min(std::min(v * multiplier, kFloatMax), kE4m3Max);
     std::vector<uint8_t> scale_codes;
     std::vector<float> block_scale(nblocks);
     RoundTripSaturating(e4m3_, requested, block_scale, scale_codes);

@@ -16,6 +16,7 @@
 #include "formats/packing.h"
 #include "formats/reference.h"
 #include "kernels/convert.h"
+#include "kernels/quantize.h"
 #include "quant/scheme_families.h"
 
 namespace lowp::internal {
@@ -28,15 +29,6 @@ inline float SaturateToFloat(float v) {
 }
 
 enum class Granularity { kTensor, kChannel };
-
-inline float FiniteAbsMax(std::span<const float> x, float start) {
-  float amax = start;
-  for (float v : x) {
-    const float a = std::fabs(v);
-    if (std::isfinite(a) && a > amax) amax = a;
-  }
-  return amax;
-}
 
 // FORMAT-tensor / FORMAT-channel. One scale per tensor (amax = the tensor's
 // max |x| over finite elements, from Observe) or per row (the row's):
@@ -86,8 +78,8 @@ class ScaledFloatScheme : public Scheme {
       scales.push_back(StoredScale(context.absmax));
     } else {
       scales.resize(rows);
-      for (size_t r = 0; r < rows; ++r)
-        scales[r] = StoredScale(FiniteAbsMax(in.subspan(r * c, c), 0));
+      BlockAbsMax(in, cols, cols, scales);  // each row's amax over its finite elements
+      for (float& scale : scales) scale = StoredScale(scale);
     }
     auto row_scale = [&](size_t r) { return scales.size() == 1 ? scales[0] : scales[r]; };
 

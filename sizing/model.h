@@ -1,0 +1,120 @@
+// Model shapes for the memory model: a decoder-only transformer described by
+// the fields of a Hugging Face config.json, the tensors it holds, and their
+// parameter counts by component.
+//
+// The tensors are listed with their shapes and how tensor parallelism splits
+// them, so that the memory model can price each one in its own format (a
+// quantization scheme's bits depend on the matrix shape through its groups)
+// and on each device's shard.
+#ifndef LOWP_SIZING_MODEL_H_
+#define LOWP_SIZING_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace lowp {
+
+struct ModelConfig {
+  std::string name;        // preset name, or the config file's path
+  std::string model_type;  // llama, mistral, qwen2, qwen3, gemma, gemma2, mixtral, gpt
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;  // per expert for mixtures of experts
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;  // = num_heads without grouped-query attention
+  int64_t head_dim = 0;      // hidden_size / num_heads unless the config says
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;  // 0 when unknown
+  bool tie_word_embeddings = false;
+  int64_t num_experts = 0;  // 0: a dense MLP
+  int64_t experts_per_token = 0;
+  bool gated_mlp = true;        // gate, up, down (SwiGLU, GeGLU); else up, down
+  bool attention_bias = false;  // biases on q, k, v (Qwen2)
+  bool qk_norm = false;         // per-head RMSNorm of q and k (Qwen3)
+  int norms_per_layer = 2;      // Gemma 2 has 4
+  bool norm_bias = false;       // LayerNorm with a bias (GPT)
+  bool linear_bias = false;     // a bias on every linear layer (GPT)
+  bool learned_positions = false;  // a position-embedding table (GPT)
+  // The training graph keeps dropout masks (Korthikanti et al.'s GPT); the
+  // Llama family trains without dropout.
+  bool dropout = false;
+};
+
+// The layer a tensor belongs to, for parameter counts by component.
+enum class Component { kEmbedding, kAttention, kMlp, kRouter, kNorm, kLmHead };
+absl::string_view ComponentName(Component c);  // "embedding", "attention", ...
+
+// How tensor parallelism divides a tensor among `tp` devices.
+enum class Split {
+  kReplicated,  // every device holds all of it (norms, router, row-parallel biases)
+  kRows,        // rows divided: column-parallel linears (q, k, v, gate, up), their
+                // biases, and vocabulary-parallel embedding and lm_head
+  kCols,        // columns divided: row-parallel linears (o, down)
+};
+
+// One weight tensor, or `count` identical ones (the experts of a layer). A
+// matrix is [rows, cols] = [out_features, in_features] as stored by PyTorch;
+// a vector (norm weight, bias) is [1, n].
+struct TensorSpec {
+  std::string name;  // "q_proj", "experts.down_proj", "embed_tokens", ...
+  Component component;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t count = 1;
+  Split split = Split::kReplicated;
+  // A linear layer's weight matrix inside a decoder layer: what weight
+  // quantization schemes apply to (not embeddings, lm_head, norms, biases,
+  // the router).
+  bool linear = false;
+  // Name of the linear for LoRA targets: q, k, v, o, gate, up, down; empty
+  // for others.
+  std::string lora_name;
+
+  int64_t parameters() const { return rows * cols * count; }
+};
+
+// Tensors before the first decoder layer (token and position embeddings).
+std::vector<TensorSpec> InputTensors(const ModelConfig& model);
+// Tensors of one decoder layer (all layers have the same).
+std::vector<TensorSpec> LayerTensors(const ModelConfig& model);
+// Tensors after the last layer: the final norm and, unless the embeddings
+// are tied, the lm_head.
+std::vector<TensorSpec> OutputTensors(const ModelConfig& model);
+
+struct ParameterCounts {
+  int64_t embedding = 0;  // token (and position) embeddings
+  int64_t attention = 0;  // q, k, v, o and their biases and q/k norms, all layers
+  int64_t mlp = 0;        // dense MLP or all experts, all layers
+  int64_t router = 0;
+  int64_t norms = 0;      // layer norms and the final norm
+  int64_t lm_head = 0;    // 0 when tied to the embedding
+  int64_t total = 0;
+  // Parameters one token passes through (mixtures of experts: top-k experts).
+  int64_t active = 0;
+};
+ParameterCounts CountParameters(const ModelConfig& model);
+
+// Reads a Hugging Face config.json (nlohmann-json; untrusted input). Text
+// configs of multimodal models (a "text_config" object) are read from there.
+// A missing, mistyped or absurd field (zero, negative, hidden_size not a
+// multiple of the heads without head_dim, more kv heads than heads or not a
+// divisor of them, sizes above 2^40) is InvalidArgument naming the file and
+// the field; an unsupported model_type names the supported ones.
+absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json, absl::string_view source);
+absl::StatusOr<ModelConfig> ReadModelConfig(const std::string& path);
+
+// Built-in models with their config.json values (llama-3.1-8b, ...).
+const std::vector<ModelConfig>& ModelPresets();
+// A preset by name (case-insensitive), or else a path to a config.json.
+absl::StatusOr<ModelConfig> FindModel(absl::string_view preset_or_path);
+
+// Checks the fields of a config built in code (the same rules as parsing).
+absl::Status ValidateModel(const ModelConfig& model);
+
+}  // namespace lowp
+
+#endif  // LOWP_SIZING_MODEL_H_

@@ -1,0 +1,441 @@
+// The memory model against known answers: the seeds' cases, the ZeRO
+// paper's partitioning, Korthikanti et al.'s activation formulas on GPT-3
+// 175B's shape, the KV cache of Llama 3 70B, and exact byte counts derived
+// by hand from each model's tensor shapes.
+#include "sizing/memory.h"
+
+#include <cstdint>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sizing/model.h"
+
+namespace lowp {
+namespace {
+
+using ::testing::HasSubstr;
+
+const Device kH100{"h100-sxm", "test", 80'000'000'000, 3.35e12, "test"};
+
+ModelConfig Model(const char* name) {
+  absl::StatusOr<ModelConfig> m = FindModel(name);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return *m;
+}
+
+SizingReport Estimate(const ModelConfig& model, const SizingOptions& options,
+                      const Device& device = kH100) {
+  absl::StatusOr<SizingReport> r = EstimateMemory(model, options, device);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : SizingReport{};
+}
+
+// Llama 3.1 405B, mixed-precision AdamW: 16 bytes per parameter, 6.49 TB,
+// 81.17 devices of 80e9 bytes before rounding up to 82.
+TEST(SizingMemoryTest, Llama405BTrainingStatesAreSixteenBytesPerParameter) {
+  const ModelConfig m = Model("llama-3.1-405b");
+  SizingOptions o;
+  o.buffers_bytes = 0;
+  const SizingReport r = Estimate(m, o);
+  const int64_t p = 405'853'388'800;
+  ASSERT_EQ(r.parameters.total, p);
+  EXPECT_EQ(r.trainable_parameters, p);
+  EXPECT_EQ(r.whole.weights, 2 * p);
+  EXPECT_EQ(r.whole.gradients, 2 * p);
+  EXPECT_EQ(r.whole.master, 4 * p);
+  EXPECT_EQ(r.whole.optimizer, 8 * p);
+  EXPECT_EQ(r.whole.model_states(), int64_t{6'493'654'220'800});
+  EXPECT_NEAR(r.devices_for_states_exact, 81.17, 0.005);
+  EXPECT_EQ(r.devices_for_states, 82);
+  EXPECT_EQ(r.options.weights, "bf16");
+  EXPECT_EQ(r.options.grads, "bf16");
+  EXPECT_EQ(r.options.master, "fp32");
+  EXPECT_EQ(r.options.opt_state, "fp32");
+  // DeepSpeed's convention (fp32 gradients): 18 bytes per parameter.
+  o.grads = "fp32";
+  EXPECT_EQ(Estimate(m, o).whole.model_states(), 18 * p);
+  // Pure bf16 training without a master copy: 12.
+  o.grads = "";
+  o.master = "none";
+  EXPECT_EQ(Estimate(m, o).whole.model_states(), 12 * p);
+}
+
+// A 70B model's fp16 weights take 141 GB: two 80 GB devices at least.
+TEST(SizingMemoryTest, Llama70BInFp16NeedsTwoDevicesForItsWeights) {
+  const ModelConfig m = Model("llama-3.1-70b");
+  SizingOptions o;
+  o.mode = Mode::kInference;
+  o.weights = "fp16";
+  o.seq = 1;
+  o.buffers_bytes = 0;
+  const SizingReport r = Estimate(m, o);
+  EXPECT_EQ(r.options.embed, "fp16");
+  EXPECT_EQ(r.whole.weights, 2 * int64_t{70'553'706'496});
+  EXPECT_EQ(r.devices_for_states, 2);
+  EXPECT_FALSE(r.fits);
+  o.tp = 2;
+  EXPECT_TRUE(Estimate(m, o).fits);
+}
+
+// In int4 with groups of 128 and fp16 scales (4.125 bits per weight) the
+// linear layers of a 70B model and its bf16 embeddings fit one 80 GB device
+// with an 8K context.
+TEST(SizingMemoryTest, Llama70BInInt4FitsOneDevice) {
+  const ModelConfig m = Model("llama-3.1-70b");
+  const ParameterCounts c = CountParameters(m);
+  SizingOptions o;
+  o.mode = Mode::kInference;
+  o.weights = "int4-g128";
+  o.seq = 8192;
+  const SizingReport r = Estimate(m, o);
+  EXPECT_EQ(r.options.embed, "bf16");
+  EXPECT_DOUBLE_EQ(r.linear_bits_per_parameter, 4.125);
+  // Every linear's input width (8192, 28672) is a multiple of 128: 4 bits
+  // per weight and 16 per group of 128.
+  const int64_t linear = c.attention + c.mlp;  // no attention biases in Llama
+  const int64_t high = c.embedding + c.lm_head + c.norms;
+  EXPECT_EQ(r.whole.weights, linear / 2 + linear / 128 * 2 + 2 * high);
+  EXPECT_EQ(r.per_device.kv_cache, int64_t{2'684'354'560});
+  EXPECT_TRUE(r.fits);
+  EXPECT_EQ(r.devices_needed, 1);
+  EXPECT_GT(r.max_seq, 8192);
+  // The decode bound: every weight and the whole cache read once per token.
+  EXPECT_EQ(r.bytes_read_per_step, r.per_device.weights + r.per_device.kv_cache);
+  EXPECT_DOUBLE_EQ(r.decode_tokens_per_s_per_sequence,
+                   3.35e12 / static_cast<double>(r.bytes_read_per_step));
+}
+
+// 2 x layers x kv_heads x head_dim x bytes x tokens x sequences, with the
+// KV heads of grouped-query attention (8, not 64).
+TEST(SizingMemoryTest, KvCacheCountsGroupedQueryHeads) {
+  const ModelConfig m = Model("llama-3.1-70b");
+  SizingOptions o;
+  o.mode = Mode::kInference;
+  o.seq = 8192;
+  EXPECT_EQ(Estimate(m, o).per_device.kv_cache, int64_t{2'684'354'560});
+  o.batch = 3;
+  o.seq = 1000;
+  EXPECT_EQ(Estimate(m, o).per_device.kv_cache, 2LL * 80 * 8 * 128 * 2 * 1000 * 3);
+  // fp8 halves it; int4 groups of 128 along head_dim add one fp16 scale per
+  // head and token: 4.125 bits.
+  o.kv = "fp8_e4m3fn";
+  EXPECT_EQ(Estimate(m, o).per_device.kv_cache, 2LL * 80 * 8 * 128 * 1000 * 3);
+  o.kv = "int4-g128";
+  EXPECT_EQ(Estimate(m, o).per_device.kv_cache, 2LL * 80 * 8 * (64 + 2) * 1000 * 3);
+  // Tensor parallelism divides the KV heads; beyond 8 devices each keeps one.
+  o.kv = "";
+  o.tp = 8;
+  EXPECT_EQ(Estimate(m, o).per_device.kv_cache, 2LL * 80 * 1 * 128 * 2 * 1000 * 3);
+  o.tp = 16;
+  EXPECT_EQ(Estimate(m, o).per_device.kv_cache, 2LL * 80 * 1 * 128 * 2 * 1000 * 3);
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// ZeRO (Rajbhandari et al. 2020, Figure 1): 7.5B parameters on 64 devices
+// hold 120 / 31.4 / 16.6 / 1.9 GB of model states per device at stages 0-3.
+TEST(SizingMemoryTest, ZeroStagesPartitionAsThePaperDefines) {
+  const ModelConfig m = Model("llama-2-7b");
+  const int64_t p = m.name.empty() ? 0 : CountParameters(m).total;
+  SizingOptions o;
+  o.dp = 64;
+  const int64_t expected[4] = {
+      16 * p,
+      2 * p + 2 * p + CeilDiv(4 * p, 64) + CeilDiv(8 * p, 64),
+      2 * p + CeilDiv(2 * p, 64) + CeilDiv(4 * p, 64) + CeilDiv(8 * p, 64),
+      CeilDiv(2 * p, 64) + CeilDiv(2 * p, 64) + CeilDiv(4 * p, 64) + CeilDiv(8 * p, 64)};
+  for (int stage = 0; stage <= 3; ++stage) {
+    o.zero = stage;
+    const SizingReport r = Estimate(m, o);
+    EXPECT_EQ(r.per_device.model_states(), expected[stage]) << "stage " << stage;
+    // The paper's figures for 7.5B parameters, from the same per-parameter
+    // bytes the estimate gives for this model.
+    const double per_parameter = static_cast<double>(r.per_device.model_states()) / p;
+    const double paper[4] = {120, 31.4, 16.6, 1.9};
+    EXPECT_NEAR(per_parameter * 7.5, paper[stage], 0.05) << "stage " << stage;
+  }
+  // Stage 3 gathers one layer's weights for its forward and backward.
+  o.zero = 3;
+  const SizingReport r = Estimate(m, o);
+  const int64_t layer = 2 * (4 * 4096LL * 4096 + 3 * 4096LL * 11008 + 2 * 4096);
+  EXPECT_EQ(r.per_device.workspace, layer);
+}
+
+// Optimizer offload moves the master weights and the optimizer states to
+// host memory.
+TEST(SizingMemoryTest, OffloadMovesOptimizerStatesToHost) {
+  const ModelConfig m = Model("llama-3.1-8b");
+  const int64_t p = 8'030'261'248;
+  SizingOptions o;
+  o.offload_optimizer = true;
+  o.dp = 8;
+  o.zero = 2;
+  const SizingReport r = Estimate(m, o);
+  EXPECT_EQ(r.per_device.master + r.per_device.optimizer, 0);
+  EXPECT_EQ(r.host_bytes_per_device, CeilDiv(4 * p, 8) + CeilDiv(8 * p, 8));
+  EXPECT_EQ(r.per_device.gradients, CeilDiv(2 * p, 8));
+}
+
+// Korthikanti et al. 2022, Table 2, on GPT-3 175B (s = 2048, b = 1, h =
+// 12288, a = 96, L = 96, t = 8), activations per layer in bytes:
+//   no parallelism           sbh (34 + 5as/h)
+//   tensor parallel          sbh (10 + 24/t + 5as/(ht))
+//   + sequence parallel      sbh/t (34 + 5as/h)
+//   tp + selective           sbh (10 + 24/t)
+//   tp + sp + selective      sbh/t 34
+//   full recomputation       2sbh   (2sbh/t with sp)
+// plus, outside the layers, the embedding's dropout mask (sbh, /t with sp)
+// and the final norm and lm_head inputs and fp32 logits (4sbh + 4sbv/t, the
+// first part /t with sp).
+TEST(SizingMemoryTest, KorthikantiActivationsOnGpt3Shape) {
+  const ModelConfig m = Model("gpt3-175b");
+  ASSERT_EQ(m.hidden_size, 12288);
+  ASSERT_TRUE(m.dropout);
+  const int64_t s = 2048, h = 12288, a = 96, layers = 96, v = 51200, t = 8;
+  const int64_t sbh = s * h;
+  const int64_t score = 5 * a * s * s;  // 5as^2b: sbh * 5as/h
+  SizingOptions o;
+  o.seq = s;
+  o.flash_attention = false;
+  auto activations = [&](int64_t tp, bool sp, Recompute recompute) {
+    o.tp = tp;
+    o.sequence_parallel = sp;
+    o.recompute = recompute;
+    return Estimate(m, o).per_device.activations;
+  };
+  const int64_t outside = sbh + 4 * sbh + 4 * s * v;
+  const int64_t outside_tp = sbh + 4 * sbh + 4 * s * v / t;
+  const int64_t outside_sp = sbh / t + 4 * sbh / t + 4 * s * v / t;
+  EXPECT_EQ(activations(1, false, Recompute::kNone), layers * (34 * sbh + score) + outside);
+  EXPECT_EQ(activations(t, false, Recompute::kNone),
+            layers * (10 * sbh + 24 * sbh / t + score / t) + outside_tp);
+  EXPECT_EQ(activations(t, true, Recompute::kNone),
+            layers * (34 * sbh / t + score / t) + outside_sp);
+  EXPECT_EQ(activations(t, false, Recompute::kSelective),
+            layers * (10 * sbh + 24 * sbh / t) + outside_tp);
+  EXPECT_EQ(activations(t, true, Recompute::kSelective), layers * 34 * sbh / t + outside_sp);
+  EXPECT_EQ(activations(1, false, Recompute::kFull), layers * 2 * sbh + outside);
+  EXPECT_EQ(activations(t, true, Recompute::kFull), layers * 2 * sbh / t + outside_sp);
+  // FlashAttention keeps no scores: the same as selective recomputation.
+  o.flash_attention = true;
+  o.tp = t;
+  o.sequence_parallel = true;
+  o.recompute = Recompute::kNone;
+  EXPECT_EQ(Estimate(m, o).per_device.activations, layers * 34 * sbh / t + outside_sp);
+  // The paper's headline: 34sbhL/t, one micro-batch, in GB.
+  EXPECT_NEAR(static_cast<double>(layers * 34 * sbh / t) / 1e9, 10.27, 0.01);
+}
+
+// Llama's shape: no dropout, grouped-query attention, SwiGLU with three
+// f-wide tensors kept (gate and up outputs, their product).
+TEST(SizingMemoryTest, LlamaActivationsAdaptTheFormula) {
+  const ModelConfig m = Model("llama-3.1-8b");
+  const int64_t s = 4096, h = 4096, q = 4096, kv = 1024, f = 14336, v = 128256;
+  SizingOptions o;
+  o.seq = s;
+  const int64_t per_layer = s * (2 * h * 4 + 2 * (q + 2 * kv + q) + 2 * 3 * f);
+  EXPECT_EQ(Estimate(m, o).per_device.activations, 32 * per_layer + 4 * s * h + 4 * s * v);
+  o.batch = 3;
+  EXPECT_EQ(Estimate(m, o).per_device.activations, 3 * (32 * per_layer + 4 * s * h + 4 * s * v));
+}
+
+// Pipeline stages: layers split evenly, the remainder to the first stages;
+// 1F1B keeps pp - i micro-batches in flight on stage i; the first stage is
+// the most loaded.
+TEST(SizingMemoryTest, PipelineStagesHoldTheirLayersAndMicroBatches) {
+  const ModelConfig m = Model("llama-3.1-405b");  // 126 layers
+  SizingOptions o;
+  o.pp = 8;
+  o.tp = 8;
+  o.recompute = Recompute::kFull;
+  o.seq = 8192;
+  const SizingReport r = Estimate(m, o);
+  EXPECT_EQ(r.pipeline_stage, 0);
+  const int64_t h = 16384, v = 128256;
+  const int64_t q = 128 * 128 / 8, kv = 8 * 128 / 8, f = 53248 / 8;
+  const int64_t layer = h * (q + kv + kv) + q * h + 3 * h * f + 2 * h;
+  const int64_t stage0 = 16 * layer + v / 8 * h;  // 126 = 6 x 16 + 2 x 15
+  EXPECT_EQ(r.per_device.weights, 2 * stage0);
+  EXPECT_EQ(r.per_device.activations, 16 * 8 * 2 * 8192 * h);  // 16 layers x 8 micro-batches
+  EXPECT_EQ(r.devices_in_layout, 64);
+}
+
+// Tensor parallelism: column- and row-parallel shards, vocabulary-parallel
+// embeddings, replicated norms.
+TEST(SizingMemoryTest, TensorParallelShards) {
+  const ModelConfig m = Model("llama-3.1-70b");
+  const ParameterCounts c = CountParameters(m);
+  SizingOptions o;
+  o.mode = Mode::kInference;
+  o.tp = 8;
+  const SizingReport r = Estimate(m, o);
+  EXPECT_EQ(r.per_device.weights, 2 * ((c.attention + c.mlp + c.embedding + c.lm_head) / 8 + c.norms));
+}
+
+TEST(SizingMemoryTest, OptimizerStates) {
+  const ModelConfig m = Model("llama-3.1-8b");
+  const int64_t p = 8'030'261'248;
+  SizingOptions o;
+  o.optimizer = Optimizer::kSgd;
+  EXPECT_EQ(Estimate(m, o).whole.optimizer, 4 * p);
+  // Adafactor: a row and a column vector per matrix, a full vector else.
+  o.optimizer = Optimizer::kAdafactor;
+  const int64_t h = 4096, kv = 1024, f = 14336, v = 128256;
+  const int64_t layer = 4 * ((h + h) + (kv + h) + (kv + h) + (h + h) + 2 * (f + h) + (h + f)) +
+                        4 * 2 * h;
+  EXPECT_EQ(Estimate(m, o).whole.optimizer, 32 * layer + 2 * 4 * (v + h) + 4 * h);
+  // 8-bit Adam (bitsandbytes): 2 bytes per parameter and two fp32 absmax per
+  // block of 256; tensors under 4096 elements would keep fp32 states, but
+  // every tensor here (norms: 4096) is large enough, and a multiple of 256.
+  o.optimizer = Optimizer::kAdamW8bit;
+  EXPECT_EQ(Estimate(m, o).whole.optimizer, 2 * p + 2 * 4 * (p / 256));
+  // Qwen2.5 7B's biases and norms (3584 and 512 elements) keep fp32 states.
+  const ModelConfig qwen = Model("qwen2.5-7b");
+  const int64_t small = 28 * (3584 + 512 + 512 + 2 * 3584) + 3584;
+  const int64_t large = CountParameters(qwen).total - small;
+  EXPECT_EQ(Estimate(qwen, o).whole.optimizer, 8 * small + 2 * large + 2 * 4 * (large / 256));
+}
+
+// LoRA rank 16 on every linear of Llama 3 8B: 41,943,040 trainable
+// parameters (what PEFT prints for this model and rank).
+TEST(SizingMemoryTest, LoraTrainsTheAdaptersOnly) {
+  const ModelConfig m = Model("llama-3.1-8b");
+  const int64_t p = 8'030'261'248, adapters = 41'943'040;
+  SizingOptions o;
+  o.mode = Mode::kLora;
+  o.buffers_bytes = 0;
+  SizingReport r = Estimate(m, o);
+  EXPECT_EQ(r.trainable_parameters, adapters);
+  EXPECT_EQ(r.whole.weights, 2 * p + 2 * adapters);
+  EXPECT_EQ(r.whole.gradients, 2 * adapters);
+  EXPECT_EQ(r.whole.master, 4 * adapters);
+  EXPECT_EQ(r.whole.optimizer, 8 * adapters);
+  // q and v only: 16 x (4096 + 4096 + 4096 + 1024) x 32.
+  o.lora_targets = {"q", "v"};
+  r = Estimate(m, o);
+  EXPECT_EQ(r.trainable_parameters, 16LL * (8192 + 5120) * 32);
+  // QLoRA: the frozen linears in NF4 (4 bits + an fp32 absmax per 64).
+  o.mode = Mode::kQlora;
+  o.lora_targets = {};
+  r = Estimate(m, o);
+  EXPECT_EQ(r.options.weights, "nf4");
+  EXPECT_DOUBLE_EQ(r.linear_bits_per_parameter, 4.5);
+  EXPECT_GT(r.per_device.workspace, 0);  // one linear dequantized to bf16
+  EXPECT_EQ(r.per_device.workspace, 2LL * 14336 * 4096);
+}
+
+// The largest context and batch that fit are the edges of what fits.
+TEST(SizingMemoryTest, MaxSeqAndBatchAreTheLargestThatFit) {
+  const ModelConfig m = Model("llama-3.1-70b");
+  SizingOptions o;
+  o.mode = Mode::kInference;
+  o.weights = "int4-g128";
+  o.batch = 4;
+  const SizingReport r = Estimate(m, o);
+  ASSERT_GT(r.max_seq, 0);
+  ASSERT_LT(r.max_seq, m.max_position_embeddings);
+  SizingOptions at = o;
+  at.seq = r.max_seq;
+  EXPECT_TRUE(Estimate(m, at).fits);
+  at.seq = r.max_seq + 1;
+  EXPECT_FALSE(Estimate(m, at).fits);
+  at = o;
+  at.batch = r.max_batch;
+  EXPECT_TRUE(Estimate(m, at).fits);
+  at.batch = r.max_batch + 1;
+  EXPECT_FALSE(Estimate(m, at).fits);
+  // Headroom keeps a fraction free.
+  o.headroom = 0.5;
+  EXPECT_LT(Estimate(m, o).max_seq, r.max_seq);
+}
+
+// A mixture of experts: a decode step of one sequence reads 2 of 8 experts.
+TEST(SizingMemoryTest, MixtureOfExpertsDecodeReadsRoutedExperts) {
+  const ModelConfig m = Model("mixtral-8x7b");
+  const ParameterCounts c = CountParameters(m);
+  SizingOptions o;
+  o.mode = Mode::kInference;
+  o.seq = 1;
+  const SizingReport r = Estimate(m, o);
+  EXPECT_EQ(r.whole.weights, 2 * c.total);
+  EXPECT_EQ(r.bytes_read_per_step, 2 * (c.total - c.mlp * 6 / 8) + r.per_device.kv_cache);
+  o.batch = 4;  // 8 tokens routed: every expert may be read
+  const SizingReport all = Estimate(m, o);
+  EXPECT_EQ(all.bytes_read_per_step, 2 * c.total + all.per_device.kv_cache);
+}
+
+TEST(SizingMemoryTest, CompareFormatsRanksTheWeightFormats) {
+  const ModelConfig m = Model("llama-3.1-70b");
+  SizingOptions o;
+  o.mode = Mode::kInference;
+  absl::StatusOr<std::vector<FormatRow>> rows =
+      CompareFormats(m, o, kH100, DefaultCompareFormats());
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), DefaultCompareFormats().size());
+  const int64_t p = 70'553'706'496;
+  EXPECT_EQ((*rows)[0].format, "fp32");
+  EXPECT_EQ((*rows)[0].weight_bytes, 4 * p);
+  EXPECT_DOUBLE_EQ((*rows)[0].saving_vs_bf16, -1.0);
+  EXPECT_EQ((*rows)[1].weight_bytes, 2 * p);
+  EXPECT_EQ((*rows)[1].saving_vs_bf16, 0);
+  for (const FormatRow& row : *rows) {
+    if (row.format == "int4-g128") {
+      EXPECT_DOUBLE_EQ(row.linear_bits_per_parameter, 4.125);
+      EXPECT_TRUE(row.fits);
+      EXPECT_GT(row.saving_vs_bf16, 0.7);
+    }
+  }
+  o.mode = Mode::kPretrain;
+  EXPECT_FALSE(CompareFormats(m, o, kH100, DefaultCompareFormats()).ok());
+}
+
+TEST(SizingMemoryTest, RejectsBadOptionsNamingThem) {
+  const ModelConfig m = Model("llama-3.1-70b");
+  auto error = [&](SizingOptions o) {
+    absl::StatusOr<SizingReport> r = EstimateMemory(m, o, kH100);
+    EXPECT_FALSE(r.ok());
+    return std::string(r.status().message());
+  };
+  SizingOptions o;
+  o.tp = 3;
+  EXPECT_THAT(error(o), HasSubstr("--tp"));
+  o = {};
+  o.zero = 4;
+  EXPECT_THAT(error(o), HasSubstr("--zero"));
+  o = {};
+  o.headroom = 1;
+  EXPECT_THAT(error(o), HasSubstr("--headroom"));
+  o = {};
+  o.weights = "int4-g128";
+  EXPECT_THAT(error(o), HasSubstr("--weights"));
+  o = {};
+  o.mode = Mode::kInference;
+  o.kv = "fp7";
+  EXPECT_THAT(error(o), HasSubstr("--kv fp7"));
+  o = {};
+  o.mode = Mode::kLora;
+  o.lora_targets = {"qkv"};
+  EXPECT_THAT(error(o), HasSubstr("--lora-targets"));
+  o = {};
+  o.pp = 81;
+  EXPECT_THAT(error(o), HasSubstr("--pp"));
+  o = {};
+  o.seq = 0;
+  EXPECT_THAT(error(o), HasSubstr("--seq"));
+  o = {};
+  o.buffers_bytes = 80'000'000'000;
+  EXPECT_THAT(error(o), HasSubstr("--buffers"));
+  o = {};
+  o.sequence_parallel = true;
+  EXPECT_THAT(error(o), HasSubstr("--sequence-parallel"));
+  // Absurd but valid sizes are too large, not wrapped.
+  o = {};
+  o.seq = 1 << 24;
+  o.batch = 1 << 20;
+  o.flash_attention = false;
+  EXPECT_THAT(error(o), HasSubstr("2^63"));
+}
+
+}  // namespace
+}  // namespace lowp

@@ -1,2 +1,709 @@
-// Placeholder: filled in by the sizing work of issue 5.
 #include "sizing/model.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+
+namespace lowp {
+namespace {
+
+using Json = nlohmann::json;
+
+// A config.json is a few kilobytes; anything far larger is not one, and is
+// refused before the parser spends memory on it.
+constexpr int64_t kMaxConfigBytes = int64_t{16} << 20;
+// No real model has a dimension near 2^40; larger values are typos or
+// hostile input, and bounding them keeps the products below exact in int64.
+constexpr int64_t kMaxDimension = int64_t{1} << 40;
+// 2^48 parameters is ~1,000 times the largest model ever trained. The bound
+// lets the memory model multiply counts by bytes per value and by devices
+// without overflowing int64.
+constexpr double kMaxParameters = 281474976710656.0;  // 2^48
+
+// ---------------------------------------------------------------------------
+// Tensor lists.
+
+// A weight that is not a linear layer's matrix: embeddings, lm_head, norms,
+// biases, the router.
+TensorSpec Tensor(std::string name, Component component, int64_t rows, int64_t cols, Split split,
+                  int64_t count = 1) {
+  TensorSpec t;
+  t.name = std::move(name);
+  t.component = component;
+  t.rows = rows;
+  t.cols = cols;
+  t.count = count;
+  t.split = split;
+  return t;
+}
+
+// A linear layer's weight matrix inside a decoder layer.
+TensorSpec Linear(std::string name, Component component, int64_t rows, int64_t cols, Split split,
+                  std::string lora_name, int64_t count = 1) {
+  TensorSpec t = Tensor(std::move(name), component, rows, cols, split, count);
+  t.linear = true;
+  t.lora_name = std::move(lora_name);
+  return t;
+}
+
+// The MLP of a layer, or its `count` experts under `prefix` ("experts.").
+// Column-parallel weights (gate, up) split their rows and so their biases;
+// the row-parallel down projection's bias is added after the all-reduce, so
+// every device holds all of it.
+void AddMlp(const ModelConfig& model, const std::string& prefix, int64_t count,
+            std::vector<TensorSpec>& out) {
+  const int64_t hidden = model.hidden_size;
+  const int64_t inter = model.intermediate_size;
+  if (model.gated_mlp) {
+    out.push_back(
+        Linear(prefix + "gate_proj", Component::kMlp, inter, hidden, Split::kRows, "gate", count));
+  }
+  out.push_back(
+      Linear(prefix + "up_proj", Component::kMlp, inter, hidden, Split::kRows, "up", count));
+  out.push_back(
+      Linear(prefix + "down_proj", Component::kMlp, hidden, inter, Split::kCols, "down", count));
+  if (model.linear_bias) {
+    if (model.gated_mlp) {
+      out.push_back(
+          Tensor(prefix + "gate_proj.bias", Component::kMlp, 1, inter, Split::kRows, count));
+    }
+    out.push_back(Tensor(prefix + "up_proj.bias", Component::kMlp, 1, inter, Split::kRows, count));
+    out.push_back(
+        Tensor(prefix + "down_proj.bias", Component::kMlp, 1, hidden, Split::kReplicated, count));
+  }
+}
+
+// A norm's weight and, for LayerNorm, its bias.
+void AddNorm(const ModelConfig& model, const std::string& name, std::vector<TensorSpec>& out) {
+  out.push_back(Tensor(name, Component::kNorm, 1, model.hidden_size, Split::kReplicated));
+  if (model.norm_bias) {
+    out.push_back(
+        Tensor(name + ".bias", Component::kNorm, 1, model.hidden_size, Split::kReplicated));
+  }
+}
+
+// Hugging Face's names for a layer's norms, in order; Gemma 2 has all four.
+constexpr const char* kLayerNormNames[] = {"input_layernorm", "post_attention_layernorm",
+                                           "pre_feedforward_layernorm",
+                                           "post_feedforward_layernorm"};
+constexpr int kMaxNormsPerLayer = 4;
+
+int64_t& Bucket(ParameterCounts& counts, Component component) {
+  switch (component) {
+    case Component::kEmbedding:
+      return counts.embedding;
+    case Component::kAttention:
+      return counts.attention;
+    case Component::kMlp:
+      return counts.mlp;
+    case Component::kRouter:
+      return counts.router;
+    case Component::kNorm:
+      return counts.norms;
+    case Component::kLmHead:
+      return counts.lm_head;
+  }
+  return counts.norms;  // unreachable: the switch covers every component
+}
+
+// ---------------------------------------------------------------------------
+// Validation shared by the parser and ValidateModel. Messages use the
+// config.json field names, since that is where a user fixes them.
+
+absl::Status FieldError(absl::string_view source, absl::string_view field,
+                        absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(source, ": \"", field, "\" ", message));
+}
+
+absl::Status CheckRange(absl::string_view source, absl::string_view field, int64_t value,
+                        int64_t min) {
+  if (value < min) {
+    return FieldError(
+        source, field,
+        absl::StrCat("is ", value, "; it must be ", min == 0 ? "zero or " : "", "positive"));
+  }
+  if (value > kMaxDimension) {
+    return FieldError(source, field, absl::StrCat("is ", value, ", above the limit of 2^40"));
+  }
+  return absl::OkStatus();
+}
+
+// The rules between fields, once each is in range. Parameter counts are
+// estimated in double first: with every field up to 2^40 the exact products
+// could overflow int64, and a double is exact enough to compare to 2^48.
+absl::Status CheckModel(const ModelConfig& m, absl::string_view source) {
+  struct Field {
+    const char* name;
+    int64_t value;
+    int64_t min;
+  };
+  const Field fields[] = {
+      {"hidden_size", m.hidden_size, 1},
+      {"intermediate_size", m.intermediate_size, 1},
+      {"num_hidden_layers", m.num_layers, 1},
+      {"num_attention_heads", m.num_heads, 1},
+      {"num_key_value_heads", m.num_kv_heads, 1},
+      {"head_dim", m.head_dim, 1},
+      {"vocab_size", m.vocab_size, 1},
+      {"max_position_embeddings", m.max_position_embeddings, m.learned_positions ? 1 : 0},
+      {"num_local_experts", m.num_experts, 0},
+      {"num_experts_per_tok", m.experts_per_token, m.num_experts > 0 ? 1 : 0},
+  };
+  for (const Field& f : fields) {
+    if (absl::Status s = CheckRange(source, f.name, f.value, f.min); !s.ok()) return s;
+  }
+  if (m.num_kv_heads > m.num_heads || m.num_heads % m.num_kv_heads != 0) {
+    return FieldError(source, "num_key_value_heads",
+                      absl::StrCat("is ", m.num_kv_heads, "; it must divide num_attention_heads (",
+                                   m.num_heads, ")"));
+  }
+  if (m.experts_per_token > m.num_experts) {
+    return FieldError(source, "num_experts_per_tok",
+                      absl::StrCat("is ", m.experts_per_token, ", more than num_local_experts (",
+                                   m.num_experts, ")"));
+  }
+  if (m.norms_per_layer < 0 || m.norms_per_layer > kMaxNormsPerLayer) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": norms_per_layer is ",
+                                                   m.norms_per_layer, "; it must be 0 to ",
+                                                   kMaxNormsPerLayer));
+  }
+  // Every tensor's dimensions are products of at most two fields; the
+  // largest product bounds them all.
+  const double hidden = static_cast<double>(m.hidden_size);
+  const double widest =
+      std::max({hidden, static_cast<double>(m.intermediate_size),
+                static_cast<double>(m.num_heads) * static_cast<double>(m.head_dim)});
+  const double experts = static_cast<double>(std::max<int64_t>(m.num_experts, 1));
+  const double estimate =
+      static_cast<double>(m.num_layers) * (4 * widest * hidden + 3 * experts * widest * hidden) +
+      2 * static_cast<double>(m.vocab_size + m.max_position_embeddings) * hidden;
+  if (estimate > kMaxParameters) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": the model would have up to about ",
+                                                   estimate,
+                                                   " parameters, above the limit of 2^48"));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// config.json parsing.
+
+// Thrown by the parser callback to stop at the first duplicate key.
+struct DuplicateKey {
+  std::string key;
+};
+struct TooDeep {};
+
+// Parses JSON text, rejecting duplicate keys in any object (nlohmann would
+// keep the last one silently, and which one a reader sees is then a guess)
+// and nesting deeper than 64 levels (a config.json has two or three).
+absl::StatusOr<Json> ParseJson(absl::string_view text, absl::string_view source) {
+  std::vector<std::set<std::string>> keys;
+  auto callback = [&keys](int depth, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+        keys.emplace_back();
+        break;
+      case Json::parse_event_t::object_end:
+        if (!keys.empty()) keys.pop_back();
+        break;
+      case Json::parse_event_t::key:
+        if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second) {
+          throw DuplicateKey{parsed.get<std::string>()};
+        }
+        break;
+      default:
+        break;
+    }
+    if (depth > 64) throw TooDeep{};
+    return true;
+  };
+  try {
+    return Json::parse(text.begin(), text.end(), callback);
+  } catch (const DuplicateKey& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": duplicate key \"", e.key, "\" in the JSON"));
+  } catch (const TooDeep&) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": JSON nested more than 64 levels deep"));
+  } catch (const Json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON: ", e.what()));
+  }
+}
+
+// "a string", "an integer", ...: what a JSON value is, for messages.
+absl::string_view Described(const Json& value) {
+  if (value.is_number_integer()) return "an integer";
+  if (value.is_number_float()) return "a number";
+  if (value.is_array()) return "an array";
+  if (value.is_object()) return "an object";
+  if (value.is_boolean()) return "a boolean";
+  if (value.is_string()) return "a string";
+  return "null";
+}
+
+// Reads the fields of a config.json. A multimodal model's text fields live
+// in "text_config"; a key found there wins over the top level, the way
+// Hugging Face builds the text model from that object alone plus the
+// top-level defaults.
+//
+// The first bad field is kept in status() and every later read returns a
+// default, so a caller reads a group of fields and checks once.
+class FieldReader {
+ public:
+  FieldReader(const Json& top, const Json* text, absl::string_view source)
+      : top_(top), text_(text), source_(source) {}
+
+  const absl::Status& status() const { return status_; }
+
+  // A positive integer no larger than 2^40; nullopt when the key is absent
+  // or null. Floats with no fractional part (4096.0) are accepted, since
+  // some exporters write them; fractions, strings and booleans are not.
+  std::optional<int64_t> OptionalSize(const std::string& key) {
+    std::string where;
+    const Json* value = Find(key, &where);
+    if (value == nullptr || value->is_null()) return std::nullopt;
+    int64_t n = 0;
+    if (value->is_number_unsigned()) {
+      const uint64_t u = value->get<uint64_t>();
+      n = u > static_cast<uint64_t>(kMaxDimension) ? kMaxDimension + 1 : static_cast<int64_t>(u);
+    } else if (value->is_number_integer()) {
+      n = value->get<int64_t>();
+    } else if (value->is_number_float()) {
+      const double d = value->get<double>();
+      if (!std::isfinite(d) || d != std::floor(d)) {
+        Fail(where, absl::StrCat("is ", value->dump(), ", not an integer"));
+        return std::nullopt;
+      }
+      n = d > static_cast<double>(kMaxDimension) ? kMaxDimension + 1
+          : d < 0                                ? -1
+                                                 : static_cast<int64_t>(d);
+    } else {
+      Fail(where, absl::StrCat("is ", Described(*value), ", not an integer"));
+      return std::nullopt;
+    }
+    if (n > kMaxDimension) {
+      Fail(where, absl::StrCat("is ", value->dump(), ", above the limit of 2^40"));
+      return std::nullopt;
+    }
+    if (n <= 0) {
+      Fail(where, absl::StrCat("is ", value->dump(), "; it must be positive"));
+      return std::nullopt;
+    }
+    return n;
+  }
+
+  // A required OptionalSize; 0 when missing or bad.
+  int64_t Size(const std::string& key) {
+    const std::optional<int64_t> n = OptionalSize(key);
+    if (!n.has_value()) Fail(key, "is missing");
+    return n.value_or(0);
+  }
+
+  // A boolean; `fallback` when absent, null or bad.
+  bool Bool(const std::string& key, bool fallback) {
+    std::string where;
+    const Json* value = Find(key, &where);
+    if (value == nullptr || value->is_null()) return fallback;
+    if (!value->is_boolean()) {
+      Fail(where, absl::StrCat("is ", Described(*value), ", not true or false"));
+      return fallback;
+    }
+    return value->get<bool>();
+  }
+
+  // A string; nullopt when absent, null or bad.
+  std::optional<std::string> OptionalString(const std::string& key) {
+    std::string where;
+    const Json* value = Find(key, &where);
+    if (value == nullptr || value->is_null()) return std::nullopt;
+    if (!value->is_string()) {
+      Fail(where, absl::StrCat("is ", Described(*value), ", not a string"));
+      return std::nullopt;
+    }
+    return value->get<std::string>();
+  }
+
+  // Records an error about `field` unless an earlier one is kept.
+  void Fail(absl::string_view field, absl::string_view message) {
+    if (status_.ok()) status_ = FieldError(source_, field, message);
+  }
+
+ private:
+  // The value of `key`, or null when absent; `*where` is the key as a user
+  // finds it in the file ("text_config.hidden_size").
+  const Json* Find(const std::string& key, std::string* where) const {
+    if (text_ != nullptr) {
+      if (auto it = text_->find(key); it != text_->end()) {
+        *where = "text_config." + key;
+        return &*it;
+      }
+    }
+    *where = key;
+    auto it = top_.find(key);
+    return it == top_.end() ? nullptr : &*it;
+  }
+
+  const Json& top_;
+  const Json* text_;
+  absl::string_view source_;
+  absl::Status status_;
+};
+
+// What a model_type fixes about the architecture, beyond the config fields.
+struct Family {
+  const char* model_type;
+  bool tie_default = false;  // Hugging Face's default for tie_word_embeddings
+  // The config class has an attention_bias field (default false); without
+  // one, `attention_bias` is fixed.
+  bool reads_attention_bias = false;
+  bool attention_bias = false;
+  bool qk_norm = false;
+  int norms_per_layer = 2;
+  bool mixture_of_experts = false;
+  // The config class defaults head_dim to a constant (Gemma: 256, Qwen3:
+  // 128), not to hidden_size / num_attention_heads, so a config without it
+  // is ambiguous and is refused rather than guessed.
+  bool requires_head_dim = false;
+};
+
+constexpr Family kFamilies[] = {
+    {.model_type = "llama", .reads_attention_bias = true},
+    {.model_type = "mistral"},
+    {.model_type = "qwen2", .attention_bias = true},
+    {.model_type = "qwen3",
+     .reads_attention_bias = true,
+     .qk_norm = true,
+     .requires_head_dim = true},
+    {.model_type = "gemma",
+     .tie_default = true,
+     .reads_attention_bias = true,
+     .requires_head_dim = true},
+    {.model_type = "gemma2",
+     .tie_default = true,
+     .reads_attention_bias = true,
+     .norms_per_layer = 4,
+     .requires_head_dim = true},
+    {.model_type = "mixtral", .mixture_of_experts = true},
+};
+
+std::string SupportedModelTypes() {
+  std::vector<std::string> names;
+  for (const Family& f : kFamilies) names.push_back(f.model_type);
+  return absl::StrJoin(names, ", ");
+}
+
+absl::StatusOr<ModelConfig> ReadFields(FieldReader& fields, absl::string_view source) {
+  const std::optional<std::string> model_type = fields.OptionalString("model_type");
+  if (!fields.status().ok()) return fields.status();
+  if (!model_type.has_value()) {
+    fields.Fail("model_type", absl::StrCat("is missing (supported: ", SupportedModelTypes(), ")"));
+    return fields.status();
+  }
+  const Family* family = nullptr;
+  for (const Family& f : kFamilies) {
+    if (*model_type == f.model_type) family = &f;
+  }
+  if (family == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": model_type \"", *model_type,
+                     "\" is not supported (supported: ", SupportedModelTypes(), ")"));
+  }
+
+  ModelConfig m;
+  m.name = std::string(source);
+  m.model_type = *model_type;
+  m.hidden_size = fields.Size("hidden_size");
+  m.intermediate_size = fields.Size("intermediate_size");
+  m.num_layers = fields.Size("num_hidden_layers");
+  m.num_heads = fields.Size("num_attention_heads");
+  m.vocab_size = fields.Size("vocab_size");
+  // Without grouped-query attention the key is absent (Llama 1) or null.
+  const std::optional<int64_t> kv_heads = fields.OptionalSize("num_key_value_heads");
+  const std::optional<int64_t> head_dim = fields.OptionalSize("head_dim");
+  m.max_position_embeddings = fields.OptionalSize("max_position_embeddings").value_or(0);
+  m.tie_word_embeddings = fields.Bool("tie_word_embeddings", family->tie_default);
+  m.attention_bias =
+      family->reads_attention_bias ? fields.Bool("attention_bias", false) : family->attention_bias;
+  if (family->mixture_of_experts) {
+    m.num_experts = fields.Size("num_local_experts");
+    m.experts_per_token = fields.Size("num_experts_per_tok");
+  }
+  if (!fields.status().ok()) return fields.status();
+
+  m.num_kv_heads = kv_heads.value_or(m.num_heads);
+  if (head_dim.has_value()) {
+    m.head_dim = *head_dim;
+  } else if (family->requires_head_dim) {
+    return FieldError(
+        source, "head_dim",
+        absl::StrCat("is missing (", m.model_type, " does not derive it from hidden_size)"));
+  } else if (m.hidden_size % m.num_heads != 0) {
+    return FieldError(
+        source, "hidden_size",
+        absl::StrCat("is ", m.hidden_size, ", not a multiple of num_attention_heads (", m.num_heads,
+                     "), and there is no head_dim"));
+  } else {
+    m.head_dim = m.hidden_size / m.num_heads;
+  }
+  m.qk_norm = family->qk_norm;
+  m.norms_per_layer = family->norms_per_layer;
+  if (absl::Status s = CheckModel(m, source); !s.ok()) return s;
+  return m;
+}
+
+}  // namespace
+
+absl::string_view ComponentName(Component c) {
+  switch (c) {
+    case Component::kEmbedding:
+      return "embedding";
+    case Component::kAttention:
+      return "attention";
+    case Component::kMlp:
+      return "mlp";
+    case Component::kRouter:
+      return "router";
+    case Component::kNorm:
+      return "norm";
+    case Component::kLmHead:
+      return "lm_head";
+  }
+  return "unknown";
+}
+
+std::vector<TensorSpec> InputTensors(const ModelConfig& model) {
+  // The vocabulary is split among tensor-parallel ranks (Megatron's
+  // vocabulary-parallel embedding); the position table is small and kept whole.
+  std::vector<TensorSpec> out = {Tensor("embed_tokens", Component::kEmbedding, model.vocab_size,
+                                        model.hidden_size, Split::kRows)};
+  if (model.learned_positions) {
+    out.push_back(Tensor("embed_positions", Component::kEmbedding, model.max_position_embeddings,
+                         model.hidden_size, Split::kReplicated));
+  }
+  return out;
+}
+
+std::vector<TensorSpec> LayerTensors(const ModelConfig& model) {
+  const int64_t hidden = model.hidden_size;
+  const int64_t q_width = model.num_heads * model.head_dim;
+  const int64_t kv_width = model.num_kv_heads * model.head_dim;
+  std::vector<TensorSpec> out;
+
+  // Attention: q, k, v are column-parallel (each device holds whole heads),
+  // o is row-parallel.
+  out.push_back(Linear("q_proj", Component::kAttention, q_width, hidden, Split::kRows, "q"));
+  out.push_back(Linear("k_proj", Component::kAttention, kv_width, hidden, Split::kRows, "k"));
+  out.push_back(Linear("v_proj", Component::kAttention, kv_width, hidden, Split::kRows, "v"));
+  out.push_back(Linear("o_proj", Component::kAttention, hidden, q_width, Split::kCols, "o"));
+  if (model.attention_bias || model.linear_bias) {
+    out.push_back(Tensor("q_proj.bias", Component::kAttention, 1, q_width, Split::kRows));
+    out.push_back(Tensor("k_proj.bias", Component::kAttention, 1, kv_width, Split::kRows));
+    out.push_back(Tensor("v_proj.bias", Component::kAttention, 1, kv_width, Split::kRows));
+  }
+  if (model.linear_bias) {
+    out.push_back(Tensor("o_proj.bias", Component::kAttention, 1, hidden, Split::kReplicated));
+  }
+  if (model.qk_norm) {
+    // One weight over head_dim, shared by every head (Qwen3's q_norm, k_norm).
+    out.push_back(Tensor("q_norm", Component::kAttention, 1, model.head_dim, Split::kReplicated));
+    out.push_back(Tensor("k_norm", Component::kAttention, 1, model.head_dim, Split::kReplicated));
+  }
+
+  if (model.num_experts > 0) {
+    // Mixtral's router is one small matrix every device applies in full.
+    out.push_back(
+        Tensor("gate", Component::kRouter, model.num_experts, hidden, Split::kReplicated));
+    AddMlp(model, "experts.", model.num_experts, out);
+  } else {
+    AddMlp(model, "", 1, out);
+  }
+
+  const int norms = std::clamp(model.norms_per_layer, 0, kMaxNormsPerLayer);
+  for (int i = 0; i < norms; ++i) AddNorm(model, kLayerNormNames[i], out);
+  return out;
+}
+
+std::vector<TensorSpec> OutputTensors(const ModelConfig& model) {
+  std::vector<TensorSpec> out;
+  AddNorm(model, "norm", out);
+  if (!model.tie_word_embeddings) {
+    out.push_back(
+        Tensor("lm_head", Component::kLmHead, model.vocab_size, model.hidden_size, Split::kRows));
+  }
+  return out;
+}
+
+ParameterCounts CountParameters(const ModelConfig& model) {
+  ParameterCounts counts;
+  auto add = [&](const std::vector<TensorSpec>& tensors, int64_t copies) {
+    for (const TensorSpec& t : tensors) {
+      const int64_t n = t.parameters() * copies;
+      Bucket(counts, t.component) += n;
+      counts.total += n;
+      // Only the experts come in counts above one; a token passes through
+      // experts_per_token of them.
+      const int64_t used = t.count > 1 ? std::min(t.count, model.experts_per_token) : t.count;
+      counts.active += t.rows * t.cols * used * copies;
+    }
+  };
+  add(InputTensors(model), 1);
+  add(LayerTensors(model), model.num_layers);
+  add(OutputTensors(model), 1);
+  return counts;
+}
+
+absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json, absl::string_view source) {
+  if (static_cast<int64_t>(json.size()) > kMaxConfigBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", json.size(),
+                                                   " bytes, above the limit of ", kMaxConfigBytes,
+                                                   " for a config.json"));
+  }
+  absl::StatusOr<Json> parsed = ParseJson(json, source);
+  if (!parsed.ok()) return parsed.status();
+  if (!parsed->is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": the JSON is ", Described(*parsed), ", not an object"));
+  }
+  const Json* text = nullptr;
+  if (auto it = parsed->find("text_config"); it != parsed->end() && !it->is_null()) {
+    if (!it->is_object()) {
+      return FieldError(source, "text_config",
+                        absl::StrCat("is ", Described(*it), ", not an object"));
+    }
+    text = &*it;
+  }
+  FieldReader fields(*parsed, text, source);
+  return ReadFields(fields, source);
+}
+
+absl::StatusOr<ModelConfig> ReadModelConfig(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (status.type() == std::filesystem::file_type::not_found) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  }
+  if (error) return absl::UnknownError(absl::StrCat(path, ": ", error.message()));
+  if (status.type() != std::filesystem::file_type::regular) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  }
+  const uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) return absl::UnknownError(absl::StrCat(path, ": ", error.message()));
+  if (size > static_cast<uintmax_t>(kMaxConfigBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", size, " bytes, above the limit of ",
+                                                   kMaxConfigBytes, " for a config.json"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in.is_open()) {
+    const int error_number = errno;  // e.g. EACCES
+    return absl::Status(absl::ErrnoToStatusCode(error_number),
+                        absl::StrCat(path, ": cannot open: ", std::strerror(error_number)));
+  }
+  std::string text(static_cast<size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.gcount() != static_cast<std::streamsize>(text.size())) {
+    return absl::DataLossError(absl::StrCat(path, ": read ", in.gcount(), " of ", size, " bytes"));
+  }
+  return ParseModelConfig(text, path);
+}
+
+const std::vector<ModelConfig>& ModelPresets() {
+  // Values from each model's config.json on the Hugging Face hub; the test
+  // checks every total against the published parameter count.
+  static const std::vector<ModelConfig>* presets = [] {
+    auto llama = [](std::string name, int64_t hidden, int64_t inter, int64_t layers, int64_t heads,
+                    int64_t kv_heads, int64_t vocab, int64_t max_positions) {
+      ModelConfig m;
+      m.name = std::move(name);
+      m.model_type = "llama";
+      m.hidden_size = hidden;
+      m.intermediate_size = inter;
+      m.num_layers = layers;
+      m.num_heads = heads;
+      m.num_kv_heads = kv_heads;
+      m.head_dim = hidden / heads;
+      m.vocab_size = vocab;
+      m.max_position_embeddings = max_positions;
+      return m;
+    };
+    auto* list = new std::vector<ModelConfig>;
+    list->push_back(llama("llama-3.1-8b", 4096, 14336, 32, 32, 8, 128256, 131072));
+    list->push_back(llama("llama-3.1-70b", 8192, 28672, 80, 64, 8, 128256, 131072));
+    list->push_back(llama("llama-3.1-405b", 16384, 53248, 126, 128, 8, 128256, 131072));
+    // Llama 3 has the shapes of 3.1 with an 8K context.
+    list->push_back(llama("llama-3-8b", 4096, 14336, 32, 32, 8, 128256, 8192));
+    list->push_back(llama("llama-3-70b", 8192, 28672, 80, 64, 8, 128256, 8192));
+    list->push_back(llama("llama-2-7b", 4096, 11008, 32, 32, 32, 32000, 4096));
+    list->push_back(llama("llama-2-13b", 5120, 13824, 40, 40, 40, 32000, 4096));
+    list->push_back(llama("llama-2-70b", 8192, 28672, 80, 64, 8, 32000, 4096));
+
+    ModelConfig mistral = llama("mistral-7b", 4096, 14336, 32, 32, 8, 32000, 32768);  // v0.1
+    mistral.model_type = "mistral";
+    list->push_back(mistral);
+
+    ModelConfig mixtral = llama("mixtral-8x7b", 4096, 14336, 32, 32, 8, 32000, 32768);
+    mixtral.model_type = "mixtral";
+    mixtral.num_experts = 8;
+    mixtral.experts_per_token = 2;
+    list->push_back(mixtral);
+
+    // Qwen2 has biases on q, k and v whatever the config says.
+    for (ModelConfig qwen : {llama("qwen2.5-7b", 3584, 18944, 28, 28, 4, 152064, 131072),
+                             llama("qwen2.5-72b", 8192, 29568, 80, 64, 8, 152064, 131072)}) {
+      qwen.model_type = "qwen2";
+      qwen.attention_bias = true;
+      list->push_back(qwen);
+    }
+
+    // GPT-3 175B as Korthikanti et al. 2022 size it: LayerNorm with biases,
+    // biases on every linear, a 4h non-gated MLP, learned positions, an
+    // output layer tied to the embedding, dropout in training.
+    ModelConfig gpt = llama("gpt3-175b", 12288, 4 * 12288, 96, 96, 96, 51200, 2048);
+    gpt.model_type = "gpt";
+    gpt.tie_word_embeddings = true;
+    gpt.gated_mlp = false;
+    gpt.norm_bias = true;
+    gpt.linear_bias = true;
+    gpt.learned_positions = true;
+    gpt.dropout = true;
+    list->push_back(gpt);
+    return list;
+  }();
+  return *presets;
+}
+
+absl::StatusOr<ModelConfig> FindModel(absl::string_view preset_or_path) {
+  const std::string wanted = absl::AsciiStrToLower(preset_or_path);
+  for (const ModelConfig& m : ModelPresets()) {
+    if (m.name == wanted) return m;
+  }
+  const std::string path(preset_or_path);
+  std::error_code error;
+  if (std::filesystem::exists(path, error)) return ReadModelConfig(path);
+  std::vector<std::string> names;
+  for (const ModelConfig& m : ModelPresets()) names.push_back(m.name);
+  return absl::InvalidArgumentError(
+      absl::StrCat("model \"", preset_or_path, "\" is neither a preset (",
+                   absl::StrJoin(names, ", "), ") nor a config.json file"));
+}
+
+absl::Status ValidateModel(const ModelConfig& model) {
+  return CheckModel(model, model.name.empty() ? "model" : model.name);
+}
+
+}  // namespace lowp

@@ -1,0 +1,449 @@
+// Model shapes: every preset's parameter total against the published count,
+// the tensor lists by component and split, config.json files as Hugging Face
+// ships them (tests/data/configs) and every way a config.json can be wrong.
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sizing/model.h"
+
+namespace lowp {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+const std::string kConfigDir = std::string(LOWP_TEST_DATA_DIR) + "/configs/";
+
+ModelConfig Preset(const std::string& name) {
+  absl::StatusOr<ModelConfig> model = FindModel(name);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? *model : ModelConfig();
+}
+
+ModelConfig ReadConfig(const std::string& file) {
+  absl::StatusOr<ModelConfig> model = ReadModelConfig(kConfigDir + file);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? *model : ModelConfig();
+}
+
+const TensorSpec* FindTensor(const std::vector<TensorSpec>& tensors, const std::string& name) {
+  for (const TensorSpec& t : tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+// Published totals (the safetensors parameter counts of the Hugging Face
+// checkpoints).
+TEST(ModelPresetsTest, TotalsMatchPublishedCounts) {
+  const std::map<std::string, int64_t> published = {
+      {"llama-3.1-8b", 8'030'261'248},     {"llama-3.1-70b", 70'553'706'496},
+      {"llama-3.1-405b", 405'853'388'800}, {"llama-3-8b", 8'030'261'248},
+      {"llama-3-70b", 70'553'706'496},     {"llama-2-7b", 6'738'415'616},
+      {"llama-2-13b", 13'015'864'320},     {"llama-2-70b", 68'976'648'192},
+      {"mistral-7b", 7'241'732'096},       {"mixtral-8x7b", 46'702'792'704},
+      {"qwen2.5-7b", 7'615'616'512},       {"qwen2.5-72b", 72'706'203'648},
+  };
+  for (const auto& [name, total] : published) {
+    const ParameterCounts counts = CountParameters(Preset(name));
+    EXPECT_EQ(counts.total, total) << name;
+    EXPECT_EQ(counts.embedding + counts.attention + counts.mlp + counts.router + counts.norms +
+                  counts.lm_head,
+              counts.total)
+        << name;
+  }
+}
+
+TEST(ModelPresetsTest, EveryPresetIsValidAndFoundByName) {
+  for (const ModelConfig& preset : ModelPresets()) {
+    EXPECT_TRUE(ValidateModel(preset).ok()) << ValidateModel(preset);
+    EXPECT_EQ(Preset(preset.name).name, preset.name);
+  }
+  EXPECT_EQ(Preset("Llama-3.1-8B").name, "llama-3.1-8b");
+  EXPECT_EQ(Preset("LLAMA-3-70B").num_layers, 80);
+}
+
+TEST(ModelPresetsTest, Llama31_8bByComponent) {
+  const ParameterCounts counts = CountParameters(Preset("llama-3.1-8b"));
+  EXPECT_EQ(counts.embedding, 525'336'576);
+  EXPECT_EQ(counts.lm_head, 525'336'576);
+  EXPECT_EQ(counts.norms, 65 * 4096);  // two per layer and the final one
+  EXPECT_EQ(counts.attention, 32 * int64_t{41'943'040});
+  EXPECT_EQ(counts.mlp, 32 * int64_t{176'160'768});
+  EXPECT_EQ(counts.router, 0);
+  EXPECT_EQ(counts.active, counts.total);
+}
+
+// GPT-3 175B as Korthikanti et al. count it. Per layer: q, k, v, o are 4h^2
+// with 4h of biases; the MLP's up and down are 8h^2 with 4h + h of biases;
+// two LayerNorms are 4h. That is 12h^2 + 13h a layer. Outside the layers:
+// the token and position embeddings (V + 2048)h, the final LayerNorm 2h, and
+// no lm_head (tied).
+TEST(ModelPresetsTest, Gpt3ClosedForm) {
+  const ModelConfig gpt = Preset("gpt3-175b");
+  const int64_t L = 96, h = 12288, V = 51200;
+  const ParameterCounts counts = CountParameters(gpt);
+  EXPECT_EQ(counts.total, 12 * L * h * h + 13 * L * h + (V + 2048) * h + 2 * h);
+  EXPECT_EQ(counts.total, 174'615'846'912);
+  EXPECT_GT(counts.total, 174'000'000'000);
+  EXPECT_LT(counts.total, 176'000'000'000);
+  EXPECT_EQ(counts.lm_head, 0);
+  EXPECT_EQ(counts.embedding, (V + 2048) * h);
+  EXPECT_TRUE(gpt.dropout);
+  EXPECT_EQ(gpt.model_type, "gpt");
+}
+
+// Mixtral: each token passes through 2 of the 8 experts, so the active count
+// is the total less 6 experts' MLPs (3 matrices of 4096 x 14336) per layer.
+TEST(ModelPresetsTest, MixtralActiveParameters) {
+  const ParameterCounts counts = CountParameters(Preset("mixtral-8x7b"));
+  EXPECT_EQ(counts.router, 32 * 8 * 4096);
+  EXPECT_EQ(counts.active, counts.total - int64_t{32} * 6 * 3 * 4096 * 14336);
+  EXPECT_EQ(counts.active, 12'879'925'248);
+}
+
+TEST(TensorListsTest, LlamaLayerNamesSplitsAndLora) {
+  const ModelConfig model = Preset("llama-3.1-8b");
+  const std::vector<TensorSpec> layer = LayerTensors(model);
+  struct Expected {
+    const char* name;
+    int64_t rows, cols;
+    Split split;
+    const char* lora;
+  };
+  const Expected linears[] = {
+      {"q_proj", 4096, 4096, Split::kRows, "q"},
+      {"k_proj", 1024, 4096, Split::kRows, "k"},
+      {"v_proj", 1024, 4096, Split::kRows, "v"},
+      {"o_proj", 4096, 4096, Split::kCols, "o"},
+      {"gate_proj", 14336, 4096, Split::kRows, "gate"},
+      {"up_proj", 14336, 4096, Split::kRows, "up"},
+      {"down_proj", 4096, 14336, Split::kCols, "down"},
+  };
+  for (const Expected& e : linears) {
+    const TensorSpec* t = FindTensor(layer, e.name);
+    ASSERT_NE(t, nullptr) << e.name;
+    EXPECT_EQ(t->rows, e.rows) << e.name;
+    EXPECT_EQ(t->cols, e.cols) << e.name;
+    EXPECT_EQ(t->split, e.split) << e.name;
+    EXPECT_EQ(t->lora_name, e.lora) << e.name;
+    EXPECT_TRUE(t->linear) << e.name;
+  }
+  for (const char* norm : {"input_layernorm", "post_attention_layernorm"}) {
+    const TensorSpec* t = FindTensor(layer, norm);
+    ASSERT_NE(t, nullptr) << norm;
+    EXPECT_EQ(t->component, Component::kNorm);
+    EXPECT_EQ(t->split, Split::kReplicated);
+    EXPECT_FALSE(t->linear);
+  }
+  EXPECT_EQ(layer.size(), 9u);
+
+  const std::vector<TensorSpec> input = InputTensors(model);
+  ASSERT_EQ(input.size(), 1u);
+  EXPECT_EQ(input[0].component, Component::kEmbedding);
+  EXPECT_EQ(input[0].split, Split::kRows);
+  EXPECT_FALSE(input[0].linear);
+  const std::vector<TensorSpec> output = OutputTensors(model);
+  ASSERT_EQ(output.size(), 2u);
+  EXPECT_EQ(output[1].name, "lm_head");
+  EXPECT_EQ(output[1].component, Component::kLmHead);
+  EXPECT_EQ(output[1].split, Split::kRows);
+  EXPECT_FALSE(output[1].linear);
+}
+
+TEST(TensorListsTest, GptBiasesAndPositions) {
+  const ModelConfig gpt = Preset("gpt3-175b");
+  const std::vector<TensorSpec> layer = LayerTensors(gpt);
+  EXPECT_EQ(FindTensor(layer, "gate_proj"), nullptr);
+  const std::pair<const char*, Split> biases[] = {
+      {"q_proj.bias", Split::kRows},
+      {"k_proj.bias", Split::kRows},
+      {"v_proj.bias", Split::kRows},
+      {"o_proj.bias", Split::kReplicated},
+      {"up_proj.bias", Split::kRows},
+      {"down_proj.bias", Split::kReplicated},
+      {"input_layernorm.bias", Split::kReplicated},
+  };
+  for (const auto& [name, split] : biases) {
+    const TensorSpec* t = FindTensor(layer, name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(t->rows, 1) << name;
+    EXPECT_EQ(t->split, split) << name;
+    EXPECT_FALSE(t->linear) << name;
+    EXPECT_TRUE(t->lora_name.empty()) << name;
+  }
+  EXPECT_EQ(FindTensor(layer, "up_proj.bias")->cols, 4 * 12288);
+  const std::vector<TensorSpec> input = InputTensors(gpt);
+  ASSERT_EQ(input.size(), 2u);
+  EXPECT_EQ(input[1].rows, 2048);
+  EXPECT_EQ(input[1].split, Split::kReplicated);
+  const std::vector<TensorSpec> output = OutputTensors(gpt);
+  EXPECT_EQ(output.size(), 2u);  // final LayerNorm's weight and bias, tied lm_head
+  EXPECT_EQ(FindTensor(output, "lm_head"), nullptr);
+}
+
+TEST(TensorListsTest, MixtralExpertsAndRouter) {
+  const std::vector<TensorSpec> layer = LayerTensors(Preset("mixtral-8x7b"));
+  const TensorSpec* router = FindTensor(layer, "gate");
+  ASSERT_NE(router, nullptr);
+  EXPECT_EQ(router->component, Component::kRouter);
+  EXPECT_EQ(router->rows, 8);
+  EXPECT_EQ(router->split, Split::kReplicated);
+  EXPECT_FALSE(router->linear);
+  for (const char* name : {"experts.gate_proj", "experts.up_proj", "experts.down_proj"}) {
+    const TensorSpec* t = FindTensor(layer, name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(t->count, 8);
+    EXPECT_TRUE(t->linear);
+    EXPECT_EQ(t->parameters(), int64_t{8} * 4096 * 14336);
+  }
+  EXPECT_EQ(FindTensor(layer, "experts.down_proj")->split, Split::kCols);
+  EXPECT_EQ(FindTensor(layer, "experts.gate_proj")->lora_name, "gate");
+  EXPECT_EQ(FindTensor(layer, "gate_proj"), nullptr);
+}
+
+TEST(TensorListsTest, ComponentNames) {
+  EXPECT_EQ(ComponentName(Component::kEmbedding), "embedding");
+  EXPECT_EQ(ComponentName(Component::kAttention), "attention");
+  EXPECT_EQ(ComponentName(Component::kMlp), "mlp");
+  EXPECT_EQ(ComponentName(Component::kRouter), "router");
+  EXPECT_EQ(ComponentName(Component::kNorm), "norm");
+  EXPECT_EQ(ComponentName(Component::kLmHead), "lm_head");
+}
+
+// config.json files as the hub ships them read to the presets' shapes.
+TEST(ReadModelConfigTest, HubConfigsMatchPresets) {
+  for (const char* name : {"llama-3.1-8b", "qwen2.5-7b", "mixtral-8x7b"}) {
+    const ModelConfig file = ReadConfig(absl::StrCat(name, ".json"));
+    const ModelConfig preset = Preset(name);
+    EXPECT_EQ(file.name, kConfigDir + name + ".json");
+    EXPECT_EQ(file.model_type, preset.model_type) << name;
+    EXPECT_EQ(file.max_position_embeddings, preset.max_position_embeddings) << name;
+    EXPECT_EQ(file.attention_bias, preset.attention_bias) << name;
+    const ParameterCounts a = CountParameters(file), b = CountParameters(preset);
+    EXPECT_EQ(a.total, b.total) << name;
+    EXPECT_EQ(a.active, b.active) << name;
+    EXPECT_EQ(a.attention, b.attention) << name;
+    EXPECT_EQ(a.mlp, b.mlp) << name;
+  }
+}
+
+// Gemma 2 2B: head_dim 256 (not 2304 / 8), four norms a layer, embeddings
+// tied by default. Published total 2,614,341,888.
+TEST(ReadModelConfigTest, Gemma2) {
+  const ModelConfig model = ReadConfig("gemma-2-2b.json");
+  EXPECT_EQ(model.head_dim, 256);
+  EXPECT_EQ(model.norms_per_layer, 4);
+  EXPECT_TRUE(model.tie_word_embeddings);
+  const ParameterCounts counts = CountParameters(model);
+  EXPECT_EQ(counts.total, 2'614'341'888);
+  EXPECT_EQ(counts.norms, (26 * 4 + 1) * 2304);
+  EXPECT_EQ(counts.lm_head, 0);
+}
+
+// Mistral Small 3.1 (a vision model): the text model is read from
+// "text_config" and the vision tower is not counted. Its text model is
+// Mistral Small 3's 23,572,403,200 parameters.
+TEST(ReadModelConfigTest, MultimodalTextConfig) {
+  const ModelConfig model = ReadConfig("mistral-small-3.1-24b.json");
+  EXPECT_EQ(model.model_type, "mistral");
+  EXPECT_EQ(model.hidden_size, 5120);
+  EXPECT_EQ(model.head_dim, 128);  // not 5120 / 32
+  EXPECT_FALSE(model.tie_word_embeddings);
+  EXPECT_EQ(CountParameters(model).total, 23'572'403'200);
+}
+
+TEST(ReadModelConfigTest, MissingFileIsNotFound) {
+  const std::string path = kConfigDir + "no-such-config.json";
+  absl::StatusOr<ModelConfig> model = ReadModelConfig(path);
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(model.status().message(), HasSubstr(path));
+}
+
+TEST(ReadModelConfigTest, FileOver16MiBIsRefusedUnread) {
+  const std::string path = ::testing::TempDir() + "/sizing_model_test_big.json";
+  {
+    std::ofstream out(path);
+    out << "{}";
+  }
+  std::filesystem::resize_file(path, (16 << 20) + 1);  // sparse: nothing is written
+  absl::StatusOr<ModelConfig> model = ReadModelConfig(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(model.status().message(), AllOf(HasSubstr(path), HasSubstr("limit")));
+}
+
+TEST(FindModelTest, PathOrError) {
+  absl::StatusOr<ModelConfig> file = FindModel(kConfigDir + "qwen2.5-7b.json");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(CountParameters(*file).total, 7'615'616'512);
+
+  absl::StatusOr<ModelConfig> unknown = FindModel("llama-9-1t");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.status().message(),
+              AllOf(HasSubstr("llama-9-1t"), HasSubstr("neither a preset"),
+                    HasSubstr("llama-3.1-8b"), HasSubstr("gpt3-175b")));
+}
+
+// Qwen3 0.6B: q and k norms of head_dim in each layer, head_dim 128 while
+// hidden_size / heads is 64, tied embeddings. Published total 596,049,920.
+TEST(ParseModelConfigTest, Qwen3) {
+  const char* json = R"({
+    "model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072,
+    "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+    "head_dim": 128, "vocab_size": 151936, "tie_word_embeddings": true,
+    "attention_bias": false, "max_position_embeddings": 40960})";
+  absl::StatusOr<ModelConfig> model = ParseModelConfig(json, "qwen3.json");
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(model->qk_norm);
+  const std::vector<TensorSpec> layer = LayerTensors(*model);
+  const TensorSpec* q_norm = FindTensor(layer, "q_norm");
+  ASSERT_NE(q_norm, nullptr);
+  EXPECT_EQ(q_norm->cols, 128);
+  EXPECT_EQ(q_norm->component, Component::kAttention);
+  EXPECT_EQ(CountParameters(*model).total, 596'049'920);
+}
+
+// A minimal Llama config, with `replace` substituted for `"num_key_value_heads": 8`.
+std::string LlamaJson(const std::string& replace = R"("num_key_value_heads": 8)") {
+  return absl::StrCat(R"({"model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, )",
+                      replace, R"(, "vocab_size": 128256})");
+}
+
+TEST(ParseModelConfigTest, DefaultsAndNulls) {
+  // Without num_key_value_heads (Llama 1), or null, every head has its own kv.
+  absl::StatusOr<ModelConfig> model = ParseModelConfig(LlamaJson(R"("head_dim": null)"), "a");
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->num_kv_heads, 32);
+  EXPECT_EQ(model->head_dim, 128);
+  EXPECT_EQ(model->max_position_embeddings, 0);
+  EXPECT_FALSE(model->tie_word_embeddings);
+  EXPECT_EQ(model->name, "a");
+  model = ParseModelConfig(LlamaJson(R"("num_key_value_heads": null, "head_dim": 128)"), "b");
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->num_kv_heads, 32);
+  // Integral floats are integers.
+  model = ParseModelConfig(LlamaJson(R"("num_key_value_heads": 8.0)"), "c");
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->num_kv_heads, 8);
+  // Gemma ties its embeddings unless the config says otherwise.
+  model = ParseModelConfig(R"({"model_type": "gemma", "hidden_size": 3072,
+      "intermediate_size": 24576, "num_hidden_layers": 28, "num_attention_heads": 16,
+      "num_key_value_heads": 16, "head_dim": 256, "vocab_size": 256000})",
+                           "gemma-7b");
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(model->tie_word_embeddings);
+  EXPECT_EQ(CountParameters(*model).total, 8'537'680'896);  // Gemma 7B's published total
+}
+
+// Each bad input is InvalidArgument naming the source and the field.
+TEST(ParseModelConfigTest, BadFields) {
+  const struct {
+    std::string json;
+    std::string field;  // the message names it
+  } cases[] = {
+      {R"({"model_type": "llama", "hidden_size": 4096})", "intermediate_size"},
+      {LlamaJson(R"("num_key_value_heads": "8")"), "num_key_value_heads"},
+      {LlamaJson(R"("num_key_value_heads": -8)"), "num_key_value_heads"},
+      {LlamaJson(R"("num_key_value_heads": 0)"), "num_key_value_heads"},
+      {LlamaJson(R"("num_key_value_heads": 7)"), "num_key_value_heads"},
+      {LlamaJson(R"("num_key_value_heads": 64)"), "num_key_value_heads"},
+      {LlamaJson(R"("num_key_value_heads": 8.5)"), "num_key_value_heads"},
+      {LlamaJson(R"("num_key_value_heads": true)"), "num_key_value_heads"},
+      {LlamaJson(R"("num_key_value_heads": 1099511627777)"), "num_key_value_heads"},
+      {LlamaJson(R"("num_key_value_heads": 1e300)"), "num_key_value_heads"},
+      {LlamaJson(R"("num_key_value_heads": 18446744073709551616)"), "num_key_value_heads"},
+      {LlamaJson(R"("tie_word_embeddings": 1)"), "tie_word_embeddings"},
+      {LlamaJson(R"("max_position_embeddings": 0)"), "max_position_embeddings"},
+      {LlamaJson(R"("text_config": [])"), "text_config"},
+      {LlamaJson(R"("text_config": {"hidden_size": "big"})"), "text_config.hidden_size"},
+      // hidden_size 4095 is no multiple of 32 heads when head_dim is absent.
+      {R"({"model_type": "mistral", "hidden_size": 4095, "intermediate_size": 14336,
+          "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000})",
+       "hidden_size"},
+      {R"({"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+          "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000,
+          "num_local_experts": 8, "num_experts_per_tok": 9})",
+       "num_experts_per_tok"},
+      {R"({"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+          "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000})",
+       "num_local_experts"},
+      // Gemma's head_dim is not derived from hidden_size, so it must be given.
+      {R"({"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216,
+          "num_hidden_layers": 26, "num_attention_heads": 8, "vocab_size": 256000})",
+       "head_dim"},
+      {R"({"hidden_size": 4096})", "model_type"},
+      {R"({"model_type": 3})", "model_type"},
+      {R"({"model_type": "bert", "hidden_size": 768})", "bert"},
+      // Fields of 2^40 each are in range, but the model would not be.
+      {R"({"model_type": "llama", "hidden_size": 1099511627776, "intermediate_size": 1,
+          "num_hidden_layers": 1, "num_attention_heads": 1, "vocab_size": 1})",
+       "2^48"},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<ModelConfig> model = ParseModelConfig(c.json, "bad/config.json");
+    ASSERT_FALSE(model.ok()) << c.json;
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument) << c.json;
+    EXPECT_THAT(model.status().message(), AllOf(HasSubstr("bad/config.json"), HasSubstr(c.field)))
+        << c.json;
+  }
+}
+
+TEST(ParseModelConfigTest, UnsupportedModelTypeListsSupported) {
+  absl::StatusOr<ModelConfig> model = ParseModelConfig(R"({"model_type": "bert"})", "c.json");
+  EXPECT_THAT(model.status().message(), AllOf(HasSubstr("\"bert\""), HasSubstr("llama"),
+                                              HasSubstr("mixtral"), HasSubstr("gemma2")));
+}
+
+TEST(ParseModelConfigTest, BadJson) {
+  const struct {
+    std::string json;
+    std::string message;
+  } cases[] = {
+      {R"({"model_type": "llama",)", "not valid JSON"},
+      {"", "not valid JSON"},
+      {"[1, 2]", "not an object"},
+      {LlamaJson(R"("num_key_value_heads": 8, "hidden_size": 4096)"), "duplicate key"},
+      {LlamaJson(R"("text_config": {"a": 1, "a": 2})"), "duplicate key"},
+      {std::string(100, '[') + std::string(100, ']'), "64 levels"},
+      {std::string((16 << 20) + 1, ' '), "limit"},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<ModelConfig> model = ParseModelConfig(c.json, "bad.json");
+    ASSERT_FALSE(model.ok()) << c.json.substr(0, 80);
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(model.status().message(), AllOf(HasSubstr("bad.json"), HasSubstr(c.message)));
+  }
+}
+
+TEST(ValidateModelTest, SameRulesAsParsing) {
+  ModelConfig model = Preset("llama-3.1-8b");
+  ASSERT_TRUE(ValidateModel(model).ok());
+  model.num_kv_heads = 5;
+  EXPECT_THAT(ValidateModel(model).message(),
+              AllOf(HasSubstr("llama-3.1-8b"), HasSubstr("num_key_value_heads")));
+  model = Preset("llama-3.1-8b");
+  model.head_dim = 0;
+  EXPECT_THAT(ValidateModel(model).message(), HasSubstr("head_dim"));
+  model = Preset("llama-3.1-8b");
+  model.vocab_size = (int64_t{1} << 40) + 1;
+  EXPECT_THAT(ValidateModel(model).message(), HasSubstr("vocab_size"));
+  model = Preset("mixtral-8x7b");
+  model.experts_per_token = 0;
+  EXPECT_THAT(ValidateModel(model).message(), HasSubstr("num_experts_per_tok"));
+  model = Preset("gpt3-175b");
+  model.max_position_embeddings = 0;  // learned positions need a table size
+  EXPECT_THAT(ValidateModel(model).message(), HasSubstr("max_position_embeddings"));
+}
+
+}  // namespace
+}  // namespace lowp

@@ -39,6 +39,8 @@ int SchemesCommand(const std::vector<std::string>& argv);
 int QuantErrorCommand(const std::vector<std::string>& argv);
 int QuantizeCommand(const std::vector<std::string>& argv);
 int RangeCommand(const std::vector<std::string>& argv);
+int SizeCommand(const std::vector<std::string>& argv);
+int DevicesCommand(const std::vector<std::string>& argv);
 
 extern const char kFormatsHelp[];
 extern const char kConvertHelp[];
@@ -46,6 +48,8 @@ extern const char kSchemesHelp[];
 extern const char kQuantErrorHelp[];
 extern const char kQuantizeHelp[];
 extern const char kRangeHelp[];
+extern const char kSizeHelp[];
+extern const char kDevicesHelp[];
 
 }  // namespace lowp::cli
 

@@ -22,6 +22,8 @@ constexpr char kUsage[] =
     "  quant-error  quantize checkpoint tensors and report the error per scheme\n"
     "  quantize     write a checkpoint's tensors quantized and dequantized\n"
     "  range        what fp16/bf16/fp8 ranges do to each tensor; loss scales\n"
+    "  size         memory to train or serve a model, per component and device\n"
+    "  devices      list the device catalog (memory, bandwidth, datasheet)\n"
     "\n"
     "'lowp <command> --help' describes a command.\n";
 
@@ -46,11 +48,13 @@ int Main(int argc, char** argv) {
     const char* name;
     const char* help;
     int (*run)(const std::vector<std::string>&);
-  } const quant_commands[] = {{"schemes", kSchemesHelp, SchemesCommand},
-                              {"quant-error", kQuantErrorHelp, QuantErrorCommand},
-                              {"quantize", kQuantizeHelp, QuantizeCommand},
-                              {"range", kRangeHelp, RangeCommand}};
-  for (const auto& c : quant_commands) {
+  } const commands[] = {{"schemes", kSchemesHelp, SchemesCommand},
+                        {"quant-error", kQuantErrorHelp, QuantErrorCommand},
+                        {"quantize", kQuantizeHelp, QuantizeCommand},
+                        {"range", kRangeHelp, RangeCommand},
+                        {"size", kSizeHelp, SizeCommand},
+                        {"devices", kDevicesHelp, DevicesCommand}};
+  for (const auto& c : commands) {
     if (command != c.name) continue;
     if (wants_help) return std::fputs(c.help, stdout), 0;
     return c.run(args);

@@ -12,11 +12,11 @@
 namespace lowp {
 
 struct Device {
-  std::string name;               // "h100-sxm", ...
-  std::string description;        // "NVIDIA H100 SXM5 80 GB HBM3"
-  int64_t memory_bytes = 0;       // the datasheet capacity, GB taken as 10^9 bytes
+  std::string name;                  // "h100-sxm", ...
+  std::string description;           // "NVIDIA H100 SXM5 80 GB HBM3"
+  int64_t memory_bytes = 0;          // the datasheet capacity, GB taken as 10^9 bytes
   double bandwidth_bytes_per_s = 0;  // datasheet peak memory bandwidth; 0 if unknown
-  std::string source;             // where the numbers come from
+  std::string source;                // where the numbers come from
 };
 
 // Built-in devices, in display order.

@@ -34,15 +34,15 @@ Wide CeilDiv(Wide a, Wide b) { return (a + b - 1) / b; }
 struct WideBytes {
   Wide weights = 0, gradients = 0, master = 0, optimizer = 0, activations = 0, kv_cache = 0,
        workspace = 0, buffers = 0;
-  Wide host = 0;          // offloaded to host memory
-  Wide decode_read = 0;   // bytes one decode step reads on this device
+  Wide host = 0;         // offloaded to host memory
+  Wide decode_read = 0;  // bytes one decode step reads on this device
 
   Wide total() const {
     return weights + gradients + master + optimizer + activations + kv_cache + workspace + buffers;
   }
   bool Narrow(Bytes& out) const {
-    for (Wide v : {weights, gradients, master, optimizer, activations, kv_cache, workspace,
-                   buffers, host, decode_read, total()}) {
+    for (Wide v : {weights, gradients, master, optimizer, activations, kv_cache, workspace, buffers,
+                   host, decode_read, total()}) {
       if (v > kMaxBytes) return false;
     }
     out = Bytes{static_cast<int64_t>(weights),     static_cast<int64_t>(gradients),
@@ -115,8 +115,8 @@ absl::Status CheckModelLimits(const ModelConfig& m) {
                       {"num_local_experts", m.num_experts, 1 << 12}};
   for (const Field& f : fields) {
     if (f.value > f.limit) {
-      return absl::InvalidArgumentError(absl::StrCat("model ", m.name, ": ", f.name, " = ",
-                                                     f.value, " exceeds the memory model's limit ",
+      return absl::InvalidArgumentError(absl::StrCat("model ", m.name, ": ", f.name, " = ", f.value,
+                                                     " exceeds the memory model's limit ",
                                                      f.limit));
     }
   }
@@ -132,7 +132,8 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
   job.training = o.mode != Mode::kInference;
   job.adapters = o.mode == Mode::kLora || o.mode == Mode::kQlora;
 
-  if (o.seq < 1 || o.seq > kMaxSeq) return Invalid("--seq", absl::StrCat(o.seq, " is not in 1..", kMaxSeq));
+  if (o.seq < 1 || o.seq > kMaxSeq)
+    return Invalid("--seq", absl::StrCat(o.seq, " is not in 1..", kMaxSeq));
   if (o.batch < 1 || o.batch > kMaxBatch) {
     return Invalid("--batch", absl::StrCat(o.batch, " is not in 1..", kMaxBatch));
   }
@@ -141,10 +142,14 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
       return Invalid(name, absl::StrCat(value, " is not in 1..", kMaxDevices));
     }
   }
-  if (o.zero < 0 || o.zero > 3) return Invalid("--zero", absl::StrCat(o.zero, " is not a ZeRO stage (0-3)"));
-  if (!job.training && o.zero != 0) return Invalid("--zero", "ZeRO partitions training states; inference takes --zero 0");
-  if (!job.training && o.offload_optimizer) return Invalid("--offload", "inference has no optimizer to offload");
-  if (!(o.headroom >= 0 && o.headroom < 1)) return Invalid("--headroom", absl::StrCat(o.headroom, " is not in [0, 1)"));
+  if (o.zero < 0 || o.zero > 3)
+    return Invalid("--zero", absl::StrCat(o.zero, " is not a ZeRO stage (0-3)"));
+  if (!job.training && o.zero != 0)
+    return Invalid("--zero", "ZeRO partitions training states; inference takes --zero 0");
+  if (!job.training && o.offload_optimizer)
+    return Invalid("--offload", "inference has no optimizer to offload");
+  if (!(o.headroom >= 0 && o.headroom < 1))
+    return Invalid("--headroom", absl::StrCat(o.headroom, " is not in [0, 1)"));
   if (o.buffers_bytes < 0) return Invalid("--buffers", "negative");
   if (o.activation_bytes != 2 && o.activation_bytes != 4) {
     return Invalid("--activation-bytes", absl::StrCat(o.activation_bytes, " is not 2 or 4"));
@@ -159,14 +164,17 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
   // embedding rows; kv heads are divided, or replicated when fewer than tp.
   const int64_t tp = o.tp;
   if (model.num_heads % tp != 0) {
-    return Invalid("--tp", absl::StrCat(tp, " does not divide num_attention_heads = ", model.num_heads));
+    return Invalid("--tp",
+                   absl::StrCat(tp, " does not divide num_attention_heads = ", model.num_heads));
   }
   if (model.intermediate_size % tp != 0) {
-    return Invalid("--tp", absl::StrCat(tp, " does not divide intermediate_size = ", model.intermediate_size));
+    return Invalid(
+        "--tp", absl::StrCat(tp, " does not divide intermediate_size = ", model.intermediate_size));
   }
   if (model.num_kv_heads >= tp ? model.num_kv_heads % tp != 0 : tp % model.num_kv_heads != 0) {
-    return Invalid("--tp", absl::StrCat(tp, " neither divides nor is a multiple of num_key_value_heads = ",
-                                         model.num_kv_heads));
+    return Invalid("--tp",
+                   absl::StrCat(tp, " neither divides nor is a multiple of num_key_value_heads = ",
+                                model.num_kv_heads));
   }
   job.kv_heads_per_device = std::max<int64_t>(1, model.num_kv_heads / tp);
   if (o.pp > model.num_layers) {
@@ -193,7 +201,8 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
   } else {
     o.grads = o.master = o.opt_state = "";
   }
-  for (auto [name, option] : {std::pair{&o.weights, "weights"}, {&o.embed, "embed"}, {&o.kv, "kv"}}) {
+  for (auto [name, option] :
+       {std::pair{&o.weights, "weights"}, {&o.embed, "embed"}, {&o.kv, "kv"}}) {
     absl::StatusOr<const Scheme*> s = GetScheme(job, *name, option);
     if (!s.ok()) return s.status();
   }
@@ -225,8 +234,8 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
     for (const std::string& target : o.lora_targets) {
       if (std::find(known.begin(), known.end(), target) == known.end()) {
         return Invalid("--lora-targets",
-                       absl::StrCat("'", target, "' is not a linear layer of ", model.name,
-                                    " (", absl::StrJoin(known, ","), ")"));
+                       absl::StrCat("'", target, "' is not a linear layer of ", model.name, " (",
+                                    absl::StrJoin(known, ","), ")"));
       }
     }
   }
@@ -356,8 +365,9 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
       // A [rank, in] and B [out, rank] on the base's shard: the side tensor
       // parallelism does not divide is held whole.
       const int64_t r = o.lora_rank;
-      b.weights += (TensorBytes(*job.embed, r, cols, t.count) + TensorBytes(*job.embed, rows, r, t.count)) *
-                   multiplicity;
+      b.weights +=
+          (TensorBytes(*job.embed, r, cols, t.count) + TensorBytes(*job.embed, rows, r, t.count)) *
+          multiplicity;
       train(r, cols);
       train(rows, r);
     }
@@ -414,7 +424,8 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
     b.activations = LayerActivations(job, l, seq, batch) * layers * in_flight;
     const Wide sb = Wide{seq} * batch;
     const Wide sb_replicated = l.sequence_parallel ? CeilDiv(Wide{seq}, l.tp) * batch : sb;
-    if (first && m.dropout) b.activations += sb_replicated * h * in_flight;  // embedding dropout mask
+    if (first && m.dropout)
+      b.activations += sb_replicated * h * in_flight;  // embedding dropout mask
     if (last) {
       // Final norm input, lm_head input, fp32 logits for the loss.
       b.activations += 2 * act * sb_replicated * h + 4 * sb * vocab_rows;
@@ -433,8 +444,8 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
     // K and V of every layer for every token of every sequence.
     // Each sequence's cache is priced as its own [seq * kv_heads, head_dim]
     // tensor per layer for K and for V.
-    b.kv_cache = 2 * Wide{layers} * batch *
-                 TensorBytes(*job.kv, seq * job.kv_heads_per_device, m.head_dim);
+    b.kv_cache =
+        2 * Wide{layers} * batch * TensorBytes(*job.kv, seq * job.kv_heads_per_device, m.head_dim);
     // A decode step reads the weights (of a mixture of experts only those
     // the batch's tokens are routed to, at most) and the KV cache.
     Wide read = b.weights;
@@ -474,7 +485,8 @@ bool EstimateDevice(const Job& job, const Layout& l, int64_t seq, int64_t batch,
 }
 
 Layout LayoutOf(const SizingOptions& o) {
-  return Layout{o.dp, o.tp, o.pp, o.zero, o.sequence_parallel, o.offload_optimizer, o.buffers_bytes};
+  return Layout{o.dp,           o.tp, o.pp, o.zero, o.sequence_parallel, o.offload_optimizer,
+                o.buffers_bytes};
 }
 
 // The largest value in [1, cap] for which `fits` holds, 0 if none; `fits`
@@ -501,18 +513,18 @@ absl::StatusOr<Mode> ParseMode(absl::string_view name) {
   for (Mode m : {Mode::kPretrain, Mode::kFinetune, Mode::kLora, Mode::kQlora, Mode::kInference}) {
     if (n == ModeName(m)) return m;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--mode: unknown mode '", name, "' (pretrain, finetune, lora, qlora, inference)"));
+  return absl::InvalidArgumentError(absl::StrCat("--mode: unknown mode '", name,
+                                                 "' (pretrain, finetune, lora, qlora, inference)"));
 }
 
 absl::StatusOr<Optimizer> ParseOptimizer(absl::string_view name) {
   const std::string n = absl::AsciiStrToLower(name);
-  for (Optimizer o : {Optimizer::kAdamW, Optimizer::kAdamW8bit, Optimizer::kSgd,
-                      Optimizer::kAdafactor}) {
+  for (Optimizer o :
+       {Optimizer::kAdamW, Optimizer::kAdamW8bit, Optimizer::kSgd, Optimizer::kAdafactor}) {
     if (n == OptimizerName(o)) return o;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--optimizer: unknown optimizer '", name, "' (adamw, adamw8bit, sgd, adafactor)"));
+  return absl::InvalidArgumentError(absl::StrCat("--optimizer: unknown optimizer '", name,
+                                                 "' (adamw, adamw8bit, sgd, adafactor)"));
 }
 
 absl::StatusOr<Recompute> ParseRecompute(absl::string_view name) {
@@ -526,30 +538,42 @@ absl::StatusOr<Recompute> ParseRecompute(absl::string_view name) {
 
 absl::string_view ModeName(Mode mode) {
   switch (mode) {
-    case Mode::kPretrain: return "pretrain";
-    case Mode::kFinetune: return "finetune";
-    case Mode::kLora: return "lora";
-    case Mode::kQlora: return "qlora";
-    case Mode::kInference: return "inference";
+    case Mode::kPretrain:
+      return "pretrain";
+    case Mode::kFinetune:
+      return "finetune";
+    case Mode::kLora:
+      return "lora";
+    case Mode::kQlora:
+      return "qlora";
+    case Mode::kInference:
+      return "inference";
   }
   return "?";
 }
 
 absl::string_view OptimizerName(Optimizer optimizer) {
   switch (optimizer) {
-    case Optimizer::kAdamW: return "adamw";
-    case Optimizer::kAdamW8bit: return "adamw8bit";
-    case Optimizer::kSgd: return "sgd";
-    case Optimizer::kAdafactor: return "adafactor";
+    case Optimizer::kAdamW:
+      return "adamw";
+    case Optimizer::kAdamW8bit:
+      return "adamw8bit";
+    case Optimizer::kSgd:
+      return "sgd";
+    case Optimizer::kAdafactor:
+      return "adafactor";
   }
   return "?";
 }
 
 absl::string_view RecomputeName(Recompute recompute) {
   switch (recompute) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
   }
   return "?";
 }
@@ -571,11 +595,12 @@ absl::StatusOr<SizingReport> EstimateMemory(const ModelConfig& model, const Sizi
 
   const int64_t capacity = static_cast<int64_t>(
       std::floor(static_cast<double>(device.memory_bytes) * (1.0 - o.headroom)));
+  r.capacity_bytes = capacity;
   r.usable_bytes = capacity - o.buffers_bytes;
   if (r.usable_bytes <= 0) {
-    return Invalid("--buffers", absl::StrCat(o.buffers_bytes, " bytes of buffers leave nothing of ",
-                                             device.name, "'s ", capacity,
-                                             " usable bytes (after headroom)"));
+    return Invalid("--buffers",
+                   absl::StrCat(o.buffers_bytes, " bytes of buffers leave nothing of ", device.name,
+                                "'s ", capacity, " usable bytes (after headroom)"));
   }
 
   // The whole job on one imaginary device.
@@ -626,18 +651,20 @@ absl::StatusOr<SizingReport> EstimateMemory(const ModelConfig& model, const Sizi
   r.weight_bits_per_parameter =
       8.0 * static_cast<double>(r.whole.weights - adapter_bytes) / r.parameters.total;
 
-  const double usable = static_cast<double>(r.usable_bytes);
-  r.devices_for_states_exact = static_cast<double>(r.whole.model_states()) / usable;
-  r.devices_for_states = static_cast<int64_t>(CeilDiv(r.whole.model_states(), r.usable_bytes));
-  r.devices_needed_exact = static_cast<double>(r.whole.total()) / usable;
+  r.devices_for_states_exact =
+      static_cast<double>(r.whole.model_states()) / static_cast<double>(capacity);
+  r.devices_for_states = static_cast<int64_t>(CeilDiv(r.whole.model_states(), capacity));
+  r.devices_needed_exact =
+      static_cast<double>(r.whole.total()) / static_cast<double>(r.usable_bytes);
   r.devices_needed = static_cast<int64_t>(CeilDiv(r.whole.total(), r.usable_bytes));
 
   auto fits_with = [&](int64_t seq, int64_t batch) {
     DeviceEstimate e;
     return EstimateDevice(job, layout, seq, batch, e) && e.bytes.total() <= capacity;
   };
-  const int64_t seq_cap =
-      model.max_position_embeddings > 0 ? std::min(model.max_position_embeddings, kMaxSeq) : kMaxSeq;
+  const int64_t seq_cap = model.max_position_embeddings > 0
+                              ? std::min(model.max_position_embeddings, kMaxSeq)
+                              : kMaxSeq;
   r.max_seq = LargestFitting(seq_cap, [&](int64_t s) { return fits_with(s, o.batch); });
   r.max_batch = LargestFitting(kMaxBatch, [&](int64_t b) { return fits_with(o.seq, b); });
 
@@ -667,6 +694,10 @@ absl::StatusOr<std::vector<FormatRow>> CompareFormats(const ModelConfig& model,
                    "compares formats of stored weights: use --mode inference, lora or qlora");
   }
   if (formats.empty()) return Invalid("--formats", "empty list");
+  for (const std::string& format : formats) {
+    absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(format);
+    if (!scheme.ok()) return Invalid(absl::StrCat("--formats ", format), scheme.status().message());
+  }
   SizingOptions base = options;
   base.weights = "bf16";
   base.embed.clear();
@@ -682,8 +713,8 @@ absl::StatusOr<std::vector<FormatRow>> CompareFormats(const ModelConfig& model,
     row.format = format;
     row.linear_bits_per_parameter = r->linear_bits_per_parameter;
     row.weight_bytes = r->whole.weights;
-    row.saving_vs_bf16 = 1.0 - static_cast<double>(r->whole.weights) /
-                                   static_cast<double>(reference->whole.weights);
+    row.saving_vs_bf16 =
+        1.0 - static_cast<double>(r->whole.weights) / static_cast<double>(reference->whole.weights);
     row.per_device_bytes = r->per_device.total();
     row.fits = r->fits;
     row.devices_needed = r->devices_needed;

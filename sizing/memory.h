@@ -58,7 +58,7 @@ struct SizingOptions {
   int zero = 0;                    // ZeRO stage 0-3 across the dp ranks
   bool sequence_parallel = false;  // Megatron's sequence parallelism (with tp)
   Recompute recompute = Recompute::kNone;
-  bool flash_attention = true;  // no s x s attention scores are stored
+  bool flash_attention = true;     // no s x s attention scores are stored
   bool offload_optimizer = false;  // master weights and optimizer states in host memory
 
   int64_t lora_rank = 16;
@@ -70,23 +70,22 @@ struct SizingOptions {
   int64_t prefill_tokens = 0;
 
   int64_t buffers_bytes = 2'000'000'000;  // per device: CUDA context, NCCL, allocator
-  double headroom = 0;  // fraction of each device's memory kept free
+  double headroom = 0;                    // fraction of each device's memory kept free
 };
 
 // Bytes by component.
 struct Bytes {
-  int64_t weights = 0;     // parameters as stored (frozen base included)
+  int64_t weights = 0;  // parameters as stored (frozen base included)
   int64_t gradients = 0;
-  int64_t master = 0;      // high-precision copy of the trained weights
-  int64_t optimizer = 0;   // optimizer states
+  int64_t master = 0;       // high-precision copy of the trained weights
+  int64_t optimizer = 0;    // optimizer states
   int64_t activations = 0;  // kept for the backward pass; inference: the forward workspace
   int64_t kv_cache = 0;
-  int64_t workspace = 0;   // ZeRO-3's gathered layer, QLoRA's dequantized layer
+  int64_t workspace = 0;  // ZeRO-3's gathered layer, QLoRA's dequantized layer
   int64_t buffers = 0;
 
   int64_t total() const {
-    return weights + gradients + master + optimizer + activations + kv_cache + workspace +
-           buffers;
+    return weights + gradients + master + optimizer + activations + kv_cache + workspace + buffers;
   }
   int64_t model_states() const { return weights + gradients + master + optimizer; }
 };
@@ -107,15 +106,18 @@ struct SizingReport {
   Bytes whole;
   // The most loaded device of the given layout (dp x tp x pp devices).
   Bytes per_device;
-  int pipeline_stage = 0;  // the stage that device belongs to
+  int pipeline_stage = 0;             // the stage that device belongs to
   int64_t host_bytes_per_device = 0;  // offloaded states kept in host memory
-  int64_t usable_bytes = 0;  // memory * (1 - headroom) - buffers, per device
-  bool fits = false;         // per_device.total() <= memory * (1 - headroom)
+  int64_t capacity_bytes = 0;         // floor(memory * (1 - headroom)), per device
+  int64_t usable_bytes = 0;           // capacity_bytes - buffers
+  bool fits = false;                  // per_device.total() <= capacity_bytes
 
   int64_t devices_in_layout = 1;  // dp * tp * pp
-  // Lower bounds with everything divided evenly among devices:
-  // ceil(bytes / usable_bytes). The first counts the model states alone (the
-  // seeds' count); the second the whole job.
+  // Lower bounds with everything divided evenly among devices. The first
+  // counts the model states alone over the capacity (the seeds' count: no
+  // activations, no buffers), ceil(whole.model_states() / capacity_bytes);
+  // the second the whole job over what its buffers leave,
+  // ceil(whole.total() / usable_bytes).
   double devices_for_states_exact = 0;
   int64_t devices_for_states = 0;
   double devices_needed_exact = 0;
@@ -146,7 +148,7 @@ absl::StatusOr<SizingReport> EstimateMemory(const ModelConfig& model, const Sizi
 struct FormatRow {
   std::string format;
   double linear_bits_per_parameter = 0;
-  int64_t weight_bytes = 0;  // whole model
+  int64_t weight_bytes = 0;   // whole model
   double saving_vs_bf16 = 0;  // 1 - weight_bytes / weight_bytes(bf16)
   int64_t per_device_bytes = 0;
   bool fits = false;

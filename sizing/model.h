@@ -32,12 +32,12 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   int64_t num_experts = 0;  // 0: a dense MLP
   int64_t experts_per_token = 0;
-  bool gated_mlp = true;        // gate, up, down (SwiGLU, GeGLU); else up, down
-  bool attention_bias = false;  // biases on q, k, v (Qwen2)
-  bool qk_norm = false;         // per-head RMSNorm of q and k (Qwen3)
-  int norms_per_layer = 2;      // Gemma 2 has 4
-  bool norm_bias = false;       // LayerNorm with a bias (GPT)
-  bool linear_bias = false;     // a bias on every linear layer (GPT)
+  bool gated_mlp = true;           // gate, up, down (SwiGLU, GeGLU); else up, down
+  bool attention_bias = false;     // biases on q, k, v (Qwen2)
+  bool qk_norm = false;            // per-head RMSNorm of q and k (Qwen3)
+  int norms_per_layer = 2;         // Gemma 2 has 4
+  bool norm_bias = false;          // LayerNorm with a bias (GPT)
+  bool linear_bias = false;        // a bias on every linear layer (GPT)
   bool learned_positions = false;  // a position-embedding table (GPT)
   // The training graph keeps dropout masks (Korthikanti et al.'s GPT); the
   // Llama family trains without dropout.
@@ -90,8 +90,8 @@ struct ParameterCounts {
   int64_t attention = 0;  // q, k, v, o and their biases and q/k norms, all layers
   int64_t mlp = 0;        // dense MLP or all experts, all layers
   int64_t router = 0;
-  int64_t norms = 0;      // layer norms and the final norm
-  int64_t lm_head = 0;    // 0 when tied to the embedding
+  int64_t norms = 0;    // layer norms and the final norm
+  int64_t lm_head = 0;  // 0 when tied to the embedding
   int64_t total = 0;
   // Parameters one token passes through (mixtures of experts: top-k experts).
   int64_t active = 0;

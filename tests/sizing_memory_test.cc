@@ -2,13 +2,12 @@
 // paper's partitioning, Korthikanti et al.'s activation formulas on GPT-3
 // 175B's shape, the KV cache of Llama 3 70B, and exact byte counts derived
 // by hand from each model's tensor shapes.
-#include "sizing/memory.h"
-
 #include <cstdint>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sizing/memory.h"
 #include "sizing/model.h"
 
 namespace lowp {
@@ -141,8 +140,7 @@ TEST(SizingMemoryTest, ZeroStagesPartitionAsThePaperDefines) {
   SizingOptions o;
   o.dp = 64;
   const int64_t expected[4] = {
-      16 * p,
-      2 * p + 2 * p + CeilDiv(4 * p, 64) + CeilDiv(8 * p, 64),
+      16 * p, 2 * p + 2 * p + CeilDiv(4 * p, 64) + CeilDiv(8 * p, 64),
       2 * p + CeilDiv(2 * p, 64) + CeilDiv(4 * p, 64) + CeilDiv(8 * p, 64),
       CeilDiv(2 * p, 64) + CeilDiv(2 * p, 64) + CeilDiv(4 * p, 64) + CeilDiv(8 * p, 64)};
   for (int stage = 0; stage <= 3; ++stage) {
@@ -270,7 +268,8 @@ TEST(SizingMemoryTest, TensorParallelShards) {
   o.mode = Mode::kInference;
   o.tp = 8;
   const SizingReport r = Estimate(m, o);
-  EXPECT_EQ(r.per_device.weights, 2 * ((c.attention + c.mlp + c.embedding + c.lm_head) / 8 + c.norms));
+  EXPECT_EQ(r.per_device.weights,
+            2 * ((c.attention + c.mlp + c.embedding + c.lm_head) / 8 + c.norms));
 }
 
 TEST(SizingMemoryTest, OptimizerStates) {
@@ -282,8 +281,8 @@ TEST(SizingMemoryTest, OptimizerStates) {
   // Adafactor: a row and a column vector per matrix, a full vector else.
   o.optimizer = Optimizer::kAdafactor;
   const int64_t h = 4096, kv = 1024, f = 14336, v = 128256;
-  const int64_t layer = 4 * ((h + h) + (kv + h) + (kv + h) + (h + h) + 2 * (f + h) + (h + f)) +
-                        4 * 2 * h;
+  const int64_t layer =
+      4 * ((h + h) + (kv + h) + (kv + h) + (h + h) + 2 * (f + h) + (h + f)) + 4 * 2 * h;
   EXPECT_EQ(Estimate(m, o).whole.optimizer, 32 * layer + 2 * 4 * (v + h) + 4 * h);
   // 8-bit Adam (bitsandbytes): 2 bytes per parameter and two fp32 absmax per
   // block of 256; tensors under 4096 elements would keep fp32 states, but

@@ -1,0 +1,657 @@
+// lowp size | devices: the memory model and the device catalog.
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cli/commands.h"
+#include "cli/table.h"
+#include "nlohmann/json.hpp"
+#include "quant/scheme.h"
+#include "sizing/devices.h"
+#include "sizing/memory.h"
+#include "sizing/model.h"
+
+namespace lowp::cli {
+
+const char kSizeHelp[] =
+    "usage: lowp size --model PRESET|config.json --mode pretrain|finetune|lora|qlora|inference\n"
+    "                 [--device NAME|NAME:MEMORY[:BANDWIDTH]] [--json | --csv] [options]\n"
+    "       lowp size --compare-formats [--formats F,F,...] --model M --mode inference|lora|qlora\n"
+    "\n"
+    "The memory a job takes: bytes per component (weights, gradients, master weights,\n"
+    "optimizer states, activations, KV cache, workspace, buffers) on the most loaded\n"
+    "device of the layout and for the whole job; whether it fits; how many devices the\n"
+    "model states and the whole job need at least; the longest sequence and largest\n"
+    "batch that fit; for inference, the decode speed memory bandwidth allows. Every\n"
+    "count is exact bytes; GB = 10^9 bytes, GiB = 2^30 bytes. The conventions are in\n"
+    "docs/sizing.md.\n"
+    "\n"
+    "formats (any name 'lowp schemes' or 'lowp formats' accepts; defaults by mode):\n"
+    "  --weights F        linear layers of the decoder (bf16; qlora: nf4)\n"
+    "  --embed F          embeddings, lm_head, norms, biases, router\n"
+    "  --grads F          gradients (the trained weights' format)\n"
+    "  --master F|none    master weights (fp32 when the trained weights are narrower)\n"
+    "  --optimizer O      adamw (default), adamw8bit, sgd, adafactor\n"
+    "  --opt-state F      optimizer states (fp32)\n"
+    "  --kv F             KV cache (the embeddings' format)\n"
+    "  --activation-bytes 2|4   bytes per activation value (2)\n"
+    "job and layout:\n"
+    "  --seq N            tokens per sequence; context length for inference (4096)\n"
+    "  --batch N          micro-batch per data-parallel rank; sequences for inference (1)\n"
+    "  --dp N --tp N --pp N     data, tensor and pipeline parallel degrees (1)\n"
+    "  --zero 0-3         ZeRO stage across the dp ranks (0)\n"
+    "  --sequence-parallel      Megatron sequence parallelism (with --tp)\n"
+    "  --recompute none|selective|full   activation recomputation (none)\n"
+    "  --no-flash-attention     keep the s x s attention scores\n"
+    "  --offload optimizer      master weights and optimizer states in host memory\n"
+    "  --lora-rank N      adapter rank (16)\n"
+    "  --lora-targets L   comma-separated of q,k,v,o,gate,up,down (all)\n"
+    "  --prefill-tokens N tokens per prefill chunk (min(seq x batch, 8192))\n"
+    "device:\n"
+    "  --device D         a 'lowp devices' name (h100-sxm) or NAME:MEMORY[:BANDWIDTH],\n"
+    "                     e.g. mygpu:96GB:4TB/s\n"
+    "  --buffers BYTES    per device for CUDA context, NCCL, allocator (2GB)\n"
+    "  --headroom F       fraction of each device's memory kept free, in [0, 1) (0)\n"
+    "output:\n"
+    "  --json             the whole report, every byte and parameter count an exact integer\n"
+    "  --csv              the component table (or the comparison) as CSV\n"
+    "  --compare-formats  one row per weight format: bits per parameter, weight bytes,\n"
+    "                     saving vs bf16, per-device GB, fits, devices needed, max seq,\n"
+    "                     decode tokens/s; --formats picks them (default\n"
+    "                     fp32,bf16,fp8_e4m3fn,int8-channel,int4-g128,nf4,mxfp4,q4_0)\n";
+
+const char kDevicesHelp[] =
+    "usage: lowp devices [--json]\n"
+    "\n"
+    "Lists the built-in devices: memory as the datasheet gives it (GB = 10^9 bytes;\n"
+    "also shown in GiB = 2^30 bytes), peak memory bandwidth, and the datasheet the\n"
+    "numbers come from. --json gives memory in exact bytes and bandwidth in bytes/s.\n"
+    "\n"
+    "Names are case-insensitive; aliases: h100 = h100-sxm, a100 = a100-80gb,\n"
+    "4090 = rtx-4090. Wherever a device is named, NAME:MEMORY[:BANDWIDTH] defines\n"
+    "another, e.g. mygpu:96GB:4TB/s or card:24GiB:1008GB/s (units B, kB, MB, GB, TB,\n"
+    "KiB, MiB, GiB, TiB; bandwidth per second).\n";
+
+namespace {
+
+constexpr double kGB = 1e9;
+constexpr double kGiB = 1073741824.0;
+
+// 1234567 -> "1,234,567".
+std::string Grouped(int64_t v) {
+  const uint64_t magnitude = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  const std::string digits = absl::StrCat(magnitude);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string Gb(int64_t bytes) { return absl::StrFormat("%.2f", static_cast<double>(bytes) / kGB); }
+std::string Gib(int64_t bytes) {
+  return absl::StrFormat("%.2f", static_cast<double>(bytes) / kGiB);
+}
+std::string TbPerS(double bytes_per_s) {
+  return bytes_per_s > 0 ? absl::StrFormat("%.4g", bytes_per_s / 1e12) : std::string("-");
+}
+
+// JSON has no infinities or NaN.
+nlohmann::json JsonNumber(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+// Bandwidth as an exact integer when it is one (every catalog device).
+nlohmann::json JsonBandwidth(double v) {
+  if (v >= 0 && v < 9.2e18 && v == std::floor(v)) return static_cast<int64_t>(v);
+  return JsonNumber(v);
+}
+
+nlohmann::json JsonFormat(const std::string& name) {
+  return name.empty() ? nlohmann::json(nullptr) : nlohmann::json(name);
+}
+
+nlohmann::json DeviceJson(const Device& d) {
+  nlohmann::json j;
+  j["name"] = d.name;
+  j["description"] = d.description;
+  j["memory_bytes"] = d.memory_bytes;
+  j["bandwidth_bytes_per_s"] = JsonBandwidth(d.bandwidth_bytes_per_s);
+  j["source"] = d.source;
+  return j;
+}
+
+// The value of --name as an integer; `out` is left alone when absent.
+template <typename Int>
+absl::Status ReadInt(const Args& args, const char* name, Int* out) {
+  std::optional<std::string> text = args.Value(name);
+  if (!text) return absl::OkStatus();
+  if (!absl::SimpleAtoi(*text, out)) {
+    return absl::InvalidArgumentError(absl::StrCat("--", name, " '", *text, "': want an integer"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadOptions(const Args& args, SizingOptions* o) {
+  std::optional<std::string> mode = args.Value("mode");
+  if (!mode) {
+    return absl::InvalidArgumentError(
+        "--mode is required (pretrain, finetune, lora, qlora, inference)");
+  }
+  absl::StatusOr<Mode> m = ParseMode(*mode);
+  if (!m.ok()) return m.status();
+  o->mode = *m;
+  struct {
+    const char* name;
+    std::string* field;
+  } const formats[] = {{"weights", &o->weights}, {"embed", &o->embed},         {"grads", &o->grads},
+                       {"master", &o->master},   {"opt-state", &o->opt_state}, {"kv", &o->kv}};
+  for (const auto& f : formats) {
+    if (std::optional<std::string> v = args.Value(f.name)) {
+      if (v->empty()) return absl::InvalidArgumentError(absl::StrCat("--", f.name, " is empty"));
+      *f.field = *v;
+    }
+  }
+  if (std::optional<std::string> v = args.Value("optimizer")) {
+    absl::StatusOr<Optimizer> opt = ParseOptimizer(*v);
+    if (!opt.ok()) return opt.status();
+    o->optimizer = *opt;
+  }
+  if (std::optional<std::string> v = args.Value("recompute")) {
+    absl::StatusOr<Recompute> r = ParseRecompute(*v);
+    if (!r.ok()) return r.status();
+    o->recompute = *r;
+  }
+  for (absl::Status s :
+       {ReadInt(args, "seq", &o->seq), ReadInt(args, "batch", &o->batch),
+        ReadInt(args, "dp", &o->dp), ReadInt(args, "tp", &o->tp), ReadInt(args, "pp", &o->pp),
+        ReadInt(args, "zero", &o->zero), ReadInt(args, "lora-rank", &o->lora_rank),
+        ReadInt(args, "prefill-tokens", &o->prefill_tokens),
+        ReadInt(args, "activation-bytes", &o->activation_bytes)}) {
+    if (!s.ok()) return s;
+  }
+  o->sequence_parallel = args.Has("sequence-parallel");
+  o->flash_attention = !args.Has("no-flash-attention");
+  if (std::optional<std::string> v = args.Value("offload")) {
+    if (*v != "optimizer") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--offload '", *v, "': only 'optimizer' can be offloaded"));
+    }
+    o->offload_optimizer = true;
+  }
+  if (std::optional<std::string> v = args.Value("lora-targets")) {
+    for (absl::string_view target : absl::StrSplit(*v, ',')) {
+      if (target.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--lora-targets '", *v, "': empty name in the list"));
+      }
+      o->lora_targets.emplace_back(target);
+    }
+  }
+  if (std::optional<std::string> v = args.Value("buffers")) {
+    absl::StatusOr<int64_t> bytes = ParseBytes(*v, "--buffers");
+    if (!bytes.ok()) return bytes.status();
+    o->buffers_bytes = *bytes;
+  }
+  if (std::optional<std::string> v = args.Value("headroom")) {
+    if (!absl::SimpleAtod(*v, &o->headroom) || !std::isfinite(o->headroom)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--headroom '", *v, "': want a fraction in [0, 1), e.g. 0.3"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+nlohmann::json BytesJson(const Bytes& b) {
+  nlohmann::json j;
+  j["weights"] = b.weights;
+  j["gradients"] = b.gradients;
+  j["master"] = b.master;
+  j["optimizer"] = b.optimizer;
+  j["activations"] = b.activations;
+  j["kv_cache"] = b.kv_cache;
+  j["workspace"] = b.workspace;
+  j["buffers"] = b.buffers;
+  j["model_states"] = b.model_states();
+  j["total"] = b.total();
+  return j;
+}
+
+nlohmann::json ModelJson(const ModelConfig& m) {
+  nlohmann::json j;
+  j["name"] = m.name;
+  j["model_type"] = m.model_type;
+  j["hidden_size"] = m.hidden_size;
+  j["intermediate_size"] = m.intermediate_size;
+  j["num_layers"] = m.num_layers;
+  j["num_heads"] = m.num_heads;
+  j["num_kv_heads"] = m.num_kv_heads;
+  j["head_dim"] = m.head_dim;
+  j["vocab_size"] = m.vocab_size;
+  j["max_position_embeddings"] = m.max_position_embeddings;
+  j["tie_word_embeddings"] = m.tie_word_embeddings;
+  j["num_experts"] = m.num_experts;
+  j["experts_per_token"] = m.experts_per_token;
+  j["gated_mlp"] = m.gated_mlp;
+  j["attention_bias"] = m.attention_bias;
+  j["qk_norm"] = m.qk_norm;
+  j["norms_per_layer"] = m.norms_per_layer;
+  j["norm_bias"] = m.norm_bias;
+  j["linear_bias"] = m.linear_bias;
+  j["learned_positions"] = m.learned_positions;
+  j["dropout"] = m.dropout;
+  return j;
+}
+
+nlohmann::json OptionsJson(const SizingOptions& o) {
+  nlohmann::json j;
+  j["mode"] = std::string(ModeName(o.mode));
+  j["weights"] = JsonFormat(o.weights);
+  j["embed"] = JsonFormat(o.embed);
+  j["grads"] = JsonFormat(o.grads);
+  j["master"] = JsonFormat(o.master);
+  j["optimizer"] = std::string(OptimizerName(o.optimizer));
+  j["opt_state"] = JsonFormat(o.opt_state);
+  j["kv"] = JsonFormat(o.kv);
+  j["activation_bytes"] = o.activation_bytes;
+  j["seq"] = o.seq;
+  j["batch"] = o.batch;
+  j["dp"] = o.dp;
+  j["tp"] = o.tp;
+  j["pp"] = o.pp;
+  j["zero"] = o.zero;
+  j["sequence_parallel"] = o.sequence_parallel;
+  j["recompute"] = std::string(RecomputeName(o.recompute));
+  j["flash_attention"] = o.flash_attention;
+  j["offload_optimizer"] = o.offload_optimizer;
+  j["lora_rank"] = o.lora_rank;
+  j["lora_targets"] = o.lora_targets;
+  j["prefill_tokens"] = o.prefill_tokens;
+  j["buffers_bytes"] = o.buffers_bytes;
+  j["headroom"] = o.headroom;
+  return j;
+}
+
+nlohmann::json ReportJson(const SizingReport& r) {
+  nlohmann::json j;
+  j["model"] = ModelJson(r.model);
+  nlohmann::json p;
+  p["embedding"] = r.parameters.embedding;
+  p["attention"] = r.parameters.attention;
+  p["mlp"] = r.parameters.mlp;
+  p["router"] = r.parameters.router;
+  p["norms"] = r.parameters.norms;
+  p["lm_head"] = r.parameters.lm_head;
+  p["total"] = r.parameters.total;
+  p["active"] = r.parameters.active;
+  j["parameters"] = p;
+  j["trainable_parameters"] = r.trainable_parameters;
+  j["options"] = OptionsJson(r.options);
+  j["device"] = DeviceJson(r.device);
+  j["weight_bits_per_parameter"] = JsonNumber(r.weight_bits_per_parameter);
+  j["linear_bits_per_parameter"] = JsonNumber(r.linear_bits_per_parameter);
+  j["whole"] = BytesJson(r.whole);
+  j["per_device"] = BytesJson(r.per_device);
+  j["pipeline_stage"] = r.pipeline_stage;
+  j["host_bytes_per_device"] = r.host_bytes_per_device;
+  j["capacity_bytes"] = r.capacity_bytes;
+  j["usable_bytes"] = r.usable_bytes;
+  j["fits"] = r.fits;
+  j["devices_in_layout"] = r.devices_in_layout;
+  j["devices_for_states_exact"] = JsonNumber(r.devices_for_states_exact);
+  j["devices_for_states"] = r.devices_for_states;
+  j["devices_needed_exact"] = JsonNumber(r.devices_needed_exact);
+  j["devices_needed"] = r.devices_needed;
+  j["max_seq"] = r.max_seq;
+  j["max_batch"] = r.max_batch;
+  j["bytes_read_per_step"] = r.bytes_read_per_step;
+  j["decode_tokens_per_s_per_sequence"] = JsonNumber(r.decode_tokens_per_s_per_sequence);
+  j["decode_tokens_per_s"] = JsonNumber(r.decode_tokens_per_s);
+  return j;
+}
+
+std::vector<Row> ComponentRows(const SizingReport& r) {
+  const bool inference = r.options.mode == Mode::kInference;
+  struct {
+    const char* name;
+    int64_t per_device, whole;
+  } const components[] = {
+      {"weights", r.per_device.weights, r.whole.weights},
+      {"gradients", r.per_device.gradients, r.whole.gradients},
+      {"master weights", r.per_device.master, r.whole.master},
+      {"optimizer states", r.per_device.optimizer, r.whole.optimizer},
+      {inference ? "activations (forward pass)" : "activations", r.per_device.activations,
+       r.whole.activations},
+      {"kv cache", r.per_device.kv_cache, r.whole.kv_cache},
+      {"workspace", r.per_device.workspace, r.whole.workspace},
+      {"buffers", r.per_device.buffers, r.whole.buffers},
+      {"total", r.per_device.total(), r.whole.total()},
+  };
+  std::vector<Row> rows = {{"component", "per device bytes", "per device GB", "per device GiB",
+                            "whole job bytes", "whole job GB"}};
+  for (const auto& c : components) {
+    rows.push_back({c.name, Grouped(c.per_device), Gb(c.per_device), Gib(c.per_device),
+                    Grouped(c.whole), Gb(c.whole)});
+  }
+  return rows;
+}
+
+std::string OnOff(bool b) { return b ? "on" : "off"; }
+
+void PrintReport(const SizingReport& r) {
+  const SizingOptions& o = r.options;
+  const ParameterCounts& p = r.parameters;
+  const bool training = o.mode != Mode::kInference;
+  auto line = [](const char* label, const std::string& text) {
+    std::printf("%-11s %s\n", label, text.c_str());
+  };
+  line("model", absl::StrFormat(
+                    "%s (%s): %s parameters%s", r.model.name, r.model.model_type, Grouped(p.total),
+                    p.active != p.total ? absl::StrCat(", ", Grouped(p.active), " active per token")
+                                        : std::string()));
+  std::vector<std::string> parts = {absl::StrCat("embedding ", Grouped(p.embedding)),
+                                    absl::StrCat("attention ", Grouped(p.attention)),
+                                    absl::StrCat("mlp ", Grouped(p.mlp))};
+  if (p.router > 0) parts.push_back(absl::StrCat("router ", Grouped(p.router)));
+  parts.push_back(absl::StrCat("norms ", Grouped(p.norms)));
+  parts.push_back(p.lm_head > 0 ? absl::StrCat("lm_head ", Grouped(p.lm_head))
+                                : std::string("lm_head tied to the embedding"));
+  line("", absl::StrJoin(parts, ", "));
+  std::string mode = std::string(ModeName(o.mode));
+  if (training) {
+    absl::StrAppend(&mode, ": ", Grouped(r.trainable_parameters), " trainable parameters, ",
+                    OptimizerName(o.optimizer), " optimizer");
+    if (o.mode == Mode::kLora || o.mode == Mode::kQlora) {
+      absl::StrAppend(&mode, ", rank ", o.lora_rank, " adapters on ",
+                      o.lora_targets.empty() ? std::string("every linear layer")
+                                             : absl::StrJoin(o.lora_targets, ","));
+    }
+  }
+  line("mode", mode);
+  std::string formats = absl::StrFormat(
+      "weights %s (%.4g bits per parameter on the linear layers, %.4g over all), embed %s",
+      o.weights, r.linear_bits_per_parameter, r.weight_bits_per_parameter, o.embed);
+  if (training) {
+    absl::StrAppend(&formats, ", grads ", o.grads, ", master ", o.master, ", optimizer states ",
+                    o.opt_state);
+  }
+  if (!training) absl::StrAppend(&formats, ", kv cache ", o.kv);
+  absl::StrAppend(&formats, ", activations ", o.activation_bytes, " bytes per value");
+  line("formats", formats);
+  std::string layout =
+      absl::StrCat("dp ", o.dp, " x tp ", o.tp, " x pp ", o.pp, " = ", r.devices_in_layout,
+                   r.devices_in_layout == 1 ? " device" : " devices");
+  if (training) absl::StrAppend(&layout, "; ZeRO stage ", o.zero);
+  absl::StrAppend(&layout, "; sequence parallel ", OnOff(o.sequence_parallel));
+  if (training) {
+    absl::StrAppend(&layout, "; recompute ", RecomputeName(o.recompute), "; optimizer offload ",
+                    OnOff(o.offload_optimizer));
+  }
+  absl::StrAppend(&layout, "; flash attention ", OnOff(o.flash_attention));
+  line("layout", layout);
+  line("job", training ? absl::StrCat("seq ", o.seq, " tokens, micro-batch ", o.batch,
+                                      " (sequences per data-parallel rank)")
+                       : absl::StrCat("context ", o.seq, " tokens, batch ", o.batch,
+                                      " (concurrent sequences), prefill chunk ", o.prefill_tokens,
+                                      " tokens"));
+  const Device& d = r.device;
+  line("device",
+       absl::StrFormat("%s (%s): %s bytes = %s GB = %s GiB, bandwidth %s", d.name, d.description,
+                       Grouped(d.memory_bytes), Gb(d.memory_bytes), Gib(d.memory_bytes),
+                       d.bandwidth_bytes_per_s > 0
+                           ? absl::StrCat(TbPerS(d.bandwidth_bytes_per_s), " TB/s")
+                           : std::string("unknown")));
+  line("", absl::StrCat("source: ", d.source));
+  line("reserved",
+       absl::StrFormat("per device: headroom %.4g%% of memory, buffers %s bytes "
+                       "(%s GB)",
+                       100 * o.headroom, Grouped(o.buffers_bytes), Gb(o.buffers_bytes)));
+  std::printf("\n");
+  if (o.pp > 1) {
+    std::printf("per device: the most loaded device, in pipeline stage %d (stages 0 to %lld)\n",
+                r.pipeline_stage, static_cast<long long>(o.pp - 1));
+  }
+  PrintTable(ComponentRows(r), {0});
+  std::printf("\n");
+
+  const int64_t capacity = r.capacity_bytes;  // memory x (1 - headroom)
+  auto result = [](const char* label, const std::string& text) {
+    std::printf("%-20s %s\n", label, text.c_str());
+  };
+  result("fits", absl::StrFormat("%s: the most loaded device needs %s bytes (%s GB) of %s "
+                                 "(%s GB) after headroom; usable for the job after buffers: %s "
+                                 "bytes (%s GB)",
+                                 r.fits ? "yes" : "no", Grouped(r.per_device.total()),
+                                 Gb(r.per_device.total()), Grouped(capacity), Gb(capacity),
+                                 Grouped(r.usable_bytes), Gb(r.usable_bytes)));
+  result("devices in layout", absl::StrCat(r.devices_in_layout));
+  result("devices for states",
+         absl::StrFormat("%.2f -> %d (model states %s bytes over %s bytes per device; no "
+                         "activations, no buffers)",
+                         r.devices_for_states_exact, r.devices_for_states,
+                         Grouped(r.whole.model_states()), Grouped(r.capacity_bytes)));
+  result("devices for the job",
+         absl::StrFormat("%.2f -> %d (whole job %s bytes over %s usable bytes per device, "
+                         "everything divided evenly)",
+                         r.devices_needed_exact, r.devices_needed, Grouped(r.whole.total()),
+                         Grouped(r.usable_bytes)));
+  result("max seq", r.max_seq > 0 ? absl::StrCat(r.max_seq, " tokens at batch ", o.batch,
+                                                 r.max_seq == r.model.max_position_embeddings
+                                                     ? " (the model's max_position_embeddings)"
+                                                     : "")
+                                  : absl::StrCat("none fits at batch ", o.batch));
+  result("max batch", r.max_batch > 0
+                          ? absl::StrCat(r.max_batch, " at seq ", o.seq,
+                                         r.max_batch == (int64_t{1} << 20) ? " (the 2^20 cap)" : "")
+                          : absl::StrCat("none fits at seq ", o.seq));
+  if (o.offload_optimizer) {
+    result("host per device",
+           absl::StrFormat("%s bytes (%s GB) offloaded to host memory",
+                           Grouped(r.host_bytes_per_device), Gb(r.host_bytes_per_device)));
+  }
+  if (!training) {
+    if (r.decode_tokens_per_s_per_sequence > 0) {
+      result("decode bound",
+             absl::StrFormat("%.1f tokens/s per sequence, %.1f tokens/s for the batch of %d "
+                             "(upper bound from bandwidth: %s bytes read per step)",
+                             r.decode_tokens_per_s_per_sequence, r.decode_tokens_per_s, o.batch,
+                             Grouped(r.bytes_read_per_step)));
+    } else {
+      result("decode bound", absl::StrFormat("unknown without the device's bandwidth (%s bytes "
+                                             "read per step)",
+                                             Grouped(r.bytes_read_per_step)));
+    }
+  }
+}
+
+std::vector<Row> CompareRows(const std::vector<FormatRow>& rows) {
+  std::vector<Row> table = {{"format", "bits/param (linear)", "weight bytes", "weight GB",
+                             "saving vs bf16", "per device GB", "fits", "devices needed", "max seq",
+                             "decode tok/s"}};
+  for (const FormatRow& r : rows) {
+    table.push_back({r.format, absl::StrFormat("%.4g", r.linear_bits_per_parameter),
+                     Grouped(r.weight_bytes), Gb(r.weight_bytes),
+                     absl::StrFormat("%.1f%%", 100 * r.saving_vs_bf16), Gb(r.per_device_bytes),
+                     r.fits ? "yes" : "no", absl::StrCat(r.devices_needed), absl::StrCat(r.max_seq),
+                     r.decode_tokens_per_s_per_sequence > 0
+                         ? absl::StrFormat("%.1f", r.decode_tokens_per_s_per_sequence)
+                         : std::string("-")});
+  }
+  return table;
+}
+
+// CSV wants plain numbers: no thousands separators.
+std::vector<Row> Ungrouped(std::vector<Row> rows) {
+  for (Row& row : rows) {
+    for (std::string& field : row) {
+      if (field.find(',') == std::string::npos) continue;
+      std::string plain;
+      for (char c : field) {
+        if (c != ',') plain += c;
+      }
+      if (!plain.empty() && plain.find_first_not_of("0123456789-") == std::string::npos) {
+        field = plain;
+      }
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+int SizeCommand(const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, {"model",   "mode",      "weights",      "embed",
+                         "grads",   "master",    "optimizer",    "opt-state",
+                         "kv",      "seq",       "batch",        "zero",
+                         "dp",      "tp",        "pp",           "recompute",
+                         "offload", "lora-rank", "lora-targets", "prefill-tokens",
+                         "device",  "buffers",   "headroom",     "activation-bytes",
+                         "formats"},
+                  {"sequence-parallel", "no-flash-attention", "json", "csv", "compare-formats"});
+  if (!args.ok()) return Fail(args.status());
+  if (!args->positional().empty()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("size takes no positional arguments (got '",
+                                                        args->positional()[0], "'); see --help")));
+  }
+  if (args->Has("json") && args->Has("csv")) {
+    return Fail(absl::InvalidArgumentError("--json and --csv exclude each other"));
+  }
+  const bool compare = args->Has("compare-formats");
+  if (args->Value("formats") && !compare) {
+    return Fail(absl::InvalidArgumentError("--formats goes with --compare-formats"));
+  }
+  if (compare && args->Value("weights")) {
+    return Fail(absl::InvalidArgumentError(
+        "--weights and --compare-formats exclude each other (--formats lists the weights' "
+        "formats to compare)"));
+  }
+  std::optional<std::string> model_name = args->Value("model");
+  if (!model_name) {
+    return Fail(absl::InvalidArgumentError(
+        "--model is required: a preset (e.g. llama-3.1-8b) or a config.json"));
+  }
+  SizingOptions options;
+  if (absl::Status s = ReadOptions(*args, &options); !s.ok()) return Fail(s);
+  absl::StatusOr<ModelConfig> model = FindModel(*model_name);
+  if (!model.ok()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--model: ", model.status().message())));
+  }
+  absl::StatusOr<Device> device = FindDevice(args->Value("device").value_or("h100-sxm"));
+  if (!device.ok()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--device: ", device.status().message())));
+  }
+
+  if (compare) {
+    std::vector<std::string> formats = DefaultCompareFormats();
+    if (std::optional<std::string> list = args->Value("formats")) {
+      formats.clear();
+      for (absl::string_view f : absl::StrSplit(*list, ',')) {
+        if (f.empty()) {
+          return Fail(absl::InvalidArgumentError(
+              absl::StrCat("--formats '", *list, "': empty name in the list")));
+        }
+        // Checked here so that the message names --formats (CompareFormats
+        // reports a bad format as the --weights it sets).
+        if (absl::StatusOr<std::unique_ptr<Scheme>> s = ParseScheme(f); !s.ok()) {
+          return Fail(absl::InvalidArgumentError(
+              absl::StrCat("--formats ", f, ": ", s.status().message())));
+        }
+        formats.emplace_back(f);
+      }
+    }
+    absl::StatusOr<std::vector<FormatRow>> rows = CompareFormats(*model, options, *device, formats);
+    if (!rows.ok()) return Fail(rows.status());
+    if (args->Has("json")) {
+      nlohmann::json j;
+      j["model"] = model->name;
+      j["mode"] = std::string(ModeName(options.mode));
+      j["device"] = DeviceJson(*device);
+      j["seq"] = options.seq;
+      j["batch"] = options.batch;
+      j["dp"] = options.dp;
+      j["tp"] = options.tp;
+      j["pp"] = options.pp;
+      j["rows"] = nlohmann::json::array();
+      for (const FormatRow& r : *rows) {
+        nlohmann::json row;
+        row["format"] = r.format;
+        row["linear_bits_per_parameter"] = JsonNumber(r.linear_bits_per_parameter);
+        row["weight_bytes"] = r.weight_bytes;
+        row["saving_vs_bf16"] = JsonNumber(r.saving_vs_bf16);
+        row["per_device_bytes"] = r.per_device_bytes;
+        row["fits"] = r.fits;
+        row["devices_needed"] = r.devices_needed;
+        row["max_seq"] = r.max_seq;
+        row["decode_tokens_per_s_per_sequence"] = JsonNumber(r.decode_tokens_per_s_per_sequence);
+        j["rows"].push_back(row);
+      }
+      std::printf("%s\n", j.dump(2).c_str());
+      return 0;
+    }
+    if (args->Has("csv")) {
+      PrintCsv(Ungrouped(CompareRows(*rows)));
+      return 0;
+    }
+    std::printf(
+        "%s, %s, seq %lld, batch %lld, dp %lld x tp %lld x pp %lld on %s (%s GB = %s "
+        "GiB); GB = 10^9 bytes\n\n",
+        model->name.c_str(), std::string(ModeName(options.mode)).c_str(),
+        static_cast<long long>(options.seq), static_cast<long long>(options.batch),
+        static_cast<long long>(options.dp), static_cast<long long>(options.tp),
+        static_cast<long long>(options.pp), device->name.c_str(), Gb(device->memory_bytes).c_str(),
+        Gib(device->memory_bytes).c_str());
+    PrintTable(CompareRows(*rows), {0, 6});
+    return 0;
+  }
+
+  absl::StatusOr<SizingReport> report = EstimateMemory(*model, options, *device);
+  if (!report.ok()) return Fail(report.status());
+  if (args->Has("json")) {
+    std::printf("%s\n", ReportJson(*report).dump(2).c_str());
+  } else if (args->Has("csv")) {
+    PrintCsv(Ungrouped(ComponentRows(*report)));
+  } else {
+    PrintReport(*report);
+  }
+  return 0;
+}
+
+int DevicesCommand(const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> args = Args::Parse(argv, {}, {"json"});
+  if (!args.ok()) return Fail(args.status());
+  if (!args->positional().empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "devices takes no positional arguments; see lowp devices --help"));
+  }
+  if (args->Has("json")) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const Device& d : DeviceCatalog()) all.push_back(DeviceJson(d));
+    std::printf("%s\n", all.dump(2).c_str());
+    return 0;
+  }
+  std::vector<Row> rows = {{"name", "description", "memory GB (10^9 B)", "memory GiB (2^30 B)",
+                            "bandwidth TB/s (10^12 B/s)", "source"}};
+  for (const Device& d : DeviceCatalog()) {
+    rows.push_back({d.name, d.description, Gb(d.memory_bytes), Gib(d.memory_bytes),
+                    TbPerS(d.bandwidth_bytes_per_s), d.source});
+  }
+  PrintTable(rows, {0, 1, 5});
+  std::printf(
+      "\naliases: h100 = h100-sxm, a100 = a100-80gb, 4090 = rtx-4090; "
+      "NAME:MEMORY[:BANDWIDTH] defines another (see --help)\n");
+  return 0;
+}
+
+}  // namespace lowp::cli

@@ -1,11 +1,13 @@
 // Exits 0 when the installed library encodes 448 as fp8_e4m3fn's largest
-// code, through the scalar reference and through the SIMD kernels.
+// code, through the scalar reference and through the SIMD kernels, and
+// counts Llama 3.1 8B's parameters.
 #include <cstdint>
 #include <vector>
 
 #include "formats/format.h"
 #include "formats/reference.h"
 #include "kernels/convert.h"
+#include "sizing/model.h"
 
 int main() {
   const absl::StatusOr<lowp::Format> f = lowp::FindFormat("fp8_e4m3fn");
@@ -16,5 +18,7 @@ int main() {
   for (uint8_t code : out) {
     if (code != 0x7E) return 1;
   }
+  const absl::StatusOr<lowp::ModelConfig> model = lowp::FindModel("llama-3.1-8b");
+  if (!model.ok() || lowp::CountParameters(*model).total != 8'030'261'248) return 1;
   return 0;
 }

@@ -446,15 +446,19 @@ void PrintReport(const SizingReport& r) {
                          "everything divided evenly)",
                          r.devices_needed_exact, r.devices_needed, Grouped(r.whole.total()),
                          Grouped(r.usable_bytes)));
-  result("max seq", r.max_seq > 0 ? absl::StrCat(r.max_seq, " tokens at batch ", o.batch,
-                                                 r.max_seq == r.model.max_position_embeddings
-                                                     ? " (the model's max_position_embeddings)"
-                                                     : "")
+  std::string seq_note;
+  if (r.max_seq == r.model.max_position_embeddings) {
+    seq_note = " (the model's max_position_embeddings)";
+  } else if (r.max_seq == kSizingMaxSeq) {
+    seq_note = " (the search's 2^24 cap)";
+  }
+  result("max seq", r.max_seq > 0 ? absl::StrCat(r.max_seq, " tokens at batch ", o.batch, seq_note)
                                   : absl::StrCat("none fits at batch ", o.batch));
-  result("max batch", r.max_batch > 0
-                          ? absl::StrCat(r.max_batch, " at seq ", o.seq,
-                                         r.max_batch == (int64_t{1} << 20) ? " (the 2^20 cap)" : "")
-                          : absl::StrCat("none fits at seq ", o.seq));
+  result("max batch",
+         r.max_batch > 0
+             ? absl::StrCat(r.max_batch, " at seq ", o.seq,
+                            r.max_batch == kSizingMaxBatch ? " (the search's 2^20 cap)" : "")
+             : absl::StrCat("none fits at seq ", o.seq));
   if (o.offload_optimizer) {
     result("host per device",
            absl::StrFormat("%s bytes (%s GB) offloaded to host memory",

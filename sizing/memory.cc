@@ -24,8 +24,8 @@ namespace {
 using Wide = __int128;
 constexpr Wide kMaxBytes = std::numeric_limits<int64_t>::max();
 
-constexpr int64_t kMaxSeq = int64_t{1} << 24;
-constexpr int64_t kMaxBatch = int64_t{1} << 20;
+constexpr int64_t kMaxSeq = kSizingMaxSeq;
+constexpr int64_t kMaxBatch = kSizingMaxBatch;
 constexpr int64_t kMaxDevices = int64_t{1} << 20;
 
 Wide CeilDiv(Wide a, Wide b) { return (a + b - 1) / b; }
@@ -71,8 +71,8 @@ struct Job {
   const Scheme* master = nullptr;  // null: no master copy
   const Scheme* opt_state = nullptr;
   const Scheme* kv = nullptr;
+  const Scheme* host_grads = nullptr;  // fp32 gradients kept by optimizer offload
   std::vector<TensorSpec> input, layer, output;
-  int64_t kv_heads_per_device = 0;
 };
 
 // Stored bytes of `count` tensors of rows x cols in `scheme`, each tensor
@@ -148,6 +148,12 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
     return Invalid("--zero", "ZeRO partitions training states; inference takes --zero 0");
   if (!job.training && o.offload_optimizer)
     return Invalid("--offload", "inference has no optimizer to offload");
+  if (o.offload_optimizer && o.zero == 0)
+    return Invalid("--offload", "optimizer offload is ZeRO-Offload: it takes --zero 1-3");
+  if (!job.training && o.recompute != Recompute::kNone)
+    return Invalid("--recompute", "inference keeps no activations for a backward pass");
+  if (!job.training && o.sequence_parallel)
+    return Invalid("--sequence-parallel", "is modelled for training activations only");
   if (!(o.headroom >= 0 && o.headroom < 1))
     return Invalid("--headroom", absl::StrCat(o.headroom, " is not in [0, 1)"));
   if (o.buffers_bytes < 0) return Invalid("--buffers", "negative");
@@ -176,7 +182,6 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
                    absl::StrCat(tp, " neither divides nor is a multiple of num_key_value_heads = ",
                                 model.num_kv_heads));
   }
-  job.kv_heads_per_device = std::max<int64_t>(1, model.num_kv_heads / tp);
   if (o.pp > model.num_layers) {
     return Invalid("--pp", absl::StrCat(o.pp, " stages for ", model.num_layers, " layers"));
   }
@@ -239,7 +244,11 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
       }
     }
   }
-  if (o.prefill_tokens == 0) o.prefill_tokens = std::min<int64_t>(o.seq * o.batch, 8192);
+  if (o.offload_optimizer) {
+    absl::StatusOr<const Scheme*> fp32 = GetScheme(job, "fp32", "grads");
+    if (!fp32.ok()) return fp32.status();
+    job.host_grads = *fp32;
+  }
   return job;
 }
 
@@ -256,14 +265,50 @@ struct Layout {
   bool sequence_parallel = false;
   bool offload = false;
   int64_t buffers = 0;
+  int64_t kv_heads = 0;  // kv heads per device: divided by tp, at least one
+
+  Layout(const ModelConfig& m, int64_t dp, int64_t tp, int64_t pp, int zero, bool sp, bool offload,
+         int64_t buffers)
+      : dp(dp),
+        tp(tp),
+        pp(pp),
+        zero(zero),
+        sequence_parallel(sp),
+        offload(offload),
+        buffers(buffers),
+        kv_heads(std::max<int64_t>(1, m.num_kv_heads / tp)) {}
+  // Tokens of a micro-batch in the tensors tensor parallelism replicates:
+  // sequence parallelism divides them along the sequence.
+  Wide ReplicatedTokens(int64_t seq, int64_t batch) const {
+    return (sequence_parallel ? CeilDiv(Wide{seq}, tp) : Wide{seq}) * batch;
+  }
 };
 
-// The shard of a tensor one tensor-parallel device holds.
-void Shard(const TensorSpec& t, int64_t tp, int64_t& rows, int64_t& cols) {
+// The shard of a tensor one tensor-parallel device holds. Vectors ([1, n])
+// are divided along n.
+void Shard(const TensorSpec& t, const Layout& l, const ModelConfig& m, int64_t& rows,
+           int64_t& cols) {
   rows = t.rows;
   cols = t.cols;
-  if (t.split == Split::kRows) rows = CeilDiv(t.rows, tp);  // vocabulary rows may not divide
-  if (t.split == Split::kCols) cols = CeilDiv(t.cols, tp);
+  int64_t& out_features = t.rows == 1 ? cols : rows;
+  switch (t.split) {
+    case Split::kReplicated:
+      break;
+    case Split::kRows:  // vocabulary rows may not divide: the last shard is the smaller
+      out_features = CeilDiv(out_features, l.tp);
+      break;
+    case Split::kKvHeads:
+      out_features = l.kv_heads * m.head_dim;
+      break;
+    case Split::kCols:
+      cols = CeilDiv(t.cols, l.tp);
+      break;
+  }
+}
+
+// Tokens in one prefill chunk of an inference forward pass.
+int64_t PrefillTokens(const SizingOptions& o, int64_t seq, int64_t batch) {
+  return o.prefill_tokens > 0 ? o.prefill_tokens : std::min<int64_t>(seq * batch, 8192);
 }
 
 // Optimizer state bytes of a trained tensor shard.
@@ -292,16 +337,16 @@ Wide OptimizerBytes(const Job& job, int64_t rows, int64_t cols, int64_t count) {
 // Activation bytes of one decoder layer for one micro-batch in training
 // (Korthikanti et al. 2022, generalized to grouped-query attention, gated
 // MLPs and mixtures of experts; docs/sizing.md derives each term).
-Wide LayerActivations(const Job& job, const Layout& l, int64_t seq, int64_t batch) {
+Wide LayerActivations(const Job& job, const Layout& l, int64_t seq, int64_t batch,
+                      Recompute recompute) {
   const ModelConfig& m = *job.model;
   const SizingOptions& o = job.options;
   const Wide a = o.activation_bytes;  // bytes of a stored activation value
   const Wide t = l.tp;
   const Wide sb = Wide{seq} * batch;
-  // Sequence parallelism divides the tensors tensor parallelism replicates.
-  const Wide sb_replicated = l.sequence_parallel ? CeilDiv(Wide{seq}, t) * batch : sb;
+  const Wide sb_replicated = l.ReplicatedTokens(seq, batch);
   const Wide h = m.hidden_size;
-  if (o.recompute == Recompute::kFull) return a * sb_replicated * h;  // the layer's input
+  if (recompute == Recompute::kFull) return a * sb_replicated * h;  // the layer's input
 
   // Replicated across tp: norm inputs, the inputs of the attention and MLP
   // blocks, the dropout masks after them (1 byte each).
@@ -310,7 +355,7 @@ Wide LayerActivations(const Job& job, const Layout& l, int64_t seq, int64_t batc
   // Divided by tp: q, k, v (inputs of QK^T and of the V product), the
   // attention output (input of o_proj), q/k norm inputs, the MLP.
   const Wide q = Wide{m.num_heads} * m.head_dim / t;
-  const Wide kv = Wide{job.kv_heads_per_device} * m.head_dim;
+  const Wide kv = Wide{l.kv_heads} * m.head_dim;
   Wide divided = a * (q + 2 * kv + q);
   if (m.qk_norm) divided += a * (q + kv);
   const Wide f = Wide{m.intermediate_size} / t;
@@ -319,6 +364,10 @@ Wide LayerActivations(const Job& job, const Layout& l, int64_t seq, int64_t batc
   // output. Each routed token passes through experts_per_token experts.
   const Wide experts = m.num_experts > 0 ? m.experts_per_token : 1;
   divided += a * f * (m.gated_mlp ? 3 : 2) * experts;
+  // A mixture of experts also keeps each expert's copy of its routed tokens
+  // (input of its gate/up weight gradients) and its output (for the routing
+  // weight's gradient): 2k h-wide copies, replicated like the block input.
+  if (m.num_experts > 0) replicated += 2 * experts * a * h;
   Wide bytes = sb_replicated * replicated + sb * divided;
   // LoRA: each adapter keeps A's output (rank wide) for B's gradient.
   if (job.adapters) {
@@ -328,7 +377,7 @@ Wide LayerActivations(const Job& job, const Layout& l, int64_t seq, int64_t batc
   }
   // The attention scores, s x s per head: softmax output, and with dropout
   // its mask and output. FlashAttention and selective recomputation keep none.
-  if (!o.flash_attention && o.recompute == Recompute::kNone) {
+  if (!o.flash_attention && recompute == Recompute::kNone) {
     const Wide per_score = a + (m.dropout ? 1 + a : 0);
     bytes += per_score * (Wide{m.num_heads} / t) * Wide{seq} * seq * batch;
   }
@@ -347,9 +396,10 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
   // identical copies (one per layer).
   Wide layer_weights = 0;  // one decoder layer's weights on this device
   Wide expert_weights = 0;
+  Wide host_grads = 0;  // fp32 gradients on the host with optimizer offload
   auto add = [&](const TensorSpec& t, int64_t multiplicity, bool in_layer) {
     int64_t rows, cols;
-    Shard(t, l.tp, rows, cols);
+    Shard(t, l, m, rows, cols);
     const Scheme& format = t.linear ? *job.weights : *job.embed;
     const Wide w = TensorBytes(format, rows, cols, t.count) * multiplicity;
     b.weights += w;
@@ -359,6 +409,9 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
       b.gradients += TensorBytes(*job.grads, r, c, t.count) * multiplicity;
       if (job.master != nullptr) b.master += TensorBytes(*job.master, r, c, t.count) * multiplicity;
       b.optimizer += OptimizerBytes(job, r, c, t.count) * multiplicity;
+      if (job.host_grads != nullptr) {
+        host_grads += TensorBytes(*job.host_grads, r, c, t.count) * multiplicity;
+      }
     };
     if (job.training && !job.adapters) train(rows, cols);
     if (IsTarget(job, t)) {
@@ -405,13 +458,15 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
     for (const TensorSpec& t : job.layer) {
       if (!t.linear) continue;
       int64_t rows, cols;
-      Shard(t, l.tp, rows, cols);
+      Shard(t, l, m, rows, cols);
       largest = std::max(largest, TensorBytes(*job.embed, rows, cols));
     }
     b.workspace += largest;
   }
   if (l.offload) {
-    b.host = b.master + b.optimizer;
+    // ZeRO-Offload: the optimizer steps on the host, with fp32 master
+    // weights, states and gradients of this rank's partition there.
+    b.host = b.master + b.optimizer + CeilDiv(host_grads, l.dp);
     b.master = b.optimizer = 0;
   }
 
@@ -421,9 +476,13 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
   if (job.training) {
     // 1F1B: stage i holds the activations of pp - i micro-batches.
     const Wide in_flight = l.pp - stage;
-    b.activations = LayerActivations(job, l, seq, batch) * layers * in_flight;
+    b.activations = LayerActivations(job, l, seq, batch, o.recompute) * layers * in_flight;
+    // Full recomputation rebuilds one layer's activations for its backward.
+    if (o.recompute == Recompute::kFull) {
+      b.workspace += LayerActivations(job, l, seq, batch, Recompute::kNone);
+    }
     const Wide sb = Wide{seq} * batch;
-    const Wide sb_replicated = l.sequence_parallel ? CeilDiv(Wide{seq}, l.tp) * batch : sb;
+    const Wide sb_replicated = l.ReplicatedTokens(seq, batch);
     if (first && m.dropout)
       b.activations += sb_replicated * h * in_flight;  // embedding dropout mask
     if (last) {
@@ -436,22 +495,27 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
     // MLP intermediates, for the tokens of one prefill chunk; fp32 logits of
     // each sequence's last token.
     const Wide q = Wide{m.num_heads} * m.head_dim / l.tp;
-    const Wide kv = Wide{job.kv_heads_per_device} * m.head_dim;
+    const Wide kv = Wide{l.kv_heads} * m.head_dim;
     const Wide experts = m.num_experts > 0 ? m.experts_per_token : 1;
     const Wide mlp = Wide{m.intermediate_size} / l.tp * (m.gated_mlp ? 3 : 2) * experts;
-    b.activations = Wide{o.prefill_tokens} * act * (2 * h + std::max(2 * q + 2 * kv, mlp));
+    b.activations =
+        Wide{PrefillTokens(o, seq, batch)} * act * (2 * h + std::max(2 * q + 2 * kv, mlp));
     if (last) b.activations += 4 * Wide{batch} * vocab_rows;
     // K and V of every layer for every token of every sequence.
     // Each sequence's cache is priced as its own [seq * kv_heads, head_dim]
     // tensor per layer for K and for V.
-    b.kv_cache =
-        2 * Wide{layers} * batch * TensorBytes(*job.kv, seq * job.kv_heads_per_device, m.head_dim);
-    // A decode step reads the weights (of a mixture of experts only those
-    // the batch's tokens are routed to, at most) and the KV cache.
+    b.kv_cache = 2 * Wide{layers} * batch * TensorBytes(*job.kv, seq * l.kv_heads, m.head_dim);
+    // A decode step reads the weights and the KV cache. Of a mixture of
+    // experts it reads the experts the batch's tokens are routed to: k of E
+    // for one sequence; for b sequences routed uniformly and independently,
+    // E (1 - (1 - k/E)^b) expected.
     Wide read = b.weights;
     if (m.num_experts > 0) {
-      const Wide used = std::min<Wide>(m.num_experts, Wide{batch} * m.experts_per_token);
-      read -= expert_weights - expert_weights * used / m.num_experts;
+      const double e = static_cast<double>(m.num_experts);
+      const double used =
+          e * (1 - std::pow(1 - static_cast<double>(m.experts_per_token) / e, batch));
+      read -= expert_weights -
+              static_cast<Wide>(std::llround(static_cast<double>(expert_weights) * used / e));
     }
     b.decode_read = read + b.kv_cache;
   }
@@ -484,9 +548,9 @@ bool EstimateDevice(const Job& job, const Layout& l, int64_t seq, int64_t batch,
   return true;
 }
 
-Layout LayoutOf(const SizingOptions& o) {
-  return Layout{o.dp,           o.tp, o.pp, o.zero, o.sequence_parallel, o.offload_optimizer,
-                o.buffers_bytes};
+Layout LayoutOf(const ModelConfig& m, const SizingOptions& o) {
+  return Layout(m, o.dp, o.tp, o.pp, o.zero, o.sequence_parallel, o.offload_optimizer,
+                o.buffers_bytes);
 }
 
 // The largest value in [1, cap] for which `fits` holds, 0 if none; `fits`
@@ -598,29 +662,30 @@ absl::StatusOr<SizingReport> EstimateMemory(const ModelConfig& model, const Sizi
   r.capacity_bytes = capacity;
   r.usable_bytes = capacity - o.buffers_bytes;
   if (r.usable_bytes <= 0) {
-    return Invalid("--buffers",
+    return Invalid("--buffers and --headroom",
                    absl::StrCat(o.buffers_bytes, " bytes of buffers leave nothing of ", device.name,
-                                "'s ", capacity, " usable bytes (after headroom)"));
+                                "'s ", capacity, " bytes after a headroom of ", o.headroom));
   }
 
   // The whole job on one imaginary device.
-  const Layout whole{1, 1, 1, 0, false, false, 0};
+  const Layout whole(model, 1, 1, 1, 0, false, false, 0);
   DeviceEstimate w;
   if (!EstimateDevice(job, whole, o.seq, o.batch, w)) {
-    return absl::InvalidArgumentError("the job's memory exceeds 2^63 bytes");
+    return Invalid("--seq and --batch", "the job's memory would exceed 2^63 bytes");
   }
   r.whole = w.bytes;
 
-  const Layout layout = LayoutOf(o);
+  const Layout layout = LayoutOf(model, o);
   DeviceEstimate d;
   if (!EstimateDevice(job, layout, o.seq, o.batch, d)) {
-    return absl::InvalidArgumentError("the per-device memory exceeds 2^63 bytes");
+    return Invalid("--seq and --batch", "the per-device memory would exceed 2^63 bytes");
   }
   r.per_device = d.bytes;
   r.pipeline_stage = d.stage;
   r.host_bytes_per_device = d.host;
   r.fits = r.per_device.total() <= capacity;
   r.devices_in_layout = o.dp * o.tp * o.pp;
+  r.options.prefill_tokens = job.training ? 0 : PrefillTokens(o, o.seq, o.batch);
 
   // Parameters trained, and bits per weight as stored.
   int64_t linear_params = 0;
@@ -707,6 +772,8 @@ absl::StatusOr<std::vector<FormatRow>> CompareFormats(const ModelConfig& model,
   for (const std::string& format : formats) {
     SizingOptions o = options;
     o.weights = format;
+    // The KV cache stays in the reference's format: the rows compare weights.
+    o.kv = reference->options.kv;
     absl::StatusOr<SizingReport> r = EstimateMemory(model, o, device);
     if (!r.ok()) return r.status();
     FormatRow row;

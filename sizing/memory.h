@@ -23,6 +23,10 @@
 namespace lowp {
 
 enum class Mode { kPretrain, kFinetune, kLora, kQlora, kInference };
+
+// The searches for the longest sequence and largest batch stop here.
+inline constexpr int64_t kSizingMaxSeq = int64_t{1} << 24;
+inline constexpr int64_t kSizingMaxBatch = int64_t{1} << 20;
 enum class Optimizer { kAdamW, kAdamW8bit, kSgd, kAdafactor };
 enum class Recompute { kNone, kSelective, kFull };
 
@@ -44,7 +48,7 @@ struct SizingOptions {
   //   master      fp32 when the trained weights are narrower, "none" to drop
   //   opt_state   fp32 (the moments of AdamW, SGD's momentum, Adafactor's
   //               factors); 8-bit Adam fixes its own
-  //   kv          bf16
+  //   kv          the embeddings' format (the model's dtype)
   std::string weights, embed, grads, master, opt_state, kv;
   Optimizer optimizer = Optimizer::kAdamW;
   // Bytes per activation value in the training graph (2 for bf16/fp16
@@ -66,7 +70,8 @@ struct SizingOptions {
   std::vector<std::string> lora_targets;
 
   // Inference: tokens processed in one forward pass during prefill (chunked
-  // prefill); 0 = min(seq * batch, 8192).
+  // prefill); 0 = min(seq * batch, 8192) for each seq and batch estimated
+  // (the report's options give the value at the requested ones).
   int64_t prefill_tokens = 0;
 
   int64_t buffers_bytes = 2'000'000'000;  // per device: CUDA context, NCCL, allocator
@@ -106,7 +111,7 @@ struct SizingReport {
   Bytes whole;
   // The most loaded device of the given layout (dp x tp x pp devices).
   Bytes per_device;
-  int pipeline_stage = 0;             // the stage that device belongs to
+  int pipeline_stage = 0;             // the stage that device belongs to, from 0
   int64_t host_bytes_per_device = 0;  // offloaded states kept in host memory
   int64_t capacity_bytes = 0;         // floor(memory * (1 - headroom)), per device
   int64_t usable_bytes = 0;           // capacity_bytes - buffers

@@ -508,13 +508,13 @@ std::vector<TensorSpec> LayerTensors(const ModelConfig& model) {
   // Attention: q, k, v are column-parallel (each device holds whole heads),
   // o is row-parallel.
   out.push_back(Linear("q_proj", Component::kAttention, q_width, hidden, Split::kRows, "q"));
-  out.push_back(Linear("k_proj", Component::kAttention, kv_width, hidden, Split::kRows, "k"));
-  out.push_back(Linear("v_proj", Component::kAttention, kv_width, hidden, Split::kRows, "v"));
+  out.push_back(Linear("k_proj", Component::kAttention, kv_width, hidden, Split::kKvHeads, "k"));
+  out.push_back(Linear("v_proj", Component::kAttention, kv_width, hidden, Split::kKvHeads, "v"));
   out.push_back(Linear("o_proj", Component::kAttention, hidden, q_width, Split::kCols, "o"));
   if (model.attention_bias || model.linear_bias) {
     out.push_back(Tensor("q_proj.bias", Component::kAttention, 1, q_width, Split::kRows));
-    out.push_back(Tensor("k_proj.bias", Component::kAttention, 1, kv_width, Split::kRows));
-    out.push_back(Tensor("v_proj.bias", Component::kAttention, 1, kv_width, Split::kRows));
+    out.push_back(Tensor("k_proj.bias", Component::kAttention, 1, kv_width, Split::kKvHeads));
+    out.push_back(Tensor("v_proj.bias", Component::kAttention, 1, kv_width, Split::kKvHeads));
   }
   if (model.linear_bias) {
     out.push_back(Tensor("o_proj.bias", Component::kAttention, 1, hidden, Split::kReplicated));

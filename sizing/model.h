@@ -48,11 +48,14 @@ struct ModelConfig {
 enum class Component { kEmbedding, kAttention, kMlp, kRouter, kNorm, kLmHead };
 absl::string_view ComponentName(Component c);  // "embedding", "attention", ...
 
-// How tensor parallelism divides a tensor among `tp` devices.
+// How tensor parallelism divides a tensor among `tp` devices. A vector
+// ([1, n]: a bias) is divided along its n elements.
 enum class Split {
   kReplicated,  // every device holds all of it (norms, router, row-parallel biases)
-  kRows,        // rows divided: column-parallel linears (q, k, v, gate, up), their
+  kRows,        // rows divided: column-parallel linears (q, gate, up), their
                 // biases, and vocabulary-parallel embedding and lm_head
+  kKvHeads,     // k and v and their biases: divided by whole kv heads, one
+                // head replicated per device when there are fewer heads than tp
   kCols,        // columns divided: row-parallel linears (o, down)
 };
 

@@ -2,6 +2,7 @@
 // paper's partitioning, Korthikanti et al.'s activation formulas on GPT-3
 // 175B's shape, the KV cache of Llama 3 70B, and exact byte counts derived
 // by hand from each model's tensor shapes.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -160,8 +161,9 @@ TEST(SizingMemoryTest, ZeroStagesPartitionAsThePaperDefines) {
   EXPECT_EQ(r.per_device.workspace, layer);
 }
 
-// Optimizer offload moves the master weights and the optimizer states to
-// host memory.
+// Optimizer offload (ZeRO-Offload) moves the master weights, the optimizer
+// states and an fp32 copy of the gradients of each rank's partition to host
+// memory: 16 bytes per parameter over the ranks.
 TEST(SizingMemoryTest, OffloadMovesOptimizerStatesToHost) {
   const ModelConfig m = Model("llama-3.1-8b");
   const int64_t p = 8'030'261'248;
@@ -171,7 +173,7 @@ TEST(SizingMemoryTest, OffloadMovesOptimizerStatesToHost) {
   o.zero = 2;
   const SizingReport r = Estimate(m, o);
   EXPECT_EQ(r.per_device.master + r.per_device.optimizer, 0);
-  EXPECT_EQ(r.host_bytes_per_device, CeilDiv(4 * p, 8) + CeilDiv(8 * p, 8));
+  EXPECT_EQ(r.host_bytes_per_device, CeilDiv(4 * p, 8) + CeilDiv(8 * p, 8) + CeilDiv(4 * p, 8));
   EXPECT_EQ(r.per_device.gradients, CeilDiv(2 * p, 8));
 }
 
@@ -347,6 +349,24 @@ TEST(SizingMemoryTest, MaxSeqAndBatchAreTheLargestThatFit) {
   // Headroom keeps a fraction free.
   o.headroom = 0.5;
   EXPECT_LT(Estimate(m, o).max_seq, r.max_seq);
+  // With a short request the prefill chunk (min(seq x batch, 8192)) grows
+  // with the searched sequence: the edge is still exact.
+  o = {};
+  o.mode = Mode::kInference;
+  o.weights = "int4-g128";
+  o.seq = 100;
+  o.batch = 16;
+  const SizingReport small = Estimate(m, o);
+  at = o;
+  at.seq = small.max_seq;
+  EXPECT_TRUE(Estimate(m, at).fits);
+  at.seq = small.max_seq + 1;
+  EXPECT_FALSE(Estimate(m, at).fits);
+  at = o;
+  at.batch = small.max_batch;
+  EXPECT_TRUE(Estimate(m, at).fits);
+  at.batch = small.max_batch + 1;
+  EXPECT_FALSE(Estimate(m, at).fits);
 }
 
 // A mixture of experts: a decode step of one sequence reads 2 of 8 experts.
@@ -359,9 +379,71 @@ TEST(SizingMemoryTest, MixtureOfExpertsDecodeReadsRoutedExperts) {
   const SizingReport r = Estimate(m, o);
   EXPECT_EQ(r.whole.weights, 2 * c.total);
   EXPECT_EQ(r.bytes_read_per_step, 2 * (c.total - c.mlp * 6 / 8) + r.per_device.kv_cache);
-  o.batch = 4;  // 8 tokens routed: every expert may be read
-  const SizingReport all = Estimate(m, o);
-  EXPECT_EQ(all.bytes_read_per_step, 2 * c.total + all.per_device.kv_cache);
+  // Four sequences routed uniformly read 8 (1 - (6/8)^4) = 5.46875 experts
+  // of 8 per layer in expectation: 175/256 of the experts' bytes.
+  o.batch = 4;
+  const SizingReport four = Estimate(m, o);
+  EXPECT_EQ(four.bytes_read_per_step,
+            2 * (c.total - c.mlp) + 2 * c.mlp / 256 * 175 + four.per_device.kv_cache);
+}
+
+// The whole job does not depend on the layout it is compared with.
+TEST(SizingMemoryTest, WholeJobIsTheSameForEveryLayout) {
+  const ModelConfig m = Model("llama-3.1-70b");
+  for (Mode mode : {Mode::kInference, Mode::kPretrain}) {
+    SizingOptions o;
+    o.mode = mode;
+    o.seq = 8192;
+    const SizingReport one = Estimate(m, o);
+    for (int64_t tp : {2, 8, 16}) {
+      o.tp = tp;
+      const SizingReport r = Estimate(m, o);
+      EXPECT_EQ(r.whole.total(), one.whole.total()) << tp;
+      EXPECT_EQ(r.whole.kv_cache, one.whole.kv_cache) << tp;
+      EXPECT_EQ(r.devices_needed, one.devices_needed) << tp;
+    }
+  }
+}
+
+// k and v are divided by whole heads: beyond 8 devices each holds one head
+// of Llama 3.1 70B's 8, not a fraction of one.
+TEST(SizingMemoryTest, KvProjectionsReplicateWholeHeads) {
+  const ModelConfig m = Model("llama-3.1-70b");
+  const int64_t h = 8192, d = 128, v = 128256;
+  for (int64_t tp : {8, 16, 32}) {
+    const int64_t q = 64 * d / tp, kv = std::max<int64_t>(1, 8 / tp) * d, f = 28672 / tp;
+    const int64_t layer = h * q + 2 * h * kv + q * h + 3 * h * f + 2 * h;
+    SizingOptions o;
+    o.mode = Mode::kInference;
+    o.tp = tp;
+    EXPECT_EQ(Estimate(m, o).per_device.weights, 2 * (80 * layer + 2 * (v / tp) * h + h)) << tp;
+  }
+}
+
+// A column-parallel layer's bias is divided with its rows; a row-parallel
+// layer's is replicated.
+TEST(SizingMemoryTest, BiasesFollowTheirLinears) {
+  const ModelConfig m = Model("qwen2.5-7b");
+  const int64_t h = 3584, d = 128, f = 18944, v = 152064, tp = 2;
+  const int64_t q = 28 * d / tp, kv = 4 * d / tp;
+  const int64_t layer = (h * q + q) + 2 * (h * kv + kv) + q * h + 3 * h * f / tp + 2 * h;
+  SizingOptions o;
+  o.mode = Mode::kInference;
+  o.tp = tp;
+  EXPECT_EQ(Estimate(m, o).per_device.weights, 2 * (28 * layer + 2 * (v / tp) * h + h));
+}
+
+// Full recomputation keeps each layer's input, and rebuilds one layer's
+// activations at a time for its backward pass (workspace).
+TEST(SizingMemoryTest, FullRecomputationRebuildsOneLayer) {
+  const ModelConfig m = Model("llama-3.1-8b");
+  SizingOptions o;
+  const int64_t layer = Estimate(m, o).per_device.activations;  // 32 layers + outputs
+  o.recompute = Recompute::kFull;
+  const SizingReport r = Estimate(m, o);
+  const int64_t s = 4096, h = 4096, v = 128256;
+  EXPECT_EQ(r.per_device.activations, 32 * 2 * s * h + 4 * s * h + 4 * s * v);
+  EXPECT_EQ(r.per_device.workspace, (layer - 4 * s * h - 4 * s * v) / 32);
 }
 
 TEST(SizingMemoryTest, CompareFormatsRanksTheWeightFormats) {
@@ -428,12 +510,22 @@ TEST(SizingMemoryTest, RejectsBadOptionsNamingThem) {
   o = {};
   o.sequence_parallel = true;
   EXPECT_THAT(error(o), HasSubstr("--sequence-parallel"));
+  o = {};
+  o.offload_optimizer = true;
+  EXPECT_THAT(error(o), HasSubstr("--zero 1-3"));
+  o = {};
+  o.mode = Mode::kInference;
+  o.recompute = Recompute::kFull;
+  EXPECT_THAT(error(o), HasSubstr("--recompute"));
+  o = {};
+  o.headroom = 0.99;
+  EXPECT_THAT(error(o), HasSubstr("--headroom"));
   // Absurd but valid sizes are too large, not wrapped.
   o = {};
   o.seq = 1 << 24;
   o.batch = 1 << 20;
   o.flash_attention = false;
-  EXPECT_THAT(error(o), HasSubstr("2^63"));
+  EXPECT_THAT(error(o), HasSubstr("--seq and --batch"));
 }
 
 }  // namespace

@@ -121,8 +121,8 @@ TEST(TensorListsTest, LlamaLayerNamesSplitsAndLora) {
   };
   const Expected linears[] = {
       {"q_proj", 4096, 4096, Split::kRows, "q"},
-      {"k_proj", 1024, 4096, Split::kRows, "k"},
-      {"v_proj", 1024, 4096, Split::kRows, "v"},
+      {"k_proj", 1024, 4096, Split::kKvHeads, "k"},
+      {"v_proj", 1024, 4096, Split::kKvHeads, "v"},
       {"o_proj", 4096, 4096, Split::kCols, "o"},
       {"gate_proj", 14336, 4096, Split::kRows, "gate"},
       {"up_proj", 14336, 4096, Split::kRows, "up"},
@@ -165,8 +165,8 @@ TEST(TensorListsTest, GptBiasesAndPositions) {
   EXPECT_EQ(FindTensor(layer, "gate_proj"), nullptr);
   const std::pair<const char*, Split> biases[] = {
       {"q_proj.bias", Split::kRows},
-      {"k_proj.bias", Split::kRows},
-      {"v_proj.bias", Split::kRows},
+      {"k_proj.bias", Split::kKvHeads},
+      {"v_proj.bias", Split::kKvHeads},
       {"o_proj.bias", Split::kReplicated},
       {"up_proj.bias", Split::kRows},
       {"down_proj.bias", Split::kReplicated},

@@ -9,20 +9,29 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
 #include "quant/npy.h"
 #include "quant/safetensors.h"
+#include "sizing/model.h"
 
 namespace lowp::fuzz {
 int FuzzSafetensors(const uint8_t* data, size_t size);
 int FuzzNpy(const uint8_t* data, size_t size);
 int FuzzIndex(const uint8_t* data, size_t size);
+int FuzzConfig(const uint8_t* data, size_t size);
 namespace {
 
 // Whether the parser of `target` accepts `bytes`.
 bool Accepts(const std::string& target, const std::vector<uint8_t>& bytes) {
   if (target == "safetensors") return ParseSafetensors(bytes, "seed").ok();
   if (target == "npy") return ParseNpy(bytes, "seed.npy").ok();
+  if (target == "config") {
+    return ParseModelConfig(
+               absl::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+               "seed")
+        .ok();
+  }
   return ParseSafetensorsIndex(bytes, "seed").ok();
 }
 
@@ -59,6 +68,7 @@ int Replay(const std::string& target, int (*fuzz)(const uint8_t*, size_t)) {
 TEST(FuzzCorpusReplayTest, Safetensors) { EXPECT_GE(Replay("safetensors", FuzzSafetensors), 10); }
 TEST(FuzzCorpusReplayTest, Npy) { EXPECT_GE(Replay("npy", FuzzNpy), 8); }
 TEST(FuzzCorpusReplayTest, Index) { EXPECT_GE(Replay("index", FuzzIndex), 5); }
+TEST(FuzzCorpusReplayTest, Config) { EXPECT_GE(Replay("config", FuzzConfig), 20); }
 
 }  // namespace
 }  // namespace lowp::fuzz

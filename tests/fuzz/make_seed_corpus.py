@@ -2,11 +2,14 @@
 """Writes the fuzzers' seed corpus (tests/fuzz/corpus/<target>/): small valid
 files of every kind plus a few malformed ones. Standard library only; rerun
 after changing it and commit the output."""
+import glob
 import json
 import os
+import shutil
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CONFIGS = os.path.join(HERE, "..", "data", "configs")
 SIZES = {"BOOL": 1, "U8": 1, "I8": 1, "U16": 2, "I16": 2, "U32": 4, "I32": 4, "U64": 8,
          "I64": 8, "F16": 2, "BF16": 2, "F32": 4, "F64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
 
@@ -104,3 +107,47 @@ write(ix, "bad_traversal", '{"weight_map": {"a": "../../etc/passwd"}}')
 write(ix, "bad_duplicate", '{"weight_map": {"a": "s.safetensors", "a": "t.safetensors"}}')
 write(ix, "bad_types", '{"metadata": 3, "weight_map": {"a": 1}}')
 write(ix, "bad_json", '{"weight_map": {"a": ')
+
+cf = "config"
+# The real config.json files of the sizing tests, as they are.
+for path in sorted(glob.glob(os.path.join(CONFIGS, "*.json"))):
+    d = os.path.join(HERE, "corpus", cf)
+    os.makedirs(d, exist_ok=True)
+    shutil.copyfile(path, os.path.join(d, "valid_" + os.path.basename(path)[:-len(".json")]))
+
+
+def config(**fields):
+    return json.dumps(fields, separators=(",", ":"))
+
+
+TINY = dict(model_type="llama", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, vocab_size=100)
+write(cf, "valid_tiny_llama", config(**TINY))
+write(cf, "valid_llama_no_kv_heads", config(**dict(TINY, num_key_value_heads=None,
+                                                   tie_word_embeddings=True)))
+write(cf, "valid_float_sizes", config(**dict(TINY, hidden_size=64.0, vocab_size=1e2)))
+write(cf, "valid_qwen3", config(**dict(TINY, model_type="qwen3", head_dim=32,
+                                       attention_bias=True)))
+write(cf, "valid_gemma2", config(**dict(TINY, model_type="gemma2", head_dim=16,
+                                        max_position_embeddings=4096)))
+write(cf, "valid_mixtral", config(**dict(TINY, model_type="mixtral", num_local_experts=4,
+                                         num_experts_per_tok=2)))
+write(cf, "valid_text_config", config(model_type="mistral3", text_config=dict(
+    TINY, model_type="mistral"), vision_config=dict(hidden_size=8)))
+write(cf, "bad_json", config(**TINY)[:40])
+write(cf, "bad_not_object", "[1,2,3]")
+write(cf, "bad_duplicate", '{"model_type":"llama","hidden_size":64,"hidden_size":64}')
+write(cf, "bad_model_type", config(**dict(TINY, model_type="gpt2")))
+write(cf, "bad_string_size", config(**dict(TINY, hidden_size="64")))
+write(cf, "bad_fraction", config(**dict(TINY, hidden_size=64.5)))
+write(cf, "bad_negative", config(**dict(TINY, num_hidden_layers=-2)))
+write(cf, "bad_above_2_40", config(**dict(TINY, vocab_size=1 << 41)))
+write(cf, "bad_params_above_2_48", config(**dict(TINY, hidden_size=1 << 30,
+                                                 intermediate_size=1 << 30)))
+write(cf, "bad_kv_heads", config(**dict(TINY, num_key_value_heads=3)))
+write(cf, "bad_hidden_not_multiple", config(**dict(TINY, hidden_size=66)))
+write(cf, "bad_qwen3_no_head_dim", config(**dict(TINY, model_type="qwen3")))
+write(cf, "bad_mixtral_top_k", config(**dict(TINY, model_type="mixtral", num_local_experts=2,
+                                             num_experts_per_tok=3)))
+write(cf, "bad_text_config", config(**dict(TINY, text_config=[1])))
+write(cf, "bad_deep", '{"a":' * 70 + "1" + "}" * 70)

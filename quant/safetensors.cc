@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "quant/strict_json.h"
 
 namespace lowp {
 namespace {
@@ -28,48 +29,9 @@ absl::Status ErrnoError(int error, const std::string& path, absl::string_view wh
                       absl::StrCat(path, ": ", what, ": ", std::strerror(error)));
 }
 
-// Thrown by the parser callback to stop at the first duplicate key.
-struct DuplicateKey {
-  std::string key;
-};
-struct TooDeep {};
-
-// Parses JSON text, rejecting duplicate keys in any object (nlohmann would
-// keep the last one silently) and nesting deeper than 64 levels.
 absl::StatusOr<Json> ParseJson(absl::string_view text, absl::string_view file_name,
                                absl::string_view what) {
-  std::vector<std::set<std::string>> keys;
-  auto callback = [&keys](int depth, Json::parse_event_t event, Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-        keys.emplace_back();
-        break;
-      case Json::parse_event_t::object_end:
-        if (!keys.empty()) keys.pop_back();
-        break;
-      case Json::parse_event_t::key:
-        if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second) {
-          throw DuplicateKey{parsed.get<std::string>()};
-        }
-        break;
-      default:
-        break;
-    }
-    if (depth > 64) throw TooDeep{};
-    return true;
-  };
-  try {
-    return Json::parse(text.begin(), text.end(), callback);
-  } catch (const DuplicateKey& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file_name, ": ", what, ": duplicate key \"", e.key, "\""));
-  } catch (const TooDeep&) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file_name, ": ", what, ": JSON nested more than 64 levels deep"));
-  } catch (const Json::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file_name, ": ", what, " is not valid JSON: ", e.what()));
-  }
+  return ParseStrictJson(text, absl::StrCat(file_name, ": ", what));
 }
 
 absl::string_view TypeName(const Json& value) {

@@ -18,11 +18,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "quant/strict_json.h"
 
 namespace lowp {
 namespace {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;
 
 // A config.json is a few kilobytes; anything far larger is not one, and is
 // refused before the parser spends memory on it.
@@ -202,49 +203,6 @@ absl::Status CheckModel(const ModelConfig& m, absl::string_view source) {
 
 // ---------------------------------------------------------------------------
 // config.json parsing.
-
-// Thrown by the parser callback to stop at the first duplicate key.
-struct DuplicateKey {
-  std::string key;
-};
-struct TooDeep {};
-
-// Parses JSON text, rejecting duplicate keys in any object (nlohmann would
-// keep the last one silently, and which one a reader sees is then a guess)
-// and nesting deeper than 64 levels (a config.json has two or three).
-absl::StatusOr<Json> ParseJson(absl::string_view text, absl::string_view source) {
-  std::vector<std::set<std::string>> keys;
-  auto callback = [&keys](int depth, Json::parse_event_t event, Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-        keys.emplace_back();
-        break;
-      case Json::parse_event_t::object_end:
-        if (!keys.empty()) keys.pop_back();
-        break;
-      case Json::parse_event_t::key:
-        if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second) {
-          throw DuplicateKey{parsed.get<std::string>()};
-        }
-        break;
-      default:
-        break;
-    }
-    if (depth > 64) throw TooDeep{};
-    return true;
-  };
-  try {
-    return Json::parse(text.begin(), text.end(), callback);
-  } catch (const DuplicateKey& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": duplicate key \"", e.key, "\" in the JSON"));
-  } catch (const TooDeep&) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": JSON nested more than 64 levels deep"));
-  } catch (const Json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON: ", e.what()));
-  }
-}
 
 // "a string", "an integer", ...: what a JSON value is, for messages.
 absl::string_view Described(const Json& value) {
@@ -574,7 +532,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json, absl::strin
                                                    " bytes, above the limit of ", kMaxConfigBytes,
                                                    " for a config.json"));
   }
-  absl::StatusOr<Json> parsed = ParseJson(json, source);
+  absl::StatusOr<Json> parsed = ParseStrictJson(json, source);
   if (!parsed.ok()) return parsed.status();
   if (!parsed->is_object()) {
     return absl::InvalidArgumentError(

@@ -21,27 +21,13 @@
 #include "nlohmann/json.hpp"
 #include "quant/scheme.h"
 #include "quant/tensor_set.h"
+#include "tests/cli_run.h"
 
 namespace lowp {
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-struct Result {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-Result RunLowp(const std::string& args) {
-  const std::string command = std::string(LOWP_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
 
 class Cli : public ::testing::Test {
  protected:

@@ -245,6 +245,8 @@ nlohmann::json ModelJson(const ModelConfig& m) {
   j["experts_per_token"] = m.experts_per_token;
   j["gated_mlp"] = m.gated_mlp;
   j["attention_bias"] = m.attention_bias;
+  j["output_bias"] = m.output_bias;
+  j["mlp_bias"] = m.mlp_bias;
   j["qk_norm"] = m.qk_norm;
   j["norms_per_layer"] = m.norms_per_layer;
   j["norm_bias"] = m.norm_bias;

@@ -78,7 +78,7 @@ void AddMlp(const ModelConfig& model, const std::string& prefix, int64_t count,
       Linear(prefix + "up_proj", Component::kMlp, inter, hidden, Split::kRows, "up", count));
   out.push_back(
       Linear(prefix + "down_proj", Component::kMlp, hidden, inter, Split::kCols, "down", count));
-  if (model.linear_bias) {
+  if (model.linear_bias || model.mlp_bias) {
     if (model.gated_mlp) {
       out.push_back(
           Tensor(prefix + "gate_proj.bias", Component::kMlp, 1, inter, Split::kRows, count));
@@ -398,6 +398,10 @@ absl::StatusOr<ModelConfig> ReadFields(FieldReader& fields, absl::string_view so
   m.tie_word_embeddings = fields.Bool("tie_word_embeddings", family->tie_default);
   m.attention_bias =
       family->reads_attention_bias ? fields.Bool("attention_bias", false) : family->attention_bias;
+  // Where the config has the field, Hugging Face biases o_proj with q, k, v
+  // (Qwen2's fixed biases leave it out).
+  m.output_bias = family->reads_attention_bias && m.attention_bias;
+  if (absl::string_view(family->model_type) == "llama") m.mlp_bias = fields.Bool("mlp_bias", false);
   if (family->mixture_of_experts) {
     m.num_experts = fields.Size("num_local_experts");
     m.experts_per_token = fields.Size("num_experts_per_tok");
@@ -474,7 +478,7 @@ std::vector<TensorSpec> LayerTensors(const ModelConfig& model) {
     out.push_back(Tensor("k_proj.bias", Component::kAttention, 1, kv_width, Split::kKvHeads));
     out.push_back(Tensor("v_proj.bias", Component::kAttention, 1, kv_width, Split::kKvHeads));
   }
-  if (model.linear_bias) {
+  if (model.linear_bias || model.output_bias) {
     out.push_back(Tensor("o_proj.bias", Component::kAttention, 1, hidden, Split::kReplicated));
   }
   if (model.qk_norm) {

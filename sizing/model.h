@@ -34,6 +34,8 @@ struct ModelConfig {
   int64_t experts_per_token = 0;
   bool gated_mlp = true;           // gate, up, down (SwiGLU, GeGLU); else up, down
   bool attention_bias = false;     // biases on q, k, v (Qwen2)
+  bool output_bias = false;        // a bias on o_proj too (attention_bias of llama, qwen3, gemma)
+  bool mlp_bias = false;           // biases on gate, up, down (Llama's mlp_bias)
   bool qk_norm = false;            // per-head RMSNorm of q and k (Qwen3)
   int norms_per_layer = 2;         // Gemma 2 has 4
   bool norm_bias = false;          // LayerNorm with a bias (GPT)

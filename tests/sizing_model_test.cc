@@ -312,6 +312,25 @@ TEST(ParseModelConfigTest, Qwen3) {
   EXPECT_EQ(CountParameters(*model).total, 596'049'920);
 }
 
+// Llama's attention_bias puts a bias on q, k, v and o (Hugging Face's
+// LlamaAttention), its mlp_bias on gate, up and down.
+TEST(ParseModelConfigTest, LlamaBiases) {
+  const char* base = R"({"model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "vocab_size": 128256)";
+  const absl::StatusOr<ModelConfig> plain = ParseModelConfig(absl::StrCat(base, "}"), "a.json");
+  const absl::StatusOr<ModelConfig> biased = ParseModelConfig(
+      absl::StrCat(base, R"(, "attention_bias": true, "mlp_bias": true})"), "b.json");
+  ASSERT_TRUE(plain.ok() && biased.ok());
+  EXPECT_EQ(CountParameters(*plain).total, 8'030'261'248);
+  EXPECT_EQ(CountParameters(*biased).total - CountParameters(*plain).total,
+            32 * ((4096 + 1024 + 1024 + 4096) + (14336 + 14336 + 4096)));
+  EXPECT_NE(FindTensor(LayerTensors(*biased), "o_proj.bias"), nullptr);
+  EXPECT_NE(FindTensor(LayerTensors(*biased), "down_proj.bias"), nullptr);
+  // Qwen2's fixed q/k/v biases leave o_proj without one.
+  EXPECT_EQ(FindTensor(LayerTensors(*FindModel("qwen2.5-7b")), "o_proj.bias"), nullptr);
+}
+
 // A minimal Llama config, with `replace` substituted for `"num_key_value_heads": 8`.
 std::string LlamaJson(const std::string& replace = R"("num_key_value_heads": 8)") {
   return absl::StrCat(R"({"model_type": "llama", "hidden_size": 4096,

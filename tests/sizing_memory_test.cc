@@ -460,6 +460,10 @@ TEST(SizingMemoryTest, CompareFormatsRanksTheWeightFormats) {
   EXPECT_DOUBLE_EQ((*rows)[0].saving_vs_bf16, -1.0);
   EXPECT_EQ((*rows)[1].weight_bytes, 2 * p);
   EXPECT_EQ((*rows)[1].saving_vs_bf16, 0);
+  // The rows differ in their weights only (the KV cache stays bf16 in the
+  // fp32 row).
+  EXPECT_EQ((*rows)[0].per_device_bytes - (*rows)[1].per_device_bytes,
+            (*rows)[0].weight_bytes - (*rows)[1].weight_bytes);
   for (const FormatRow& row : *rows) {
     if (row.format == "int4-g128") {
       EXPECT_DOUBLE_EQ(row.linear_bits_per_parameter, 4.125);

@@ -81,11 +81,6 @@ std::string Num(double v) {
   return absl::StrFormat("%.6g", v);
 }
 
-// JSON has no infinities: +-inf becomes null (an exact reconstruction's SQNR).
-nlohmann::json JsonNumber(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
 absl::StatusOr<int> ParseThreads(const Args& args) {
   int threads = 0;
   if (std::optional<std::string> t = args.Value("threads")) {

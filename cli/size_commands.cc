@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,7 +15,6 @@
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "nlohmann/json.hpp"
-#include "quant/scheme.h"
 #include "sizing/devices.h"
 #include "sizing/memory.h"
 #include "sizing/model.h"
@@ -105,11 +103,6 @@ std::string Gib(int64_t bytes) {
 }
 std::string TbPerS(double bytes_per_s) {
   return bytes_per_s > 0 ? absl::StrFormat("%.4g", bytes_per_s / 1e12) : std::string("-");
-}
-
-// JSON has no infinities or NaN.
-nlohmann::json JsonNumber(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
 // Bandwidth as an exact integer when it is one (every catalog device).
@@ -323,7 +316,10 @@ nlohmann::json ReportJson(const SizingReport& r) {
   return j;
 }
 
-std::vector<Row> ComponentRows(const SizingReport& r) {
+// Byte counts for people (1,234,567) or for CSV (1234567).
+std::string Count(int64_t v, bool csv) { return csv ? absl::StrCat(v) : Grouped(v); }
+
+std::vector<Row> ComponentRows(const SizingReport& r, bool csv) {
   const bool inference = r.options.mode == Mode::kInference;
   struct {
     const char* name;
@@ -343,8 +339,8 @@ std::vector<Row> ComponentRows(const SizingReport& r) {
   std::vector<Row> rows = {{"component", "per device bytes", "per device GB", "per device GiB",
                             "whole job bytes", "whole job GB"}};
   for (const auto& c : components) {
-    rows.push_back({c.name, Grouped(c.per_device), Gb(c.per_device), Gib(c.per_device),
-                    Grouped(c.whole), Gb(c.whole)});
+    rows.push_back({c.name, Count(c.per_device, csv), Gb(c.per_device), Gib(c.per_device),
+                    Count(c.whole, csv), Gb(c.whole)});
   }
   return rows;
 }
@@ -424,7 +420,7 @@ void PrintReport(const SizingReport& r) {
     std::printf("per device: the most loaded device, in pipeline stage %d (stages 0 to %lld)\n",
                 r.pipeline_stage, static_cast<long long>(o.pp - 1));
   }
-  PrintTable(ComponentRows(r), {0});
+  PrintTable(ComponentRows(r, /*csv=*/false), {0});
   std::printf("\n");
 
   const int64_t capacity = r.capacity_bytes;  // memory x (1 - headroom)
@@ -481,13 +477,13 @@ void PrintReport(const SizingReport& r) {
   }
 }
 
-std::vector<Row> CompareRows(const std::vector<FormatRow>& rows) {
+std::vector<Row> CompareRows(const std::vector<FormatRow>& rows, bool csv) {
   std::vector<Row> table = {{"format", "bits/param (linear)", "weight bytes", "weight GB",
                              "saving vs bf16", "per device GB", "fits", "devices needed", "max seq",
                              "decode tok/s"}};
   for (const FormatRow& r : rows) {
     table.push_back({r.format, absl::StrFormat("%.4g", r.linear_bits_per_parameter),
-                     Grouped(r.weight_bytes), Gb(r.weight_bytes),
+                     Count(r.weight_bytes, csv), Gb(r.weight_bytes),
                      absl::StrFormat("%.1f%%", 100 * r.saving_vs_bf16), Gb(r.per_device_bytes),
                      r.fits ? "yes" : "no", absl::StrCat(r.devices_needed), absl::StrCat(r.max_seq),
                      r.decode_tokens_per_s_per_sequence > 0
@@ -495,23 +491,6 @@ std::vector<Row> CompareRows(const std::vector<FormatRow>& rows) {
                          : std::string("-")});
   }
   return table;
-}
-
-// CSV wants plain numbers: no thousands separators.
-std::vector<Row> Ungrouped(std::vector<Row> rows) {
-  for (Row& row : rows) {
-    for (std::string& field : row) {
-      if (field.find(',') == std::string::npos) continue;
-      std::string plain;
-      for (char c : field) {
-        if (c != ',') plain += c;
-      }
-      if (!plain.empty() && plain.find_first_not_of("0123456789-") == std::string::npos) {
-        field = plain;
-      }
-    }
-  }
-  return rows;
 }
 
 }  // namespace
@@ -568,12 +547,6 @@ int SizeCommand(const std::vector<std::string>& argv) {
           return Fail(absl::InvalidArgumentError(
               absl::StrCat("--formats '", *list, "': empty name in the list")));
         }
-        // Checked here so that the message names --formats (CompareFormats
-        // reports a bad format as the --weights it sets).
-        if (absl::StatusOr<std::unique_ptr<Scheme>> s = ParseScheme(f); !s.ok()) {
-          return Fail(absl::InvalidArgumentError(
-              absl::StrCat("--formats ", f, ": ", s.status().message())));
-        }
         formats.emplace_back(f);
       }
     }
@@ -607,7 +580,7 @@ int SizeCommand(const std::vector<std::string>& argv) {
       return 0;
     }
     if (args->Has("csv")) {
-      PrintCsv(Ungrouped(CompareRows(*rows)));
+      PrintCsv(CompareRows(*rows, /*csv=*/true));
       return 0;
     }
     std::printf(
@@ -618,7 +591,7 @@ int SizeCommand(const std::vector<std::string>& argv) {
         static_cast<long long>(options.dp), static_cast<long long>(options.tp),
         static_cast<long long>(options.pp), device->name.c_str(), Gb(device->memory_bytes).c_str(),
         Gib(device->memory_bytes).c_str());
-    PrintTable(CompareRows(*rows), {0, 6});
+    PrintTable(CompareRows(*rows, /*csv=*/false), {0, 6});
     return 0;
   }
 
@@ -627,7 +600,7 @@ int SizeCommand(const std::vector<std::string>& argv) {
   if (args->Has("json")) {
     std::printf("%s\n", ReportJson(*report).dump(2).c_str());
   } else if (args->Has("csv")) {
-    PrintCsv(Ungrouped(ComponentRows(*report)));
+    PrintCsv(ComponentRows(*report, /*csv=*/true));
   } else {
     PrintReport(*report);
   }

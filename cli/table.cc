@@ -1,6 +1,7 @@
 #include "cli/table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace lowp::cli {
@@ -45,6 +46,10 @@ void PrintCsv(const std::vector<Row>& rows) {
     }
     std::printf("%s\n", line.c_str());
   }
+}
+
+nlohmann::json JsonNumber(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
 }  // namespace lowp::cli

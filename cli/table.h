@@ -1,9 +1,11 @@
-// Plain-text tables and CSV for the commands' output.
+// Plain-text tables, CSV and JSON numbers for the commands' output.
 #ifndef LOWP_CLI_TABLE_H_
 #define LOWP_CLI_TABLE_H_
 
 #include <string>
 #include <vector>
+
+#include "nlohmann/json.hpp"
 
 namespace lowp::cli {
 
@@ -15,6 +17,10 @@ void PrintTable(const std::vector<Row>& rows, const std::vector<size_t>& left);
 
 // Prints rows as CSV (RFC 4180 quoting where a field needs it).
 void PrintCsv(const std::vector<Row>& rows);
+
+// A double for JSON, which has no infinities or NaN: those become null (an
+// exact reconstruction's SQNR, a rate without a bandwidth).
+nlohmann::json JsonNumber(double v);
 
 }  // namespace lowp::cli
 

@@ -24,8 +24,6 @@ namespace {
 using Wide = __int128;
 constexpr Wide kMaxBytes = std::numeric_limits<int64_t>::max();
 
-constexpr int64_t kMaxSeq = kSizingMaxSeq;
-constexpr int64_t kMaxBatch = kSizingMaxBatch;
 constexpr int64_t kMaxDevices = int64_t{1} << 20;
 
 Wide CeilDiv(Wide a, Wide b) { return (a + b - 1) / b; }
@@ -101,7 +99,10 @@ absl::Status Invalid(absl::string_view option, absl::string_view why) {
 }
 
 absl::Status CheckModelLimits(const ModelConfig& m) {
-  // Limits well above any real model that keep every product below 2^127.
+  // Limits well above any real model, tighter than ValidateModel's: they
+  // keep the element count of every tensor priced (a KV cache of up to 2^24
+  // tokens x kv_heads x head_dim included) within Scheme::StorageBits'
+  // uint64 bits, and every byte sum far below 2^127.
   struct Field {
     const char* name;
     int64_t value, limit;
@@ -132,10 +133,10 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
   job.training = o.mode != Mode::kInference;
   job.adapters = o.mode == Mode::kLora || o.mode == Mode::kQlora;
 
-  if (o.seq < 1 || o.seq > kMaxSeq)
-    return Invalid("--seq", absl::StrCat(o.seq, " is not in 1..", kMaxSeq));
-  if (o.batch < 1 || o.batch > kMaxBatch) {
-    return Invalid("--batch", absl::StrCat(o.batch, " is not in 1..", kMaxBatch));
+  if (o.seq < 1 || o.seq > kSizingMaxSeq)
+    return Invalid("--seq", absl::StrCat(o.seq, " is not in 1..", kSizingMaxSeq));
+  if (o.batch < 1 || o.batch > kSizingMaxBatch) {
+    return Invalid("--batch", absl::StrCat(o.batch, " is not in 1..", kSizingMaxBatch));
   }
   for (auto [name, value] : {std::pair{"--dp", o.dp}, {"--tp", o.tp}, {"--pp", o.pp}}) {
     if (value < 1 || value > kMaxDevices) {
@@ -160,7 +161,7 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
   if (o.activation_bytes != 2 && o.activation_bytes != 4) {
     return Invalid("--activation-bytes", absl::StrCat(o.activation_bytes, " is not 2 or 4"));
   }
-  if (o.prefill_tokens < 0 || o.prefill_tokens > kMaxSeq * 16) {
+  if (o.prefill_tokens < 0 || o.prefill_tokens > kSizingMaxSeq * 16) {
     return Invalid("--prefill-tokens", absl::StrCat(o.prefill_tokens, " is out of range"));
   }
   if (o.lora_rank < 1 || o.lora_rank > (1 << 16)) {
@@ -206,26 +207,24 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
   } else {
     o.grads = o.master = o.opt_state = "";
   }
-  for (auto [name, option] :
-       {std::pair{&o.weights, "weights"}, {&o.embed, "embed"}, {&o.kv, "kv"}}) {
-    absl::StatusOr<const Scheme*> s = GetScheme(job, *name, option);
+  struct Slot {
+    const Scheme** scheme;
+    const std::string& name;
+    const char* option;
+    bool wanted;
+  } const slots[] = {
+      {&job.weights, o.weights, "weights", true},
+      {&job.embed, o.embed, "embed", true},
+      {&job.kv, o.kv, "kv", true},
+      {&job.grads, o.grads, "grads", job.training},
+      {&job.master, o.master, "master", job.training && o.master != "none"},
+      {&job.opt_state, o.opt_state, "opt-state", job.training},
+  };
+  for (const Slot& slot : slots) {
+    if (!slot.wanted) continue;
+    absl::StatusOr<const Scheme*> s = GetScheme(job, slot.name, slot.option);
     if (!s.ok()) return s.status();
-  }
-  job.weights = job.schemes[o.weights].get();
-  job.embed = job.schemes[o.embed].get();
-  job.kv = job.schemes[o.kv].get();
-  if (job.training) {
-    absl::StatusOr<const Scheme*> g = GetScheme(job, o.grads, "grads");
-    if (!g.ok()) return g.status();
-    job.grads = *g;
-    if (o.master != "none") {
-      absl::StatusOr<const Scheme*> m = GetScheme(job, o.master, "master");
-      if (!m.ok()) return m.status();
-      job.master = *m;
-    }
-    absl::StatusOr<const Scheme*> s = GetScheme(job, o.opt_state, "opt-state");
-    if (!s.ok()) return s.status();
-    job.opt_state = *s;
+    *slot.scheme = *s;
   }
 
   job.input = InputTensors(model);
@@ -256,6 +255,13 @@ bool IsTarget(const Job& job, const TensorSpec& t) {
   if (!job.adapters || !t.linear) return false;
   const std::vector<std::string>& targets = job.options.lora_targets;
   return targets.empty() || std::find(targets.begin(), targets.end(), t.lora_name) != targets.end();
+}
+
+// LoRA's A [rank, cols] and B [rows, rank] for `t`'s rows x cols (a shard
+// of it under tensor parallelism), stored in the embeddings' format.
+Wide AdapterBytes(const Job& job, const TensorSpec& t, int64_t rows, int64_t cols) {
+  const int64_t r = job.options.lora_rank;
+  return TensorBytes(*job.embed, r, cols, t.count) + TensorBytes(*job.embed, rows, r, t.count);
 }
 
 // The device layout one estimate is made for.
@@ -417,12 +423,9 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
     if (IsTarget(job, t)) {
       // A [rank, in] and B [out, rank] on the base's shard: the side tensor
       // parallelism does not divide is held whole.
-      const int64_t r = o.lora_rank;
-      b.weights +=
-          (TensorBytes(*job.embed, r, cols, t.count) + TensorBytes(*job.embed, rows, r, t.count)) *
-          multiplicity;
-      train(r, cols);
-      train(rows, r);
+      b.weights += AdapterBytes(job, t, rows, cols) * multiplicity;
+      train(o.lora_rank, cols);
+      train(rows, o.lora_rank);
     }
   };
   if (first) {
@@ -689,32 +692,24 @@ absl::StatusOr<SizingReport> EstimateMemory(const ModelConfig& model, const Sizi
 
   // Parameters trained, and bits per weight as stored.
   int64_t linear_params = 0;
-  Wide linear_bytes = 0;
+  Wide linear_bytes = 0, adapter_bytes = 0;
   for (const TensorSpec& t : job.layer) {
     if (!t.linear) continue;
     linear_params += t.parameters() * model.num_layers;
     linear_bytes += TensorBytes(*job.weights, t.rows, t.cols, t.count) * model.num_layers;
     if (IsTarget(job, t)) {
       r.trainable_parameters += o.lora_rank * (t.rows + t.cols) * t.count * model.num_layers;
+      adapter_bytes += AdapterBytes(job, t, t.rows, t.cols) * model.num_layers;
     }
   }
   if (job.training && !job.adapters) r.trainable_parameters = r.parameters.total;
   r.linear_bits_per_parameter =
       linear_params == 0 ? 0 : 8.0 * static_cast<double>(linear_bytes) / linear_params;
-  // Over the model's own parameters (without adapters, which the whole
+  // Over the model's own parameters (without the adapters, which the whole
   // estimate's weights include).
-  const int64_t adapter_bytes = [&] {
-    Wide bytes = 0;
-    for (const TensorSpec& t : job.layer) {
-      if (!IsTarget(job, t)) continue;
-      bytes += (TensorBytes(*job.embed, o.lora_rank, t.cols, t.count) +
-                TensorBytes(*job.embed, t.rows, o.lora_rank, t.count)) *
-               model.num_layers;
-    }
-    return static_cast<int64_t>(bytes);
-  }();
   r.weight_bits_per_parameter =
-      8.0 * static_cast<double>(r.whole.weights - adapter_bytes) / r.parameters.total;
+      8.0 * static_cast<double>(r.whole.weights - static_cast<int64_t>(adapter_bytes)) /
+      static_cast<double>(r.parameters.total);
 
   r.devices_for_states_exact =
       static_cast<double>(r.whole.model_states()) / static_cast<double>(capacity);
@@ -728,10 +723,10 @@ absl::StatusOr<SizingReport> EstimateMemory(const ModelConfig& model, const Sizi
     return EstimateDevice(job, layout, seq, batch, e) && e.bytes.total() <= capacity;
   };
   const int64_t seq_cap = model.max_position_embeddings > 0
-                              ? std::min(model.max_position_embeddings, kMaxSeq)
-                              : kMaxSeq;
+                              ? std::min(model.max_position_embeddings, kSizingMaxSeq)
+                              : kSizingMaxSeq;
   r.max_seq = LargestFitting(seq_cap, [&](int64_t s) { return fits_with(s, o.batch); });
-  r.max_batch = LargestFitting(kMaxBatch, [&](int64_t b) { return fits_with(o.seq, b); });
+  r.max_batch = LargestFitting(kSizingMaxBatch, [&](int64_t b) { return fits_with(o.seq, b); });
 
   if (!job.training) {
     r.bytes_read_per_step = d.decode_read;

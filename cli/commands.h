@@ -41,6 +41,7 @@ int QuantizeCommand(const std::vector<std::string>& argv);
 int RangeCommand(const std::vector<std::string>& argv);
 int SizeCommand(const std::vector<std::string>& argv);
 int DevicesCommand(const std::vector<std::string>& argv);
+int PlanCommand(const std::vector<std::string>& argv);
 
 extern const char kFormatsHelp[];
 extern const char kConvertHelp[];
@@ -50,6 +51,7 @@ extern const char kQuantizeHelp[];
 extern const char kRangeHelp[];
 extern const char kSizeHelp[];
 extern const char kDevicesHelp[];
+extern const char kPlanHelp[];
 
 }  // namespace lowp::cli
 

@@ -24,6 +24,7 @@ constexpr char kUsage[] =
     "  range        what fp16/bf16/fp8 ranges do to each tensor; loss scales\n"
     "  size         memory to train or serve a model, per component and device\n"
     "  devices      list the device catalog (memory, bandwidth, datasheet)\n"
+    "  plan         per weight format: memory and devices beside measured error\n"
     "\n"
     "'lowp <command> --help' describes a command.\n";
 
@@ -53,7 +54,8 @@ int Main(int argc, char** argv) {
                         {"quantize", kQuantizeHelp, QuantizeCommand},
                         {"range", kRangeHelp, RangeCommand},
                         {"size", kSizeHelp, SizeCommand},
-                        {"devices", kDevicesHelp, DevicesCommand}};
+                        {"devices", kDevicesHelp, DevicesCommand},
+                        {"plan", kPlanHelp, PlanCommand}};
   for (const auto& c : commands) {
     if (command != c.name) continue;
     if (wants_help) return std::fputs(c.help, stdout), 0;

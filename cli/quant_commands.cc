@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
+#include "cli/shared.h"
 #include "cli/table.h"
 #include "formats/format.h"
 #include "kernels/convert.h"
@@ -33,7 +34,7 @@ const char kSchemesHelp[] =
 const char kQuantErrorHelp[] =
     "usage: lowp quant-error FILES... --scheme S[,S...] [--tensors PATTERN]\n"
     "                        [--json | --csv] [--summary] [--relative-floor F]\n"
-    "                        [--histogram] [--threads N]\n"
+    "                        [--histogram] [--threads N] [--quiet]\n"
     "\n"
     "Quantizes every floating tensor of FILES (.safetensors, a sharded\n"
     "checkpoint's .safetensors.index.json, .npy) with each scheme, reads it back\n"
@@ -48,12 +49,14 @@ const char kQuantErrorHelp[] =
     "--tensors: comma-separated globs ('*', '?') on tensor names.\n"
     "--summary: only the rows over all tensors.\n"
     "--histogram: measured elements by floor(log2 |e|) (JSON only).\n"
+    "--threads: per tensor, 0 (default) takes every core.\n"
+    "--quiet: no progress line on stderr (shown only when stderr is a terminal).\n"
     "Schemes: 'lowp schemes'.\n";
 
 const char kQuantizeHelp[] =
     "usage: lowp quantize IN --scheme S --out OUT.safetensors [--tensors PATTERN]\n"
     "                     [--dtype F32|F16|BF16|same] [--json | --csv] [--summary]\n"
-    "                     [--threads N]\n"
+    "                     [--threads N] [--quiet]\n"
     "\n"
     "Writes IN's tensors to OUT with every selected floating tensor quantized by\n"
     "S and dequantized (fake quantization), stored as --dtype (F32 by default,\n"
@@ -63,7 +66,7 @@ const char kQuantizeHelp[] =
 
 const char kRangeHelp[] =
     "usage: lowp range FILES... [--formats F[,F...]] [--fraction P]\n"
-    "                  [--tensors PATTERN] [--json | --csv] [--threads N]\n"
+    "                  [--tensors PATTERN] [--json | --csv] [--threads N] [--quiet]\n"
     "\n"
     "What the dynamic range of each format (default fp16,bf16,fp8_e4m3fn,fp8_e5m2)\n"
     "does to each floating tensor, as fractions of its finite elements:\n"
@@ -104,64 +107,6 @@ absl::StatusOr<std::vector<const TensorView*>> Select(const TensorSet& set,
                         : absl::StrCat("--tensors '", pattern, "' matches no tensor"));
   }
   return selected;
-}
-
-// A "\r[i/n] what" line on stderr, only when stderr is a terminal.
-class Progress {
- public:
-  explicit Progress(size_t total) : total_(total), on_(total > 1 && isatty(STDERR_FILENO)) {}
-  ~Progress() {
-    if (on_ && shown_) std::fprintf(stderr, "\r\033[K");
-  }
-  void Step(const std::string& what) {
-    if (!on_) return;
-    shown_ = true;
-    std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", ++done_, total_, what.c_str());
-    std::fflush(stderr);
-  }
-
- private:
-  size_t total_;
-  size_t done_ = 0;
-  bool on_;
-  bool shown_ = false;
-};
-
-nlohmann::json ReportJson(const QuantReport& r, float relative_floor, bool histogram) {
-  nlohmann::json j;
-  j["tensor"] = r.tensor;
-  j["scheme"] = r.scheme;
-  if (!r.dtype.empty()) j["dtype"] = r.dtype;
-  if (r.tensor != "(all)") j["shape"] = r.shape;
-  j["elements"] = r.elements;
-  j["bits_per_weight"] = r.bits_per_weight();
-  j["bytes"] = r.storage_bytes();
-  j["mse"] = r.mse();
-  j["rmse"] = r.rmse();
-  j["sqnr_db"] = JsonNumber(r.sqnr_db());
-  j["max_abs_error"] = r.max_abs_error();
-  j["mean_abs_error"] = r.mean_abs_error();
-  j["max_relative_error"] = r.max_relative_error();
-  j["mean_relative_error"] = r.mean_relative_error();
-  j["rms_relative_error"] = r.rms_relative_error();
-  j["relative_floor"] = relative_floor;
-  j["relative_count"] = r.stats.relative_count;
-  j["cosine"] = r.cosine();
-  j["measured"] = r.stats.measured;
-  j["nan_inputs"] = r.stats.nan_inputs;
-  j["inf_inputs"] = r.stats.inf_inputs;
-  j["overflow"] = r.stats.nonfinite_outputs;
-  j["clipped"] = r.counts.clipped;
-  j["zeroed"] = r.stats.zeroed;
-  j["subnormal"] = r.counts.subnormal;
-  if (histogram) {
-    nlohmann::json h = nlohmann::json::object();
-    for (const auto& [key, n] : r.histogram) {
-      h[key == INT_MIN ? std::string("exact") : std::to_string(key)] = n;
-    }
-    j["abs_error_log2_histogram"] = h;
-  }
-  return j;
 }
 
 Row ReportRow(const QuantReport& r) {
@@ -217,11 +162,11 @@ void PrintReports(const std::vector<QuantReport>& reports,
     nlohmann::json j;
     j["results"] = nlohmann::json::array();
     for (const QuantReport& r : reports) {
-      j["results"].push_back(ReportJson(r, options.relative_floor, options.histogram));
+      j["results"].push_back(QuantReportJson(r, options.relative_floor, options.histogram));
     }
     j["aggregates"] = nlohmann::json::array();
     for (const QuantReport& r : aggregates) {
-      j["aggregates"].push_back(ReportJson(r, options.relative_floor, options.histogram));
+      j["aggregates"].push_back(QuantReportJson(r, options.relative_floor, options.histogram));
     }
     j["skipped"] = skipped;
     std::printf("%s\n", j.dump(2).c_str());
@@ -266,6 +211,43 @@ absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> ParseSchemes(const Args& ar
 
 }  // namespace
 
+nlohmann::json QuantReportJson(const QuantReport& r, float relative_floor, bool histogram) {
+  nlohmann::json j;
+  j["tensor"] = r.tensor;
+  j["scheme"] = r.scheme;
+  if (!r.dtype.empty()) j["dtype"] = r.dtype;
+  if (r.tensor != "(all)") j["shape"] = r.shape;
+  j["elements"] = r.elements;
+  j["bits_per_weight"] = r.bits_per_weight();
+  j["bytes"] = r.storage_bytes();
+  j["mse"] = r.mse();
+  j["rmse"] = r.rmse();
+  j["sqnr_db"] = JsonNumber(r.sqnr_db());
+  j["max_abs_error"] = r.max_abs_error();
+  j["mean_abs_error"] = r.mean_abs_error();
+  j["max_relative_error"] = r.max_relative_error();
+  j["mean_relative_error"] = r.mean_relative_error();
+  j["rms_relative_error"] = r.rms_relative_error();
+  j["relative_floor"] = relative_floor;
+  j["relative_count"] = r.stats.relative_count;
+  j["cosine"] = r.cosine();
+  j["measured"] = r.stats.measured;
+  j["nan_inputs"] = r.stats.nan_inputs;
+  j["inf_inputs"] = r.stats.inf_inputs;
+  j["overflow"] = r.stats.nonfinite_outputs;
+  j["clipped"] = r.counts.clipped;
+  j["zeroed"] = r.stats.zeroed;
+  j["subnormal"] = r.counts.subnormal;
+  if (histogram) {
+    nlohmann::json h = nlohmann::json::object();
+    for (const auto& [key, n] : r.histogram) {
+      h[key == INT_MIN ? std::string("exact") : std::to_string(key)] = n;
+    }
+    j["abs_error_log2_histogram"] = h;
+  }
+  return j;
+}
+
 int SchemesCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = Args::Parse(argv, {}, {"json"});
   if (!args.ok()) return Fail(args.status());
@@ -309,7 +291,7 @@ int SchemesCommand(const std::vector<std::string>& argv) {
 
 int QuantErrorCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = Args::Parse(argv, {"scheme", "tensors", "relative-floor", "threads"},
-                                          {"json", "csv", "histogram", "summary"});
+                                          {"json", "csv", "histogram", "summary", "quiet"});
   if (!args.ok()) return Fail(args.status());
   if (args->positional().empty()) {
     return Fail(absl::InvalidArgumentError("quant-error needs input files; see --help"));
@@ -335,7 +317,7 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
     all.scheme = scheme->name();
     aggregates.push_back(all);
   }
-  Progress progress(selected->size());
+  Progress progress(selected->size(), args->Has("quiet"));
   for (const TensorView* tensor : *selected) {
     progress.Step(tensor->name);
     if (!IsFloating(tensor->dtype)) {
@@ -357,7 +339,7 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
 
 int QuantizeCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = Args::Parse(argv, {"scheme", "out", "tensors", "dtype", "threads"},
-                                          {"json", "csv", "summary"});
+                                          {"json", "csv", "summary", "quiet"});
   if (!args.ok()) return Fail(args.status());
   if (args->positional().size() != 1) {
     return Fail(absl::InvalidArgumentError("quantize takes one input; see --help"));
@@ -419,7 +401,7 @@ int QuantizeCommand(const std::vector<std::string>& argv) {
   QuantReport all;
   all.tensor = "(all)";
   all.scheme = scheme.name();
-  Progress progress(set->tensors().size());
+  Progress progress(set->tensors().size(), args->Has("quiet"));
   std::vector<uint8_t> bytes;
   for (size_t i = 0; i < set->tensors().size(); ++i) {
     const TensorView& t = set->tensors()[i];
@@ -457,7 +439,7 @@ int QuantizeCommand(const std::vector<std::string>& argv) {
 
 int RangeCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args =
-      Args::Parse(argv, {"formats", "fraction", "tensors", "threads"}, {"json", "csv"});
+      Args::Parse(argv, {"formats", "fraction", "tensors", "threads"}, {"json", "csv", "quiet"});
   if (!args.ok()) return Fail(args.status());
   if (args->positional().empty()) {
     return Fail(absl::InvalidArgumentError("range needs input files; see --help"));
@@ -491,7 +473,7 @@ int RangeCommand(const std::vector<std::string>& argv) {
 
   std::vector<RangeRow> rows;
   std::vector<std::string> skipped;
-  Progress progress(selected->size());
+  Progress progress(selected->size(), args->Has("quiet"));
   for (const TensorView* tensor : *selected) {
     progress.Step(tensor->name);
     if (!IsFloating(tensor->dtype)) {

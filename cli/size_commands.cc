@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
+#include "cli/shared.h"
 #include "cli/table.h"
 #include "nlohmann/json.hpp"
 #include "sizing/devices.h"
@@ -81,11 +82,10 @@ const char kDevicesHelp[] =
     "KiB, MiB, GiB, TiB; bandwidth per second).\n";
 
 namespace {
-
 constexpr double kGB = 1e9;
 constexpr double kGiB = 1073741824.0;
+}  // namespace
 
-// 1234567 -> "1,234,567".
 std::string Grouped(int64_t v) {
   const uint64_t magnitude = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
   const std::string digits = absl::StrCat(magnitude);
@@ -105,6 +105,7 @@ std::string TbPerS(double bytes_per_s) {
   return bytes_per_s > 0 ? absl::StrFormat("%.4g", bytes_per_s / 1e12) : std::string("-");
 }
 
+namespace {
 // Bandwidth as an exact integer when it is one (every catalog device).
 nlohmann::json JsonBandwidth(double v) {
   if (v >= 0 && v < 9.2e18 && v == std::floor(v)) return static_cast<int64_t>(v);
@@ -114,6 +115,8 @@ nlohmann::json JsonBandwidth(double v) {
 nlohmann::json JsonFormat(const std::string& name) {
   return name.empty() ? nlohmann::json(nullptr) : nlohmann::json(name);
 }
+
+}  // namespace
 
 nlohmann::json DeviceJson(const Device& d) {
   nlohmann::json j;
@@ -125,6 +128,7 @@ nlohmann::json DeviceJson(const Device& d) {
   return j;
 }
 
+namespace {
 // The value of --name as an integer; `out` is left alone when absent.
 template <typename Int>
 absl::Status ReadInt(const Args& args, const char* name, Int* out) {
@@ -135,8 +139,18 @@ absl::Status ReadInt(const Args& args, const char* name, Int* out) {
   }
   return absl::OkStatus();
 }
+}  // namespace
 
-absl::Status ReadOptions(const Args& args, SizingOptions* o) {
+const std::vector<std::string>& SizingValueOptions() {
+  static const std::vector<std::string> options = {
+      "model",   "mode",      "weights",      "embed",          "grads",  "master",
+      "optimizer", "opt-state", "kv",         "seq",            "batch",  "zero",
+      "dp",      "tp",        "pp",           "recompute",      "offload", "lora-rank",
+      "lora-targets", "prefill-tokens", "buffers", "headroom", "activation-bytes"};
+  return options;
+}
+
+absl::Status ReadSizingOptions(const Args& args, SizingOptions* o) {
   std::optional<std::string> mode = args.Value("mode");
   if (!mode) {
     return absl::InvalidArgumentError(
@@ -221,6 +235,7 @@ nlohmann::json BytesJson(const Bytes& b) {
   return j;
 }
 
+namespace {
 nlohmann::json ModelJson(const ModelConfig& m) {
   nlohmann::json j;
   j["name"] = m.name;
@@ -248,6 +263,8 @@ nlohmann::json ModelJson(const ModelConfig& m) {
   j["dropout"] = m.dropout;
   return j;
 }
+
+}  // namespace
 
 nlohmann::json OptionsJson(const SizingOptions& o) {
   nlohmann::json j;
@@ -278,7 +295,7 @@ nlohmann::json OptionsJson(const SizingOptions& o) {
   return j;
 }
 
-nlohmann::json ReportJson(const SizingReport& r) {
+nlohmann::json SizingReportJson(const SizingReport& r) {
   nlohmann::json j;
   j["model"] = ModelJson(r.model);
   nlohmann::json p;
@@ -315,6 +332,8 @@ nlohmann::json ReportJson(const SizingReport& r) {
   j["decode_tokens_per_s"] = JsonNumber(r.decode_tokens_per_s);
   return j;
 }
+
+namespace {
 
 // Byte counts for people (1,234,567) or for CSV (1234567).
 std::string Count(int64_t v, bool csv) { return csv ? absl::StrCat(v) : Grouped(v); }
@@ -496,15 +515,12 @@ std::vector<Row> CompareRows(const std::vector<FormatRow>& rows, bool csv) {
 }  // namespace
 
 int SizeCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args =
-      Args::Parse(argv, {"model",   "mode",      "weights",      "embed",
-                         "grads",   "master",    "optimizer",    "opt-state",
-                         "kv",      "seq",       "batch",        "zero",
-                         "dp",      "tp",        "pp",           "recompute",
-                         "offload", "lora-rank", "lora-targets", "prefill-tokens",
-                         "device",  "buffers",   "headroom",     "activation-bytes",
-                         "formats"},
-                  {"sequence-parallel", "no-flash-attention", "json", "csv", "compare-formats"});
+  std::vector<std::string> value_options = SizingValueOptions();
+  value_options.push_back("device");
+  value_options.push_back("formats");
+  absl::StatusOr<Args> args = Args::Parse(
+      argv, value_options,
+      {"sequence-parallel", "no-flash-attention", "json", "csv", "compare-formats"});
   if (!args.ok()) return Fail(args.status());
   if (!args->positional().empty()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("size takes no positional arguments (got '",
@@ -528,7 +544,7 @@ int SizeCommand(const std::vector<std::string>& argv) {
         "--model is required: a preset (e.g. llama-3.1-8b) or a config.json"));
   }
   SizingOptions options;
-  if (absl::Status s = ReadOptions(*args, &options); !s.ok()) return Fail(s);
+  if (absl::Status s = ReadSizingOptions(*args, &options); !s.ok()) return Fail(s);
   absl::StatusOr<ModelConfig> model = FindModel(*model_name);
   if (!model.ok()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("--model: ", model.status().message())));
@@ -598,7 +614,7 @@ int SizeCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<SizingReport> report = EstimateMemory(*model, options, *device);
   if (!report.ok()) return Fail(report.status());
   if (args->Has("json")) {
-    std::printf("%s\n", ReportJson(*report).dump(2).c_str());
+    std::printf("%s\n", SizingReportJson(*report).dump(2).c_str());
   } else if (args->Has("csv")) {
     PrintCsv(ComponentRows(*report, /*csv=*/true));
   } else {

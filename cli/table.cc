@@ -1,5 +1,7 @@
 #include "cli/table.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -50,6 +52,20 @@ void PrintCsv(const std::vector<Row>& rows) {
 
 nlohmann::json JsonNumber(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+Progress::Progress(size_t total, bool quiet)
+    : total_(total), on_(!quiet && total > 1 && isatty(STDERR_FILENO)) {}
+
+Progress::~Progress() {
+  if (on_ && shown_) std::fprintf(stderr, "\r\033[K");
+}
+
+void Progress::Step(const std::string& what) {
+  if (!on_) return;
+  shown_ = true;
+  std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", ++done_, total_, what.c_str());
+  std::fflush(stderr);
 }
 
 }  // namespace lowp::cli

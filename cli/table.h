@@ -1,4 +1,5 @@
-// Plain-text tables, CSV and JSON numbers for the commands' output.
+// Plain-text tables, CSV, JSON numbers and progress lines for the commands'
+// output.
 #ifndef LOWP_CLI_TABLE_H_
 #define LOWP_CLI_TABLE_H_
 
@@ -21,6 +22,23 @@ void PrintCsv(const std::vector<Row>& rows);
 // A double for JSON, which has no infinities or NaN: those become null (an
 // exact reconstruction's SQNR, a rate without a bandwidth).
 nlohmann::json JsonNumber(double v);
+
+// A "\r[i/n] what" line on stderr while work goes on, only when stderr is a
+// terminal and `quiet` is false; erased when done.
+class Progress {
+ public:
+  explicit Progress(size_t total, bool quiet = false);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  void Step(const std::string& what);
+
+ private:
+  size_t total_;
+  size_t done_ = 0;
+  bool on_;
+  bool shown_ = false;
+};
 
 }  // namespace lowp::cli
 

@@ -1,0 +1,288 @@
+#include "sizing/plan.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "quant/scheme.h"
+#include "quant/tensor_set.h"
+
+namespace lowp {
+namespace {
+
+absl::Status Invalid(absl::string_view option, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(option, ": ", message));
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+// Whether the measured tensors are the model's: every 2-D one has the shape
+// of one of the model's linear layers, either way round (Conv1D checkpoints
+// store [in, out]). Sets `reason` to the first that is not.
+bool TensorsAreTheModels(const ModelConfig& model, const std::vector<const TensorView*>& tensors,
+                         std::string* reason) {
+  std::set<std::pair<int64_t, int64_t>> shapes;
+  for (const TensorSpec& t : LayerTensors(model)) {
+    if (!t.linear) continue;
+    shapes.insert({t.rows, t.cols});
+    shapes.insert({t.cols, t.rows});
+  }
+  for (const TensorView* t : tensors) {
+    if (t->shape.size() != 2) continue;
+    if (!shapes.contains({t->shape[0], t->shape[1]})) {
+      *reason = absl::StrCat(t->name, " ", ShapeText(t->shape), " is no linear layer of ",
+                             model.name);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Why `device` cannot hold any job under `o` whatever the number of devices
+// (its buffers take all the memory the headroom leaves), or nothing.
+std::optional<std::string> NoRoom(const SizingOptions& o, const Device& device) {
+  if (!(o.headroom >= 0 && o.headroom < 1) || device.memory_bytes <= 0) {
+    return std::nullopt;  // EstimateMemory names the bad option
+  }
+  const int64_t capacity = static_cast<int64_t>(
+      std::floor(static_cast<double>(device.memory_bytes) * (1.0 - o.headroom)));
+  if (capacity > o.buffers_bytes) return std::nullopt;
+  return absl::StrFormat(
+      "cannot fit on any number of %s: %.2f GB of buffers per device leave nothing of its %.2f GB",
+      device.name, static_cast<double>(o.buffers_bytes) / 1e9, static_cast<double>(capacity) / 1e9);
+}
+
+// The largest tensor-parallel degree the memory model accepts for `model`.
+int64_t LargestTp(const ModelConfig& model) {
+  for (int64_t tp = model.num_heads; tp > 1; --tp) {
+    const int64_t kv = model.num_kv_heads;
+    if (model.num_heads % tp == 0 && model.intermediate_size % tp == 0 &&
+        (kv >= tp ? kv % tp == 0 : tp % kv == 0)) {
+      return tp;
+    }
+  }
+  return 1;
+}
+
+// Memory of one candidate on each device.
+absl::Status SizeCandidate(const ModelConfig& model, const PlanOptions& options,
+                           const std::string& kv, PlanCandidate& c) {
+  for (const Device& device : options.devices) {
+    PlanFit fit;
+    fit.device = device;
+    SizingOptions o = options.sizing;
+    o.weights = c.format;
+    o.kv = kv;
+    if (std::optional<std::string> reason = NoRoom(o, device)) {
+      // EstimateMemory refuses this device; the plan says so and goes on.
+      fit.possible = false;
+      fit.reason = *std::move(reason);
+      c.fits.push_back(std::move(fit));
+      continue;
+    }
+    absl::StatusOr<SizingReport> r = EstimateMemory(model, o, device);
+    if (!r.ok()) return r.status();
+    fit.report = *std::move(r);
+    if (!fit.report.fits) {
+      // Would more devices help? The smallest share the model can be cut
+      // into: the largest tp, one layer per pipeline stage.
+      SizingOptions split = o;
+      split.tp = LargestTp(model);
+      split.pp = model.num_layers;
+      absl::StatusOr<SizingReport> smallest = EstimateMemory(model, split, device);
+      if (!smallest.ok()) return smallest.status();
+      fit.smallest_share_tp = split.tp;
+      fit.smallest_share_pp = split.pp;
+      fit.smallest_share_bytes = smallest->per_device.total();
+      if (!smallest->fits) {
+        fit.possible = false;
+        fit.reason = absl::StrCat(
+            "cannot fit on any number of ", device.name, ": cut as finely as the model allows (tp ",
+            split.tp, " x pp ", split.pp, ", one layer per stage) a device still needs ",
+            absl::StrFormat("%.2f GB of its %.2f GB",
+                            static_cast<double>(fit.smallest_share_bytes) / 1e9,
+                            static_cast<double>(smallest->capacity_bytes) / 1e9));
+      }
+    }
+    c.linear_bits_per_parameter = fit.report.linear_bits_per_parameter;
+    c.weight_bits_per_parameter = fit.report.weight_bits_per_parameter;
+    c.weight_bytes = fit.report.whole.weights;
+    c.fits.push_back(std::move(fit));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+double PlanCandidate::relative_rmse() const {
+  if (error.stats.sum_squared_error == 0) return 0;
+  return std::sqrt(error.stats.sum_squared_error / error.stats.sum_squared_input);
+}
+
+double PlanCandidate::clipped_fraction() const {
+  return error.elements == 0
+             ? 0
+             : static_cast<double>(error.counts.clipped) / static_cast<double>(error.elements);
+}
+
+const std::vector<std::string>& DefaultPlanFormats() {
+  static const std::vector<std::string> formats = {"bf16", "fp8_e4m3fn", "int8-channel",
+                                                   "int4-g128", "nf4", "mxfp4", "q4_0"};
+  return formats;
+}
+
+std::vector<bool> ParetoOptimal(const std::vector<double>& bytes,
+                                const std::vector<double>& error) {
+  std::vector<bool> optimal(bytes.size(), false);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (std::isnan(error[i])) continue;
+    bool dominated = false;
+    for (size_t j = 0; j < bytes.size() && !dominated; ++j) {
+      if (j == i || std::isnan(error[j])) continue;
+      dominated = bytes[j] <= bytes[i] && error[j] <= error[i] &&
+                  (bytes[j] < bytes[i] || error[j] < error[i]);
+    }
+    optimal[i] = !dominated;
+  }
+  return optimal;
+}
+
+bool IsLinearWeightName(absl::string_view name) {
+  for (absl::string_view part : {"embed", "embd", "lm_head", "wte", "wpe", "router"}) {
+    if (absl::StrContains(name, part)) return false;
+  }
+  return name != "output.weight" && !absl::EndsWith(name, ".gate.weight");
+}
+
+absl::StatusOr<std::string> BundledCheckpoint() {
+  constexpr char kFile[] = "stories260K.f32.safetensors";
+  std::vector<std::string> places;
+  if (const char* dir = std::getenv("LOWP_DATA_DIR"); dir != nullptr && *dir != '\0') {
+    places.push_back(absl::StrCat(dir, "/", kFile));
+  } else {
+    places.push_back(absl::StrCat(LOWP_INSTALLED_DATA_DIR, "/", kFile));
+    places.push_back(absl::StrCat(LOWP_SOURCE_DATA_DIR, "/", kFile));
+  }
+  for (const std::string& path : places) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) return path;
+  }
+  return absl::NotFoundError(absl::StrCat("the bundled checkpoint is in none of ",
+                                          absl::StrJoin(places, ", "),
+                                          " (set LOWP_DATA_DIR or give --tensors)"));
+}
+
+absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& options) {
+  Plan plan;
+  plan.model = model;
+  plan.options = options;
+  PlanOptions& o = plan.options;
+  if (o.formats.empty()) o.formats = DefaultPlanFormats();
+  if (o.devices.empty()) return Invalid("--device", "no device given");
+  std::vector<std::unique_ptr<Scheme>> schemes;
+  for (const std::string& format : o.formats) {
+    absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(format);
+    if (!scheme.ok()) return Invalid(absl::StrCat("--formats ", format), scheme.status().message());
+    schemes.push_back(*std::move(scheme));
+  }
+
+  // Memory first: it is quick and rejects bad options before any file is read.
+  SizingOptions reference = o.sizing;
+  reference.weights = "bf16";
+  reference.embed.clear();
+  std::string kv = o.sizing.kv;
+  int64_t reference_weight_bytes = 0;
+  for (const Device& device : o.devices) {
+    if (NoRoom(reference, device)) continue;
+    absl::StatusOr<SizingReport> r = EstimateMemory(model, reference, device);
+    if (!r.ok()) return r.status();
+    kv = r->options.kv;
+    reference_weight_bytes = r->whole.weights;
+    break;
+  }
+  if (reference_weight_bytes == 0) {
+    return Invalid("--device", *NoRoom(reference, o.devices.front()));
+  }
+  for (const std::string& format : o.formats) {
+    PlanCandidate c;
+    c.format = format;
+    if (absl::Status s = SizeCandidate(model, o, kv, c); !s.ok()) return s;
+    c.saving_vs_bf16 = 1.0 - static_cast<double>(c.weight_bytes) /
+                                 static_cast<double>(reference_weight_bytes);
+    plan.candidates.push_back(std::move(c));
+  }
+
+  // Accuracy.
+  PlanSource& source = plan.source;
+  source.files = o.tensor_files;
+  if (source.files.empty()) {
+    absl::StatusOr<std::string> bundled = BundledCheckpoint();
+    if (!bundled.ok()) return bundled.status();
+    source.files = {*bundled};
+    source.bundled = true;
+  }
+  absl::StatusOr<TensorSet> set = TensorSet::OpenAll(source.files);
+  if (!set.ok()) return set.status();
+  std::vector<const TensorView*> selected;
+  for (const TensorView& t : set->tensors()) {
+    const bool chosen = o.select.empty()
+                            ? t.shape.size() == 2 && IsLinearWeightName(t.name)
+                            : MatchesPattern(o.select, t.name);
+    if (!chosen) continue;
+    if (!IsFloating(t.dtype)) {
+      source.skipped.push_back(t.name);
+      continue;
+    }
+    selected.push_back(&t);
+  }
+  if (selected.empty()) {
+    return Invalid(o.select.empty() ? "--tensors" : "--select",
+                   absl::StrCat("no floating ",
+                                o.select.empty() ? std::string("linear-layer weights")
+                                                 : absl::StrCat("tensor matches '", o.select, "'"),
+                                " in ", absl::StrJoin(source.files, ", ")));
+  }
+  source.proxy = !TensorsAreTheModels(model, selected, &source.proxy_reason);
+  MeasureOptions measure = o.measure;
+  measure.release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
+  for (size_t s = 0; s < schemes.size(); ++s) {
+    plan.candidates[s].error.tensor = "(all)";
+    plan.candidates[s].error.scheme = schemes[s]->name();
+  }
+  for (size_t i = 0; i < selected.size(); ++i) {
+    const TensorView& tensor = *selected[i];
+    if (o.progress) o.progress(i, selected.size(), tensor.name);
+    source.tensors.push_back(tensor.name);
+    source.elements += static_cast<uint64_t>(tensor.elements());
+    for (size_t s = 0; s < schemes.size(); ++s) {
+      absl::StatusOr<QuantReport> report = MeasureTensor(tensor, *schemes[s], measure);
+      if (!report.ok()) return report.status();
+      plan.candidates[s].error.Add(*report);
+    }
+    set->Release(tensor);
+  }
+
+  std::vector<double> bytes, error;
+  for (const PlanCandidate& c : plan.candidates) {
+    bytes.push_back(static_cast<double>(c.weight_bytes));
+    error.push_back(c.relative_rmse());
+  }
+  const std::vector<bool> pareto = ParetoOptimal(bytes, error);
+  for (size_t i = 0; i < pareto.size(); ++i) plan.candidates[i].pareto = pareto[i];
+  return plan;
+}
+
+}  // namespace lowp

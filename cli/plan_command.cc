@@ -71,12 +71,28 @@ std::vector<Row> DeviceRows(const Plan& plan, size_t d, bool csv) {
   const bool inference = plan.options.sizing.mode == Mode::kInference;
   std::vector<Row> rows;
   if (csv) {
-    rows.push_back({"format", "device", "linear_bits_per_parameter", "weight_bits_per_parameter",
-                    "weight_bytes", "saving_vs_bf16", "per_device_bytes", "capacity_bytes",
-                    "fits", "possible", "devices_needed", "max_seq", "max_batch",
-                    "decode_tokens_per_s_per_sequence", "sqnr_db", "relative_rmse",
-                    "max_abs_error", "clipped", "clipped_fraction", "measured_elements",
-                    "pareto", "proxy"});
+    rows.push_back({"format",
+                    "device",
+                    "linear_bits_per_parameter",
+                    "weight_bits_per_parameter",
+                    "weight_bytes",
+                    "saving_vs_bf16",
+                    "per_device_bytes",
+                    "capacity_bytes",
+                    "fits",
+                    "possible",
+                    "devices_needed",
+                    "max_seq",
+                    "max_batch",
+                    "decode_tokens_per_s_per_sequence",
+                    "sqnr_db",
+                    "relative_rmse",
+                    "max_abs_error",
+                    "clipped",
+                    "clipped_fraction",
+                    "measured_elements",
+                    "pareto",
+                    "proxy"});
   } else {
     rows.push_back({"format", "bits/w", "weights GB", "GB per device", "fits", "devices needed",
                     inference ? "max context" : "max seq",
@@ -87,26 +103,34 @@ std::vector<Row> DeviceRows(const Plan& plan, size_t d, bool csv) {
     const PlanFit& f = c.fits[d];
     const SizingReport& r = f.report;
     if (csv) {
-      rows.push_back(
-          {c.format, f.device.name, absl::StrFormat("%.17g", c.linear_bits_per_parameter),
-           absl::StrFormat("%.17g", c.weight_bits_per_parameter), absl::StrCat(c.weight_bytes),
-           absl::StrFormat("%.17g", c.saving_vs_bf16),
-           f.possible || r.capacity_bytes > 0 ? absl::StrCat(r.per_device.total()) : "",
-           absl::StrCat(r.capacity_bytes), r.fits ? "true" : "false",
-           f.possible ? "true" : "false", f.possible ? absl::StrCat(r.devices_needed) : "",
-           absl::StrCat(r.max_seq), absl::StrCat(r.max_batch),
-           absl::StrFormat("%.17g", r.decode_tokens_per_s_per_sequence),
-           absl::StrFormat("%.17g", c.sqnr_db()), absl::StrFormat("%.17g", c.relative_rmse()),
-           absl::StrFormat("%.17g", c.error.max_abs_error()), absl::StrCat(c.error.counts.clipped),
-           absl::StrFormat("%.17g", c.clipped_fraction()), absl::StrCat(c.error.stats.measured),
-           c.pareto ? "true" : "false", plan.source.proxy ? "true" : "false"});
+      rows.push_back({c.format,
+                      f.device.name,
+                      absl::StrFormat("%.17g", c.linear_bits_per_parameter),
+                      absl::StrFormat("%.17g", c.weight_bits_per_parameter),
+                      absl::StrCat(c.weight_bytes),
+                      absl::StrFormat("%.17g", c.saving_vs_bf16),
+                      f.possible || r.capacity_bytes > 0 ? absl::StrCat(r.per_device.total()) : "",
+                      absl::StrCat(r.capacity_bytes),
+                      r.fits ? "true" : "false",
+                      f.possible ? "true" : "false",
+                      f.possible ? absl::StrCat(r.devices_needed) : "",
+                      absl::StrCat(r.max_seq),
+                      absl::StrCat(r.max_batch),
+                      absl::StrFormat("%.17g", r.decode_tokens_per_s_per_sequence),
+                      absl::StrFormat("%.17g", c.sqnr_db()),
+                      absl::StrFormat("%.17g", c.relative_rmse()),
+                      absl::StrFormat("%.17g", c.error.max_abs_error()),
+                      absl::StrCat(c.error.counts.clipped),
+                      absl::StrFormat("%.17g", c.clipped_fraction()),
+                      absl::StrCat(c.error.stats.measured),
+                      c.pareto ? "true" : "false",
+                      plan.source.proxy ? "true" : "false"});
       continue;
     }
     const bool sized = r.capacity_bytes > 0;  // false when the device has no room at all
     rows.push_back({c.format, absl::StrFormat("%.4g", c.linear_bits_per_parameter),
                     Gb(c.weight_bytes), sized ? Gb(r.per_device.total()) : "-",
-                    r.fits ? "yes" : "no",
-                    f.possible ? absl::StrCat(r.devices_needed) : "never",
+                    r.fits ? "yes" : "no", f.possible ? absl::StrCat(r.devices_needed) : "never",
                     r.max_seq > 0 ? absl::StrCat(r.max_seq) : "none",
                     r.max_batch > 0 ? absl::StrCat(r.max_batch) : "none",
                     inference ? Rate(r.decode_tokens_per_s_per_sequence) : "-", Sqnr(c.sqnr_db()),
@@ -347,8 +371,8 @@ int PlanCommand(const std::vector<std::string>& argv) {
   progress.reset();
   if (!plan.ok()) return Fail(plan.status());
   if (std::optional<std::string> html = args->Value("html")) {
-    if (absl::Status s = WriteWhole(*html, PlanHtml(*plan, absl::StrCat("lowp plan ",
-                                                                         absl::StrJoin(argv, " "))));
+    if (absl::Status s = WriteWhole(
+            *html, PlanHtml(*plan, absl::StrCat("lowp plan ", absl::StrJoin(argv, " "))));
         !s.ok()) {
       return Fail(s);
     }

@@ -23,9 +23,9 @@ const std::vector<std::string>& SizingValueOptions();
 // Reads them into `o` (--mode required); InvalidArgument naming the option.
 absl::Status ReadSizingOptions(const Args& args, SizingOptions* o);
 
-std::string Grouped(int64_t v);  // 1234567 -> "1,234,567"
-std::string Gb(int64_t bytes);   // "%.2f" of bytes / 10^9
-std::string Gib(int64_t bytes);  // "%.2f" of bytes / 2^30
+std::string Grouped(int64_t v);          // 1234567 -> "1,234,567"
+std::string Gb(int64_t bytes);           // "%.2f" of bytes / 10^9
+std::string Gib(int64_t bytes);          // "%.2f" of bytes / 2^30
 std::string TbPerS(double bytes_per_s);  // "%.4g" TB/s, "-" when unknown
 
 nlohmann::json DeviceJson(const Device& d);

@@ -142,11 +142,29 @@ absl::Status ReadInt(const Args& args, const char* name, Int* out) {
 }  // namespace
 
 const std::vector<std::string>& SizingValueOptions() {
-  static const std::vector<std::string> options = {
-      "model",   "mode",      "weights",      "embed",          "grads",  "master",
-      "optimizer", "opt-state", "kv",         "seq",            "batch",  "zero",
-      "dp",      "tp",        "pp",           "recompute",      "offload", "lora-rank",
-      "lora-targets", "prefill-tokens", "buffers", "headroom", "activation-bytes"};
+  static const std::vector<std::string> options = {"model",
+                                                   "mode",
+                                                   "weights",
+                                                   "embed",
+                                                   "grads",
+                                                   "master",
+                                                   "optimizer",
+                                                   "opt-state",
+                                                   "kv",
+                                                   "seq",
+                                                   "batch",
+                                                   "zero",
+                                                   "dp",
+                                                   "tp",
+                                                   "pp",
+                                                   "recompute",
+                                                   "offload",
+                                                   "lora-rank",
+                                                   "lora-targets",
+                                                   "prefill-tokens",
+                                                   "buffers",
+                                                   "headroom",
+                                                   "activation-bytes"};
   return options;
 }
 
@@ -518,9 +536,9 @@ int SizeCommand(const std::vector<std::string>& argv) {
   std::vector<std::string> value_options = SizingValueOptions();
   value_options.push_back("device");
   value_options.push_back("formats");
-  absl::StatusOr<Args> args = Args::Parse(
-      argv, value_options,
-      {"sequence-parallel", "no-flash-attention", "json", "csv", "compare-formats"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, value_options,
+                  {"sequence-parallel", "no-flash-attention", "json", "csv", "compare-formats"});
   if (!args.ok()) return Fail(args.status());
   if (!args->positional().empty()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("size takes no positional arguments (got '",

@@ -43,8 +43,8 @@ bool TensorsAreTheModels(const ModelConfig& model, const std::vector<const Tenso
   for (const TensorView* t : tensors) {
     if (t->shape.size() != 2) continue;
     if (!shapes.contains({t->shape[0], t->shape[1]})) {
-      *reason = absl::StrCat(t->name, " ", ShapeText(t->shape), " is no linear layer of ",
-                             model.name);
+      *reason =
+          absl::StrCat(t->name, " ", ShapeText(t->shape), " is no linear layer of ", model.name);
       return false;
     }
   }
@@ -77,6 +77,16 @@ int64_t LargestTp(const ModelConfig& model) {
   return 1;
 }
 
+// The job's sizing on `device` with nothing reserved: what does not depend
+// on the device (weight bytes and bits, the KV cache's format), even for a
+// device whose buffers leave no room.
+absl::StatusOr<SizingReport> Unreserved(const ModelConfig& model, SizingOptions o,
+                                        const Device& device) {
+  o.buffers_bytes = 0;
+  o.headroom = 0;
+  return EstimateMemory(model, o, device);
+}
+
 // Memory of one candidate on each device.
 absl::Status SizeCandidate(const ModelConfig& model, const PlanOptions& options,
                            const std::string& kv, PlanCandidate& c) {
@@ -86,6 +96,13 @@ absl::Status SizeCandidate(const ModelConfig& model, const PlanOptions& options,
     SizingOptions o = options.sizing;
     o.weights = c.format;
     o.kv = kv;
+    if (c.fits.empty()) {
+      absl::StatusOr<SizingReport> r = Unreserved(model, o, device);
+      if (!r.ok()) return r.status();
+      c.linear_bits_per_parameter = r->linear_bits_per_parameter;
+      c.weight_bits_per_parameter = r->weight_bits_per_parameter;
+      c.weight_bytes = r->whole.weights;
+    }
     if (std::optional<std::string> reason = NoRoom(o, device)) {
       // EstimateMemory refuses this device; the plan says so and goes on.
       fit.possible = false;
@@ -117,9 +134,6 @@ absl::Status SizeCandidate(const ModelConfig& model, const PlanOptions& options,
                             static_cast<double>(smallest->capacity_bytes) / 1e9));
       }
     }
-    c.linear_bits_per_parameter = fit.report.linear_bits_per_parameter;
-    c.weight_bits_per_parameter = fit.report.weight_bits_per_parameter;
-    c.weight_bytes = fit.report.whole.weights;
     c.fits.push_back(std::move(fit));
   }
   return absl::OkStatus();
@@ -139,8 +153,8 @@ double PlanCandidate::clipped_fraction() const {
 }
 
 const std::vector<std::string>& DefaultPlanFormats() {
-  static const std::vector<std::string> formats = {"bf16", "fp8_e4m3fn", "int8-channel",
-                                                   "int4-g128", "nf4", "mxfp4", "q4_0"};
+  static const std::vector<std::string> formats = {
+      "bf16", "fp8_e4m3fn", "int8-channel", "int4-g128", "nf4", "mxfp4", "q4_0"};
   return formats;
 }
 
@@ -203,25 +217,16 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
   SizingOptions reference = o.sizing;
   reference.weights = "bf16";
   reference.embed.clear();
-  std::string kv = o.sizing.kv;
-  int64_t reference_weight_bytes = 0;
-  for (const Device& device : o.devices) {
-    if (NoRoom(reference, device)) continue;
-    absl::StatusOr<SizingReport> r = EstimateMemory(model, reference, device);
-    if (!r.ok()) return r.status();
-    kv = r->options.kv;
-    reference_weight_bytes = r->whole.weights;
-    break;
-  }
-  if (reference_weight_bytes == 0) {
-    return Invalid("--device", *NoRoom(reference, o.devices.front()));
-  }
+  absl::StatusOr<SizingReport> bf16 = Unreserved(model, reference, o.devices.front());
+  if (!bf16.ok()) return bf16.status();
+  const std::string kv = bf16->options.kv;
+  const int64_t reference_weight_bytes = bf16->whole.weights;
   for (const std::string& format : o.formats) {
     PlanCandidate c;
     c.format = format;
     if (absl::Status s = SizeCandidate(model, o, kv, c); !s.ok()) return s;
-    c.saving_vs_bf16 = 1.0 - static_cast<double>(c.weight_bytes) /
-                                 static_cast<double>(reference_weight_bytes);
+    c.saving_vs_bf16 =
+        1.0 - static_cast<double>(c.weight_bytes) / static_cast<double>(reference_weight_bytes);
     plan.candidates.push_back(std::move(c));
   }
 
@@ -238,9 +243,8 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
   if (!set.ok()) return set.status();
   std::vector<const TensorView*> selected;
   for (const TensorView& t : set->tensors()) {
-    const bool chosen = o.select.empty()
-                            ? t.shape.size() == 2 && IsLinearWeightName(t.name)
-                            : MatchesPattern(o.select, t.name);
+    const bool chosen = o.select.empty() ? t.shape.size() == 2 && IsLinearWeightName(t.name)
+                                         : MatchesPattern(o.select, t.name);
     if (!chosen) continue;
     if (!IsFloating(t.dtype)) {
       source.skipped.push_back(t.name);

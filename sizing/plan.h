@@ -56,7 +56,7 @@ struct PlanSource {
   // the shape of any of the model's linear layers. The accuracy is then a
   // proxy (the bundled sample for a 70B preset, say).
   bool proxy = false;
-  std::string proxy_reason;  // e.g. "[64, 64] is no linear layer of llama-3.1-8b"
+  std::string proxy_reason;          // e.g. "[64, 64] is no linear layer of llama-3.1-8b"
   std::vector<std::string> tensors;  // measured, in order
   uint64_t elements = 0;
   std::vector<std::string> skipped;  // selected but not floating

@@ -1,4 +1,251 @@
-// Placeholder (issue 6 in progress).
-#include "gtest/gtest.h"
+// The plan (sizing/plan.h): Pareto flags on constructed cases, the error of
+// each candidate as the sum of MeasureTensor over the linear weights, the
+// memory as EstimateMemory's, proxy detection, devices that cannot hold the
+// job on any number of them, and bad options.
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <vector>
 
-TEST(Placeholder, Builds) { SUCCEED(); }
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "quant/scheme.h"
+#include "quant/tensor_set.h"
+#include "sizing/plan.h"
+
+namespace lowp {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const std::string kStories =
+    std::string(LOWP_TEST_DATA_DIR) + "/stories260K/stories260K.f32.safetensors";
+
+Device Dev(const std::string& spec) { return *FindDevice(spec); }
+
+// stories260K's own shape (dim 64, hidden 172, 5 layers, 8 heads, 4 KV heads,
+// vocab 512, context 512; lm_head stored).
+ModelConfig Stories() {
+  ModelConfig m = *FindModel("llama-3.1-8b");
+  m.name = "stories260K";
+  m.hidden_size = 64;
+  m.intermediate_size = 172;
+  m.num_layers = 5;
+  m.num_heads = 8;
+  m.num_kv_heads = 4;
+  m.head_dim = 8;
+  m.vocab_size = 512;
+  m.max_position_embeddings = 512;
+  m.tie_word_embeddings = false;
+  return m;
+}
+
+PlanOptions Inference(std::vector<std::string> devices = {"h100-sxm"}) {
+  PlanOptions o;
+  o.sizing.mode = Mode::kInference;
+  for (const std::string& d : devices) o.devices.push_back(Dev(d));
+  o.tensor_files = {kStories};
+  return o;
+}
+
+TEST(ParetoOptimal, ConstructedCases) {
+  // Smaller or more accurate than every other: 0 (smallest), 1 (the most
+  // accurate at 8), 3 (the most accurate); 2 loses to 1 at equal size, 4
+  // to 0 at equal error.
+  EXPECT_THAT(ParetoOptimal({4, 8, 8, 16, 4.5}, {0.1, 0.01, 0.02, 0.001, 0.1}),
+              ElementsAre(true, true, false, true, false));
+  // Equal candidates are both optimal; an exact one (error 0) is optimal.
+  EXPECT_THAT(ParetoOptimal({8, 8, 32}, {0.5, 0.5, 0}), ElementsAre(true, true, true));
+  // A larger, worse one is dominated; NaN is never optimal, dominates nothing.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THAT(ParetoOptimal({4, 16, 2}, {0.1, 0.2, nan}), ElementsAre(true, false, false));
+  EXPECT_THAT(ParetoOptimal({}, {}), ElementsAre());
+}
+
+TEST(IsLinearWeightName, HuggingFaceMetaAndGgufNames) {
+  for (const char* name :
+       {"model.layers.0.self_attn.q_proj.weight", "model.layers.3.mlp.down_proj.weight",
+        "layers.0.attention.wo.weight", "layers.1.feed_forward.w1.weight",
+        "model.layers.0.block_sparse_moe.experts.3.w2.weight",
+        "transformer.h.0.attn.c_attn.weight"}) {
+    EXPECT_TRUE(IsLinearWeightName(name)) << name;
+  }
+  for (const char* name :
+       {"model.embed_tokens.weight", "lm_head.weight", "output.weight", "tok_embeddings.weight",
+        "token_embd.weight", "transformer.wte.weight", "transformer.wpe.weight",
+        "model.layers.0.block_sparse_moe.gate.weight", "model.layers.0.mlp.router.weight"}) {
+    EXPECT_FALSE(IsLinearWeightName(name)) << name;
+  }
+}
+
+TEST(MakePlan, ErrorIsTheSumOfMeasureTensorOverTheLinearWeights) {
+  PlanOptions o = Inference();
+  o.formats = {"int4-g128", "bf16"};
+  std::vector<std::string> seen;
+  o.progress = [&](size_t done, size_t total, const std::string& name) {
+    EXPECT_EQ(done, seen.size());
+    EXPECT_EQ(total, 35u);
+    seen.push_back(name);
+  };
+  absl::StatusOr<Plan> plan = MakePlan(*FindModel("llama-3.1-8b"), o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->candidates.size(), 2u);
+  EXPECT_EQ(plan->source.tensors.size(), 35u);  // 5 layers x q k v o gate up down
+  EXPECT_EQ(plan->source.tensors, seen);
+  EXPECT_EQ(plan->source.elements, 226'560u);
+  EXPECT_FALSE(plan->source.bundled);
+  EXPECT_TRUE(plan->source.proxy);
+  EXPECT_THAT(plan->source.proxy_reason, HasSubstr("is no linear layer of llama-3.1-8b"));
+
+  absl::StatusOr<TensorSet> set = TensorSet::Open(kStories);
+  ASSERT_TRUE(set.ok());
+  for (const PlanCandidate& c : plan->candidates) {
+    std::unique_ptr<Scheme> scheme = *ParseScheme(c.format);
+    QuantReport sum;
+    size_t n = 0;
+    for (const TensorView& t : set->tensors()) {
+      if (!MatchesPattern("*_proj.weight", t.name)) continue;
+      ++n;
+      sum.Add(*MeasureTensor(t, *scheme));
+    }
+    EXPECT_EQ(n, 35u);
+    EXPECT_EQ(c.error.elements, sum.elements) << c.format;
+    EXPECT_EQ(c.error.storage_bits, sum.storage_bits) << c.format;
+    EXPECT_EQ(c.error.stats.sum_squared_error, sum.stats.sum_squared_error) << c.format;
+    EXPECT_EQ(c.error.stats.max_abs_error, sum.stats.max_abs_error) << c.format;
+    EXPECT_EQ(c.error.counts.clipped, sum.counts.clipped) << c.format;
+    EXPECT_DOUBLE_EQ(c.relative_rmse(), std::pow(10.0, -c.sqnr_db() / 20)) << c.format;
+  }
+  // int4 is smaller, bf16 more accurate: both optimal.
+  EXPECT_TRUE(plan->candidates[0].pareto);
+  EXPECT_TRUE(plan->candidates[1].pareto);
+  EXPECT_LT(plan->candidates[1].relative_rmse(), plan->candidates[0].relative_rmse());
+}
+
+TEST(MakePlan, MemoryIsEstimateMemorysWithTheKvCacheInBf16) {
+  PlanOptions o = Inference({"rtx-4090", "h100-sxm"});
+  o.formats = {"fp32", "nf4"};
+  o.sizing.seq = 8192;
+  o.sizing.batch = 2;
+  const ModelConfig model = *FindModel("llama-3.1-8b");
+  absl::StatusOr<Plan> plan = MakePlan(model, o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const PlanCandidate& c : plan->candidates) {
+    ASSERT_EQ(c.fits.size(), 2u);
+    for (const PlanFit& f : c.fits) {
+      SizingOptions s = o.sizing;
+      s.weights = c.format;
+      s.kv = "bf16";
+      const SizingReport r = *EstimateMemory(model, s, f.device);
+      EXPECT_EQ(f.report.per_device.total(), r.per_device.total()) << c.format;
+      EXPECT_EQ(f.report.per_device.kv_cache, r.per_device.kv_cache) << c.format;
+      EXPECT_EQ(f.report.whole.total(), r.whole.total()) << c.format;
+      EXPECT_EQ(f.report.devices_needed, r.devices_needed) << c.format;
+      EXPECT_EQ(f.report.max_seq, r.max_seq) << c.format;
+      EXPECT_EQ(f.report.max_batch, r.max_batch) << c.format;
+      EXPECT_EQ(f.report.decode_tokens_per_s, r.decode_tokens_per_s) << c.format;
+      EXPECT_EQ(c.weight_bytes, r.whole.weights) << c.format;
+      EXPECT_TRUE(f.possible);
+    }
+  }
+  // fp32 on a float32 checkpoint is exact.
+  EXPECT_EQ(plan->candidates[0].relative_rmse(), 0);
+  EXPECT_TRUE(std::isinf(plan->candidates[0].sqnr_db()));
+  EXPECT_NEAR(plan->candidates[0].saving_vs_bf16, -1.0, 0.01);  // twice bf16's bytes
+}
+
+TEST(MakePlan, TheModelsOwnTensorsAreNoProxy) {
+  absl::StatusOr<Plan> plan = MakePlan(Stories(), Inference());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->source.proxy) << plan->source.proxy_reason;
+  EXPECT_EQ(plan->candidates.size(), DefaultPlanFormats().size());
+}
+
+TEST(MakePlan, AFormatThatFitsOnNoNumberOfDevicesIsSaidSo) {
+  // One layer of two big matrices and one head: nothing to split but the
+  // layer itself. On a 4 GB device with 2 GB of buffers, bf16 (3.2 GB of
+  // weights) fits on no number of devices; int4 (0.8 GB) fits on one.
+  ModelConfig m = Stories();
+  m.name = "wide";
+  m.hidden_size = 8192;
+  m.intermediate_size = 65536;
+  m.num_layers = 1;
+  m.num_heads = 1;
+  m.num_kv_heads = 1;
+  m.head_dim = 8192;
+  m.vocab_size = 32;
+  PlanOptions o = Inference({"small:4GB", "tiny:1GB"});
+  o.formats = {"bf16", "int4-g128"};
+  o.sizing.seq = 256;
+  absl::StatusOr<Plan> plan = MakePlan(m, o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const PlanFit& bf16 = plan->candidates[0].fits[0];
+  EXPECT_FALSE(bf16.possible);
+  EXPECT_FALSE(bf16.report.fits);
+  EXPECT_THAT(bf16.reason, HasSubstr("cannot fit on any number of small"));
+  EXPECT_EQ(bf16.smallest_share_tp, 1);
+  EXPECT_EQ(bf16.smallest_share_pp, 1);
+  EXPECT_GT(bf16.smallest_share_bytes, 4'000'000'000);
+  const PlanFit& int4 = plan->candidates[1].fits[0];
+  EXPECT_TRUE(int4.possible);
+  EXPECT_TRUE(int4.report.fits);
+  EXPECT_EQ(int4.report.devices_needed, 1);
+  // The 1 GB device: its 2 GB of buffers leave nothing, for every format.
+  for (const PlanCandidate& c : plan->candidates) {
+    EXPECT_FALSE(c.fits[1].possible);
+    EXPECT_THAT(c.fits[1].reason, HasSubstr("leave nothing"));
+    EXPECT_EQ(c.fits[1].report.capacity_bytes, 0);
+    EXPECT_GT(c.weight_bytes, 0);
+  }
+  // Even with that device alone the plan is made (bytes and error).
+  o.devices = {Dev("tiny:1GB")};
+  plan = MakePlan(m, o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_GT(plan->candidates[0].weight_bytes, plan->candidates[1].weight_bytes);
+}
+
+TEST(MakePlan, BadOptionsNameTheOption) {
+  const ModelConfig model = *FindModel("llama-3.1-8b");
+  PlanOptions o = Inference();
+  o.formats = {"bf16", "nosuch"};
+  absl::StatusOr<Plan> plan = MakePlan(model, o);
+  EXPECT_THAT(plan.status().message(), HasSubstr("--formats nosuch"));
+
+  o = Inference();
+  o.devices.clear();
+  EXPECT_THAT(MakePlan(model, o).status().message(), HasSubstr("--device"));
+
+  o = Inference();
+  o.sizing.tp = 3;
+  EXPECT_THAT(MakePlan(model, o).status().message(), HasSubstr("--tp"));
+
+  o = Inference();
+  o.sizing.pp = 33;
+  EXPECT_THAT(MakePlan(model, o).status().message(), HasSubstr("--pp"));
+
+  o = Inference();
+  o.select = "nothing.matches*";
+  EXPECT_THAT(MakePlan(model, o).status().message(), HasSubstr("nothing.matches*"));
+
+  o = Inference();
+  o.tensor_files = {"/nonexistent/x.safetensors"};
+  EXPECT_THAT(MakePlan(model, o).status().message(), HasSubstr("/nonexistent/x.safetensors"));
+}
+
+TEST(BundledCheckpoint, FoundInTheSourceTreeOrWhereLowpDataDirSays) {
+  ASSERT_EQ(unsetenv("LOWP_DATA_DIR"), 0);
+  absl::StatusOr<std::string> path = BundledCheckpoint();
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_THAT(*path, HasSubstr("stories260K.f32.safetensors"));
+
+  ASSERT_EQ(setenv("LOWP_DATA_DIR", "/nonexistent-lowp-data", 1), 0);
+  path = BundledCheckpoint();
+  EXPECT_EQ(path.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(path.status().message(), HasSubstr("/nonexistent-lowp-data"));
+  ASSERT_EQ(unsetenv("LOWP_DATA_DIR"), 0);
+}
+
+}  // namespace
+}  // namespace lowp

@@ -141,9 +141,16 @@ std::vector<Row> DeviceRows(const Plan& plan, size_t d, bool csv) {
 }
 
 std::string SourceText(const PlanSource& s) {
+  // The bundled file's absolute path, shorter when under the current directory.
+  std::vector<std::string> files;
+  for (const std::string& f : s.files) {
+    std::error_code ec;
+    const std::filesystem::path p = std::filesystem::proximate(f, ec);
+    files.push_back(ec || !s.bundled || p.string().starts_with("..") ? f : p.string());
+  }
   std::string text =
       absl::StrCat(s.tensors.size(), " tensors (", Grouped(static_cast<int64_t>(s.elements)),
-                   " weights) of ", absl::StrJoin(s.files, ", "));
+                   " weights) of ", absl::StrJoin(files, ", "));
   if (s.bundled) absl::StrAppend(&text, " (the bundled stories260K checkpoint)");
   return text;
 }

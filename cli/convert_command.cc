@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "cli/shared.h"
 #include "formats/format.h"
 #include "formats/packing.h"
 #include "formats/reference.h"
@@ -91,51 +92,6 @@ absl::StatusOr<Format> ReadFormat(const Args& args, const char* option) {
   }
   return f;
 }
-
-// Writes to a temporary file beside `path` and renames it over `path` only
-// once everything is written, so a failure never leaves a partial file.
-class AtomicOutput {
- public:
-  ~AtomicOutput() {
-    if (file_ != nullptr) std::fclose(file_);
-    if (!temp_.empty()) std::remove(temp_.c_str());
-  }
-  absl::Status Open(const std::string& path) {
-    path_ = path;
-    std::string temp = path + ".lowp-XXXXXX";
-    const int fd = mkstemp(temp.data());
-    if (fd < 0) return Error("cannot create");
-    temp_ = temp;
-    file_ = fdopen(fd, "wb");
-    if (file_ == nullptr) {
-      close(fd);
-      return Error("cannot open");
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Write(const std::vector<uint8_t>& bytes) {
-    if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
-      return Error("cannot write");
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Commit() {
-    const int failed = std::fclose(file_);
-    file_ = nullptr;
-    if (failed != 0) return Error("cannot write");
-    if (std::rename(temp_.c_str(), path_.c_str()) != 0) return Error("cannot write");
-    temp_.clear();
-    return absl::OkStatus();
-  }
-
- private:
-  absl::Status Error(const char* what) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat("output ", path_, ": ", what, " (", std::strerror(errno), ")"));
-  }
-  std::string path_, temp_;
-  FILE* file_ = nullptr;
-};
 
 // How codes of `from` reach the kernels: float32 and fp16/bf16 directly;
 // other formats decoded to float32 (exact) first, except under daz when

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
+#include <span>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -25,7 +25,7 @@ namespace lowp::cli {
 
 const char kPlanHelp[] =
     "usage: lowp plan --model PRESET|config.json --mode inference|lora|qlora|finetune|pretrain\n"
-    "                 [--formats F,F,...] [--device D[,D...]] [--tensors FILE[,FILE...]]\n"
+    "                 [--formats F,F,...] [--device D[,D...]] [--tensors FILE[,FILE...] ...]\n"
     "                 [--select PATTERN] [sizing options as in lowp size]\n"
     "                 [--json | --csv] [--html report.html] [--quiet] [--threads N]\n"
     "\n"
@@ -58,89 +58,171 @@ namespace {
 
 enum class Output { kTable, kJson, kCsv };
 
-std::string Percent(double fraction) { return absl::StrFormat("%.3g%%", 100 * fraction); }
-std::string Sqnr(double db) { return std::isinf(db) ? "inf" : absl::StrFormat("%.2f", db); }
-std::string Rate(double v) { return v > 0 ? absl::StrFormat("%.1f", v) : std::string("-"); }
+// Text for a number that may be unknown (NaN) or infinite.
+std::string Percent(double fraction) {
+  if (std::isnan(fraction)) return "-";
+  return std::isinf(fraction) ? "inf" : absl::StrFormat("%.3g%%", 100 * fraction);
+}
+std::string Sqnr(double db) {
+  if (std::isnan(db)) return "-";
+  return std::isinf(db) ? (db > 0 ? "inf" : "-inf") : absl::StrFormat("%.2f", db);
+}
+// Every digit, for CSV; empty when unknown.
+std::string Exact(double v) { return std::isnan(v) ? "" : absl::StrFormat("%.17g", v); }
+std::string Bool(bool b) { return b ? "true" : "false"; }
 
-const char* JobWord(const SizingOptions& o) {
-  return o.mode == Mode::kInference ? "context" : "seq";
+// The device could be sized at all (not a device whose buffers leave nothing).
+bool Sized(const PlanFit& f) { return f.report.capacity_bytes > 0; }
+
+// Decode speed only for a job that runs: inference that fits.
+double Decode(const Plan& plan, const PlanFit& f) {
+  return plan.options.sizing.mode == Mode::kInference && f.report.fits
+             ? f.report.decode_tokens_per_s_per_sequence
+             : 0;
 }
 
-// The table for one device (index d of each candidate's fits).
-std::vector<Row> DeviceRows(const Plan& plan, size_t d, bool csv) {
-  const bool inference = plan.options.sizing.mode == Mode::kInference;
-  std::vector<Row> rows;
-  if (csv) {
-    rows.push_back({"format",
-                    "device",
-                    "linear_bits_per_parameter",
-                    "weight_bits_per_parameter",
-                    "weight_bytes",
-                    "saving_vs_bf16",
-                    "per_device_bytes",
-                    "capacity_bytes",
-                    "fits",
-                    "possible",
-                    "devices_needed",
-                    "max_seq",
-                    "max_batch",
-                    "decode_tokens_per_s_per_sequence",
-                    "sqnr_db",
-                    "relative_rmse",
-                    "max_abs_error",
-                    "clipped",
-                    "clipped_fraction",
-                    "measured_elements",
-                    "pareto",
-                    "proxy"});
-  } else {
-    rows.push_back({"format", "bits/w", "weights GB", "GB per device", "fits", "devices needed",
-                    inference ? "max context" : "max seq",
-                    inference ? "max sequences" : "max micro-batch", "decode tok/s", "SQNR dB",
-                    "rel RMSE", "max abs err", "clipped", "Pareto"});
+bool AnyOverflow(const Plan& plan) {
+  for (const PlanCandidate& c : plan.candidates) {
+    if (c.error.stats.nonfinite_outputs > 0) return true;
   }
+  return false;
+}
+
+// The terminal table for device d; the overflow column only when a format
+// overflowed.
+std::vector<Row> TableRows(const Plan& plan, size_t d) {
+  const bool inference = plan.options.sizing.mode == Mode::kInference;
+  const bool overflow = AnyOverflow(plan);
+  std::vector<Row> rows = {{"format", "bits/w", "weights GB", "GB/device", "fits", "devices",
+                            inference ? "max ctx" : "max seq", inference ? "max seqs" : "max batch",
+                            "tok/s", "SQNR dB", "rel RMSE", "max err", "clipped"}};
+  if (overflow) rows[0].push_back("overflow");
+  rows[0].push_back("Pareto");
   for (const PlanCandidate& c : plan.candidates) {
     const PlanFit& f = c.fits[d];
     const SizingReport& r = f.report;
-    if (csv) {
-      rows.push_back({c.format,
-                      f.device.name,
-                      absl::StrFormat("%.17g", c.linear_bits_per_parameter),
-                      absl::StrFormat("%.17g", c.weight_bits_per_parameter),
-                      absl::StrCat(c.weight_bytes),
-                      absl::StrFormat("%.17g", c.saving_vs_bf16),
-                      f.possible || r.capacity_bytes > 0 ? absl::StrCat(r.per_device.total()) : "",
-                      absl::StrCat(r.capacity_bytes),
-                      r.fits ? "true" : "false",
-                      f.possible ? "true" : "false",
-                      f.possible ? absl::StrCat(r.devices_needed) : "",
-                      absl::StrCat(r.max_seq),
-                      absl::StrCat(r.max_batch),
-                      absl::StrFormat("%.17g", r.decode_tokens_per_s_per_sequence),
-                      absl::StrFormat("%.17g", c.sqnr_db()),
-                      absl::StrFormat("%.17g", c.relative_rmse()),
-                      absl::StrFormat("%.17g", c.error.max_abs_error()),
-                      absl::StrCat(c.error.counts.clipped),
-                      absl::StrFormat("%.17g", c.clipped_fraction()),
-                      absl::StrCat(c.error.stats.measured),
-                      c.pareto ? "true" : "false",
-                      plan.source.proxy ? "true" : "false"});
-      continue;
-    }
-    const bool sized = r.capacity_bytes > 0;  // false when the device has no room at all
-    rows.push_back({c.format, absl::StrFormat("%.4g", c.linear_bits_per_parameter),
-                    Gb(c.weight_bytes), sized ? Gb(r.per_device.total()) : "-",
-                    r.fits ? "yes" : "no", f.possible ? absl::StrCat(r.devices_needed) : "never",
-                    r.max_seq > 0 ? absl::StrCat(r.max_seq) : "none",
-                    r.max_batch > 0 ? absl::StrCat(r.max_batch) : "none",
-                    inference ? Rate(r.decode_tokens_per_s_per_sequence) : "-", Sqnr(c.sqnr_db()),
-                    Percent(c.relative_rmse()), absl::StrFormat("%.3g", c.error.max_abs_error()),
-                    Percent(c.clipped_fraction()), c.pareto ? "*" : ""});
+    const double decode = Decode(plan, f);
+    Row row = {c.format,
+               absl::StrFormat("%.4g", c.linear_bits_per_parameter),
+               Gb(c.weight_bytes),
+               Sized(f) ? Gb(r.per_device.total()) : "-",
+               r.fits ? "yes" : "no",
+               f.possible ? absl::StrCat(r.devices_needed) : "never",
+               r.max_seq > 0 ? absl::StrCat(r.max_seq) : "none",
+               r.max_batch > 0 ? absl::StrCat(r.max_batch) : "none",
+               decode > 0 ? absl::StrFormat("%.1f", decode) : "-",
+               Sqnr(c.sqnr_db()),
+               Percent(c.relative_rmse()),
+               c.error.stats.measured > 0 ? absl::StrFormat("%.3g", c.error.max_abs_error()) : "-",
+               Percent(c.clipped_fraction())};
+    if (overflow) row.push_back(Percent(c.overflow_fraction()));
+    row.push_back(c.pareto ? "*" : "");
+    rows.push_back(std::move(row));
   }
   return rows;
 }
 
-std::string SourceText(const PlanSource& s) {
+// One CSV row per candidate and device, every number; empty fields where a
+// device has no room to size anything.
+std::vector<Row> CsvRows(const Plan& plan) {
+  std::vector<Row> rows = {{"format",
+                            "device",
+                            "linear_bits_per_parameter",
+                            "weight_bits_per_parameter",
+                            "weight_bytes",
+                            "saving_vs_bf16",
+                            "kv_format",
+                            "per_device_weights",
+                            "per_device_gradients",
+                            "per_device_master",
+                            "per_device_optimizer",
+                            "per_device_activations",
+                            "per_device_kv_cache",
+                            "per_device_workspace",
+                            "per_device_buffers",
+                            "per_device_bytes",
+                            "capacity_bytes",
+                            "fits",
+                            "possible",
+                            "devices_needed",
+                            "max_seq",
+                            "max_batch",
+                            "decode_tokens_per_s_per_sequence",
+                            "sqnr_db",
+                            "relative_rmse",
+                            "max_abs_error",
+                            "clipped",
+                            "clipped_fraction",
+                            "overflow",
+                            "overflow_fraction",
+                            "nan_inf_inputs",
+                            "measured_elements",
+                            "pareto",
+                            "proxy",
+                            "reason"}};
+  for (const PlanCandidate& c : plan.candidates) {
+    for (const PlanFit& f : c.fits) {
+      const SizingReport& r = f.report;
+      const Bytes& b = r.per_device;
+      auto sized = [&](auto v) { return Sized(f) ? absl::StrCat(v) : std::string(); };
+      const double decode = Decode(plan, f);
+      rows.push_back({c.format,
+                      f.device.name,
+                      Exact(c.linear_bits_per_parameter),
+                      Exact(c.weight_bits_per_parameter),
+                      absl::StrCat(c.weight_bytes),
+                      Exact(c.saving_vs_bf16),
+                      plan.kv,
+                      sized(b.weights),
+                      sized(b.gradients),
+                      sized(b.master),
+                      sized(b.optimizer),
+                      sized(b.activations),
+                      sized(b.kv_cache),
+                      sized(b.workspace),
+                      sized(b.buffers),
+                      sized(b.total()),
+                      sized(r.capacity_bytes),
+                      Bool(r.fits),
+                      Bool(f.possible),
+                      f.possible ? absl::StrCat(r.devices_needed) : "",
+                      sized(r.max_seq),
+                      sized(r.max_batch),
+                      decode > 0 ? Exact(decode) : "",
+                      Exact(c.sqnr_db()),
+                      Exact(c.relative_rmse()),
+                      Exact(c.error.max_abs_error()),
+                      absl::StrCat(c.error.counts.clipped),
+                      Exact(c.clipped_fraction()),
+                      absl::StrCat(c.error.stats.nonfinite_outputs),
+                      Exact(c.overflow_fraction()),
+                      absl::StrCat(c.error.stats.nan_inputs + c.error.stats.inf_inputs),
+                      absl::StrCat(c.error.stats.measured),
+                      Bool(c.pareto),
+                      Bool(plan.source.proxy),
+                      f.reason});
+    }
+  }
+  return rows;
+}
+
+std::string Plural(size_t n, const char* word) {
+  return absl::StrCat(n, " ", word, n == 1 ? "" : "s");
+}
+
+void PrintPlan(const Plan& plan) {
+  const SizingOptions& o = plan.options.sizing;
+  const PlanSource& s = plan.source;
+  auto line = [](const char* label, const std::string& text) {
+    std::printf("%-9s %s\n", label, text.c_str());
+  };
+  const bool inference = o.mode == Mode::kInference;
+  line("plan",
+       absl::StrFormat("%s (%s parameters), %s, %s %d tokens, %s %d, dp %d x tp %d x pp "
+                       "%d, kv cache %s for every format",
+                       plan.model.name, Grouped(CountParameters(plan.model).total),
+                       ModeName(o.mode), inference ? "context" : "seq", o.seq,
+                       inference ? "batch" : "micro-batch", o.batch, o.dp, o.tp, o.pp, plan.kv));
   // The bundled file's absolute path, shorter when under the current directory.
   std::vector<std::string> files;
   for (const std::string& f : s.files) {
@@ -148,44 +230,44 @@ std::string SourceText(const PlanSource& s) {
     const std::filesystem::path p = std::filesystem::proximate(f, ec);
     files.push_back(ec || !s.bundled || p.string().starts_with("..") ? f : p.string());
   }
-  std::string text =
-      absl::StrCat(s.tensors.size(), " tensors (", Grouped(static_cast<int64_t>(s.elements)),
-                   " weights) of ", absl::StrJoin(files, ", "));
-  if (s.bundled) absl::StrAppend(&text, " (the bundled stories260K checkpoint)");
-  return text;
-}
-
-void PrintPlan(const Plan& plan) {
-  const SizingOptions& o = plan.options.sizing;
-  auto line = [](const char* label, const std::string& text) {
-    std::printf("%-9s %s\n", label, text.c_str());
-  };
-  line("plan", absl::StrFormat("%s (%s parameters), %s, %s %d tokens, %s %d, dp %d x tp %d x pp %d",
-                               plan.model.name, Grouped(CountParameters(plan.model).total),
-                               ModeName(o.mode), JobWord(o), o.seq,
-                               o.mode == Mode::kInference ? "batch" : "micro-batch", o.batch, o.dp,
-                               o.tp, o.pp));
-  line("accuracy", absl::StrCat("measured on ", SourceText(plan.source)));
-  if (plan.source.proxy) {
-    line("", absl::StrCat("a PROXY: these are not ", plan.model.name, "'s tensors (",
-                          plan.source.proxy_reason, ")"));
+  line("accuracy", absl::StrCat("measured on ", Plural(s.tensors.size(), "tensor"), " (",
+                                Grouped(static_cast<int64_t>(s.elements)), " weights) of ",
+                                absl::StrJoin(files, ", "),
+                                s.bundled ? " (the bundled stories260K checkpoint)" : ""));
+  if (s.proxy) {
+    line("", absl::StrCat("a PROXY: measured on tensors that are not ", plan.model.name,
+                          "'s linear layers (", s.proxy_reason, ")"));
+  }
+  if (!plan.candidates.empty()) {
+    const PairStats& stats = plan.candidates.front().error.stats;
+    if (stats.nan_inputs + stats.inf_inputs > 0) {
+      line("", absl::StrCat(stats.nan_inputs, " NaN and ", stats.inf_inputs,
+                            " infinite weights in the input, left out of every error"));
+    }
+  }
+  if (!s.skipped.empty()) {
+    line("", absl::StrCat("not floating, not measured: ", absl::StrJoin(s.skipped, ", ")));
   }
   line("units", "GB = 10^9 bytes; bits/w: bits per weight of the linear layers, scales included;");
-  line("", "rel RMSE = ||q - x|| / ||x||; clipped: share of weights clamped by the format;");
-  line("", "devices needed: a lower bound, the whole job divided evenly (docs/sizing.md);");
-  line("", "decode tok/s: per sequence, an upper bound from memory bandwidth;");
-  line("", "* Pareto-optimal: no other format is both smaller and more accurate");
+  line("", "GB/device: the most loaded device; devices: a lower bound, the whole job divided");
+  line("", "evenly; max ctx: tokens per sequence at the batch given, max seqs: sequences per");
+  line("", "replica at the context given, both on the layout given; tok/s: decode per sequence,");
+  line("", "an upper bound from memory bandwidth; rel RMSE = ||q - x|| / ||x||, max err = max");
+  line("", "|q - x|; clipped: share of weights clamped (overflow: turned to inf or NaN, which");
+  line("", "makes the error infinite); * Pareto-optimal: no other format is as small (within");
+  line("", "0.1%) and as accurate, and better in one. Definitions: docs/plan.md");
+  const int64_t devices = o.dp * o.tp * o.pp;
   for (size_t d = 0; d < plan.options.devices.size(); ++d) {
     const Device& device = plan.options.devices[d];
-    std::printf("\n%s (%s): %s GB, %s; on %lld device%s (dp %lld x tp %lld x pp %lld)\n",
-                device.name.c_str(), device.description.c_str(), Gb(device.memory_bytes).c_str(),
-                device.bandwidth_bytes_per_s > 0
-                    ? absl::StrCat(TbPerS(device.bandwidth_bytes_per_s), " TB/s").c_str()
-                    : "bandwidth unknown",
-                static_cast<long long>(o.dp * o.tp * o.pp), o.dp * o.tp * o.pp == 1 ? "" : "s",
-                static_cast<long long>(o.dp), static_cast<long long>(o.tp),
-                static_cast<long long>(o.pp));
-    PrintTable(DeviceRows(plan, d, /*csv=*/false), {0, 4, 13});
+    std::printf("\n%s",
+                absl::StrFormat("%s (%s): %s GB, %s; on %s (dp %d x tp %d x pp %d)\n", device.name,
+                                device.description, Gb(device.memory_bytes),
+                                device.bandwidth_bytes_per_s > 0
+                                    ? absl::StrCat(TbPerS(device.bandwidth_bytes_per_s), " TB/s")
+                                    : "bandwidth unknown",
+                                Plural(devices, "device"), o.dp, o.tp, o.pp)
+                    .c_str());
+    PrintTable(TableRows(plan, d), {0, 4});
     // Why some cannot fit, once per distinct reason.
     std::vector<std::pair<std::string, std::vector<std::string>>> reasons;
     for (const PlanCandidate& c : plan.candidates) {
@@ -201,12 +283,16 @@ void PrintPlan(const Plan& plan) {
   }
 }
 
+// A number for JSON; null where unknown (NaN) or zero meaning "none".
+nlohmann::json Known(double v) { return v > 0 || v < 0 ? JsonNumber(v) : nlohmann::json(nullptr); }
+
 nlohmann::json PlanJson(const Plan& plan) {
   nlohmann::json j;
   j["model"] = plan.model.name;
   j["parameters"] = CountParameters(plan.model).total;
   nlohmann::json options = OptionsJson(plan.options.sizing);
   options["weights"] = nullptr;
+  options["kv"] = plan.kv;
   j["options"] = options;
   j["devices"] = nlohmann::json::array();
   for (const Device& d : plan.options.devices) j["devices"].push_back(DeviceJson(d));
@@ -221,6 +307,7 @@ nlohmann::json PlanJson(const Plan& plan) {
   a["skipped"] = s.skipped;
   a["select"] = plan.options.select;
   j["accuracy"] = a;
+  j["pareto_size_tolerance"] = kParetoSizeTolerance;
   j["candidates"] = nlohmann::json::array();
   for (const PlanCandidate& c : plan.candidates) {
     nlohmann::json cj;
@@ -229,37 +316,39 @@ nlohmann::json PlanJson(const Plan& plan) {
     cj["weight_bits_per_parameter"] = JsonNumber(c.weight_bits_per_parameter);
     cj["weight_bytes"] = c.weight_bytes;
     cj["saving_vs_bf16"] = JsonNumber(c.saving_vs_bf16);
+    // The candidate's error (infinite with any overflow, null when nothing
+    // was measured); "error" is quant-error's row for the measured tensors,
+    // its bits_per_weight and bytes theirs, not the model's.
+    cj["sqnr_db"] = JsonNumber(c.sqnr_db());
+    cj["relative_rmse"] = JsonNumber(c.relative_rmse());
+    cj["clipped_fraction"] = JsonNumber(c.clipped_fraction());
+    cj["overflow_fraction"] = JsonNumber(c.overflow_fraction());
     cj["pareto"] = c.pareto;
-    nlohmann::json e = QuantReportJson(c.error, plan.options.measure.relative_floor, false);
-    e["relative_rmse"] = JsonNumber(c.relative_rmse());
-    e["clipped_fraction"] = JsonNumber(c.clipped_fraction());
-    cj["error"] = e;
+    cj["error"] = QuantReportJson(c.error, plan.options.measure.relative_floor, false);
     cj["devices"] = nlohmann::json::array();
     for (const PlanFit& f : c.fits) {
       nlohmann::json fj;
       fj["device"] = f.device.name;
       fj["possible"] = f.possible;
       fj["reason"] = f.possible ? nlohmann::json(nullptr) : nlohmann::json(f.reason);
-      if (f.report.capacity_bytes > 0) {
+      fj["fits"] = f.report.fits;
+      fj["devices_needed"] = f.possible ? nlohmann::json(f.report.devices_needed) : nullptr;
+      if (Sized(f)) {
         const SizingReport& r = f.report;
         fj["per_device"] = BytesJson(r.per_device);
         fj["whole"] = BytesJson(r.whole);
         fj["capacity_bytes"] = r.capacity_bytes;
         fj["usable_bytes"] = r.usable_bytes;
-        fj["fits"] = r.fits;
         fj["devices_needed_exact"] = JsonNumber(r.devices_needed_exact);
-        fj["devices_needed"] = f.possible ? nlohmann::json(r.devices_needed) : nullptr;
         fj["max_seq"] = r.max_seq;
         fj["max_batch"] = r.max_batch;
         fj["bytes_read_per_step"] = r.bytes_read_per_step;
-        fj["decode_tokens_per_s_per_sequence"] = JsonNumber(r.decode_tokens_per_s_per_sequence);
-        fj["decode_tokens_per_s"] = JsonNumber(r.decode_tokens_per_s);
-      } else {
-        fj["fits"] = false;
-        fj["devices_needed"] = nullptr;
+        fj["decode_tokens_per_s_per_sequence"] = Known(r.decode_tokens_per_s_per_sequence);
+        fj["decode_tokens_per_s"] = Known(r.decode_tokens_per_s);
       }
       if (f.smallest_share_bytes > 0) {
-        fj["smallest_share"] = {{"tp", f.smallest_share_tp},
+        fj["smallest_share"] = {{"dp", f.smallest_share_dp},
+                                {"tp", f.smallest_share_tp},
                                 {"pp", f.smallest_share_pp},
                                 {"per_device_bytes", f.smallest_share_bytes}};
       }
@@ -268,30 +357,6 @@ nlohmann::json PlanJson(const Plan& plan) {
     j["candidates"].push_back(cj);
   }
   return j;
-}
-
-// Writes `text` to `path` through a temporary renamed into place: the file
-// appears whole or not at all.
-absl::Status WriteWhole(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".lowp-partial";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::InvalidArgumentError(absl::StrCat("--html ", path, ": cannot write"));
-    out << text;
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(temporary, ec);
-      return absl::InvalidArgumentError(absl::StrCat("--html ", path, ": write failed"));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) {
-    std::filesystem::remove(temporary, ec);
-    return absl::InvalidArgumentError(absl::StrCat("--html ", path, ": cannot rename into place"));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -304,9 +369,9 @@ int PlanCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = Args::Parse(
       argv, value_options, {"sequence-parallel", "no-flash-attention", "json", "csv", "quiet"});
   if (!args.ok()) return Fail(args.status());
-  if (!args->positional().empty()) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("plan takes no positional arguments (got '",
-                                                        args->positional()[0], "'); see --help")));
+  if (!args->positional().empty() && !args->Value("tensors")) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "plan takes files only after --tensors (got '", args->positional()[0], "'); see --help")));
   }
   if (args->Has("json") && args->Has("csv")) {
     return Fail(absl::InvalidArgumentError("--json and --csv exclude each other"));
@@ -329,23 +394,10 @@ int PlanCommand(const std::vector<std::string>& argv) {
   if (!model.ok()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("--model: ", model.status().message())));
   }
-  auto list = [&](const char* name) -> absl::StatusOr<std::vector<std::string>> {
-    std::vector<std::string> items;
-    std::optional<std::string> text = args->Value(name);
-    if (!text) return items;
-    for (absl::string_view item : absl::StrSplit(*text, ',')) {
-      if (item.empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", name, " '", *text, "': empty name in the list"));
-      }
-      items.emplace_back(item);
-    }
-    return items;
-  };
-  absl::StatusOr<std::vector<std::string>> formats = list("formats");
+  absl::StatusOr<std::vector<std::string>> formats = SplitList(*args, "formats");
   if (!formats.ok()) return Fail(formats.status());
   options.formats = *formats;
-  absl::StatusOr<std::vector<std::string>> devices = list("device");
+  absl::StatusOr<std::vector<std::string>> devices = SplitList(*args, "device");
   if (!devices.ok()) return Fail(devices.status());
   if (devices->empty()) devices->push_back("h100-sxm");
   for (const std::string& name : *devices) {
@@ -356,52 +408,47 @@ int PlanCommand(const std::vector<std::string>& argv) {
     }
     options.devices.push_back(*device);
   }
-  absl::StatusOr<std::vector<std::string>> files = list("tensors");
+  // --tensors A,B or --tensors A B ... (what a shell glob gives).
+  absl::StatusOr<std::vector<std::string>> files = SplitList(*args, "tensors");
   if (!files.ok()) return Fail(files.status());
   options.tensor_files = *files;
+  for (const std::string& f : args->positional()) options.tensor_files.push_back(f);
   options.select = args->Value("select").value_or("");
-  if (std::optional<std::string> t = args->Value("threads")) {
-    if (!absl::SimpleAtoi(*t, &options.measure.threads) || options.measure.threads < 0 ||
-        options.measure.threads > 1024) {
-      return Fail(
-          absl::InvalidArgumentError(absl::StrCat("--threads '", *t, "': want 0 (all) to 1024")));
-    }
-  }
+  absl::StatusOr<int> threads = ParseThreads(*args);
+  if (!threads.ok()) return Fail(threads.status());
+  options.measure.threads = *threads;
+  const std::optional<std::string> html = args->Value("html");
+  if (html && html->empty()) return Fail(absl::InvalidArgumentError("--html: empty file name"));
+
   std::optional<Progress> progress;
-  options.progress = [&](size_t done, size_t total, const std::string& name) {
+  options.progress = [&](size_t total, const std::string& name) {
     if (!progress) progress.emplace(total, args->Has("quiet"));
-    (void)done;
     progress->Step(name);
   };
-
   absl::StatusOr<Plan> plan = MakePlan(*model, options);
   progress.reset();
   if (!plan.ok()) return Fail(plan.status());
-  if (std::optional<std::string> html = args->Value("html")) {
-    if (absl::Status s = WriteWhole(
-            *html, PlanHtml(*plan, absl::StrCat("lowp plan ", absl::StrJoin(argv, " "))));
-        !s.ok()) {
-      return Fail(s);
+  if (html) {
+    const std::string page = PlanHtml(*plan, absl::StrCat("lowp plan ", absl::StrJoin(argv, " ")));
+    AtomicOutput out;
+    absl::Status s = out.Open(*html);
+    if (s.ok()) {
+      s = out.Write(
+          std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(page.data()), page.size()));
     }
+    if (s.ok()) s = out.Commit();
+    if (!s.ok()) return Fail(s);
   }
   switch (output) {
     case Output::kJson:
       std::printf("%s\n", PlanJson(*plan).dump(2).c_str());
       break;
-    case Output::kCsv: {
-      std::vector<Row> rows;
-      for (size_t d = 0; d < plan->options.devices.size(); ++d) {
-        std::vector<Row> part = DeviceRows(*plan, d, /*csv=*/true);
-        rows.insert(rows.end(), part.begin() + (d == 0 ? 0 : 1), part.end());
-      }
-      PrintCsv(rows);
+    case Output::kCsv:
+      PrintCsv(CsvRows(*plan));
       break;
-    }
     case Output::kTable:
       PrintPlan(*plan);
-      if (std::optional<std::string> html = args->Value("html")) {
-        std::printf("\nreport   %s\n", html->c_str());
-      }
+      if (html) std::printf("\nreport    %s\n", html->c_str());
       break;
   }
   return 0;

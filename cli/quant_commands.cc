@@ -84,16 +84,6 @@ std::string Num(double v) {
   return absl::StrFormat("%.6g", v);
 }
 
-absl::StatusOr<int> ParseThreads(const Args& args) {
-  int threads = 0;
-  if (std::optional<std::string> t = args.Value("threads")) {
-    if (!absl::SimpleAtoi(*t, &threads) || threads < 0 || threads > 1024) {
-      return absl::InvalidArgumentError(absl::StrCat("--threads '", *t, "': want 0 (all) to 1024"));
-    }
-  }
-  return threads;
-}
-
 // The selected tensors; an error if a pattern was given and matches none.
 absl::StatusOr<std::vector<const TensorView*>> Select(const TensorSet& set,
                                                       const std::string& pattern) {
@@ -210,43 +200,6 @@ absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> ParseSchemes(const Args& ar
 }
 
 }  // namespace
-
-nlohmann::json QuantReportJson(const QuantReport& r, float relative_floor, bool histogram) {
-  nlohmann::json j;
-  j["tensor"] = r.tensor;
-  j["scheme"] = r.scheme;
-  if (!r.dtype.empty()) j["dtype"] = r.dtype;
-  if (r.tensor != "(all)") j["shape"] = r.shape;
-  j["elements"] = r.elements;
-  j["bits_per_weight"] = r.bits_per_weight();
-  j["bytes"] = r.storage_bytes();
-  j["mse"] = r.mse();
-  j["rmse"] = r.rmse();
-  j["sqnr_db"] = JsonNumber(r.sqnr_db());
-  j["max_abs_error"] = r.max_abs_error();
-  j["mean_abs_error"] = r.mean_abs_error();
-  j["max_relative_error"] = r.max_relative_error();
-  j["mean_relative_error"] = r.mean_relative_error();
-  j["rms_relative_error"] = r.rms_relative_error();
-  j["relative_floor"] = relative_floor;
-  j["relative_count"] = r.stats.relative_count;
-  j["cosine"] = r.cosine();
-  j["measured"] = r.stats.measured;
-  j["nan_inputs"] = r.stats.nan_inputs;
-  j["inf_inputs"] = r.stats.inf_inputs;
-  j["overflow"] = r.stats.nonfinite_outputs;
-  j["clipped"] = r.counts.clipped;
-  j["zeroed"] = r.stats.zeroed;
-  j["subnormal"] = r.counts.subnormal;
-  if (histogram) {
-    nlohmann::json h = nlohmann::json::object();
-    for (const auto& [key, n] : r.histogram) {
-      h[key == INT_MIN ? std::string("exact") : std::to_string(key)] = n;
-    }
-    j["abs_error_log2_histogram"] = h;
-  }
-  return j;
-}
 
 int SchemesCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = Args::Parse(argv, {}, {"json"});

@@ -4,11 +4,21 @@
 #ifndef LOWP_CLI_SHARED_H_
 #define LOWP_CLI_SHARED_H_
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "cli/commands.h"
 #include "nlohmann/json.hpp"
 #include "quant/measure.h"
@@ -35,6 +45,61 @@ nlohmann::json SizingReportJson(const SizingReport& r);
 
 // One row of `lowp quant-error --json` (its "results" and "aggregates").
 nlohmann::json QuantReportJson(const QuantReport& r, float relative_floor, bool histogram);
+
+// --threads: 0 (every core, the default) to 1024.
+absl::StatusOr<int> ParseThreads(const Args& args);
+
+// --NAME A,B,C as a list (empty when absent); an empty or repeated item is an
+// error naming the option.
+absl::StatusOr<std::vector<std::string>> SplitList(const Args& args, absl::string_view name);
+
+// Writes to a temporary file beside `path` and renames it over `path` only
+// once everything is written, so a failure never leaves a partial file.
+class AtomicOutput {
+ public:
+  AtomicOutput() = default;
+  AtomicOutput(const AtomicOutput&) = delete;
+  AtomicOutput& operator=(const AtomicOutput&) = delete;
+  ~AtomicOutput() {
+    if (file_ != nullptr) std::fclose(file_);
+    if (!temp_.empty()) std::remove(temp_.c_str());
+  }
+  absl::Status Open(const std::string& path) {
+    path_ = path;
+    std::string temp = path + ".lowp-XXXXXX";
+    const int fd = mkstemp(temp.data());
+    if (fd < 0) return Error("cannot create");
+    temp_ = temp;
+    file_ = fdopen(fd, "wb");
+    if (file_ == nullptr) {
+      close(fd);
+      return Error("cannot open");
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Write(std::span<const uint8_t> bytes) {
+    if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
+      return Error("cannot write");
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Commit() {
+    const int failed = std::fclose(file_);
+    file_ = nullptr;
+    if (failed != 0) return Error("cannot write");
+    if (std::rename(temp_.c_str(), path_.c_str()) != 0) return Error("cannot write");
+    temp_.clear();
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Error(const char* what) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("output ", path_, ": ", what, " (", std::strerror(errno), ")"));
+  }
+  std::string path_, temp_;
+  FILE* file_ = nullptr;
+};
 
 }  // namespace lowp::cli
 

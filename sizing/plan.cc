@@ -1,8 +1,10 @@
 #include "sizing/plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -15,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "formats/format.h"
 #include "quant/scheme.h"
 #include "quant/tensor_set.h"
 
@@ -29,22 +32,23 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
-// Whether the measured tensors are the model's: every 2-D one has the shape
-// of one of the model's linear layers, either way round (Conv1D checkpoints
-// store [in, out]). Sets `reason` to the first that is not.
+// Whether the measured tensors are the model's linear layers: each has the
+// shape of one of them, [out, in] either way round (Conv1D checkpoints store
+// [in, out]) or [experts, out, in] for stacked experts. Sets `reason` to the
+// first that does not.
 bool TensorsAreTheModels(const ModelConfig& model, const std::vector<const TensorView*>& tensors,
                          std::string* reason) {
-  std::set<std::pair<int64_t, int64_t>> shapes;
+  std::set<std::vector<int64_t>> shapes;
   for (const TensorSpec& t : LayerTensors(model)) {
     if (!t.linear) continue;
     shapes.insert({t.rows, t.cols});
     shapes.insert({t.cols, t.rows});
+    if (t.count > 1) shapes.insert({t.count, t.rows, t.cols});
   }
   for (const TensorView* t : tensors) {
-    if (t->shape.size() != 2) continue;
-    if (!shapes.contains({t->shape[0], t->shape[1]})) {
-      *reason =
-          absl::StrCat(t->name, " ", ShapeText(t->shape), " is no linear layer of ", model.name);
+    if (!shapes.contains(t->shape)) {
+      *reason = absl::StrCat(t->name, " ", ShapeText(t->shape),
+                             " has the shape of no linear layer of ", model.name);
       return false;
     }
   }
@@ -87,22 +91,31 @@ absl::StatusOr<SizingReport> Unreserved(const ModelConfig& model, SizingOptions 
   return EstimateMemory(model, o, device);
 }
 
+// The smallest share `o`'s job can be cut into, for the "cannot fit on any
+// number of devices" verdict: the largest tp, one layer per pipeline stage,
+// and under ZeRO (which partitions states over dp) as many data-parallel
+// ranks as 2^20 devices allow.
+SizingOptions SmallestShare(const ModelConfig& model, SizingOptions o) {
+  o.tp = LargestTp(model);
+  o.pp = model.num_layers;
+  if (o.zero > 0) o.dp = std::max<int64_t>(o.dp, (int64_t{1} << 20) / (o.tp * o.pp));
+  return o;
+}
+
 // Memory of one candidate on each device.
 absl::Status SizeCandidate(const ModelConfig& model, const PlanOptions& options,
                            const std::string& kv, PlanCandidate& c) {
+  SizingOptions o = options.sizing;
+  o.weights = c.format;
+  o.kv = kv;
+  absl::StatusOr<SizingReport> unreserved = Unreserved(model, o, options.devices.front());
+  if (!unreserved.ok()) return unreserved.status();
+  c.linear_bits_per_parameter = unreserved->linear_bits_per_parameter;
+  c.weight_bits_per_parameter = unreserved->weight_bits_per_parameter;
+  c.weight_bytes = unreserved->whole.weights;
   for (const Device& device : options.devices) {
     PlanFit fit;
     fit.device = device;
-    SizingOptions o = options.sizing;
-    o.weights = c.format;
-    o.kv = kv;
-    if (c.fits.empty()) {
-      absl::StatusOr<SizingReport> r = Unreserved(model, o, device);
-      if (!r.ok()) return r.status();
-      c.linear_bits_per_parameter = r->linear_bits_per_parameter;
-      c.weight_bits_per_parameter = r->weight_bits_per_parameter;
-      c.weight_bytes = r->whole.weights;
-    }
     if (std::optional<std::string> reason = NoRoom(o, device)) {
       // EstimateMemory refuses this device; the plan says so and goes on.
       fit.possible = false;
@@ -114,24 +127,22 @@ absl::Status SizeCandidate(const ModelConfig& model, const PlanOptions& options,
     if (!r.ok()) return r.status();
     fit.report = *std::move(r);
     if (!fit.report.fits) {
-      // Would more devices help? The smallest share the model can be cut
-      // into: the largest tp, one layer per pipeline stage.
-      SizingOptions split = o;
-      split.tp = LargestTp(model);
-      split.pp = model.num_layers;
+      // Would more devices help?
+      const SizingOptions split = SmallestShare(model, o);
       absl::StatusOr<SizingReport> smallest = EstimateMemory(model, split, device);
       if (!smallest.ok()) return smallest.status();
+      fit.smallest_share_dp = split.dp;
       fit.smallest_share_tp = split.tp;
       fit.smallest_share_pp = split.pp;
       fit.smallest_share_bytes = smallest->per_device.total();
       if (!smallest->fits) {
         fit.possible = false;
-        fit.reason = absl::StrCat(
-            "cannot fit on any number of ", device.name, ": cut as finely as the model allows (tp ",
-            split.tp, " x pp ", split.pp, ", one layer per stage) a device still needs ",
-            absl::StrFormat("%.2f GB of its %.2f GB",
-                            static_cast<double>(fit.smallest_share_bytes) / 1e9,
-                            static_cast<double>(smallest->capacity_bytes) / 1e9));
+        fit.reason = absl::StrFormat(
+            "cannot fit on any number of %s: cut as finely as the model allows (dp %d x tp %d x "
+            "pp %d, one layer per stage) a device still needs %.2f GB of its %.2f GB",
+            device.name, split.dp, split.tp, split.pp,
+            static_cast<double>(fit.smallest_share_bytes) / 1e9,
+            static_cast<double>(smallest->capacity_bytes) / 1e9);
       }
     }
     c.fits.push_back(std::move(fit));
@@ -142,32 +153,51 @@ absl::Status SizeCandidate(const ModelConfig& model, const PlanOptions& options,
 }  // namespace
 
 double PlanCandidate::relative_rmse() const {
-  if (error.stats.sum_squared_error == 0) return 0;
-  return std::sqrt(error.stats.sum_squared_error / error.stats.sum_squared_input);
+  const PairStats& s = error.stats;
+  if (s.measured == 0) return std::numeric_limits<double>::quiet_NaN();
+  if (s.nonfinite_outputs > 0) return std::numeric_limits<double>::infinity();
+  if (s.sum_squared_error == 0) return 0;
+  return std::sqrt(s.sum_squared_error / s.sum_squared_input);
 }
 
-double PlanCandidate::clipped_fraction() const {
-  return error.elements == 0
-             ? 0
-             : static_cast<double>(error.counts.clipped) / static_cast<double>(error.elements);
+double PlanCandidate::sqnr_db() const {
+  const PairStats& s = error.stats;
+  if (s.measured == 0) return std::numeric_limits<double>::quiet_NaN();
+  if (s.nonfinite_outputs > 0) return -std::numeric_limits<double>::infinity();
+  return error.sqnr_db();
 }
 
-const std::vector<std::string>& DefaultPlanFormats() {
-  static const std::vector<std::string> formats = {
-      "bf16", "fp8_e4m3fn", "int8-channel", "int4-g128", "nf4", "mxfp4", "q4_0"};
-  return formats;
+namespace {
+double OverFinite(const QuantReport& r, uint64_t n) {
+  const uint64_t finite = r.elements - r.stats.nan_inputs - r.stats.inf_inputs;
+  return finite == 0 ? 0 : static_cast<double>(n) / static_cast<double>(finite);
+}
+}  // namespace
+
+double PlanCandidate::clipped_fraction() const { return OverFinite(error, error.counts.clipped); }
+double PlanCandidate::overflow_fraction() const {
+  return OverFinite(error, error.stats.nonfinite_outputs);
+}
+
+const std::vector<std::string>& DefaultPlanFormats(Mode mode) {
+  static const std::vector<std::string> stored = {"bf16", "fp8_e4m3fn", "int8-channel", "int4-g128",
+                                                  "nf4",  "mxfp4",      "q4_0"};
+  static const std::vector<std::string> trained = {"fp32", "bf16", "fp16", "fp8_e4m3fn"};
+  return mode == Mode::kPretrain || mode == Mode::kFinetune ? trained : stored;
 }
 
 std::vector<bool> ParetoOptimal(const std::vector<double>& bytes,
                                 const std::vector<double>& error) {
+  // a is smaller than b beyond the tolerance.
+  auto smaller = [](double a, double b) { return a < b * (1 - kParetoSizeTolerance); };
   std::vector<bool> optimal(bytes.size(), false);
   for (size_t i = 0; i < bytes.size(); ++i) {
-    if (std::isnan(error[i])) continue;
+    if (!std::isfinite(error[i])) continue;
     bool dominated = false;
     for (size_t j = 0; j < bytes.size() && !dominated; ++j) {
-      if (j == i || std::isnan(error[j])) continue;
-      dominated = bytes[j] <= bytes[i] && error[j] <= error[i] &&
-                  (bytes[j] < bytes[i] || error[j] < error[i]);
+      if (j == i || !std::isfinite(error[j]) || smaller(bytes[i], bytes[j])) continue;
+      // j is at most about as large as i.
+      dominated = smaller(bytes[j], bytes[i]) ? error[j] <= error[i] : error[j] < error[i];
     }
     optimal[i] = !dominated;
   }
@@ -175,10 +205,15 @@ std::vector<bool> ParetoOptimal(const std::vector<double>& bytes,
 }
 
 bool IsLinearWeightName(absl::string_view name) {
-  for (absl::string_view part : {"embed", "embd", "lm_head", "wte", "wpe", "router"}) {
+  if (!absl::EndsWith(name, "weight") || name == "output.weight" ||
+      absl::EndsWith(name, ".gate.weight")) {
+    return false;
+  }
+  for (absl::string_view part : {"embed", "embd", "lm_head", "wte", "wpe", "router", "vision",
+                                 "visual", "image", "audio", "projector"}) {
     if (absl::StrContains(name, part)) return false;
   }
-  return name != "output.weight" && !absl::EndsWith(name, ".gate.weight");
+  return true;
 }
 
 absl::StatusOr<std::string> BundledCheckpoint() {
@@ -204,12 +239,22 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
   plan.model = model;
   plan.options = options;
   PlanOptions& o = plan.options;
-  if (o.formats.empty()) o.formats = DefaultPlanFormats();
+  o.progress = nullptr;
+  if (o.formats.empty()) o.formats = DefaultPlanFormats(o.sizing.mode);
   if (o.devices.empty()) return Invalid("--device", "no device given");
+  const bool full_training = o.sizing.mode == Mode::kPretrain || o.sizing.mode == Mode::kFinetune;
   std::vector<std::unique_ptr<Scheme>> schemes;
   for (const std::string& format : o.formats) {
     absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(format);
     if (!scheme.ok()) return Invalid(absl::StrCat("--formats ", format), scheme.status().message());
+    const absl::StatusOr<Format> cast = FindFormat(format);
+    if (full_training && !(cast.ok() && cast->is_float())) {
+      return Invalid(absl::StrCat("--formats ", format),
+                     absl::StrCat("full training (--mode ", ModeName(o.sizing.mode),
+                                  ") updates the weights themselves, so candidates are floating "
+                                  "casts (fp32, bf16, fp16, fp8_e4m3fn, ...); quantized storage "
+                                  "is for --mode inference, lora or qlora"));
+    }
     schemes.push_back(*std::move(scheme));
   }
 
@@ -220,6 +265,7 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
   absl::StatusOr<SizingReport> bf16 = Unreserved(model, reference, o.devices.front());
   if (!bf16.ok()) return bf16.status();
   const std::string kv = bf16->options.kv;
+  plan.kv = kv;
   const int64_t reference_weight_bytes = bf16->whole.weights;
   for (const std::string& format : o.formats) {
     PlanCandidate c;
@@ -243,7 +289,8 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
   if (!set.ok()) return set.status();
   std::vector<const TensorView*> selected;
   for (const TensorView& t : set->tensors()) {
-    const bool chosen = o.select.empty() ? t.shape.size() == 2 && IsLinearWeightName(t.name)
+    const bool chosen = o.select.empty() ? (t.shape.size() == 2 || t.shape.size() == 3) &&
+                                               IsLinearWeightName(t.name)
                                          : MatchesPattern(o.select, t.name);
     if (!chosen) continue;
     if (!IsFloating(t.dtype)) {
@@ -268,7 +315,7 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
   }
   for (size_t i = 0; i < selected.size(); ++i) {
     const TensorView& tensor = *selected[i];
-    if (o.progress) o.progress(i, selected.size(), tensor.name);
+    if (options.progress) options.progress(selected.size(), tensor.name);
     source.tensors.push_back(tensor.name);
     source.elements += static_cast<uint64_t>(tensor.elements());
     for (size_t s = 0; s < schemes.size(); ++s) {

@@ -30,8 +30,9 @@ namespace lowp {
 struct PlanOptions {
   // The job; `sizing.weights` is ignored (each candidate sets it).
   SizingOptions sizing;
-  // Candidate weight formats, any name `lowp schemes` accepts; empty takes
-  // DefaultPlanFormats().
+  // Candidate weight formats, any name `lowp schemes` accepts (full
+  // training, pretrain and finetune: floating casts only); empty takes
+  // DefaultPlanFormats(sizing.mode).
   std::vector<std::string> formats;
   // At least one; each candidate is sized on each.
   std::vector<Device> devices;
@@ -40,12 +41,13 @@ struct PlanOptions {
   // checkpoint's index, .npy); empty takes BundledCheckpoint().
   std::vector<std::string> tensor_files;
   // Comma-separated globs on tensor names; empty selects the linear weights
-  // (IsLinearWeightName on every floating tensor of rank 2).
+  // (IsLinearWeightName on every floating tensor of rank 2, or 3 for
+  // stacked experts).
   std::string select;
   MeasureOptions measure;
-  // Called before each tensor is measured: (tensors done, tensors in all,
-  // name). Never called from more than one thread at a time.
-  std::function<void(size_t, size_t, const std::string&)> progress;
+  // Called before each tensor is measured with (tensors in all, name); never
+  // from more than one thread at a time. Not kept in the Plan.
+  std::function<void(size_t, const std::string&)> progress;
 };
 
 // Where the accuracy was measured.
@@ -69,12 +71,15 @@ struct PlanFit {
   // why): its buffers and headroom leave nothing (the report is then
   // empty), or even the smallest share the model can be cut into does not
   // fit: the largest tensor-parallel degree the heads allow, one layer per
-  // pipeline stage, the other options as given.
+  // pipeline stage, under ZeRO the most data-parallel ranks (2^20 devices
+  // in all), the other options as given.
   bool possible = true;
   std::string reason;
   SizingReport report;  // on the layout of PlanOptions::sizing
-  // When the report does not fit: that smallest share, per device.
-  int64_t smallest_share_tp = 0, smallest_share_pp = 0, smallest_share_bytes = 0;
+  // When the report does not fit: that smallest share's layout and bytes
+  // on its most loaded device.
+  int64_t smallest_share_dp = 0, smallest_share_tp = 0, smallest_share_pp = 0;
+  int64_t smallest_share_bytes = 0;
 };
 
 struct PlanCandidate {
@@ -87,23 +92,28 @@ struct PlanCandidate {
   int64_t weight_bytes = 0;
   double saving_vs_bf16 = 0;  // 1 - weight_bytes / weight_bytes(bf16)
 
-  // Over the measured tensors ("(all)" as quant-error reports it).
+  // Over the measured tensors ("(all)" as quant-error reports it, its sums
+  // over the pairs where input and output are finite).
   QuantReport error;
-  double sqnr_db() const { return error.sqnr_db(); }
-  // ||q - x|| / ||x|| = 10^(-sqnr_db / 20).
+  // The candidate's error: ||q - x|| / ||x|| = 10^(-sqnr_db / 20) over every
+  // finite input. A format that turns any finite weight into inf or NaN
+  // (error.stats.nonfinite_outputs) has infinite error: relative_rmse +inf,
+  // sqnr_db -inf. NaN when nothing was measured (all inputs NaN or inf).
   double relative_rmse() const;
-  // Clipped elements over the elements measured.
+  double sqnr_db() const;
+  // Clipped, and overflowed to inf or NaN, over the finite inputs.
   double clipped_fraction() const;
+  double overflow_fraction() const;
 
-  // No other candidate has weight_bytes <= and sqnr_db >= this one's with
-  // one of them strict.
+  // ParetoOptimal over (weight_bytes, relative_rmse) of all candidates.
   bool pareto = false;
   std::vector<PlanFit> fits;  // one per device, in PlanOptions order
 };
 
 struct Plan {
   ModelConfig model;
-  PlanOptions options;  // formats filled in; sizing as given
+  PlanOptions options;  // formats filled in, no progress callback
+  std::string kv;       // the KV cache's format for every candidate
   PlanSource source;
   std::vector<PlanCandidate> candidates;
 };
@@ -113,19 +123,30 @@ struct Plan {
 // when the selection matches no floating tensor.
 absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& options);
 
-// bf16, fp8_e4m3fn, int8-channel, int4-g128, nf4, mxfp4, q4_0.
-const std::vector<std::string>& DefaultPlanFormats();
+// Serving and adapters: bf16, fp8_e4m3fn, int8-channel, int4-g128, nf4,
+// mxfp4, q4_0. Full training (the weights themselves are updated, so only
+// floating casts apply): fp32, bf16, fp16, fp8_e4m3fn.
+const std::vector<std::string>& DefaultPlanFormats(Mode mode);
 
-// pareto[i]: no j with bytes[j] <= bytes[i] and error[j] <= error[i], one of
-// them strict. Equal candidates are both optimal. NaN errors are never
-// optimal and dominate nothing.
+// Sizes within this fraction of each other count as equal for Pareto
+// optimality: 0.1%, below what the tables show (fp8's 8 bits per weight
+// against int8-channel's 8.003 are the same size).
+inline constexpr double kParetoSizeTolerance = 1e-3;
+
+// pareto[i]: no j is at most as large and at least as accurate, and
+// strictly better in one: bytes[j] < bytes[i] beyond the tolerance, or about
+// the same size with error[j] < error[i]. Equal candidates are both
+// optimal. Only finite errors take part: inf or NaN is never optimal and
+// dominates nothing.
 std::vector<bool> ParetoOptimal(const std::vector<double>& bytes, const std::vector<double>& error);
 
-// A linear layer's weight by its name: not an embedding or output head
-// (names containing "embed", "embd", "lm_head", "wte", "wpe", or the whole
-// name "output.weight") and not a mixture-of-experts router (".gate.weight",
-// "router"). Used with rank 2 to select the tensors a weight format applies
-// to, as the memory model applies it.
+// A linear layer's weight by its name: ends in "weight"; not an embedding
+// or output head (names containing "embed", "embd", "lm_head", "wte", "wpe",
+// or the whole name "output.weight"), not a mixture-of-experts router
+// ("router", ".gate.weight"), not a vision or audio tower or projector
+// ("vision", "visual", "image", "audio", "projector"). Used with rank 2 (3
+// for stacked experts) to select the tensors a weight format applies to, as
+// the memory model applies it.
 bool IsLinearWeightName(absl::string_view name);
 
 // The bundled checkpoint (stories260K in float32): $LOWP_DATA_DIR if set,

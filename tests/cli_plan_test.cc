@@ -1,6 +1,8 @@
 // `lowp plan` end to end: its error columns are `lowp quant-error`'s on the
 // same tensors, its memory columns `lowp size`'s for the same settings; the
 // proxy note; devices that cannot hold the job; CSV; bad options.
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -62,8 +64,9 @@ TEST(CliPlan, ErrorColumnsAreQuantErrorsOnTheSameTensors) {
       EXPECT_EQ(c["error"][key], value) << kDefaultFormats[i] << " " << key;
     }
     const double sqnr = q["sqnr_db"].get<double>();
-    EXPECT_NEAR(c["error"]["relative_rmse"].get<double>(), std::pow(10.0, -sqnr / 20), 1e-12);
-    EXPECT_DOUBLE_EQ(c["error"]["clipped_fraction"].get<double>(),
+    EXPECT_EQ(c["sqnr_db"], q["sqnr_db"]);  // nothing overflowed
+    EXPECT_NEAR(c["relative_rmse"].get<double>(), std::pow(10.0, -sqnr / 20), 1e-12);
+    EXPECT_DOUBLE_EQ(c["clipped_fraction"].get<double>(),
                      q["clipped"].get<double>() / q["elements"].get<double>());
   }
 }
@@ -78,8 +81,8 @@ TEST(CliPlan, MemoryColumnsAreSizesForTheSameSettings) {
     ASSERT_EQ(c["devices"].size(), 2u);
     for (const nlohmann::json& d : c["devices"]) {
       const std::string device = d["device"];
-      const nlohmann::json size = RunJson(
-          absl::StrCat("size ", job, " --weights ", format, " --device ", device, " --json"));
+      const nlohmann::json size = RunJson(absl::StrCat("size ", job, " --weights ", format,
+                                                       " --kv bf16 --device ", device, " --json"));
       EXPECT_EQ(d["per_device"], size["per_device"]) << format << " " << device;
       EXPECT_EQ(d["whole"], size["whole"]) << format << " " << device;
       for (const char* key : {"fits", "capacity_bytes", "usable_bytes", "devices_needed",
@@ -97,10 +100,12 @@ TEST(CliPlan, TableSaysWhereTheAccuracyWasMeasured) {
   Result r = RunLowp("plan --model llama-3.1-8b --mode inference --device rtx-4090,h100-sxm");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("the bundled stories260K checkpoint"));
-  EXPECT_THAT(r.output, HasSubstr("a PROXY: these are not llama-3.1-8b's tensors"));
+  EXPECT_THAT(r.output,
+              HasSubstr("a PROXY: measured on tensors that are not llama-3.1-8b's linear layers"));
+  EXPECT_THAT(r.output, HasSubstr("kv cache bf16 for every format"));
   EXPECT_THAT(r.output, HasSubstr("rtx-4090 (NVIDIA GeForce RTX 4090"));
   EXPECT_THAT(r.output, HasSubstr("h100-sxm (NVIDIA H100"));
-  EXPECT_THAT(r.output, HasSubstr("GB per device"));
+  EXPECT_THAT(r.output, HasSubstr("GB/device"));
   EXPECT_THAT(r.output, HasSubstr("SQNR dB"));
   EXPECT_THAT(r.output, Not(HasSubstr("\r")));  // no progress when stderr is not a terminal
 
@@ -132,6 +137,47 @@ TEST(CliPlan, ADeviceThatCannotHoldTheJobIsSaidSo) {
   }
 }
 
+TEST(CliPlan, FullTrainingPlansFloatingFormats) {
+  const nlohmann::json j = RunJson("plan --model llama-3.1-8b --mode pretrain --json");
+  std::vector<std::string> formats;
+  for (const nlohmann::json& c : j["candidates"]) formats.push_back(c["format"]);
+  EXPECT_EQ(formats, (std::vector<std::string>{"fp32", "bf16", "fp16", "fp8_e4m3fn"}));
+  // Training reads no decode speed.
+  for (const nlohmann::json& c : j["candidates"]) {
+    EXPECT_TRUE(c["devices"][0]["decode_tokens_per_s_per_sequence"].is_null()) << c["format"];
+  }
+}
+
+TEST(CliPlan, TensorFilesAfterTensorsAsAListOrAsWords) {
+  const std::string bf16 =
+      std::string(LOWP_TEST_DATA_DIR) + "/stories260K/stories260K.bf16.safetensors";
+  const std::string dir = ::testing::TempDir() + "/cli-plan-two";
+  std::filesystem::create_directories(dir);
+  // The bf16 checkpoint and a small .npy beside it.
+  const std::string npy = dir + "/extra.weight.npy";
+  {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (64, 64), }";
+    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+    header += '\n';
+    std::ofstream out(npy, std::ios::binary);
+    out.write("\x93NUMPY\x01\x00", 8);
+    const uint16_t length = static_cast<uint16_t>(header.size());
+    out.write(reinterpret_cast<const char*>(&length), 2);
+    out << header;
+    for (int i = 0; i < 64 * 64; ++i) {
+      const float v = 0.001f * static_cast<float>(i % 101) - 0.05f;
+      out.write(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+  }
+  const std::string job = "plan --model llama-3.1-8b --mode inference --formats int4-g128 --json";
+  const nlohmann::json words = RunJson(absl::StrCat(job, " --tensors ", bf16, " ", npy));
+  const nlohmann::json list = RunJson(absl::StrCat(job, " --tensors ", bf16, ",", npy));
+  EXPECT_EQ(words["accuracy"]["tensors"].size(), 36u);
+  EXPECT_EQ(words["accuracy"]["tensors"].back(), "extra.weight");
+  EXPECT_FALSE(words["accuracy"]["bundled"].get<bool>());
+  EXPECT_EQ(words["candidates"], list["candidates"]);
+}
+
 TEST(CliPlan, CsvHasARowPerFormatAndDevice) {
   const Result r =
       RunLowp("plan --model llama-3.1-8b --mode inference --device rtx-4090,h100-sxm --csv");
@@ -141,6 +187,30 @@ TEST(CliPlan, CsvHasARowPerFormatAndDevice) {
   EXPECT_THAT(lines[0], HasSubstr("format,device,"));
   EXPECT_THAT(lines[1], HasSubstr("bf16,rtx-4090,16,"));
   EXPECT_THAT(lines.back(), HasSubstr("q4_0,h100-sxm,4.5,"));
+  // The numbers are the JSON's.
+  const nlohmann::json j =
+      RunJson("plan --model llama-3.1-8b --mode inference --device rtx-4090,h100-sxm --json");
+  const std::vector<std::string> header = absl::StrSplit(lines[0], ',');
+  auto column = [&](const std::string& name) {
+    return std::find(header.begin(), header.end(), name) - header.begin();
+  };
+  for (size_t i = 0; i < kDefaultFormats.size(); ++i) {
+    for (size_t d = 0; d < 2; ++d) {
+      const std::vector<std::string> row = absl::StrSplit(lines[1 + 2 * i + d], ',');
+      ASSERT_EQ(row.size(), header.size());
+      const nlohmann::json& c = j["candidates"][i];
+      const nlohmann::json& dev = c["devices"][d];
+      EXPECT_EQ(row[column("device")], dev["device"]);
+      EXPECT_EQ(row[column("weight_bytes")], c["weight_bytes"].dump());
+      EXPECT_EQ(row[column("per_device_bytes")], dev["per_device"]["total"].dump());
+      EXPECT_EQ(row[column("per_device_kv_cache")], dev["per_device"]["kv_cache"].dump());
+      EXPECT_EQ(row[column("max_seq")], dev["max_seq"].dump());
+      EXPECT_EQ(row[column("devices_needed")], dev["devices_needed"].dump());
+      EXPECT_EQ(std::stod(row[column("relative_rmse")]), c["relative_rmse"].get<double>());
+      EXPECT_EQ(std::stod(row[column("sqnr_db")]), c["sqnr_db"].get<double>());
+      EXPECT_EQ(row[column("pareto")], c["pareto"].dump());
+    }
+  }
 }
 
 TEST(CliPlan, BadOptionsGiveOneClearLine) {
@@ -165,7 +235,11 @@ TEST(CliPlan, BadOptionsGiveOneClearLine) {
       {job + " --tensors /nonexistent/w.safetensors", "/nonexistent/w.safetensors"},
       {job + " --select 'nothing*'", "nothing*"},
       {job + " --threads -1", "--threads"},
-      {job + " extra", "positional"},
+      {job + " extra", "only after --tensors"},
+      {job + " --formats bf16,nf4,bf16", "bf16 is given twice"},
+      {job + " --device h100,rtx-4090,h100", "h100 is given twice"},
+      {"plan --model llama-3.1-8b --mode pretrain --formats bf16,nf4", "--formats nf4"},
+      {job + " --html ''", "--html: empty"},
       {job + " --html /nonexistent-dir/report.html", "/nonexistent-dir/report.html"},
       {job + " --formats nosuch --html " + html, "--formats nosuch"},
   };

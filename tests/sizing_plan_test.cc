@@ -3,7 +3,9 @@
 // memory as EstimateMemory's, proxy detection, devices that cannot hold the
 // job on any number of them, and bad options.
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -62,6 +64,24 @@ TEST(ParetoOptimal, ConstructedCases) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   EXPECT_THAT(ParetoOptimal({4, 16, 2}, {0.1, 0.2, nan}), ElementsAre(true, false, false));
   EXPECT_THAT(ParetoOptimal({}, {}), ElementsAre());
+  // Infinite error (a format that overflowed) is never optimal, even when
+  // smallest, and dominates nothing.
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_THAT(ParetoOptimal({2, 4}, {inf, 0.1}), ElementsAre(false, true));
+  // Sizes within 0.1% are the same size: fp8's 8 bits against int8-channel's
+  // 8.003, the more accurate wins; 0.2% apart both stay.
+  EXPECT_THAT(ParetoOptimal({8, 8.003}, {0.026, 0.007}), ElementsAre(false, true));
+  EXPECT_THAT(ParetoOptimal({8, 8.02}, {0.026, 0.007}), ElementsAre(true, true));
+}
+
+TEST(DefaultPlanFormats, QuantizedStorageOnlyWhereWeightsAreNotTrained) {
+  EXPECT_THAT(
+      DefaultPlanFormats(Mode::kInference),
+      ElementsAre("bf16", "fp8_e4m3fn", "int8-channel", "int4-g128", "nf4", "mxfp4", "q4_0"));
+  EXPECT_EQ(DefaultPlanFormats(Mode::kQlora), DefaultPlanFormats(Mode::kInference));
+  EXPECT_THAT(DefaultPlanFormats(Mode::kPretrain),
+              ElementsAre("fp32", "bf16", "fp16", "fp8_e4m3fn"));
+  EXPECT_EQ(DefaultPlanFormats(Mode::kFinetune), DefaultPlanFormats(Mode::kPretrain));
 }
 
 TEST(IsLinearWeightName, HuggingFaceMetaAndGgufNames) {
@@ -84,8 +104,7 @@ TEST(MakePlan, ErrorIsTheSumOfMeasureTensorOverTheLinearWeights) {
   PlanOptions o = Inference();
   o.formats = {"int4-g128", "bf16"};
   std::vector<std::string> seen;
-  o.progress = [&](size_t done, size_t total, const std::string& name) {
-    EXPECT_EQ(done, seen.size());
+  o.progress = [&](size_t total, const std::string& name) {
     EXPECT_EQ(total, 35u);
     seen.push_back(name);
   };
@@ -97,7 +116,10 @@ TEST(MakePlan, ErrorIsTheSumOfMeasureTensorOverTheLinearWeights) {
   EXPECT_EQ(plan->source.elements, 226'560u);
   EXPECT_FALSE(plan->source.bundled);
   EXPECT_TRUE(plan->source.proxy);
-  EXPECT_THAT(plan->source.proxy_reason, HasSubstr("is no linear layer of llama-3.1-8b"));
+  EXPECT_THAT(plan->source.proxy_reason,
+              HasSubstr("[64, 64] has the shape of no linear layer of llama-3.1-8b"));
+  EXPECT_EQ(plan->kv, "bf16");
+  EXPECT_FALSE(plan->options.progress);  // not kept
 
   absl::StatusOr<TensorSet> set = TensorSet::Open(kStories);
   ASSERT_TRUE(set.ok());
@@ -160,7 +182,7 @@ TEST(MakePlan, TheModelsOwnTensorsAreNoProxy) {
   absl::StatusOr<Plan> plan = MakePlan(Stories(), Inference());
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_FALSE(plan->source.proxy) << plan->source.proxy_reason;
-  EXPECT_EQ(plan->candidates.size(), DefaultPlanFormats().size());
+  EXPECT_EQ(plan->candidates.size(), DefaultPlanFormats(Mode::kInference).size());
 }
 
 TEST(MakePlan, AFormatThatFitsOnNoNumberOfDevicesIsSaidSo) {
@@ -204,6 +226,136 @@ TEST(MakePlan, AFormatThatFitsOnNoNumberOfDevicesIsSaidSo) {
   plan = MakePlan(m, o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_GT(plan->candidates[0].weight_bytes, plan->candidates[1].weight_bytes);
+}
+
+// A .npy file of float32 values with the given shape, in the test's temp dir.
+std::string WriteNpy(const std::string& name, const std::vector<int64_t>& shape,
+                     const std::vector<float>& values) {
+  std::string dims;
+  for (int64_t d : shape) dims += std::to_string(d) + ",";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream out(path, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  const uint16_t length = static_cast<uint16_t>(header.size());
+  out.write(reinterpret_cast<const char*>(&length), 2);
+  out << header;
+  out.write(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  return path;
+}
+
+TEST(MakePlan, AFormatThatOverflowsHasInfiniteErrorAndIsNeverOptimal) {
+  // Weights of magnitude around 1e5: fp16 (max 65504) turns those above its
+  // range into inf; bf16 holds them.
+  std::vector<float> values;
+  for (int i = 0; i < 64 * 64; ++i) values.push_back((i % 2 ? 1 : -1) * (5e4f + 20.0f * i));
+  PlanOptions o = Inference();
+  o.tensor_files = {WriteNpy("large.weight.npy", {64, 64}, values)};
+  o.formats = {"fp16", "bf16", "int8-channel"};
+  absl::StatusOr<Plan> plan = MakePlan(Stories(), o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const PlanCandidate& fp16 = plan->candidates[0];
+  EXPECT_GT(fp16.error.stats.nonfinite_outputs, 0u);
+  EXPECT_GT(fp16.overflow_fraction(), 0.5);
+  EXPECT_TRUE(std::isinf(fp16.relative_rmse()) && fp16.relative_rmse() > 0);
+  EXPECT_TRUE(std::isinf(fp16.sqnr_db()) && fp16.sqnr_db() < 0);
+  EXPECT_TRUE(std::isfinite(fp16.error.sqnr_db()));  // quant-error's, over finite pairs
+  EXPECT_FALSE(fp16.pareto);
+  EXPECT_TRUE(std::isfinite(plan->candidates[1].relative_rmse()));
+  EXPECT_TRUE(plan->candidates[2].pareto);  // the smallest finite one
+
+  // Nothing measurable (every weight NaN): no error, nobody optimal.
+  o.tensor_files = {WriteNpy("nan.weight.npy", {64, 64}, std::vector<float>(64 * 64, NAN))};
+  plan = MakePlan(Stories(), o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const PlanCandidate& c : plan->candidates) {
+    EXPECT_TRUE(std::isnan(c.relative_rmse())) << c.format;
+    EXPECT_TRUE(std::isnan(c.sqnr_db())) << c.format;
+    EXPECT_FALSE(c.pareto) << c.format;
+    EXPECT_EQ(c.error.stats.nan_inputs, 64u * 64u);
+  }
+}
+
+TEST(MakePlan, ProxyUnlessEveryTensorHasTheShapeOfALinearLayer) {
+  PlanOptions o = Inference();
+  // A vector is no linear layer, even with a linear layer's name.
+  o.tensor_files = {WriteNpy("vec.weight.npy", {64}, std::vector<float>(64, 0.5f))};
+  o.select = "*";
+  absl::StatusOr<Plan> plan = MakePlan(Stories(), o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->source.proxy);
+  EXPECT_THAT(plan->source.proxy_reason, HasSubstr("vec.weight [64]"));
+  // The embeddings of the model's own checkpoint are not its linear layers.
+  o.tensor_files = {kStories};
+  o.select = "*embed*,*q_proj*";
+  plan = MakePlan(Stories(), o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->source.proxy);
+  EXPECT_THAT(plan->source.proxy_reason, HasSubstr("model.embed_tokens.weight [512, 64]"));
+  // Stacked experts [experts, out, in] of a mixture of experts are selected
+  // by default and are its linear layers; transposed [in, out] too.
+  ModelConfig moe = Stories();
+  moe.model_type = "mixtral";
+  moe.num_experts = 4;
+  moe.experts_per_token = 2;
+  std::vector<float> values(4 * 172 * 64);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.01f * static_cast<float>(i % 97) - 0.5f;
+  o.tensor_files = {WriteNpy("experts.down_proj.weight.npy", {4, 64, 172}, values),
+                    WriteNpy("up_proj_t.weight.npy", {64, 172}, std::vector<float>(64 * 172, 1))};
+  o.select.clear();
+  plan = MakePlan(moe, o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->source.tensors.size(), 2u);
+  EXPECT_FALSE(plan->source.proxy) << plan->source.proxy_reason;
+  plan = MakePlan(Stories(), o);  // the dense model has no [4, 64, 172]
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->source.proxy);
+}
+
+TEST(MakePlan, FullTrainingTakesFloatingCastsOnly) {
+  PlanOptions o = Inference();
+  o.sizing.mode = Mode::kPretrain;
+  absl::StatusOr<Plan> plan = MakePlan(*FindModel("llama-3.1-8b"), o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->options.formats, DefaultPlanFormats(Mode::kPretrain));
+  o.sizing.mode = Mode::kFinetune;
+  o.formats = {"bf16", "int4-g128"};
+  plan = MakePlan(*FindModel("llama-3.1-8b"), o);
+  EXPECT_THAT(plan.status().message(), HasSubstr("--formats int4-g128"));
+  EXPECT_THAT(plan.status().message(), HasSubstr("floating casts"));
+}
+
+TEST(MakePlan, ZeroShardsStatesSoMoreRanksCanHelp) {
+  // One wide layer in pretraining on 16 GB devices: at dp 2 under ZeRO 3 it
+  // does not fit, but more data-parallel ranks shard the states further.
+  ModelConfig m = Stories();
+  m.name = "wide";
+  m.hidden_size = 8192;
+  m.intermediate_size = 65536;
+  m.num_layers = 1;
+  m.num_heads = 1;
+  m.num_kv_heads = 1;
+  m.head_dim = 8192;
+  m.vocab_size = 32;
+  PlanOptions o = Inference({"s:16GB"});
+  o.sizing.mode = Mode::kPretrain;
+  o.sizing.seq = 256;
+  o.sizing.zero = 3;
+  o.sizing.dp = 2;
+  o.formats = {"bf16"};
+  absl::StatusOr<Plan> plan = MakePlan(m, o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const PlanFit& f = plan->candidates[0].fits[0];
+  EXPECT_FALSE(f.report.fits);
+  EXPECT_TRUE(f.possible) << f.reason;
+  EXPECT_GT(f.smallest_share_dp, 2);
+  // Without ZeRO the states are whole on every rank: no number helps.
+  o.sizing.zero = 0;
+  plan = MakePlan(m, o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->candidates[0].fits[0].possible);
 }
 
 TEST(MakePlan, BadOptionsNameTheOption) {

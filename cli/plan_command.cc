@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
 #include "cli/plan_html.h"
@@ -58,15 +59,6 @@ namespace {
 
 enum class Output { kTable, kJson, kCsv };
 
-// Text for a number that may be unknown (NaN) or infinite.
-std::string Percent(double fraction) {
-  if (std::isnan(fraction)) return "-";
-  return std::isinf(fraction) ? "inf" : absl::StrFormat("%.3g%%", 100 * fraction);
-}
-std::string Sqnr(double db) {
-  if (std::isnan(db)) return "-";
-  return std::isinf(db) ? (db > 0 ? "inf" : "-inf") : absl::StrFormat("%.2f", db);
-}
 // Every digit, for CSV; empty when unknown.
 std::string Exact(double v) { return std::isnan(v) ? "" : absl::StrFormat("%.17g", v); }
 std::string Bool(bool b) { return b ? "true" : "false"; }
@@ -111,11 +103,11 @@ std::vector<Row> TableRows(const Plan& plan, size_t d) {
                r.max_seq > 0 ? absl::StrCat(r.max_seq) : "none",
                r.max_batch > 0 ? absl::StrCat(r.max_batch) : "none",
                decode > 0 ? absl::StrFormat("%.1f", decode) : "-",
-               Sqnr(c.sqnr_db()),
-               Percent(c.relative_rmse()),
+               SqnrText(c.sqnr_db()),
+               PercentText(c.relative_rmse()),
                c.error.stats.measured > 0 ? absl::StrFormat("%.3g", c.error.max_abs_error()) : "-",
-               Percent(c.clipped_fraction())};
-    if (overflow) row.push_back(Percent(c.overflow_fraction()));
+               PercentText(c.clipped_fraction())};
+    if (overflow) row.push_back(PercentText(c.overflow_fraction()));
     row.push_back(c.pareto ? "*" : "");
     rows.push_back(std::move(row));
   }
@@ -429,7 +421,17 @@ int PlanCommand(const std::vector<std::string>& argv) {
   progress.reset();
   if (!plan.ok()) return Fail(plan.status());
   if (html) {
-    const std::string page = PlanHtml(*plan, absl::StrCat("lowp plan ", absl::StrJoin(argv, " ")));
+    // The command line as a shell would take it back.
+    std::string command = "lowp plan";
+    for (const std::string& word : argv) {
+      const bool plain = !word.empty() && word.find_first_not_of(
+                                              "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                              "0123456789_./:,=@%+-") == std::string::npos;
+      absl::StrAppend(
+          &command, " ",
+          plain ? word : absl::StrCat("'", absl::StrReplaceAll(word, {{"'", "'\\''"}}), "'"));
+    }
+    const std::string page = PlanHtml(*plan, command);
     AtomicOutput out;
     absl::Status s = out.Open(*html);
     if (s.ok()) {

@@ -16,8 +16,8 @@ namespace lowp::cli {
 // The document. `command` is the command line shown in the report. The
 // output is well-formed XML (XHTML-compatible HTML5: every element closed,
 // attributes quoted, text escaped); each candidate is one
-// <g class="bar" data-format="F"> in the memory chart and one
-// <g class="point" data-format="F"> in the error chart.
+// <g class="bar" data-format="F"> in the memory chart, in the candidates'
+// order, and one <g class="point" data-format="F"> in the error chart.
 std::string PlanHtml(const Plan& plan, const std::string& command);
 
 }  // namespace lowp::cli

@@ -330,6 +330,17 @@ nlohmann::json QuantReportJson(const QuantReport& r, float relative_floor, bool 
   return j;
 }
 
+std::string PercentText(double fraction) {
+  if (std::isnan(fraction)) return "-";
+  return std::isinf(fraction) ? (fraction > 0 ? "inf" : "-inf")
+                              : absl::StrFormat("%.3g%%", 100 * fraction);
+}
+
+std::string SqnrText(double db) {
+  if (std::isnan(db)) return "-";
+  return std::isinf(db) ? (db > 0 ? "inf" : "-inf") : absl::StrFormat("%.2f", db);
+}
+
 absl::StatusOr<std::vector<std::string>> SplitList(const Args& args, absl::string_view name) {
   std::vector<std::string> items;
   std::optional<std::string> text = args.Value(name);

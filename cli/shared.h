@@ -43,6 +43,11 @@ nlohmann::json BytesJson(const Bytes& b);
 nlohmann::json OptionsJson(const SizingOptions& o);
 nlohmann::json SizingReportJson(const SizingReport& r);
 
+// A fraction as a percentage ("0.181%"), a level in dB ("54.84"); "inf",
+// "-inf" when infinite, "-" when unknown (NaN).
+std::string PercentText(double fraction);
+std::string SqnrText(double db);
+
 // One row of `lowp quant-error --json` (its "results" and "aggregates").
 nlohmann::json QuantReportJson(const QuantReport& r, float relative_floor, bool histogram);
 

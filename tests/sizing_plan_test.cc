@@ -44,6 +44,21 @@ ModelConfig Stories() {
   return m;
 }
 
+// One layer of two big matrices and one head: nothing to split but the layer
+// itself (3.2 GB of weights in bf16).
+ModelConfig Wide() {
+  ModelConfig m = Stories();
+  m.name = "wide";
+  m.hidden_size = 8192;
+  m.intermediate_size = 65536;
+  m.num_layers = 1;
+  m.num_heads = 1;
+  m.num_kv_heads = 1;
+  m.head_dim = 8192;
+  m.vocab_size = 32;
+  return m;
+}
+
 PlanOptions Inference(std::vector<std::string> devices = {"h100-sxm"}) {
   PlanOptions o;
   o.sizing.mode = Mode::kInference;
@@ -186,18 +201,9 @@ TEST(MakePlan, TheModelsOwnTensorsAreNoProxy) {
 }
 
 TEST(MakePlan, AFormatThatFitsOnNoNumberOfDevicesIsSaidSo) {
-  // One layer of two big matrices and one head: nothing to split but the
-  // layer itself. On a 4 GB device with 2 GB of buffers, bf16 (3.2 GB of
-  // weights) fits on no number of devices; int4 (0.8 GB) fits on one.
-  ModelConfig m = Stories();
-  m.name = "wide";
-  m.hidden_size = 8192;
-  m.intermediate_size = 65536;
-  m.num_layers = 1;
-  m.num_heads = 1;
-  m.num_kv_heads = 1;
-  m.head_dim = 8192;
-  m.vocab_size = 32;
+  // On a 4 GB device with 2 GB of buffers, bf16 (3.2 GB of weights) fits on
+  // no number of devices; int4 (0.8 GB) fits on one.
+  const ModelConfig m = Wide();
   PlanOptions o = Inference({"small:4GB", "tiny:1GB"});
   o.formats = {"bf16", "int4-g128"};
   o.sizing.seq = 256;
@@ -330,15 +336,7 @@ TEST(MakePlan, FullTrainingTakesFloatingCastsOnly) {
 TEST(MakePlan, ZeroShardsStatesSoMoreRanksCanHelp) {
   // One wide layer in pretraining on 16 GB devices: at dp 2 under ZeRO 3 it
   // does not fit, but more data-parallel ranks shard the states further.
-  ModelConfig m = Stories();
-  m.name = "wide";
-  m.hidden_size = 8192;
-  m.intermediate_size = 65536;
-  m.num_layers = 1;
-  m.num_heads = 1;
-  m.num_kv_heads = 1;
-  m.head_dim = 8192;
-  m.vocab_size = 32;
+  const ModelConfig m = Wide();
   PlanOptions o = Inference({"s:16GB"});
   o.sizing.mode = Mode::kPretrain;
   o.sizing.seq = 256;

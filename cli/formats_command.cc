@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/capture.h"
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "formats/format.h"
@@ -66,7 +67,7 @@ int FormatsCommand(const std::vector<std::string>& argv) {
   if (args->Has("json")) {
     nlohmann::json all = nlohmann::json::array();
     for (const Format& f : Catalog()) all.push_back(ToJson(f));
-    std::printf("%s\n", all.dump(2).c_str());
+    EmitJson(all);
     return 0;
   }
   std::vector<Row> rows = {{"name", "bits", "sign", "exp", "man", "bias", "specials", "max",

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "cli/capture.h"
 #include "cli/commands.h"
 #include "cli/plan_html.h"
 #include "cli/shared.h"
@@ -335,8 +336,11 @@ nlohmann::json PlanJson(const Plan& plan) {
         fj["max_seq"] = r.max_seq;
         fj["max_batch"] = r.max_batch;
         fj["bytes_read_per_step"] = r.bytes_read_per_step;
-        fj["decode_tokens_per_s_per_sequence"] = Known(r.decode_tokens_per_s_per_sequence);
-        fj["decode_tokens_per_s"] = Known(r.decode_tokens_per_s);
+        // Only for inference that fits, as the table (lowp size gives the
+        // bound for any layout).
+        const double decode = Decode(plan, f);
+        fj["decode_tokens_per_s_per_sequence"] = Known(decode);
+        fj["decode_tokens_per_s"] = Known(decode * static_cast<double>(plan.options.sizing.batch));
       }
       if (f.smallest_share_bytes > 0) {
         fj["smallest_share"] = {{"dp", f.smallest_share_dp},
@@ -443,7 +447,7 @@ int PlanCommand(const std::vector<std::string>& argv) {
   }
   switch (output) {
     case Output::kJson:
-      std::printf("%s\n", PlanJson(*plan).dump(2).c_str());
+      EmitJson(PlanJson(*plan));
       break;
     case Output::kCsv:
       PrintCsv(CsvRows(*plan));

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cli/capture.h"
 #include "cli/commands.h"
 #include "cli/shared.h"
 #include "cli/table.h"
@@ -159,7 +160,7 @@ void PrintReports(const std::vector<QuantReport>& reports,
       j["aggregates"].push_back(QuantReportJson(r, options.relative_floor, options.histogram));
     }
     j["skipped"] = skipped;
-    std::printf("%s\n", j.dump(2).c_str());
+    EmitJson(j);
     return;
   }
   std::vector<Row> rows = {kReportHeader};
@@ -223,7 +224,7 @@ int SchemesCommand(const std::vector<std::string>& argv) {
       j["bits_per_weight_4096x4096"] = bits;
       all.push_back(j);
     }
-    std::printf("%s\n", all.dump(2).c_str());
+    EmitJson(all);
     return 0;
   }
   for (const SchemeFamily& f : SchemeFamilies()) {
@@ -246,7 +247,7 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = Args::Parse(argv, {"scheme", "tensors", "relative-floor", "threads"},
                                           {"json", "csv", "histogram", "summary", "quiet"});
   if (!args.ok()) return Fail(args.status());
-  if (args->positional().empty()) {
+  if (args->positional().empty() && !HasCapturedTensors()) {
     return Fail(absl::InvalidArgumentError("quant-error needs input files; see --help"));
   }
   absl::StatusOr<Output> output = ParseOutput(*args);
@@ -255,7 +256,7 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
   if (!options.ok()) return Fail(options.status());
   absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> schemes = ParseSchemes(*args);
   if (!schemes.ok()) return Fail(schemes.status());
-  absl::StatusOr<TensorSet> set = TensorSet::OpenAll(args->positional());
+  absl::StatusOr<TensorSet> set = OpenInputs(args->positional());
   if (!set.ok()) return Fail(set.status());
   options->release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
   absl::StatusOr<std::vector<const TensorView*>> selected =
@@ -394,7 +395,7 @@ int RangeCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args =
       Args::Parse(argv, {"formats", "fraction", "tensors", "threads"}, {"json", "csv", "quiet"});
   if (!args.ok()) return Fail(args.status());
-  if (args->positional().empty()) {
+  if (args->positional().empty() && !HasCapturedTensors()) {
     return Fail(absl::InvalidArgumentError("range needs input files; see --help"));
   }
   absl::StatusOr<Output> output = ParseOutput(*args);
@@ -417,7 +418,7 @@ int RangeCommand(const std::vector<std::string>& argv) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--formats: ", f.status().message())));
     formats.push_back(*f);
   }
-  absl::StatusOr<TensorSet> set = TensorSet::OpenAll(args->positional());
+  absl::StatusOr<TensorSet> set = OpenInputs(args->positional());
   if (!set.ok()) return Fail(set.status());
   options.release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
   absl::StatusOr<std::vector<const TensorView*>> selected =
@@ -467,7 +468,7 @@ int RangeCommand(const std::vector<std::string>& argv) {
       j["results"].push_back(row);
     }
     j["skipped"] = skipped;
-    std::printf("%s\n", j.dump(2).c_str());
+    EmitJson(j);
     return 0;
   }
   auto opt = [](const std::optional<int>& k) { return k ? std::to_string(*k) : std::string("-"); };

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cli/capture.h"
 #include "cli/commands.h"
 #include "cli/shared.h"
 #include "cli/table.h"
@@ -333,7 +334,7 @@ int SizeCommand(const std::vector<std::string>& argv) {
         row["decode_tokens_per_s_per_sequence"] = JsonNumber(r.decode_tokens_per_s_per_sequence);
         j["rows"].push_back(row);
       }
-      std::printf("%s\n", j.dump(2).c_str());
+      EmitJson(j);
       return 0;
     }
     if (args->Has("csv")) {
@@ -355,7 +356,7 @@ int SizeCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<SizingReport> report = EstimateMemory(*model, options, *device);
   if (!report.ok()) return Fail(report.status());
   if (args->Has("json")) {
-    std::printf("%s\n", SizingReportJson(*report).dump(2).c_str());
+    EmitJson(SizingReportJson(*report));
   } else if (args->Has("csv")) {
     PrintCsv(ComponentRows(*report, /*csv=*/true));
   } else {
@@ -374,7 +375,7 @@ int DevicesCommand(const std::vector<std::string>& argv) {
   if (args->Has("json")) {
     nlohmann::json all = nlohmann::json::array();
     for (const Device& d : DeviceCatalog()) all.push_back(DeviceJson(d));
-    std::printf("%s\n", all.dump(2).c_str());
+    EmitJson(all);
     return 0;
   }
   std::vector<Row> rows = {{"name", "description", "memory GB (10^9 B)", "memory GiB (2^30 B)",

@@ -154,6 +154,24 @@ absl::StatusOr<TensorSet> TensorSet::OpenAll(const std::vector<std::string>& pat
   return all;
 }
 
+absl::StatusOr<TensorSet> TensorSet::FromViews(std::vector<TensorView> views) {
+  TensorSet set;
+  std::set<std::string> names;
+  for (const TensorView& v : views) {
+    if (!names.insert(v.name).second) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor \"", v.name, "\" is given twice"));
+    }
+    absl::StatusOr<int64_t> elements = ShapeElements(v.shape, v.name);
+    if (!elements.ok()) return elements.status();
+    if (v.bytes.size() != static_cast<uint64_t>(*elements) * DTypeBytes(v.dtype)) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor \"", v.name, "\": ", v.bytes.size(),
+                                                     " bytes do not hold its shape and dtype"));
+    }
+  }
+  set.tensors_ = std::move(views);
+  return set;
+}
+
 void TensorSet::Release(const TensorView& tensor) const { Release(tensor.bytes); }
 
 void TensorSet::Release(std::span<const uint8_t> bytes) const {

@@ -28,6 +28,10 @@ class TensorSet {
   static absl::StatusOr<TensorSet> Open(const std::string& path);
   // Several paths into one set; a tensor name seen twice is an error.
   static absl::StatusOr<TensorSet> OpenAll(const std::vector<std::string>& paths);
+  // Tensors in memory the caller keeps alive (a NumPy array, say): no file
+  // behind them, Release leaves them alone. A name seen twice, or bytes that
+  // do not match the dtype and shape, is InvalidArgument.
+  static absl::StatusOr<TensorSet> FromViews(std::vector<TensorView> views);
 
   TensorSet(TensorSet&&) noexcept;
   TensorSet& operator=(TensorSet&&) noexcept;

@@ -1,0 +1,61 @@
+#include "cli/capture.h"
+
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lowp::cli {
+namespace {
+
+struct Capture {
+  std::optional<nlohmann::json> json;
+  absl::Status status;
+  std::optional<std::vector<TensorView>> tensors;
+};
+
+thread_local Capture* current = nullptr;
+
+}  // namespace
+
+absl::StatusOr<nlohmann::json> RunForJson(Command command, std::vector<std::string> argv,
+                                          std::optional<std::vector<TensorView>> tensors) {
+  Capture capture;
+  capture.tensors = std::move(tensors);
+  argv.push_back("--json");
+  Capture* const outer = current;
+  current = &capture;
+  const int code = command(argv);
+  current = outer;
+  if (!capture.status.ok()) return capture.status;
+  if (code != 0 || !capture.json) {
+    return absl::InternalError("the command ended without a result");
+  }
+  return *std::move(capture.json);
+}
+
+void EmitJson(const nlohmann::json& j) {
+  if (current != nullptr) {
+    current->json = j;
+    return;
+  }
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
+bool HasCapturedTensors() { return current != nullptr && current->tensors.has_value(); }
+
+absl::StatusOr<TensorSet> OpenInputs(const std::vector<std::string>& paths) {
+  if (HasCapturedTensors()) return TensorSet::FromViews(*current->tensors);
+  return TensorSet::OpenAll(paths);
+}
+
+int Fail(const absl::Status& status) {
+  if (current != nullptr) {
+    current->status = status;
+    return 1;
+  }
+  std::fprintf(stderr, "lowp: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+}  // namespace lowp::cli

@@ -1,0 +1,53 @@
+"""lowp: low-precision numerics for large-model work.
+
+The C++ library's bindings. Every result is the library's: conversions run
+its SIMD kernels, and the reports are the `lowp` commands' JSON as dicts, with
+the same fields (see `lowp CMD --help` and docs/). Keyword arguments of
+`quant_error`, `range_study`, `size` and `plan` are the command's options,
+with underscores for dashes (`compare_formats=True`, `relative_floor=1e-4`);
+lists become comma-separated values.
+
+    import numpy as np, lowp
+    codes = lowp.convert(np.float32([0.1, 300.0]), "fp8_e4m3fn")  # uint8 codes
+    lowp.decode(codes, "fp8_e4m3fn")                               # float32 values
+    lowp.quant_error(weights, "int4-g128")["aggregates"][0]["sqnr_db"]
+    lowp.size(model="llama-3.1-70b", mode="inference", weights="int4-g128")
+"""
+
+from ._lowp import (  # noqa: F401
+    bundled_checkpoint,
+    convert,
+    decode,
+    devices,
+    formats,
+    plan,
+    quant_error,
+    quantize,
+    range_study,
+    read_tensors,
+    schemes,
+    size,
+)
+
+
+def fake_quant(values, fmt, **options):
+    """The values rounded to format `fmt` and read back, as float32:
+    decode(convert(values, fmt, **options), fmt)."""
+    return decode(convert(values, fmt, **options), fmt)
+
+
+__all__ = [
+    "bundled_checkpoint",
+    "convert",
+    "decode",
+    "devices",
+    "fake_quant",
+    "formats",
+    "plan",
+    "quant_error",
+    "quantize",
+    "range_study",
+    "read_tensors",
+    "schemes",
+    "size",
+]

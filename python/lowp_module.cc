@@ -1,0 +1,409 @@
+// lowp._lowp: the C++ library for Python (pybind11). Every result is what
+// the library computes, never a reimplementation: conversions run the SIMD
+// kernels, and the reports (formats, quant_error, range_study, size, plan)
+// are the `lowp` commands' JSON, run in-process through cli/capture.h, so
+// they carry the same fields and the same checks of their options.
+//
+// NumPy inputs are read in place when their dtype and layout allow (float32,
+// float16 or float64 and C-contiguous); kernels run with the GIL released.
+// Errors raise ValueError (bad input or options) or OSError (files), with
+// the library's message.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "cli/capture.h"
+#include "cli/commands.h"
+#include "formats/format.h"
+#include "formats/packing.h"
+#include "formats/reference.h"
+#include "kernels/convert.h"
+#include "nlohmann/json.hpp"
+#include "quant/measure.h"
+#include "quant/scheme.h"
+#include "quant/tensor.h"
+#include "quant/tensor_set.h"
+#include "sizing/plan.h"
+
+namespace py = pybind11;
+
+namespace lowp {
+namespace {
+
+// InvalidArgument and its kin are the caller's input: ValueError; the rest
+// (files not found, unreadable, unwritable) OSError.
+[[noreturn]] void Raise(const absl::Status& status) {
+  const std::string message(status.message());
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kUnimplemented:
+      throw py::value_error(message);
+    default:
+      PyErr_SetString(PyExc_OSError, message.c_str());
+      throw py::error_already_set();
+  }
+}
+
+void Check(const absl::Status& status) {
+  if (!status.ok()) Raise(status);
+}
+
+template <typename T>
+T Value(absl::StatusOr<T> value) {
+  if (!value.ok()) Raise(value.status());
+  return *std::move(value);
+}
+
+// JSON to Python through the json module: ints stay exact, null is None.
+py::object ToPython(const nlohmann::json& j) {
+  return py::module_::import("json").attr("loads")(j.dump());
+}
+
+// Keyword arguments as the command line's options: name_with_underscores
+// -> --name-with-underscores; True -> a flag, False or None -> nothing; a
+// list or tuple -> comma-separated; anything else -> str().
+std::vector<std::string> Options(const py::kwargs& kwargs) {
+  std::vector<std::string> argv;
+  for (const auto& [key, value] : kwargs) {
+    const std::string name = "--" + absl::StrReplaceAll(py::cast<std::string>(key), {{"_", "-"}});
+    if (value.is_none()) continue;
+    if (py::isinstance<py::bool_>(value)) {
+      if (py::cast<bool>(value)) argv.push_back(name);
+      continue;
+    }
+    argv.push_back(name);
+    if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+      std::vector<std::string> items;
+      for (const py::handle item : value) items.push_back(py::str(item));
+      argv.push_back(absl::StrJoin(items, ","));
+    } else {
+      argv.push_back(py::str(value));
+    }
+  }
+  return argv;
+}
+
+nlohmann::json RunCommand(cli::Command command, std::vector<std::string> argv,
+                          std::optional<std::vector<TensorView>> tensors = {}) {
+  absl::StatusOr<nlohmann::json> j;
+  {
+    py::gil_scoped_release release;
+    j = cli::RunForJson(command, std::move(argv), std::move(tensors));
+  }
+  return Value(std::move(j));
+}
+
+// A NumPy array as a tensor, read in place when it is float32, float16 or
+// float64 and C-contiguous; otherwise a float32 copy kept in `keep`.
+TensorView ArrayView(const std::string& name, py::array array, std::vector<py::array>& keep) {
+  DType dtype;
+  if (py::isinstance<py::array_t<float>>(array)) {
+    dtype = DType::kF32;
+  } else if (py::isinstance<py::array_t<double>>(array)) {
+    dtype = DType::kF64;
+  } else if (array.dtype().kind() == 'f' && array.dtype().itemsize() == 2) {
+    dtype = DType::kF16;
+  } else {
+    array = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(array);
+    if (!array) throw py::value_error(absl::StrCat(name, ": not convertible to float32"));
+    dtype = DType::kF32;
+  }
+  if (!(array.flags() & py::array::c_style)) {
+    array = py::array::ensure(array, py::array::c_style);
+  }
+  keep.push_back(array);
+  TensorView view;
+  view.name = name;
+  view.dtype = dtype;
+  view.shape.assign(array.shape(), array.shape() + array.ndim());
+  view.bytes = std::span<const uint8_t>(static_cast<const uint8_t*>(array.data()),
+                                        static_cast<size_t>(array.nbytes()));
+  view.file = "(array)";
+  return view;
+}
+
+// The input of quant_error and range_study: a path, a list of paths, an
+// array, or a dict of name -> array. Files go on the command line; arrays
+// are passed in memory.
+std::optional<std::vector<TensorView>> Inputs(const py::object& data,
+                                              std::vector<std::string>& argv,
+                                              std::vector<py::array>& keep) {
+  if (py::isinstance<py::array>(data)) {
+    return std::vector<TensorView>{ArrayView("array", data, keep)};
+  }
+  if (py::isinstance<py::dict>(data)) {
+    std::vector<TensorView> views;
+    for (const auto& [name, array] : py::cast<py::dict>(data)) {
+      views.push_back(ArrayView(py::str(name), py::array::ensure(array), keep));
+    }
+    return views;
+  }
+  if (py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data)) {
+    for (const py::handle path : data) argv.push_back(py::str(path));
+  } else {
+    argv.push_back(py::str(data));  // str or os.PathLike
+  }
+  return std::nullopt;
+}
+
+py::object QuantError(const py::object& data, const py::object& scheme, const py::kwargs& kwargs) {
+  std::vector<std::string> argv = Options(kwargs);
+  py::dict with_scheme;
+  with_scheme["scheme"] = scheme;
+  for (const std::string& s : Options(py::kwargs(with_scheme))) argv.push_back(s);
+  std::vector<py::array> keep;
+  std::optional<std::vector<TensorView>> tensors = Inputs(data, argv, keep);
+  return ToPython(RunCommand(cli::QuantErrorCommand, std::move(argv), std::move(tensors)));
+}
+
+py::object RangeStudy(const py::object& data, const py::kwargs& kwargs) {
+  std::vector<std::string> argv = Options(kwargs);
+  std::vector<py::array> keep;
+  std::optional<std::vector<TensorView>> tensors = Inputs(data, argv, keep);
+  return ToPython(RunCommand(cli::RangeCommand, std::move(argv), std::move(tensors)));
+}
+
+ConvertOptions ReadConvertOptions(const std::optional<std::string>& rounding,
+                                  const std::optional<std::string>& overflow,
+                                  const std::optional<std::string>& subnormals,
+                                  const std::optional<std::string>& nan, uint64_t seed) {
+  ConvertOptions o;
+  if (rounding) o.rounding = Value(ParseRounding(*rounding));
+  if (overflow) o.overflow = Value(ParseOverflow(*overflow));
+  if (subnormals) o.subnormals = Value(ParseSubnormals(*subnormals));
+  if (nan) o.nan = Value(ParseNanPolicy(*nan));
+  o.seed = seed;
+  return o;
+}
+
+// The NumPy dtype that holds one code of `f` unpacked.
+py::dtype CodeDtype(const Format& f) {
+  if (f.bits <= 8) return py::dtype::of<uint8_t>();
+  if (f.bits <= 16) return py::dtype::of<uint16_t>();
+  return py::dtype::of<uint32_t>();
+}
+
+// float32 or float16 values -> codes of `to`, one per element (uint8,
+// uint16 or uint32 by the format's width), or with packed=True in the
+// storage layout (4-bit codes two per byte, low nibble first; uint8).
+py::array Convert(py::array values, const std::string& to, std::optional<std::string> rounding,
+                  std::optional<std::string> overflow, std::optional<std::string> subnormals,
+                  std::optional<std::string> nan, uint64_t seed, bool packed) {
+  const Format format = Value(FindFormat(to));
+  const ConvertOptions options = ReadConvertOptions(rounding, overflow, subnormals, nan, seed);
+  const bool half = values.dtype().kind() == 'f' && values.dtype().itemsize() == 2;
+  if (!half && !py::isinstance<py::array_t<float>>(values)) {
+    throw py::value_error(absl::StrCat(
+        "convert takes float32 or float16 values (got ", std::string(py::str(values.dtype())),
+        "); convert explicitly first, e.g. .astype(np.float32), knowing that "
+        "float64 would then be rounded twice"));
+  }
+  values = py::array::ensure(values, py::array::c_style);
+  const size_t n = static_cast<size_t>(values.size());
+  const size_t storage = StorageBytes(format, n);
+  std::vector<py::ssize_t> shape(values.shape(), values.shape() + values.ndim());
+  const bool nibbles = format.storage_bits() == 4;
+  // Packed nibbles: the storage itself. Unpacked nibbles: staged storage,
+  // unpacked into one byte per code below. Wider codes: written in place.
+  py::array out = nibbles && packed
+                      ? py::array(py::dtype::of<uint8_t>(),
+                                  std::vector<py::ssize_t>{static_cast<py::ssize_t>(storage)})
+                      : py::array(CodeDtype(format), shape);
+  std::vector<uint8_t> staging(nibbles && !packed ? storage : 0);
+  std::span<uint8_t> bytes = staging.empty()
+                                 ? std::span<uint8_t>(static_cast<uint8_t*>(out.mutable_data()),
+                                                      static_cast<size_t>(out.nbytes()))
+                                 : std::span<uint8_t>(staging);
+  absl::Status status;
+  {
+    py::gil_scoped_release release;
+    if (half) {
+      const Format from = *FindFormat("fp16");
+      status = EncodeArray16(
+          from, std::span<const uint16_t>(static_cast<const uint16_t*>(values.data()), n), format,
+          bytes, options);
+    } else {
+      status =
+          EncodeArray(format, std::span<const float>(static_cast<const float*>(values.data()), n),
+                      bytes, options);
+    }
+    if (status.ok() && !staging.empty()) {
+      std::vector<uint32_t> codes;
+      status = UnpackCodes(format, staging, 0, &codes);
+      uint8_t* dst = static_cast<uint8_t*>(out.mutable_data());
+      for (size_t i = 0; i < n && status.ok(); ++i) dst[i] = static_cast<uint8_t>(codes[i]);
+    }
+  }
+  Check(status);
+  return out;
+}
+
+// Codes of `fmt` -> float32 values, exactly. Unpacked codes come one per
+// element in an unsigned integer array wide enough for the format; packed
+// (4-bit formats only) as the storage layout with `count` codes.
+py::array Decode(py::array codes, const std::string& fmt, bool packed,
+                 std::optional<size_t> count) {
+  const Format format = Value(FindFormat(fmt));
+  const bool nibbles = format.storage_bits() == 4;
+  if (codes.dtype().kind() != 'u') {
+    throw py::value_error(absl::StrCat("decode takes unsigned integer codes (got ",
+                                       std::string(py::str(codes.dtype())), ")"));
+  }
+  codes = py::array::ensure(codes, py::array::c_style);
+  std::vector<py::ssize_t> shape(codes.shape(), codes.shape() + codes.ndim());
+  const size_t itemsize = static_cast<size_t>(codes.itemsize());
+  std::vector<uint8_t> storage;
+  std::span<const uint8_t> bytes(static_cast<const uint8_t*>(codes.data()),
+                                 static_cast<size_t>(codes.nbytes()));
+  size_t n = static_cast<size_t>(codes.size());
+  if (packed) {
+    if (!nibbles || itemsize != 1) {
+      throw py::value_error("packed=True is for 4-bit formats, codes as uint8 storage bytes");
+    }
+    n = count.value_or(2 * bytes.size());
+    if (StorageBytes(format, n) != bytes.size()) {
+      throw py::value_error(absl::StrCat(count.value_or(0), " codes do not fill ", bytes.size(),
+                                         " bytes of storage"));
+    }
+    shape = {static_cast<py::ssize_t>(n)};
+  } else if (nibbles || itemsize * 8 != static_cast<size_t>(format.storage_bits())) {
+    // Repack one code per element into the storage layout.
+    std::vector<uint32_t> values(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t v = 0;
+      std::memcpy(&v, bytes.data() + i * itemsize, itemsize);
+      if (v > format.code_mask()) {
+        throw py::value_error(absl::StrCat("code ", v, " at index ", i, " is wider than ",
+                                           format.name, "'s ", format.bits, " bits"));
+      }
+      values[i] = static_cast<uint32_t>(v);
+    }
+    PackCodes(format, values, &storage);
+    bytes = storage;
+  }
+  py::array_t<float> out(shape);
+  absl::Status status;
+  {
+    py::gil_scoped_release release;
+    status =
+        DecodeArray(format, bytes, std::span<float>(static_cast<float*>(out.mutable_data()), n));
+  }
+  Check(status);
+  return out;
+}
+
+// An array quantized by `scheme` and dequantized (what `lowp quantize`
+// writes), as float32 of the same shape; rows are the last axis.
+py::array Quantize(const py::array& data, const std::string& scheme_name) {
+  std::unique_ptr<Scheme> scheme = Value(ParseScheme(scheme_name));
+  std::vector<py::array> keep;
+  const TensorView view = ArrayView("array", data, keep);
+  py::array_t<float> out(std::vector<py::ssize_t>(view.shape.begin(), view.shape.end()));
+  float* dst = static_cast<float*>(out.mutable_data());
+  absl::Status status;
+  {
+    py::gil_scoped_release release;
+    size_t done = 0;
+    QuantReport report;
+    status = QuantizeTensor(
+        view, *scheme, {},
+        [&](std::span<const float> values) {
+          std::memcpy(dst + done, values.data(), values.size() * sizeof(float));
+          done += values.size();
+          return absl::OkStatus();
+        },
+        &report);
+  }
+  Check(status);
+  return out;
+}
+
+// Every floating tensor of a checkpoint as float32 (exact for fp8, fp16,
+// bf16, float32), by name; `tensors` takes globs.
+py::dict ReadTensors(const py::object& path, const std::string& tensors) {
+  const TensorSet set = Value(TensorSet::Open(py::str(path)));
+  py::dict out;
+  for (const TensorView& t : set.tensors()) {
+    if (!IsFloating(t.dtype) || !MatchesPattern(tensors, t.name)) continue;
+    py::array_t<float> a(std::vector<py::ssize_t>(t.shape.begin(), t.shape.end()));
+    absl::Status status;
+    {
+      py::gil_scoped_release release;
+      status = ReadAsFloat32(
+          t, 0,
+          std::span<float>(static_cast<float*>(a.mutable_data()), static_cast<size_t>(a.size())));
+    }
+    Check(status);
+    out[py::str(t.name)] = a;
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace lowp
+
+PYBIND11_MODULE(_lowp, m) {
+  using namespace lowp;
+  m.doc() = "lowp: low-precision numerics for large-model work (the C++ library's bindings)";
+  m.def(
+      "formats", [] { return ToPython(RunCommand(cli::FormatsCommand, {})); },
+      "The format catalog: `lowp formats --json`.");
+  m.def(
+      "schemes", [] { return ToPython(RunCommand(cli::SchemesCommand, {})); },
+      "The quantization schemes: `lowp schemes --json`.");
+  m.def(
+      "devices", [] { return ToPython(RunCommand(cli::DevicesCommand, {})); },
+      "The device catalog: `lowp devices --json`.");
+  m.def("convert", &Convert, py::arg("values"), py::arg("to"), py::kw_only(),
+        py::arg("rounding") = py::none(), py::arg("overflow") = py::none(),
+        py::arg("subnormals") = py::none(), py::arg("nan") = py::none(), py::arg("seed") = 0,
+        py::arg("packed") = false,
+        "float32 or float16 values -> codes of format `to` (uint8/uint16/uint32, one per "
+        "element; packed=True: 4-bit codes two per byte).");
+  m.def("decode", &Decode, py::arg("codes"), py::arg("fmt"), py::kw_only(),
+        py::arg("packed") = false, py::arg("count") = py::none(),
+        "Codes of format `fmt` -> float32 values, exactly.");
+  m.def("quant_error", &QuantError, py::arg("data"), py::arg("scheme"),
+        "`lowp quant-error --json` on a checkpoint path (or list of paths), an array, or a "
+        "dict of arrays; keyword arguments are the command's options (tensors='*.q_proj*', "
+        "summary=True, relative_floor=1e-3, histogram=True, threads=0).");
+  m.def("range_study", &RangeStudy, py::arg("data"),
+        "`lowp range --json` on a checkpoint path, an array or a dict of arrays (formats=[...], "
+        "fraction=0.999, tensors=...).");
+  m.def("quantize", &Quantize, py::arg("array"), py::arg("scheme"),
+        "The array quantized by `scheme` and dequantized, as float32.");
+  m.def(
+      "size",
+      [](const py::kwargs& kwargs) {
+        return ToPython(RunCommand(cli::SizeCommand, Options(kwargs)));
+      },
+      "`lowp size --json` with the command's options as keyword arguments (model=..., "
+      "mode=..., device=..., seq=..., compare_formats=True, ...).");
+  m.def(
+      "plan",
+      [](const py::kwargs& kwargs) {
+        return ToPython(RunCommand(cli::PlanCommand, Options(kwargs)));
+      },
+      "`lowp plan --json` with the command's options as keyword arguments (model=..., "
+      "mode=..., formats=[...], device=[...], tensors=[paths], html='report.html', ...).");
+  m.def(
+      "bundled_checkpoint", [] { return Value(BundledCheckpoint()); },
+      "Path of the bundled real checkpoint (stories260K in float32; $LOWP_DATA_DIR overrides).");
+  m.def("read_tensors", &ReadTensors, py::arg("path"), py::arg("tensors") = "",
+        "The floating tensors of a checkpoint as float32 arrays, by name (tensors: globs).");
+}

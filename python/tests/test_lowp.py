@@ -1,0 +1,234 @@
+"""The Python bindings against the `lowp` command's JSON (the same fields, the
+same numbers) and against NumPy where NumPy has the format (float16).
+
+Run by ctest (python.pytest) with PYTHONPATH at the built package, LOWP_CLI
+at the command and LOWP_TEST_DATA at tests/data.
+"""
+
+import json
+import os
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import lowp
+
+CLI = os.environ.get("LOWP_CLI", "lowp")
+DATA = os.environ.get("LOWP_TEST_DATA", os.path.join(os.path.dirname(__file__), "../../tests/data"))
+STORIES = os.path.join(DATA, "stories260K", "stories260K.f32.safetensors")
+STORIES_BF16 = os.path.join(DATA, "stories260K", "stories260K.bf16.safetensors")
+
+
+def cli_json(*args):
+    out = subprocess.run([CLI, *map(str, args), "--json"], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def bits16(a):
+    return np.asarray(a).view(np.uint16)
+
+
+# ------------------------------------------------------------ the catalogs
+
+
+def test_catalogs_are_the_commands_json():
+    assert lowp.formats() == cli_json("formats")
+    assert lowp.schemes() == cli_json("schemes")
+    assert lowp.devices() == cli_json("devices")
+
+
+# ------------------------------------------------------------ conversions
+
+
+def fp16_inputs():
+    """Every float16 boundary: each float16 value and the float32 values next
+    to each midpoint between neighbours, plus random float32 bits."""
+    halves = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    finite = np.sort(halves[np.isfinite(halves)].astype(np.float32))
+    mid = ((finite[1:].astype(np.float64) + finite[:-1]) / 2).astype(np.float32)
+    near = np.concatenate([mid, np.nextafter(mid, np.float32(np.inf)), np.nextafter(mid, np.float32(-np.inf))])
+    rng = np.random.default_rng(1)
+    noise = rng.integers(0, 1 << 32, size=1 << 20, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    specials = np.float32([0.0, -0.0, np.inf, -np.inf, 65504, 65520, -65520, 65519.996, 1e-8, 2.0**-25, 2.0**-24])
+    return np.concatenate([finite, near, noise, specials])
+
+
+def test_convert_to_fp16_is_numpys_cast_bit_for_bit():
+    x = fp16_inputs()
+    ours = lowp.convert(x, "fp16")
+    assert ours.dtype == np.uint16 and ours.shape == x.shape
+    with np.errstate(over="ignore"):
+        theirs = bits16(x.astype(np.float16))
+    nan = np.isnan(x)
+    np.testing.assert_array_equal(ours[~nan], theirs[~nan])
+    assert np.all(np.isnan(ours[nan].view(np.float16)))
+
+
+def test_decode_fp16_is_numpys_widening_for_every_code():
+    codes = np.arange(1 << 16, dtype=np.uint16)
+    ours = lowp.decode(codes, "fp16")
+    theirs = codes.view(np.float16).astype(np.float32)
+    assert ours.dtype == np.float32
+    np.testing.assert_array_equal(ours.view(np.uint32), theirs.view(np.uint32))
+
+
+def test_fp16_inputs_go_through_without_float32():
+    h = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    # fp16 -> bf16 directly equals fp16 -> float32 (exact) -> bf16.
+    np.testing.assert_array_equal(lowp.convert(h, "bf16"), lowp.convert(h.astype(np.float32), "bf16"))
+
+
+def test_fake_quant_is_decode_of_convert_and_options_apply():
+    x = np.float32([0.1, 300.0, 1e6, -2.5, 1e-9])
+    np.testing.assert_array_equal(lowp.fake_quant(x, "bf16"), lowp.decode(lowp.convert(x, "bf16"), "bf16"))
+    e4m3 = lowp.fake_quant(x, "fp8_e4m3fn")
+    assert np.isnan(e4m3[2])  # fn default: overflow to NaN
+    assert lowp.fake_quant(x, "fp8_e4m3fn", overflow="saturate")[2] == 448
+    a = lowp.fake_quant(np.full(4096, 0.1, np.float32), "bf16", rounding="stochastic", seed=7)
+    b = lowp.fake_quant(np.full(4096, 0.1, np.float32), "bf16", rounding="stochastic", seed=7)
+    np.testing.assert_array_equal(a, b)
+    assert len(np.unique(a)) == 2  # both neighbours of 0.1 drawn
+    assert abs(float(a.astype(np.float64).mean()) - 0.1) < 1e-4
+
+
+def test_packed_nibbles_round_trip_and_shapes():
+    x = np.linspace(-6, 6, 25, dtype=np.float32).reshape(5, 5)
+    codes = lowp.convert(x, "fp4_e2m1fn")
+    assert codes.dtype == np.uint8 and codes.shape == (5, 5) and codes.max() <= 15
+    packed = lowp.convert(x, "fp4_e2m1fn", packed=True)
+    assert packed.shape == (13,)
+    np.testing.assert_array_equal(packed[0] & 0xF, codes.flat[0])
+    np.testing.assert_array_equal(packed[0] >> 4, codes.flat[1])
+    back = lowp.decode(packed, "fp4_e2m1fn", packed=True, count=25)
+    np.testing.assert_array_equal(back, lowp.decode(codes, "fp4_e2m1fn").ravel())
+
+
+def test_noncontiguous_inputs_and_wide_codes():
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)[:, ::2]
+    np.testing.assert_array_equal(lowp.fake_quant(x, "fp32"), x)
+    codes = lowp.convert(np.float32([1.0]), "fp32")
+    assert codes.dtype == np.uint32 and codes[0] == 0x3F800000
+
+
+# ------------------------------------------------------------ reports = the CLI's JSON
+
+
+def test_quant_error_on_a_file_is_the_commands_json():
+    ours = lowp.quant_error(STORIES, ["int4-g128", "nf4"], tensors="*q_proj*")
+    assert ours == cli_json("quant-error", STORIES, "--scheme", "int4-g128,nf4", "--tensors", "*q_proj*")
+    assert len(ours["results"]) == 10 and len(ours["aggregates"]) == 2
+
+
+def test_quant_error_and_range_on_arrays_are_the_commands_on_npy(tmp_path):
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((96, 160)) * 0.02).astype(np.float32)
+    path = tmp_path / "w.npy"
+    np.save(path, w)
+    q = lowp.quant_error({"w": w}, "int4-g128", histogram=True)
+    cli = cli_json("quant-error", path, "--scheme", "int4-g128", "--histogram")
+    for row in q["results"]:
+        row.pop("dtype")
+    for row in cli["results"]:
+        row.pop("dtype")
+    assert q == cli
+    r = lowp.range_study({"w": w}, formats=["fp16", "fp8_e4m3fn"])
+    assert r == cli_json("range", path, "--formats", "fp16,fp8_e4m3fn")
+    # An array alone is the tensor "array"; float64 and float16 are read as they are.
+    assert lowp.quant_error(w, "bf16")["results"][0]["tensor"] == "array"
+    assert lowp.quant_error(w.astype(np.float64), "bf16")["results"][0]["dtype"] == "F64"
+    assert lowp.quant_error(w.astype(np.float16), "bf16")["results"][0]["dtype"] == "F16"
+
+
+def test_quantize_is_what_the_command_writes(tmp_path):
+    rng = np.random.default_rng(2)
+    w = (rng.standard_normal((64, 256)) * 0.05).astype(np.float32)
+    np.save(tmp_path / "w.npy", w)
+    out = tmp_path / "q.safetensors"
+    subprocess.run([CLI, "quantize", str(tmp_path / "w.npy"), "--scheme", "nf4", "--out", str(out)],
+                   check=True, capture_output=True)
+    ours = lowp.quantize(w, "nf4")
+    assert ours.shape == w.shape and ours.dtype == np.float32
+    np.testing.assert_array_equal(ours, lowp.read_tensors(out)["w"])
+    sqnr = lowp.quant_error(w, "nf4")["aggregates"][0]["sqnr_db"]
+    assert abs(10 * np.log10((w.astype(np.float64) ** 2).sum() / ((ours - w).astype(np.float64) ** 2).sum()) - sqnr) < 1e-9
+
+
+def test_read_tensors_reads_the_checkpoints():
+    f32 = lowp.read_tensors(STORIES)
+    bf16 = lowp.read_tensors(STORIES_BF16, "*")
+    assert len(f32) == 48 and sum(a.size for a in f32.values()) == 292_800
+    # The bf16 file is the f32 file rounded to nearest even.
+    for name, a in f32.items():
+        np.testing.assert_array_equal(lowp.fake_quant(a, "bf16"), bf16[name])
+
+
+def test_size_and_plan_are_the_commands_json():
+    assert lowp.size(model="llama-3.1-70b", mode="inference", weights="int4-g128", seq=8192) == cli_json(
+        "size", "--model", "llama-3.1-70b", "--mode", "inference", "--weights", "int4-g128", "--seq", "8192")
+    assert lowp.size(model="llama-3.1-8b", mode="inference", compare_formats=True) == cli_json(
+        "size", "--model", "llama-3.1-8b", "--mode", "inference", "--compare-formats")
+    ours = lowp.plan(model="llama-3.1-8b", mode="inference", device=["rtx-4090", "h100-sxm"], formats=("bf16", "nf4"))
+    theirs = cli_json("plan", "--model", "llama-3.1-8b", "--mode", "inference", "--device", "rtx-4090,h100-sxm",
+                      "--formats", "bf16,nf4")
+    assert ours == theirs
+    assert ours["accuracy"]["proxy"] is True
+    # 405B pre-training: the seeds' 16 bytes per parameter.
+    r = lowp.size(model="llama-3.1-405b", mode="pretrain")
+    assert r["whole"]["model_states"] == 16 * r["parameters"]["total"]
+
+
+def test_plan_html(tmp_path):
+    page = tmp_path / "plan.html"
+    lowp.plan(model="llama-3.1-8b", mode="inference", html=str(page))
+    text = page.read_text()
+    assert text.count('class="bar"') == 7 and "<script" not in text
+
+
+# ------------------------------------------------------------ errors
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: lowp.size(model="nosuch", mode="inference"), ValueError, "--model"),
+    (lambda: lowp.size(model="llama-3.1-8b"), ValueError, "--mode is required"),
+    (lambda: lowp.size(model="llama-3.1-8b", mode="inference", tp=3), ValueError, "--tp"),
+    (lambda: lowp.plan(model="llama-3.1-8b", mode="inference", formats=["nosuch"]), ValueError, "--formats nosuch"),
+    (lambda: lowp.quant_error("/nonexistent/w.safetensors", "nf4"), OSError, "/nonexistent/w.safetensors"),
+    (lambda: lowp.quant_error(np.zeros(8, np.float32), "nosuch"), ValueError, "nosuch"),
+    (lambda: lowp.convert(np.float64([1.0]), "bf16"), ValueError, "float64"),
+    (lambda: lowp.convert(np.float32([1.0]), "nosuch"), ValueError, "nosuch"),
+    (lambda: lowp.convert(np.float32([1.0]), "int8", overflow="inf"), ValueError, "int8"),
+    (lambda: lowp.decode(np.uint8([16]), "fp4_e2m1fn"), ValueError, "wider"),
+    (lambda: lowp.decode(np.int8([1]), "fp8_e4m3fn"), ValueError, "unsigned"),
+    (lambda: lowp.size(model="llama-3.1-8b", mode="inference", nosuch=1), ValueError, "unknown option"),
+])
+def test_errors_raise_with_the_librarys_message(call, error, message):
+    with pytest.raises(error, match=None) as info:
+        call()
+    assert message in str(info.value)
+
+
+def test_concurrent_calls_give_the_same_results():
+    # Kernels run with the GIL released and each call's capture of the
+    # command's JSON is its own thread's.
+    x = np.random.default_rng(3).standard_normal(1 << 22).astype(np.float32)
+    expected = (lowp.convert(x, "fp8_e4m3fn", overflow="saturate"), lowp.quant_error(x[:4096], "nf4"))
+    results = [None] * 4
+
+    def work(i):
+        results[i] = (lowp.convert(x, "fp8_e4m3fn", overflow="saturate"), lowp.quant_error(x[:4096], "nf4"))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for codes, report in results:
+        np.testing.assert_array_equal(codes, expected[0])
+        assert report == expected[1]
+
+
+def test_bundled_checkpoint():
+    assert lowp.bundled_checkpoint().endswith("stories260K.f32.safetensors")
+    assert len(lowp.read_tensors(lowp.bundled_checkpoint())) == 48

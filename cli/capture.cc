@@ -22,11 +22,14 @@ absl::StatusOr<nlohmann::json> RunForJson(Command command, std::vector<std::stri
                                           std::optional<std::vector<TensorView>> tensors) {
   Capture capture;
   capture.tensors = std::move(tensors);
-  argv.push_back("--json");
-  Capture* const outer = current;
-  current = &capture;
+  argv.insert(argv.begin(), "--json");
+  // The capture is this call's, whatever happens in the command.
+  struct Scope {
+    Capture* const outer = current;
+    explicit Scope(Capture* c) { current = c; }
+    ~Scope() { current = outer; }
+  } scope(&capture);
   const int code = command(argv);
-  current = outer;
   if (!capture.status.ok()) return capture.status;
   if (code != 0 || !capture.json) {
     return absl::InternalError("the command ended without a result");
@@ -41,6 +44,8 @@ void EmitJson(const nlohmann::json& j) {
   }
   std::printf("%s\n", j.dump(2).c_str());
 }
+
+bool Capturing() { return current != nullptr; }
 
 bool HasCapturedTensors() { return current != nullptr && current->tensors.has_value(); }
 

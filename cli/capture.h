@@ -23,7 +23,7 @@ namespace lowp::cli {
 
 using Command = int (*)(const std::vector<std::string>& argv);
 
-// Runs `command` with `argv` and "--json"; returns its JSON, or the error it
+// Runs `command` with "--json" and `argv`; returns its JSON, or the error it
 // failed with. With `tensors`, the command measures those instead of files
 // (argv then names none).
 absl::StatusOr<nlohmann::json> RunForJson(Command command, std::vector<std::string> argv,
@@ -31,6 +31,9 @@ absl::StatusOr<nlohmann::json> RunForJson(Command command, std::vector<std::stri
 
 // Prints `j` (two-space indented) on stdout, or hands it to the capture.
 void EmitJson(const nlohmann::json& j);
+
+// Whether a capture runs on this thread (progress lines are then not shown).
+bool Capturing();
 
 // Whether a capture passed tensors in memory (the command then needs no
 // input files).

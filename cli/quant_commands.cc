@@ -250,6 +250,11 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
   if (args->positional().empty() && !HasCapturedTensors()) {
     return Fail(absl::InvalidArgumentError("quant-error needs input files; see --help"));
   }
+  if (!args->positional().empty() && HasCapturedTensors()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("quant-error: arrays were given, so '",
+                                                        args->positional()[0],
+                                                        "' is one argument too many")));
+  }
   absl::StatusOr<Output> output = ParseOutput(*args);
   if (!output.ok()) return Fail(output.status());
   absl::StatusOr<MeasureOptions> options = ParseMeasureOptions(*args);
@@ -397,6 +402,10 @@ int RangeCommand(const std::vector<std::string>& argv) {
   if (!args.ok()) return Fail(args.status());
   if (args->positional().empty() && !HasCapturedTensors()) {
     return Fail(absl::InvalidArgumentError("range needs input files; see --help"));
+  }
+  if (!args->positional().empty() && HasCapturedTensors()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "range: arrays were given, so '", args->positional()[0], "' is one argument too many")));
   }
   absl::StatusOr<Output> output = ParseOutput(*args);
   if (!output.ok()) return Fail(output.status());

@@ -99,8 +99,10 @@ class AtomicOutput {
 
  private:
   absl::Status Error(const char* what) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat("output ", path_, ": ", what, " (", std::strerror(errno), ")"));
+    const int error = errno;
+    return absl::Status(
+        absl::ErrnoToStatusCode(error),
+        absl::StrCat("output ", path_, ": ", what, " (", std::strerror(error), ")"));
   }
   std::string path_, temp_;
   FILE* file_ = nullptr;

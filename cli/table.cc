@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "cli/capture.h"
+
 namespace lowp::cli {
 
 void PrintTable(const std::vector<Row>& rows, const std::vector<size_t>& left) {
@@ -55,7 +57,7 @@ nlohmann::json JsonNumber(double v) {
 }
 
 Progress::Progress(size_t total, bool quiet)
-    : total_(total), on_(!quiet && total > 1 && isatty(STDERR_FILENO)) {}
+    : total_(total), on_(!quiet && !Capturing() && total > 1 && isatty(STDERR_FILENO)) {}
 
 Progress::~Progress() {
   if (on_ && shown_) std::fprintf(stderr, "\r\033[K");

@@ -24,7 +24,8 @@ void PrintCsv(const std::vector<Row>& rows);
 nlohmann::json JsonNumber(double v);
 
 // A "\r[i/n] what" line on stderr while work goes on, only when stderr is a
-// terminal and `quiet` is false; erased when done.
+// terminal, `quiet` is false and no capture runs (cli/capture.h); erased
+// when done.
 class Progress {
  public:
   explicit Progress(size_t total, bool quiet = false);

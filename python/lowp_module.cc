@@ -16,6 +16,7 @@
 #include <cstring>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +54,9 @@ namespace {
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kUnimplemented:
       throw py::value_error(message);
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnknown:
+      throw std::runtime_error(message);
     default:
       PyErr_SetString(PyExc_OSError, message.c_str());
       throw py::error_already_set();
@@ -74,27 +78,42 @@ py::object ToPython(const nlohmann::json& j) {
   return py::module_::import("json").attr("loads")(j.dump());
 }
 
+// A str, bytes or os.PathLike: a file name.
+bool IsPath(const py::handle& h) {
+  return py::isinstance<py::str>(h) || py::isinstance<py::bytes>(h) || py::hasattr(h, "__fspath__");
+}
+std::string PathText(const py::handle& h) {
+  return py::cast<std::string>(py::module_::import("os").attr("fsdecode")(h));
+}
+
 // Keyword arguments as the command line's options: name_with_underscores
-// -> --name-with-underscores; True -> a flag, False or None -> nothing; a
-// list or tuple -> comma-separated; anything else -> str().
+// -> --name-with-underscores=VALUE, a list or tuple as comma-separated
+// values; True (Python's or NumPy's) -> the flag --name, False or None ->
+// nothing. Flags go last, so that one given to an option that takes a value
+// is reported as missing its value rather than taking the next option.
 std::vector<std::string> Options(const py::kwargs& kwargs) {
-  std::vector<std::string> argv;
+  const py::object numpy_bool = py::module_::import("numpy").attr("bool_");
+  std::vector<std::string> argv, flags;
   for (const auto& [key, value] : kwargs) {
     const std::string name = "--" + absl::StrReplaceAll(py::cast<std::string>(key), {{"_", "-"}});
     if (value.is_none()) continue;
-    if (py::isinstance<py::bool_>(value)) {
-      if (py::cast<bool>(value)) argv.push_back(name);
+    if (py::isinstance<py::bool_>(value) || py::isinstance(value, numpy_bool)) {
+      if (py::cast<bool>(value)) flags.push_back(name);
       continue;
     }
-    argv.push_back(name);
+    std::string text;
     if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
       std::vector<std::string> items;
-      for (const py::handle item : value) items.push_back(py::str(item));
-      argv.push_back(absl::StrJoin(items, ","));
+      for (const py::handle item : value) {
+        items.push_back(IsPath(item) ? PathText(item) : std::string(py::str(item)));
+      }
+      text = absl::StrJoin(items, ",");
     } else {
-      argv.push_back(py::str(value));
+      text = IsPath(value) ? PathText(value) : std::string(py::str(value));
     }
+    argv.push_back(absl::StrCat(name, "=", text));
   }
+  argv.insert(argv.end(), flags.begin(), flags.end());
   return argv;
 }
 
@@ -108,23 +127,41 @@ nlohmann::json RunCommand(cli::Command command, std::vector<std::string> argv,
   return Value(std::move(j));
 }
 
-// A NumPy array as a tensor, read in place when it is float32, float16 or
-// float64 and C-contiguous; otherwise a float32 copy kept in `keep`.
-TensorView ArrayView(const std::string& name, py::array array, std::vector<py::array>& keep) {
+// `object` as a C-contiguous, aligned array in native byte order: itself
+// when it is one, else a copy (a list, a scalar, a big-endian or strided
+// array). ValueError naming `what` when NumPy cannot make an array of it.
+py::array NativeArray(const py::object& object, const std::string& what) {
+  py::array array = py::array::ensure(object);
+  if (!array) throw py::value_error(absl::StrCat(what, ": not an array of numbers"));
+  if (!py::cast<bool>(array.dtype().attr("isnative"))) {
+    array = array.attr("astype")(array.dtype().attr("newbyteorder")("="));
+  }
+  if (!(array.flags() & py::array::c_style) ||
+      !(array.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_)) {
+    array = py::array::ensure(array, py::array::c_style);  // a contiguous, aligned copy
+  }
+  return array;
+}
+
+bool IsHalf(const py::array& a) { return a.dtype().kind() == 'f' && a.itemsize() == 2; }
+
+// A floating NumPy array as a tensor, read in place when it is float32,
+// float16 or float64, native, C-contiguous and aligned; the array (or its
+// copy) is kept alive in `keep`. Other dtypes are a ValueError, as the
+// command skips tensors that are not floating.
+TensorView ArrayView(const std::string& name, const py::object& object,
+                     std::vector<py::array>& keep) {
+  py::array array = NativeArray(object, name);
   DType dtype;
   if (py::isinstance<py::array_t<float>>(array)) {
     dtype = DType::kF32;
   } else if (py::isinstance<py::array_t<double>>(array)) {
     dtype = DType::kF64;
-  } else if (array.dtype().kind() == 'f' && array.dtype().itemsize() == 2) {
+  } else if (IsHalf(array)) {
     dtype = DType::kF16;
   } else {
-    array = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(array);
-    if (!array) throw py::value_error(absl::StrCat(name, ": not convertible to float32"));
-    dtype = DType::kF32;
-  }
-  if (!(array.flags() & py::array::c_style)) {
-    array = py::array::ensure(array, py::array::c_style);
+    throw py::value_error(absl::StrCat(name, ": want a float16, float32 or float64 array (got ",
+                                       std::string(py::str(array.dtype())), ")"));
   }
   keep.push_back(array);
   TensorView view;
@@ -137,35 +174,38 @@ TensorView ArrayView(const std::string& name, py::array array, std::vector<py::a
   return view;
 }
 
-// The input of quant_error and range_study: a path, a list of paths, an
-// array, or a dict of name -> array. Files go on the command line; arrays
-// are passed in memory.
+// The input of quant_error and range_study: a path or a list of paths (on
+// the command line), a dict of name -> array, or anything else NumPy makes
+// an array of (passed in memory as the tensor "array").
 std::optional<std::vector<TensorView>> Inputs(const py::object& data,
                                               std::vector<std::string>& argv,
                                               std::vector<py::array>& keep) {
-  if (py::isinstance<py::array>(data)) {
-    return std::vector<TensorView>{ArrayView("array", data, keep)};
+  if (IsPath(data)) {
+    argv.push_back(PathText(data));
+    return std::nullopt;
+  }
+  if (py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data)) {
+    bool paths = py::len(data) > 0;
+    for (const py::handle item : data) paths = paths && IsPath(item);
+    if (paths) {
+      for (const py::handle item : data) argv.push_back(PathText(item));
+      return std::nullopt;
+    }
   }
   if (py::isinstance<py::dict>(data)) {
     std::vector<TensorView> views;
     for (const auto& [name, array] : py::cast<py::dict>(data)) {
-      views.push_back(ArrayView(py::str(name), py::array::ensure(array), keep));
+      views.push_back(ArrayView(py::str(name), py::reinterpret_borrow<py::object>(array), keep));
     }
     return views;
   }
-  if (py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data)) {
-    for (const py::handle path : data) argv.push_back(py::str(path));
-  } else {
-    argv.push_back(py::str(data));  // str or os.PathLike
-  }
-  return std::nullopt;
+  return std::vector<TensorView>{ArrayView("array", data, keep)};
 }
 
 py::object QuantError(const py::object& data, const py::object& scheme, const py::kwargs& kwargs) {
-  std::vector<std::string> argv = Options(kwargs);
-  py::dict with_scheme;
-  with_scheme["scheme"] = scheme;
-  for (const std::string& s : Options(py::kwargs(with_scheme))) argv.push_back(s);
+  py::kwargs options = kwargs;
+  options["scheme"] = scheme;
+  std::vector<std::string> argv = Options(options);
   std::vector<py::array> keep;
   std::optional<std::vector<TensorView>> tensors = Inputs(data, argv, keep);
   return ToPython(RunCommand(cli::QuantErrorCommand, std::move(argv), std::move(tensors)));
@@ -199,109 +239,119 @@ py::dtype CodeDtype(const Format& f) {
 }
 
 // float32 or float16 values -> codes of `to`, one per element (uint8,
-// uint16 or uint32 by the format's width), or with packed=True in the
-// storage layout (4-bit codes two per byte, low nibble first; uint8).
-py::array Convert(py::array values, const std::string& to, std::optional<std::string> rounding,
-                  std::optional<std::string> overflow, std::optional<std::string> subnormals,
-                  std::optional<std::string> nan, uint64_t seed, bool packed) {
+// uint16 or uint32 by the format's width), or with packed=True (4-bit
+// formats) in the storage layout, two codes per byte, low nibble first.
+py::array Convert(const py::object& input, const std::string& to,
+                  std::optional<std::string> rounding, std::optional<std::string> overflow,
+                  std::optional<std::string> subnormals, std::optional<std::string> nan,
+                  uint64_t seed, bool packed) {
   const Format format = Value(FindFormat(to));
   const ConvertOptions options = ReadConvertOptions(rounding, overflow, subnormals, nan, seed);
-  const bool half = values.dtype().kind() == 'f' && values.dtype().itemsize() == 2;
+  const bool nibbles = format.storage_bits() == 4;
+  if (packed && !nibbles) {
+    throw py::value_error(absl::StrCat("packed=True is for 4-bit formats, not ", format.name));
+  }
+  const py::array values = NativeArray(input, "values");
+  const bool half = IsHalf(values);
   if (!half && !py::isinstance<py::array_t<float>>(values)) {
     throw py::value_error(absl::StrCat(
         "convert takes float32 or float16 values (got ", std::string(py::str(values.dtype())),
         "); convert explicitly first, e.g. .astype(np.float32), knowing that "
         "float64 would then be rounded twice"));
   }
-  values = py::array::ensure(values, py::array::c_style);
   const size_t n = static_cast<size_t>(values.size());
   const size_t storage = StorageBytes(format, n);
-  std::vector<py::ssize_t> shape(values.shape(), values.shape() + values.ndim());
-  const bool nibbles = format.storage_bits() == 4;
-  // Packed nibbles: the storage itself. Unpacked nibbles: staged storage,
-  // unpacked into one byte per code below. Wider codes: written in place.
-  py::array out = nibbles && packed
-                      ? py::array(py::dtype::of<uint8_t>(),
-                                  std::vector<py::ssize_t>{static_cast<py::ssize_t>(storage)})
-                      : py::array(CodeDtype(format), shape);
-  std::vector<uint8_t> staging(nibbles && !packed ? storage : 0);
-  std::span<uint8_t> bytes = staging.empty()
-                                 ? std::span<uint8_t>(static_cast<uint8_t*>(out.mutable_data()),
-                                                      static_cast<size_t>(out.nbytes()))
-                                 : std::span<uint8_t>(staging);
+  py::array out =
+      packed ? py::array(py::dtype::of<uint8_t>(),
+                         std::vector<py::ssize_t>{static_cast<py::ssize_t>(storage)})
+             : py::array(CodeDtype(format),
+                         std::vector<py::ssize_t>(values.shape(), values.shape() + values.ndim()));
+  uint8_t* dst = static_cast<uint8_t*>(out.mutable_data());
   absl::Status status;
   {
     py::gil_scoped_release release;
+    // Unpacked nibbles are encoded into their storage first, then split.
+    std::vector<uint8_t> staging(nibbles && !packed ? storage : 0);
+    const std::span<uint8_t> bytes =
+        staging.empty() ? std::span<uint8_t>(dst, storage) : std::span<uint8_t>(staging);
     if (half) {
-      const Format from = *FindFormat("fp16");
-      status = EncodeArray16(
-          from, std::span<const uint16_t>(static_cast<const uint16_t*>(values.data()), n), format,
-          bytes, options);
+      status =
+          EncodeArray16(*FindFormat("fp16"),
+                        std::span<const uint16_t>(static_cast<const uint16_t*>(values.data()), n),
+                        format, bytes, options);
     } else {
       status =
           EncodeArray(format, std::span<const float>(static_cast<const float*>(values.data()), n),
                       bytes, options);
     }
-    if (status.ok() && !staging.empty()) {
-      std::vector<uint32_t> codes;
-      status = UnpackCodes(format, staging, 0, &codes);
-      uint8_t* dst = static_cast<uint8_t*>(out.mutable_data());
-      for (size_t i = 0; i < n && status.ok(); ++i) dst[i] = static_cast<uint8_t>(codes[i]);
+    for (size_t i = 0; status.ok() && i < staging.size(); ++i) {
+      dst[2 * i] = staging[i] & 0xF;
+      if (2 * i + 1 < n) dst[2 * i + 1] = staging[i] >> 4;
     }
   }
   Check(status);
   return out;
 }
 
-// Codes of `fmt` -> float32 values, exactly. Unpacked codes come one per
-// element in an unsigned integer array wide enough for the format; packed
-// (4-bit formats only) as the storage layout with `count` codes.
-py::array Decode(py::array codes, const std::string& fmt, bool packed,
+// Codes of `fmt` -> float32 values, exactly. Codes come one per element in
+// an unsigned integer array (any width that holds them), or with packed=True
+// (4-bit formats) as the storage layout holding `count` codes (default: two
+// per byte).
+py::array Decode(const py::object& input, const std::string& fmt, bool packed,
                  std::optional<size_t> count) {
   const Format format = Value(FindFormat(fmt));
   const bool nibbles = format.storage_bits() == 4;
+  const py::array codes = NativeArray(input, "codes");
   if (codes.dtype().kind() != 'u') {
     throw py::value_error(absl::StrCat("decode takes unsigned integer codes (got ",
                                        std::string(py::str(codes.dtype())), ")"));
   }
-  codes = py::array::ensure(codes, py::array::c_style);
-  std::vector<py::ssize_t> shape(codes.shape(), codes.shape() + codes.ndim());
   const size_t itemsize = static_cast<size_t>(codes.itemsize());
-  std::vector<uint8_t> storage;
-  std::span<const uint8_t> bytes(static_cast<const uint8_t*>(codes.data()),
-                                 static_cast<size_t>(codes.nbytes()));
+  const std::span<const uint8_t> input_bytes(static_cast<const uint8_t*>(codes.data()),
+                                             static_cast<size_t>(codes.nbytes()));
   size_t n = static_cast<size_t>(codes.size());
+  std::vector<py::ssize_t> shape(codes.shape(), codes.shape() + codes.ndim());
   if (packed) {
     if (!nibbles || itemsize != 1) {
       throw py::value_error("packed=True is for 4-bit formats, codes as uint8 storage bytes");
     }
-    n = count.value_or(2 * bytes.size());
-    if (StorageBytes(format, n) != bytes.size()) {
-      throw py::value_error(absl::StrCat(count.value_or(0), " codes do not fill ", bytes.size(),
-                                         " bytes of storage"));
+    n = count.value_or(2 * input_bytes.size());
+    if (StorageBytes(format, n) != input_bytes.size()) {
+      throw py::value_error(
+          absl::StrCat(n, " codes do not fill ", input_bytes.size(), " bytes of storage"));
     }
     shape = {static_cast<py::ssize_t>(n)};
-  } else if (nibbles || itemsize * 8 != static_cast<size_t>(format.storage_bits())) {
-    // Repack one code per element into the storage layout.
-    std::vector<uint32_t> values(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t v = 0;
-      std::memcpy(&v, bytes.data() + i * itemsize, itemsize);
-      if (v > format.code_mask()) {
-        throw py::value_error(absl::StrCat("code ", v, " at index ", i, " is wider than ",
-                                           format.name, "'s ", format.bits, " bits"));
-      }
-      values[i] = static_cast<uint32_t>(v);
-    }
-    PackCodes(format, values, &storage);
-    bytes = storage;
   }
   py::array_t<float> out(shape);
   absl::Status status;
   {
     py::gil_scoped_release release;
-    status =
-        DecodeArray(format, bytes, std::span<float>(static_cast<float*>(out.mutable_data()), n));
+    // One code per element in a width other than the storage's: checked and
+    // moved into the storage layout.
+    std::vector<uint8_t> storage;
+    std::span<const uint8_t> bytes = input_bytes;
+    if (!packed && (nibbles || itemsize * 8 != static_cast<size_t>(format.storage_bits()))) {
+      const size_t width = static_cast<size_t>(format.storage_bits() / 8);
+      storage.assign(StorageBytes(format, n), 0);
+      for (size_t i = 0; i < n && status.ok(); ++i) {
+        uint64_t v = 0;
+        std::memcpy(&v, input_bytes.data() + i * itemsize, itemsize);  // little-endian
+        if (v > format.code_mask()) {
+          status = absl::InvalidArgumentError(absl::StrCat("code ", v, " at index ", i,
+                                                           " is wider than ", format.name, "'s ",
+                                                           format.bits, " bits"));
+        } else if (nibbles) {
+          storage[i / 2] |= static_cast<uint8_t>(v << (4 * (i % 2)));
+        } else {
+          std::memcpy(storage.data() + i * width, &v, width);
+        }
+      }
+      bytes = storage;
+    }
+    if (status.ok()) {
+      status =
+          DecodeArray(format, bytes, std::span<float>(static_cast<float*>(out.mutable_data()), n));
+    }
   }
   Check(status);
   return out;
@@ -309,7 +359,7 @@ py::array Decode(py::array codes, const std::string& fmt, bool packed,
 
 // An array quantized by `scheme` and dequantized (what `lowp quantize`
 // writes), as float32 of the same shape; rows are the last axis.
-py::array Quantize(const py::array& data, const std::string& scheme_name) {
+py::array Quantize(const py::object& data, const std::string& scheme_name) {
   std::unique_ptr<Scheme> scheme = Value(ParseScheme(scheme_name));
   std::vector<py::array> keep;
   const TensorView view = ArrayView("array", data, keep);
@@ -336,7 +386,7 @@ py::array Quantize(const py::array& data, const std::string& scheme_name) {
 // Every floating tensor of a checkpoint as float32 (exact for fp8, fp16,
 // bf16, float32), by name; `tensors` takes globs.
 py::dict ReadTensors(const py::object& path, const std::string& tensors) {
-  const TensorSet set = Value(TensorSet::Open(py::str(path)));
+  const TensorSet set = Value(TensorSet::Open(PathText(path)));
   py::dict out;
   for (const TensorView& t : set.tensors()) {
     if (!IsFloating(t.dtype) || !MatchesPattern(tensors, t.name)) continue;

@@ -75,7 +75,8 @@ value overflows (to inf; e4m3fn has no inf, so to NaN or, under a saturating ove
 Bottom: the distance from each representable value to the next one up, divided by the value,
 computed from every code of the 8- and 16-bit formats (`lowp.decode` of all 2^8 or 2^16 codes)
 and from a sample of fp32 codes (each binade's first and last code, and the subnormal powers of
-two). In the normal range this is a sawtooth between epsilon/2 and epsilon, the `epsilon` column
+two). In the normal range this is a sawtooth between about epsilon/2 (epsilon/(2 - epsilon) exactly,
+at the top of a binade) and epsilon, the `epsilon` column
 above; in the subnormal range the spacing stays fixed while the value shrinks, so the relative
 spacing rises to 1 at the smallest subnormal.
 """)

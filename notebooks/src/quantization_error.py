@@ -485,8 +485,8 @@ What the figures show:
   the data sets above), and a block's outlier stretches its step.
 * **Above 3 bits the group-64 integers sit on the dashed uniform-noise line**; below it the line
   is off by the 2-bit error shown in the previous section.
-* **At about 4 bits the same storage buys between 16 and 21 dB.** On the Gaussian int4-channel
-  gives 16.06 dB, int4-g128 18.61, int4-g32 20.27, q4_0 21.32. The block scale is the main lever;
+* **Between 4.0 and 4.5 bits per weight the result ranges from 16 to 21 dB.** On the Gaussian
+  int4-channel (4.0 bits) gives 16.06 dB, int4-g128 18.61, int4-g32 20.27, q4_0 21.32. The block scale is the main lever;
   the code table and the zero point come second: at 4.5 bits per weight nf4's normal-quantile
   levels give 20.72 dB against 20.27 for int4-g32, q4_0 uses all 16 codes (−8 to 7) and gets
   21.32, and the zero point of the asymmetric codes gives uint4-g64-asym 20.82 against 19.36 for
@@ -706,8 +706,8 @@ md(r"""
 * On both data sets the Pareto front runs through int2 and int3 with groups, nf4 with double
   quantization, q4_0, q4_1, q5_0, mxfp6_e2m3, 8-bit integers with per-row or per-block scales,
   q8_0 and fp16. No FP8 variant, no FP4 variant and bf16 are on it for weights.
-* At about 4 bits per weight the same storage buys from 16.06 dB (int4-channel) to 21.32 dB
-  (q4_0) on the Gaussian: the size of the scale block is the main lever; the code table (NF4,
+* Between 4.0 and 4.5 bits per weight the Gaussian's SQNR ranges from 16.06 dB (int4-channel,
+  4.0 bits) to 21.32 dB (q4_0, 4.5 bits): the size of the scale block is the main lever; the code table (NF4,
   E2M1) and a zero point move the result by tenths of a dB to about 1.5 dB.
 * The Gaussian results follow the uniform-noise model to within 0.15 dB from 3 to 8 bits. The
   real checkpoint ranks the schemes the same way (rank correlation 0.993) and loses a little more

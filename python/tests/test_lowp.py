@@ -74,10 +74,60 @@ def test_decode_fp16_is_numpys_widening_for_every_code():
     np.testing.assert_array_equal(ours.view(np.uint32), theirs.view(np.uint32))
 
 
-def test_fp16_inputs_go_through_without_float32():
+def test_fp16_inputs_give_the_codes_of_their_float32_values():
     h = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
-    # fp16 -> bf16 directly equals fp16 -> float32 (exact) -> bf16.
-    np.testing.assert_array_equal(lowp.convert(h, "bf16"), lowp.convert(h.astype(np.float32), "bf16"))
+    for fmt in ("bf16", "fp8_e4m3fn", "fp8_e5m2", "fp4_e2m1fn", "int8"):
+        np.testing.assert_array_equal(lowp.convert(h, fmt, overflow="saturate"),
+                                      lowp.convert(h.astype(np.float32), fmt, overflow="saturate"))
+
+
+@pytest.mark.parametrize("fmt", ["fp32", "tf32", "bf16", "fp16", "fp8_e4m3fn", "fp8_e5m2", "fp6_e2m3fn",
+                                 "fp6_e3m2fn", "fp4_e2m1fn", "int8", "uint4", "int4", "e8m0"])
+def test_convert_and_decode_are_the_commands(tmp_path, fmt):
+    rng = np.random.default_rng(4)
+    x = np.concatenate([rng.standard_normal(4097).astype(np.float32) * 4,
+                        np.float32([0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e-30])])
+    (tmp_path / "x.f32").write_bytes(x.tobytes())
+    for options in ([], ["--overflow", "saturate"], ["--rounding", "stochastic", "--seed", "5"]):
+        args = [CLI, "convert", "--from", "fp32", "--to", fmt, *options, str(tmp_path / "x.f32"), str(tmp_path / "y")]
+        if subprocess.run(args, capture_output=True).returncode != 0:
+            with pytest.raises(ValueError):  # the options do not suit the format
+                lowp.convert(x, fmt, **dict(zip([o[2:] for o in options[::2]], options[1::2])))
+            continue
+        kwargs = dict(zip([o[2:] for o in options[::2]], options[1::2]))
+        if "seed" in kwargs:
+            kwargs["seed"] = int(kwargs["seed"])
+        storage = (tmp_path / "y").read_bytes()
+        packed = fmt in ("fp4_e2m1fn", "uint4", "int4")
+        codes = lowp.convert(x, fmt, packed=packed, **kwargs)
+        assert codes.tobytes() == storage, (fmt, options)
+        # And back: the command's decode of those codes.
+        args = [CLI, "convert", "--from", fmt, "--to", "fp32", str(tmp_path / "y"), str(tmp_path / "z")]
+        subprocess.run(args, check=True, capture_output=True)
+        decoded = np.frombuffer((tmp_path / "z").read_bytes(), np.float32)[: x.size]
+        ours = lowp.decode(codes, fmt, packed=packed, count=x.size if packed else None)
+        np.testing.assert_array_equal(ours.view(np.uint32), decoded.view(np.uint32))
+        if packed:  # unpacked codes decode the same
+            np.testing.assert_array_equal(lowp.decode(lowp.convert(x, fmt, **kwargs), fmt).view(np.uint32),
+                                          decoded.view(np.uint32))
+
+
+def test_any_byte_order_layout_and_shape():
+    x = np.float16([0.1, 1.5, -2.0, 300.0])
+    native = lowp.fake_quant(x, "fp32")
+    np.testing.assert_array_equal(lowp.fake_quant(x.astype(">f2"), "fp32"), native)
+    np.testing.assert_array_equal(lowp.fake_quant(x.astype(np.float32).astype(">f4"), "fp32"), native)
+    assert lowp.decode(np.uint16([0x3C00]).astype(">u2"), "fp16")[0] == 1.0
+    assert lowp.decode(np.uint32([0x38]), "fp8_e4m3fn")[0] == 1.0  # wider codes are fine
+    big = lowp.quant_error(x.astype(">f2"), "bf16")["aggregates"][0]
+    assert big == lowp.quant_error(x, "bf16")["aggregates"][0]
+    assert lowp.convert(np.float32(1.0), "bf16").shape == ()
+    assert lowp.convert(np.zeros((0, 3), np.float32), "fp4_e2m1fn").shape == (0, 3)
+    with pytest.raises(ValueError, match="float64"):  # a list is float64 to NumPy
+        lowp.convert([1.0, 2.0], "bf16")
+    np.testing.assert_array_equal(lowp.convert(np.float32([1, 2]), "bf16"), np.uint16([0x3F80, 0x4000]))
+    fortran = np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    np.testing.assert_array_equal(lowp.fake_quant(fortran, "fp32"), fortran)
 
 
 def test_fake_quant_is_decode_of_convert_and_options_apply():
@@ -202,11 +252,47 @@ def test_plan_html(tmp_path):
     (lambda: lowp.decode(np.uint8([16]), "fp4_e2m1fn"), ValueError, "wider"),
     (lambda: lowp.decode(np.int8([1]), "fp8_e4m3fn"), ValueError, "unsigned"),
     (lambda: lowp.size(model="llama-3.1-8b", mode="inference", nosuch=1), ValueError, "unknown option"),
+    (lambda: lowp.quant_error({"w": [[1], [1, 2]]}, "nf4"), ValueError, "w"),
+    (lambda: lowp.quant_error(np.arange(8), "nf4"), ValueError, "float16, float32 or float64"),
+    (lambda: lowp.quant_error(np.zeros(8, np.float32), "nf4", threads=True), ValueError, "--threads needs a value"),
+    (lambda: lowp.plan(model="llama-3.1-8b", mode="inference", html="/nonexistent-dir/p.html"), OSError,
+     "/nonexistent-dir/p.html"),
+    (lambda: lowp.convert(np.float32([1.0]), "bf16", packed=True), ValueError, "4-bit"),
 ])
 def test_errors_raise_with_the_librarys_message(call, error, message):
     with pytest.raises(error, match=None) as info:
         call()
     assert message in str(info.value)
+
+
+def test_numpy_bools_are_flags():
+    w = np.zeros((4, 32), np.float32) + 0.5
+    assert len(lowp.quant_error(w, "nf4", summary=np.False_)["results"]) == 1
+    assert len(lowp.quant_error(w, "nf4", summary=np.True_)["results"]) == 0
+
+
+def test_the_gil_is_released_while_kernels_run():
+    x = np.random.default_rng(5).standard_normal(1 << 24).astype(np.float32)
+    count = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        moved = []
+        for _ in range(3):
+            before = count[0]
+            lowp.convert(x, "fp8_e4m3fn", overflow="saturate")
+            moved.append(count[0] - before)
+    finally:
+        stop.set()
+        spinner.join()
+    # The other thread ran during every call: it could not have with the GIL held.
+    assert all(m > 0 for m in moved), moved
 
 
 def test_concurrent_calls_give_the_same_results():

@@ -293,6 +293,50 @@ py::array Convert(const py::object& input, const std::string& to,
   return out;
 }
 
+// Codes one per element, `itemsize` bytes each (native order), into the
+// storage layout of `format` at `out` (zeroed). InvalidArgument naming the
+// first code wider than the format.
+template <typename In>
+absl::Status ToStorageAs(const Format& format, const In* in, size_t n, uint8_t* out) {
+  const uint64_t mask = format.code_mask();
+  const int unit = format.storage_bits();
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t v = in[i];
+    if (v > mask) {
+      return absl::InvalidArgumentError(absl::StrCat("code ", v, " at index ", i, " is wider than ",
+                                                     format.name, "'s ", format.bits, " bits"));
+    }
+    switch (unit) {
+      case 4:
+        out[i / 2] |= static_cast<uint8_t>(v << (4 * (i % 2)));
+        break;
+      case 8:
+        out[i] = static_cast<uint8_t>(v);
+        break;
+      case 16:
+        reinterpret_cast<uint16_t*>(out)[i] = static_cast<uint16_t>(v);
+        break;
+      default:
+        reinterpret_cast<uint32_t*>(out)[i] = static_cast<uint32_t>(v);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ToStorage(const Format& format, const void* in, size_t itemsize, size_t n,
+                       uint8_t* out) {
+  switch (itemsize) {
+    case 1:
+      return ToStorageAs(format, static_cast<const uint8_t*>(in), n, out);
+    case 2:
+      return ToStorageAs(format, static_cast<const uint16_t*>(in), n, out);
+    case 4:
+      return ToStorageAs(format, static_cast<const uint32_t*>(in), n, out);
+    default:
+      return ToStorageAs(format, static_cast<const uint64_t*>(in), n, out);
+  }
+}
+
 // Codes of `fmt` -> float32 values, exactly. Codes come one per element in
 // an unsigned integer array (any width that holds them), or with packed=True
 // (4-bit formats) as the storage layout holding `count` codes (default: two
@@ -331,21 +375,8 @@ py::array Decode(const py::object& input, const std::string& fmt, bool packed,
     std::vector<uint8_t> storage;
     std::span<const uint8_t> bytes = input_bytes;
     if (!packed && (nibbles || itemsize * 8 != static_cast<size_t>(format.storage_bits()))) {
-      const size_t width = static_cast<size_t>(format.storage_bits() / 8);
       storage.assign(StorageBytes(format, n), 0);
-      for (size_t i = 0; i < n && status.ok(); ++i) {
-        uint64_t v = 0;
-        std::memcpy(&v, input_bytes.data() + i * itemsize, itemsize);  // little-endian
-        if (v > format.code_mask()) {
-          status = absl::InvalidArgumentError(absl::StrCat("code ", v, " at index ", i,
-                                                           " is wider than ", format.name, "'s ",
-                                                           format.bits, " bits"));
-        } else if (nibbles) {
-          storage[i / 2] |= static_cast<uint8_t>(v << (4 * (i % 2)));
-        } else {
-          std::memcpy(storage.data() + i * width, &v, width);
-        }
-      }
+      status = ToStorage(format, codes.data(), itemsize, n, storage.data());
       bytes = storage;
     }
     if (status.ok()) {

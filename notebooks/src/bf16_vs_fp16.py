@@ -1,25 +1,8 @@
 """Builds notebooks/bf16_vs_fp16.ipynb (without outputs).
 
-    cd notebooks && /usr/bin/python3 src/bf16_vs_fp16.py
-    PYTHONPATH=<lowp python package> jupyter nbconvert --to notebook --execute --inplace bf16_vs_fp16.ipynb
-    /usr/bin/python3 src/bf16_vs_fp16.py --strip     # drop the per-cell execution timestamps nbconvert records
+    cd notebooks && /usr/bin/python3 src/bf16_vs_fp16.py   (see nbbuild.py)
 """
-import os
-import sys
-
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
-CELLS = []
-
-
-def md(text):
-    CELLS.append(new_markdown_cell(text.strip("\n")))
-
-
-def code(text):
-    CELLS.append(new_code_cell(text.strip("\n")))
-
+from nbbuild import code, main, md
 
 md(r"""
 # bf16 vs fp16 (and fp8): range, precision, and why fp16 needs a loss scale
@@ -306,25 +289,4 @@ and one scale per tensor is not enough once a tensor's values span more than fp1
 """)
 
 
-def build(path):
-    nb = new_notebook(cells=CELLS)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-    nb.metadata["language_info"] = {"name": "python"}
-    nbformat.write(nb, path)
-
-
-def strip(path):
-    # nbconvert --execute records per-cell timestamps (metadata.execution); drop them
-    nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:
-        cell.metadata.pop("execution", None)
-    nbformat.write(nb, path)
-
-
-if __name__ == "__main__":
-    here = os.path.dirname(os.path.abspath(__file__))
-    default = os.path.join(here, "..", "bf16_vs_fp16.ipynb")
-    if sys.argv[1:2] == ["--strip"]:  # after executing: src/bf16_vs_fp16.py --strip [NOTEBOOK]
-        strip(sys.argv[2] if len(sys.argv) > 2 else default)
-    else:
-        build(sys.argv[1] if len(sys.argv) > 1 else default)
+main("bf16_vs_fp16.ipynb")

@@ -1,25 +1,8 @@
 """Builds notebooks/memory_sizing.ipynb (without outputs).
 
-    cd notebooks && /usr/bin/python3 src/memory_sizing.py
-    PYTHONPATH=<lowp python package> jupyter nbconvert --to notebook --execute --inplace memory_sizing.ipynb
-    /usr/bin/python3 src/memory_sizing.py --strip     # drop the per-cell execution timestamps nbconvert records
+    cd notebooks && /usr/bin/python3 src/memory_sizing.py   (see nbbuild.py)
 """
-import os
-import sys
-
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
-CELLS = []
-
-
-def md(text):
-    CELLS.append(new_markdown_cell(text.strip("\n")))
-
-
-def code(text):
-    CELLS.append(new_code_cell(text.strip("\n")))
-
+from nbbuild import code, main, md
 
 md(r"""
 # Memory sizing: what training and serving Llama 3.1 8B, 70B and 405B takes
@@ -296,25 +279,4 @@ model's 64-wide layers, not on Llama 3.1 70B's weights; pass the real checkpoint
 """)
 
 
-def build(path):
-    nb = new_notebook(cells=CELLS)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-    nb.metadata["language_info"] = {"name": "python"}
-    nbformat.write(nb, path)
-
-
-def strip(path):
-    # nbconvert --execute records per-cell timestamps (metadata.execution); drop them
-    nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:
-        cell.metadata.pop("execution", None)
-    nbformat.write(nb, path)
-
-
-if __name__ == "__main__":
-    here = os.path.dirname(os.path.abspath(__file__))
-    default = os.path.join(here, "..", "memory_sizing.ipynb")
-    if sys.argv[1:2] == ["--strip"]:  # after executing: src/memory_sizing.py --strip [NOTEBOOK]
-        strip(sys.argv[2] if len(sys.argv) > 2 else default)
-    else:
-        build(sys.argv[1] if len(sys.argv) > 1 else default)
+main("memory_sizing.ipynb")

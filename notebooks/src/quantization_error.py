@@ -3,22 +3,7 @@
     cd notebooks && /usr/bin/python3 src/quantization_error.py
     PYTHONPATH=<lowp python package> jupyter nbconvert --to notebook --execute --inplace quantization_error.ipynb
 """
-import os
-import sys
-
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
-CELLS = []
-
-
-def md(text):
-    CELLS.append(new_markdown_cell(text.strip("\n")))
-
-
-def code(text):
-    CELLS.append(new_code_cell(text.strip("\n")))
-
+from nbbuild import code, main, md
 
 md(r"""
 # Quantization error of every scheme family: SQNR against bits per weight
@@ -723,13 +708,4 @@ print(f"notebook ran in {time.perf_counter() - T_START:.1f} s")
 """)
 
 
-def build(path):
-    nb = new_notebook(cells=CELLS)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-    nb.metadata["language_info"] = {"name": "python"}
-    nbformat.write(nb, path)
-
-
-if __name__ == "__main__":
-    here = os.path.dirname(os.path.abspath(__file__))
-    build(sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "quantization_error.ipynb"))
+main("quantization_error.ipynb")

@@ -67,48 +67,18 @@ std::string Bool(bool b) { return b ? "true" : "false"; }
 // The device could be sized at all (not a device whose buffers leave nothing).
 bool Sized(const PlanFit& f) { return f.report.capacity_bytes > 0; }
 
-// Decode speed only for a job that runs: inference that fits.
-double Decode(const Plan& plan, const PlanFit& f) {
-  return plan.options.sizing.mode == Mode::kInference && f.report.fits
-             ? f.report.decode_tokens_per_s_per_sequence
-             : 0;
-}
-
-bool AnyOverflow(const Plan& plan) {
-  for (const PlanCandidate& c : plan.candidates) {
-    if (c.error.stats.nonfinite_outputs > 0) return true;
-  }
-  return false;
-}
-
 // The terminal table for device d; the overflow column only when a format
 // overflowed.
 std::vector<Row> TableRows(const Plan& plan, size_t d) {
   const bool inference = plan.options.sizing.mode == Mode::kInference;
-  const bool overflow = AnyOverflow(plan);
+  const bool overflow = PlanAnyOverflow(plan);
   std::vector<Row> rows = {{"format", "bits/w", "weights GB", "GB/device", "fits", "devices",
                             inference ? "max ctx" : "max seq", inference ? "max seqs" : "max batch",
                             "tok/s", "SQNR dB", "rel RMSE", "max err", "clipped"}};
   if (overflow) rows[0].push_back("overflow");
   rows[0].push_back("Pareto");
   for (const PlanCandidate& c : plan.candidates) {
-    const PlanFit& f = c.fits[d];
-    const SizingReport& r = f.report;
-    const double decode = Decode(plan, f);
-    Row row = {c.format,
-               absl::StrFormat("%.4g", c.linear_bits_per_parameter),
-               Gb(c.weight_bytes),
-               Sized(f) ? Gb(r.per_device.total()) : "-",
-               r.fits ? "yes" : "no",
-               f.possible ? absl::StrCat(r.devices_needed) : "never",
-               r.max_seq > 0 ? absl::StrCat(r.max_seq) : "none",
-               r.max_batch > 0 ? absl::StrCat(r.max_batch) : "none",
-               decode > 0 ? absl::StrFormat("%.1f", decode) : "-",
-               SqnrText(c.sqnr_db()),
-               PercentText(c.relative_rmse()),
-               c.error.stats.measured > 0 ? absl::StrFormat("%.3g", c.error.max_abs_error()) : "-",
-               PercentText(c.clipped_fraction())};
-    if (overflow) row.push_back(PercentText(c.overflow_fraction()));
+    Row row = PlanCells(plan, c, d, [](int64_t v) { return absl::StrCat(v); });
     row.push_back(c.pareto ? "*" : "");
     rows.push_back(std::move(row));
   }
@@ -158,7 +128,7 @@ std::vector<Row> CsvRows(const Plan& plan) {
       const SizingReport& r = f.report;
       const Bytes& b = r.per_device;
       auto sized = [&](auto v) { return Sized(f) ? absl::StrCat(v) : std::string(); };
-      const double decode = Decode(plan, f);
+      const double decode = PlanDecode(plan, f);
       rows.push_back({c.format,
                       f.device.name,
                       Exact(c.linear_bits_per_parameter),
@@ -261,16 +231,7 @@ void PrintPlan(const Plan& plan) {
                                 Plural(devices, "device"), o.dp, o.tp, o.pp)
                     .c_str());
     PrintTable(TableRows(plan, d), {0, 4});
-    // Why some cannot fit, once per distinct reason.
-    std::vector<std::pair<std::string, std::vector<std::string>>> reasons;
-    for (const PlanCandidate& c : plan.candidates) {
-      if (c.fits[d].possible) continue;
-      auto it = std::find_if(reasons.begin(), reasons.end(),
-                             [&](const auto& r) { return r.first == c.fits[d].reason; });
-      if (it == reasons.end()) it = reasons.insert(reasons.end(), {c.fits[d].reason, {}});
-      it->second.push_back(c.format);
-    }
-    for (const auto& [reason, formats] : reasons) {
+    for (const auto& [reason, formats] : NoFitReasons(plan, d)) {
       std::printf("%s: %s\n", absl::StrJoin(formats, ", ").c_str(), reason.c_str());
     }
   }
@@ -338,7 +299,7 @@ nlohmann::json PlanJson(const Plan& plan) {
         fj["bytes_read_per_step"] = r.bytes_read_per_step;
         // Only for inference that fits, as the table (lowp size gives the
         // bound for any layout).
-        const double decode = Decode(plan, f);
+        const double decode = PlanDecode(plan, f);
         fj["decode_tokens_per_s_per_sequence"] = Known(decode);
         fj["decode_tokens_per_s"] = Known(decode * static_cast<double>(plan.options.sizing.batch));
       }

@@ -360,9 +360,7 @@ std::string DeviceTable(const Plan& plan, size_t d) {
   const Device& device = plan.options.devices[d];
   const bool inference = o.mode == Mode::kInference;
   // The overflow column only when a format overflowed, as in the terminal.
-  const bool overflow =
-      std::any_of(plan.candidates.begin(), plan.candidates.end(),
-                  [](const PlanCandidate& c) { return c.overflow_fraction() > 0; });
+  const bool overflow = PlanAnyOverflow(plan);
   std::string html = absl::StrCat(
       "<h2>", Escape(device.name), "</h2>\n<p>", Escape(device.description), ": ",
       Gb(device.memory_bytes), " GB, ",
@@ -386,42 +384,18 @@ std::string DeviceTable(const Plan& plan, size_t d) {
   headings.push_back("Pareto");
   for (const std::string& heading : headings) absl::StrAppend(&html, "<th>", heading, "</th>");
   absl::StrAppend(&html, "</tr>\n");
-  std::vector<std::pair<std::string, std::vector<std::string>>> reasons;  // once each
   for (const PlanCandidate& c : plan.candidates) {
-    const PlanFit& f = c.fits[d];
-    const SizingReport& r = f.report;
-    // A speed only for a job that runs.
-    const double decode = inference && r.fits ? r.decode_tokens_per_s_per_sequence : 0;
     absl::StrAppend(&html, c.pareto ? "<tr class=\"pareto\">" : "<tr>");
-    std::vector<std::string> cells = {
-        c.format,
-        absl::StrFormat("%.4g", c.linear_bits_per_parameter),
-        Gb(c.weight_bytes),
-        r.capacity_bytes > 0 ? Gb(r.per_device.total()) : "-",
-        r.fits ? "yes" : "no",
-        f.possible ? absl::StrCat(r.devices_needed) : "never",
-        r.max_seq > 0 ? Grouped(r.max_seq) : "none",
-        r.max_batch > 0 ? Grouped(r.max_batch) : "none",
-        decode > 0 ? absl::StrFormat("%.1f", decode) : "-",
-        SqnrText(c.sqnr_db()),
-        PercentText(c.relative_rmse()),
-        c.error.stats.measured > 0 ? absl::StrFormat("%.3g", c.error.max_abs_error()) : "-",
-        PercentText(c.clipped_fraction())};
-    if (overflow) cells.push_back(PercentText(c.overflow_fraction()));
+    std::vector<std::string> cells = PlanCells(plan, c, d, Grouped);
     cells.push_back(c.pareto ? "yes" : "");
     for (const std::string& cell : cells) {
       absl::StrAppend(&html, cell == "no" || cell == "never" ? "<td class=\"no\">" : "<td>",
                       Escape(cell), "</td>");
     }
     absl::StrAppend(&html, "</tr>\n");
-    if (f.possible) continue;
-    auto it = std::find_if(reasons.begin(), reasons.end(),
-                           [&](const auto& reason) { return reason.first == f.reason; });
-    if (it == reasons.end()) it = reasons.insert(reasons.end(), {f.reason, {}});
-    it->second.push_back(c.format);
   }
   absl::StrAppend(&html, "</table>\n");
-  for (const auto& [reason, formats] : reasons) {
+  for (const auto& [reason, formats] : NoFitReasons(plan, d)) {
     absl::StrAppend(&html, "<p>", Escape(absl::StrJoin(formats, ", ")), ": ", Escape(reason),
                     "</p>\n");
   }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -339,6 +340,56 @@ std::string PercentText(double fraction) {
 std::string SqnrText(double db) {
   if (std::isnan(db)) return "-";
   return std::isinf(db) ? (db > 0 ? "inf" : "-inf") : absl::StrFormat("%.2f", db);
+}
+
+bool PlanAnyOverflow(const Plan& plan) {
+  for (const PlanCandidate& c : plan.candidates) {
+    if (c.error.stats.nonfinite_outputs > 0) return true;
+  }
+  return false;
+}
+
+double PlanDecode(const Plan& plan, const PlanFit& f) {
+  return plan.options.sizing.mode == Mode::kInference && f.report.fits
+             ? f.report.decode_tokens_per_s_per_sequence
+             : 0;
+}
+
+std::vector<std::string> PlanCells(const Plan& plan, const PlanCandidate& c, size_t d,
+                                   std::string (*count)(int64_t)) {
+  const PlanFit& f = c.fits[d];
+  const SizingReport& r = f.report;
+  const double decode = PlanDecode(plan, f);
+  std::vector<std::string> cells = {
+      c.format,
+      absl::StrFormat("%.4g", c.linear_bits_per_parameter),
+      Gb(c.weight_bytes),
+      r.capacity_bytes > 0 ? Gb(r.per_device.total()) : "-",  // "-": no room to size
+      r.fits ? "yes" : "no",
+      f.possible ? absl::StrCat(r.devices_needed) : "never",
+      r.max_seq > 0 ? count(r.max_seq) : "none",
+      r.max_batch > 0 ? count(r.max_batch) : "none",
+      decode > 0 ? absl::StrFormat("%.1f", decode) : "-",
+      SqnrText(c.sqnr_db()),
+      PercentText(c.relative_rmse()),
+      c.error.stats.measured > 0 ? absl::StrFormat("%.3g", c.error.max_abs_error()) : "-",
+      PercentText(c.clipped_fraction())};
+  if (PlanAnyOverflow(plan)) cells.push_back(PercentText(c.overflow_fraction()));
+  return cells;
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> NoFitReasons(const Plan& plan,
+                                                                           size_t d) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> reasons;
+  for (const PlanCandidate& c : plan.candidates) {
+    const PlanFit& f = c.fits[d];
+    if (f.possible) continue;
+    auto it = std::find_if(reasons.begin(), reasons.end(),
+                           [&](const auto& r) { return r.first == f.reason; });
+    if (it == reasons.end()) it = reasons.insert(reasons.end(), {f.reason, {}});
+    it->second.push_back(c.format);
+  }
+  return reasons;
 }
 
 absl::StatusOr<std::vector<std::string>> SplitList(const Args& args, absl::string_view name) {

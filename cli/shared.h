@@ -13,6 +13,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -24,6 +25,7 @@
 #include "quant/measure.h"
 #include "sizing/devices.h"
 #include "sizing/memory.h"
+#include "sizing/plan.h"
 
 namespace lowp::cli {
 
@@ -50,6 +52,22 @@ std::string SqnrText(double db);
 
 // One row of `lowp quant-error --json` (its "results" and "aggregates").
 nlohmann::json QuantReportJson(const QuantReport& r, float relative_floor, bool histogram);
+
+// What the plan's terminal table and its HTML report share.
+// Whether some candidate turned weights into inf or NaN (the tables then have
+// an overflow column).
+bool PlanAnyOverflow(const Plan& plan);
+// The decode bound shown for a fit: only for inference that fits, else 0.
+double PlanDecode(const Plan& plan, const PlanFit& f);
+// Candidate c's cells on device d, without the Pareto mark: format, bits/w,
+// weights GB, GB per device, fits, devices, max seq, max batch (written by
+// `count`), tok/s, SQNR, rel RMSE, max error, clipped, and overflow when
+// PlanAnyOverflow.
+std::vector<std::string> PlanCells(const Plan& plan, const PlanCandidate& c, size_t d,
+                                   std::string (*count)(int64_t));
+// The candidates that cannot fit device d, grouped by reason, in order.
+std::vector<std::pair<std::string, std::vector<std::string>>> NoFitReasons(const Plan& plan,
+                                                                           size_t d);
 
 // --threads: 0 (every core, the default) to 1024.
 absl::StatusOr<int> ParseThreads(const Args& args);

@@ -380,9 +380,13 @@ int PlanCommand(const std::vector<std::string>& argv) {
   const std::optional<std::string> html = args->Value("html");
   if (html && html->empty()) return Fail(absl::InvalidArgumentError("--html: empty file name"));
   if (html) {
-    if (absl::Status s = RefuseOverwritingInput(*html, "--html", options.tensor_files); !s.ok()) {
-      return Fail(s);
+    std::vector<std::string> inputs = options.tensor_files;
+    if (inputs.empty()) {
+      if (absl::StatusOr<std::string> bundled = BundledCheckpoint(); bundled.ok()) {
+        inputs.push_back(*bundled);
+      }
     }
+    if (absl::Status s = RefuseOverwritingInput(*html, "--html", inputs); !s.ok()) return Fail(s);
   }
 
   std::optional<Progress> progress;

@@ -5,6 +5,7 @@
 // exit status, that the message names the problem, that nothing hangs
 // (every run is under `timeout`) and that no file is left behind.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -66,7 +67,9 @@ class BadInput : public ScratchDir {
 };
 
 // Every run under a time limit: a hang fails as exit 124.
-Result RunLimited(const std::string& args) { return RunLowp(args, 30); }
+Result RunLimited(const std::string& args, const std::string& environment = "") {
+  return RunLowp(args, 30, environment);
+}
 
 // ---------------------------------------------------------------- inputs
 
@@ -232,8 +235,19 @@ TEST_F(BadInput, OutputsThatAreDevicesAreWrittenInPlaceNeverReplaced) {
   ASSERT_EQ(mkfifo(Path("out.pipe").c_str(), 0600), 0);
   std::string got;
   std::thread reader([&] {
-    std::ifstream in(Path("out.pipe"), std::ios::binary);
-    got.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    // Without blocking: if the FIFO is replaced instead of written, no
+    // writer ever comes and the reader gives up after 20 s.
+    const int fd = open(Path("out.pipe").c_str(), O_RDONLY | O_NONBLOCK);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (bool done = fd < 0; !done && std::chrono::steady_clock::now() < deadline;) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      char buffer[4096];
+      const ssize_t n = read(fd, buffer, sizeof(buffer));
+      if (n > 0) got.append(buffer, static_cast<size_t>(n));
+      done = n == 0 && (p.revents & POLLHUP) != 0;  // the writer came and went
+    }
+    if (fd >= 0) close(fd);
   });
   const Result fifo =
       RunLimited("convert --from fp32 --to bf16 " + Path("in.f32") + " " + Path("out.pipe"));
@@ -255,6 +269,20 @@ TEST_F(BadInput, OutputsThatAreDevicesAreWrittenInPlaceNeverReplaced) {
   EXPECT_EQ(html.exit_code, 1);
   EXPECT_THAT(html.output, HasSubstr("--html " + Path("m.safetensors") + ": is the input"));
   EXPECT_EQ(Read("m.safetensors"), before);
+  // Nor the bundled checkpoint plan measures by default (a copy of it here,
+  // through LOWP_DATA_DIR, so that a regression replaces the copy).
+  fs::create_directory(Path("data"));
+  fs::copy_file(LOWP_TEST_DATA_DIR "/stories260K/stories260K.f32.safetensors",
+                Path("data/stories260K.f32.safetensors"));
+  const Result default_input =
+      RunLimited("plan --model llama-3.1-8b --mode inference --html " +
+                 Path("data/stories260K.f32.safetensors"),
+                 "LOWP_DATA_DIR=" + Path("data"));
+  EXPECT_EQ(default_input.exit_code, 1);
+  EXPECT_THAT(default_input.output, HasSubstr("is the input"));
+  EXPECT_EQ(fs::file_size(Path("data/stories260K.f32.safetensors")),
+            fs::file_size(LOWP_TEST_DATA_DIR "/stories260K/stories260K.f32.safetensors"));
+  fs::remove_all(Path("data"));
   EXPECT_EQ(Files(), (std::vector<std::string>{"dir", "in.f32", "m.safetensors", "out.pipe"}));
 }
 

@@ -32,9 +32,12 @@ inline std::string CliPath() {
 
 // `lowp ARGS` through the shell (ARGS are shell words), as a user would,
 // with no standard input; under `timeout` when `timeout_s` > 0, so that a
-// hang is exit 124 instead of a stuck test.
-inline Result RunLowp(const std::string& args, int timeout_s = 0) {
+// hang is exit 124 instead of a stuck test; `environment` ("NAME=VALUE ...")
+// set for it alone.
+inline Result RunLowp(const std::string& args, int timeout_s = 0,
+                      const std::string& environment = "") {
   const std::string command =
+      (environment.empty() ? std::string() : "env " + environment + " ") +
       (timeout_s > 0 ? "timeout " + std::to_string(timeout_s) + " " : std::string()) + CliPath() +
       " " + args + " 2>&1 < /dev/null";
   FILE* pipe = popen(command.c_str(), "r");

@@ -14,11 +14,17 @@
 
 namespace lowp::testing {
 
-// The inputs where rounding decisions change: every representable value and
-// every midpoint between neighbours (and the would-be values past the ends),
-// each with the float32 values up to 4 ulps either side, plus every
-// `stride`-th float32 bit pattern and the special values.
-inline std::vector<uint32_t> BoundaryInputs(const Oracle& oracle, uint64_t stride = 4099) {
+// The inputs where rounding decisions change, enumerated from the format
+// (both signs; the oracle's table holds every finite value of either sign):
+// every representable value (zero, the subnormals, the smallest normal, the
+// largest finite value), every midpoint between neighbours (the underflow
+// threshold between 0 and the smallest subnormal among them) and the
+// would-be values one step past each end with their midpoints (the
+// overflow threshold), each with the float32 values up to 4 ulps either
+// side; plus float32's own edges (zeros, the smallest subnormal, the
+// subnormal/normal boundary, the largest finite, infinities, NaNs with the
+// smallest and largest payloads). Sorted by bit pattern, each once.
+inline std::vector<uint32_t> RoundingBoundaryInputs(const Oracle& oracle) {
   std::vector<double> anchors = oracle.values();
   const size_t n = anchors.size();
   anchors.push_back(oracle.above());
@@ -40,12 +46,22 @@ inline std::vector<uint32_t> BoundaryInputs(const Oracle& oracle, uint64_t strid
       inputs.insert(std::bit_cast<uint32_t>(down));
     }
   }
+  for (uint32_t sign : {0u, 0x80000000u}) {
+    for (uint32_t magnitude :
+         {0x00000000u, 0x00000001u, 0x007FFFFFu, 0x00800000u, 0x7F7FFFFFu, 0x7F800000u, 0x7F800001u,
+          0x7FBFFFFFu, 0x7FC00000u, 0x7FC00001u, 0x7FFFFFFFu}) {
+      inputs.insert(sign | magnitude);
+    }
+  }
+  return {inputs.begin(), inputs.end()};
+}
+
+// RoundingBoundaryInputs plus every `stride`-th float32 bit pattern.
+inline std::vector<uint32_t> BoundaryInputs(const Oracle& oracle, uint64_t stride = 4099) {
+  const std::vector<uint32_t> boundary = RoundingBoundaryInputs(oracle);
+  std::set<uint32_t> inputs(boundary.begin(), boundary.end());
   for (uint64_t b = 0; b < (uint64_t{1} << 32); b += stride)
     inputs.insert(static_cast<uint32_t>(b));
-  for (uint32_t special : {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
-                           0xFFC00001u, 0x7F800001u, 0x00000001u, 0x807FFFFFu}) {
-    inputs.insert(special);
-  }
   return {inputs.begin(), inputs.end()};
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -92,9 +93,10 @@ inline uint32_t ExpectNanKeepingPayload(const Format& f, const Oracle& oracle, f
   return sign | exponent | (1u << (m - 1)) | ((bits & 0x7FFFFF) >> (23 - m));
 }
 
-// Checks inputs [begin, end) of the float32 bit patterns, which must all
-// have one sign (so that their values are monotonic and the oracle's search
-// costs O(1) per input), under every case.
+// Checks the float32 bit patterns bits_at(0), ..., bits_at(n - 1) under
+// every case. They should run in increasing order of bit pattern within one
+// sign (so that their values are monotonic and the oracle's search costs
+// O(1) per input); any order gives the same answers, only slower.
 //
 // Within one interval between neighbouring values, the oracle's answer for a
 // deterministic mode depends only on where x lies against the interval's
@@ -103,20 +105,23 @@ inline uint32_t ExpectNanKeepingPayload(const Format& f, const Oracle& oracle, f
 // case and reused; inputs that the oracle treats specially, zeros and float32
 // subnormals (daz) and stochastic rounding ask the oracle every time.
 //
-// With `kernel` (stride 1 only), kernel->codes[c][b - begin] is the SIMD
-// kernels' code for input b under case c, which must equal the reference's.
+// The reference is called with the bit pattern b as the element index (for
+// stochastic rounding's RandomBits). With `kernel`, kernel->codes[c][k] is
+// the SIMD kernels' code for input bits_at(k) under case c, which must equal
+// the reference's.
 struct KernelAnswers {
   std::vector<std::vector<uint32_t>> codes;
 };
-inline void CheckRange(const Format& f, const Oracle& oracle,
-                       const std::vector<ConvertOptions>& cases, uint64_t begin, uint64_t end,
-                       uint64_t stride, SweepResult* result,
-                       const KernelAnswers* kernel = nullptr) {
+template <typename BitsAt>
+inline void CheckInputs(const Format& f, const Oracle& oracle,
+                        const std::vector<ConvertOptions>& cases, size_t n, BitsAt bits_at,
+                        SweepResult* result, const KernelAnswers* kernel = nullptr) {
   ptrdiff_t hint = -1;
   // The interval [lo, hi) whose answers are cached; empty while lo > hi.
   double lo = 1, hi = 0, mid = 0;
   std::vector<std::array<uint32_t, 4>> cached(cases.size());  // exact, below, at, above mid
-  for (uint64_t b = begin; b < end; b += stride) {
+  for (size_t k = 0; k < n; ++k) {
+    const uint64_t b = bits_at(k);
     const uint32_t bits = static_cast<uint32_t>(b);
     const float x = std::bit_cast<float>(bits);
     const bool tiny = std::fabs(x) < 0x1p-126f;  // zero or a float32 subnormal
@@ -171,25 +176,36 @@ inline void CheckRange(const Format& f, const Oracle& oracle,
       }
       const uint32_t actual = EncodeFloat32(f, x, o, b);
       if (expected != actual) result->Record(c, bits, expected, actual);
-      if (kernel != nullptr && kernel->codes[c][b - begin] != actual) {
-        result->Record(c, bits, actual, kernel->codes[c][b - begin]);
+      if (kernel != nullptr && kernel->codes[c][k] != actual) {
+        result->Record(c, bits, actual, kernel->codes[c][k]);
       }
     }
   }
 }
 
-// The kernels' codes for the float32 bit patterns [begin, begin + n), through
-// EncodeArray's storage (4-bit codes packed), on the target dispatch picks.
-inline void RunKernels(const Format& f, const std::vector<ConvertOptions>& cases, uint64_t begin,
-                       size_t n, KernelAnswers* k) {
-  thread_local std::vector<float> in;
+// Inputs [begin, end) of the float32 bit patterns, every `stride`-th, which
+// must all have one sign; with `kernel` (stride 1 only),
+// kernel->codes[c][b - begin] is the kernels' code for input b.
+inline void CheckRange(const Format& f, const Oracle& oracle,
+                       const std::vector<ConvertOptions>& cases, uint64_t begin, uint64_t end,
+                       uint64_t stride, SweepResult* result,
+                       const KernelAnswers* kernel = nullptr) {
+  CheckInputs(
+      f, oracle, cases, static_cast<size_t>((end - begin + stride - 1) / stride),
+      [&](size_t k) { return begin + k * stride; }, result, kernel);
+}
+
+// The kernels' codes for the float32 inputs `in` (element i with stochastic
+// index first_index + i), through EncodeArray's storage (4-bit codes
+// packed), on the target dispatch picks.
+inline void RunKernelsOn(const Format& f, const std::vector<ConvertOptions>& cases,
+                         const std::vector<float>& in, uint64_t first_index, KernelAnswers* k) {
+  const size_t n = in.size();
   thread_local std::vector<uint8_t> stored;
-  in.resize(n);
   stored.resize(StorageBytes(f, n));
-  for (size_t i = 0; i < n; ++i) in[i] = std::bit_cast<float>(static_cast<uint32_t>(begin + i));
   k->codes.resize(cases.size());
   for (size_t c = 0; c < cases.size(); ++c) {
-    if (!EncodeArray(f, in, stored, cases[c], {.first_index = begin, .threads = 1}).ok()) {
+    if (!EncodeArray(f, in, stored, cases[c], {.first_index = first_index, .threads = 1}).ok()) {
       std::abort();
     }
     std::vector<uint32_t>& codes = k->codes[c];
@@ -213,6 +229,15 @@ inline void RunKernels(const Format& f, const std::vector<ConvertOptions>& cases
   }
 }
 
+// The kernels' codes for the float32 bit patterns [begin, begin + n).
+inline void RunKernels(const Format& f, const std::vector<ConvertOptions>& cases, uint64_t begin,
+                       size_t n, KernelAnswers* k) {
+  thread_local std::vector<float> in;
+  in.resize(n);
+  for (size_t i = 0; i < n; ++i) in[i] = std::bit_cast<float>(static_cast<uint32_t>(begin + i));
+  RunKernelsOn(f, cases, in, begin, k);
+}
+
 // All 2^32 float32 inputs (every `stride`-th with stride > 1), in 256 chunks.
 // With `kernels`, the kernels must also give the reference's code for
 // every input.
@@ -233,6 +258,70 @@ inline void CheckAllFloat32(const Format& f, const Oracle& oracle,
       CheckRange(f, oracle, cases, b, b + kBlock, 1, result, &answers);
     }
   });
+}
+
+// The i-th input of the 1-in-`stride` sample of all 2^32 float32 bit
+// patterns (stride a power of two, at most 2^24): i * stride + h(i), h(i)
+// the top log2(stride) bits of i * 0x9E3779B97F4A7C15 (Fibonacci hashing).
+// The high bits run through every value (every sign, exponent and top
+// mantissa pattern, once each), and the low bits below the stride, which a
+// plain i * stride would leave zero, take values spread evenly and
+// independently of any group of the high bits, so the sample also holds
+// inputs whose only nonzero dropped bits are the lowest ones (sticky bits).
+// (An offset that is a function of i mod stride, such as 37 i mod stride,
+// is zero whenever input bits log2(stride) .. 2 log2(stride) - 1 are, so
+// with it those inputs keep their low bits zero: a toward-positive that
+// ignored the lowest 6 dropped bits passed 1 in 64 of fp16's inputs with
+// 37 i mod 64 and failed with this hash.)
+inline uint32_t StridedInput(uint64_t i, uint64_t stride) {
+  const int shift = std::countr_zero(stride);
+  const uint64_t offset = shift == 0 ? 0 : (i * 0x9E3779B97F4A7C15u) >> (64 - shift);
+  return static_cast<uint32_t>(i * stride + offset);
+}
+
+// The union of `listed` (sorted, no repeats) and the 1-in-`stride` sample of
+// StridedInput, each input once, in bit-pattern order: the reference against
+// the oracle and, with `kernels`, the kernels against the reference on every
+// one. Deterministic modes only (the kernels' stochastic index would not be
+// the bit pattern). Returns how many inputs each case was checked on.
+inline uint64_t CheckSampledFloat32(const Format& f, const Oracle& oracle,
+                                    const std::vector<ConvertOptions>& cases,
+                                    const std::vector<uint32_t>& listed, uint64_t stride,
+                                    SweepResult* result, bool kernels) {
+  for (const ConvertOptions& o : cases) {
+    if (o.rounding == Rounding::kStochastic) std::abort();
+  }
+  constexpr uint64_t kChunk = uint64_t{1} << 24;
+  constexpr size_t kBlock = size_t{1} << 16;
+  std::atomic<uint64_t> checked{0};
+  ParallelFor(256, [&](uint32_t chunk) {
+    const uint64_t begin = uint64_t{chunk} * kChunk;
+    std::vector<uint32_t> strided;
+    for (uint64_t i = begin / stride; i < (begin + kChunk) / stride; ++i) {
+      strided.push_back(StridedInput(i, stride));
+    }
+    const auto first = std::lower_bound(listed.begin(), listed.end(), begin);
+    const auto last = std::lower_bound(first, listed.end(), begin + kChunk);
+    std::vector<uint32_t> inputs;
+    inputs.reserve(strided.size() + static_cast<size_t>(last - first));
+    std::set_union(strided.begin(), strided.end(), first, last, std::back_inserter(inputs));
+    checked += inputs.size();
+    KernelAnswers answers;
+    std::vector<float> in;
+    for (size_t at = 0; at < inputs.size(); at += kBlock) {
+      const size_t n = std::min(kBlock, inputs.size() - at);
+      const auto bits_at = [&](size_t k) { return uint64_t{inputs[at + k]}; };
+      if (!kernels) {
+        CheckInputs(f, oracle, cases, n, bits_at, result);
+        continue;
+      }
+      in.resize(n);
+      for (size_t k = 0; k < n; ++k) in[k] = std::bit_cast<float>(inputs[at + k]);
+      RunKernelsOn(f, cases, in, 0, &answers);
+      CheckInputs(f, oracle, cases, n, bits_at, result, &answers);
+    }
+  });
+  return checked.load();
 }
 
 }  // namespace lowp::testing

@@ -25,16 +25,28 @@ absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& argv,
     }
     const size_t eq = arg.find('=');
     const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    // One rule for every option: given once. A list is one comma-separated
+    // value; a second --NAME would silently replace the first.
     if (contains(flags, name) && eq == std::string::npos) {
+      if (args.Has(name)) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " is given twice"));
+      }
       args.flags_.push_back(name);
     } else if (contains(value_options, name)) {
+      std::string value;
       if (eq != std::string::npos) {
-        args.values_.emplace_back(name, arg.substr(eq + 1));
+        value = arg.substr(eq + 1);
       } else if (i + 1 < argv.size()) {
-        args.values_.emplace_back(name, argv[++i]);
+        value = argv[++i];
       } else {
         return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
       }
+      if (std::optional<std::string> first = args.Value(name)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", name, " is given twice ('", *first, "', then '", value,
+                         "'); give it once, a list as comma-separated values"));
+      }
+      args.values_.emplace_back(name, std::move(value));
     } else {
       std::vector<std::string> known;
       for (const std::string& v : value_options) known.push_back("--" + v);

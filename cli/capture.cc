@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "cli/table.h"
+
 namespace lowp::cli {
 namespace {
 
@@ -59,7 +61,7 @@ int Fail(const absl::Status& status) {
     current->status = status;
     return 1;
   }
-  std::fprintf(stderr, "lowp: %s\n", std::string(status.message()).c_str());
+  std::fprintf(stderr, "lowp: %s\n", Printable(status.message()).c_str());
   return 1;
 }
 

@@ -2,11 +2,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,6 +16,8 @@
 #include "formats/packing.h"
 #include "formats/reference.h"
 #include "kernels/convert.h"
+#include "quant/mapped_file.h"
+#include "quant/output_file.h"
 
 namespace lowp::cli {
 
@@ -117,44 +116,46 @@ Route RouteOf(const Format& from, const ConvertOptions& o) {
 
 absl::Status Convert(const Format& from, const Format& to, const ConvertOptions& options,
                      const std::string& in_path, const std::string& out_path) {
-  std::ifstream in(in_path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("input ", in_path, ": cannot open (", std::strerror(errno), ")"));
-  }
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(in_path, ec);
-  if (ec) {
-    return absl::InvalidArgumentError(absl::StrCat("input ", in_path, ": ", ec.message()));
-  }
+  absl::StatusOr<RegularFile> in = OpenRegularFile(in_path, "input");
+  if (!in.ok()) return in.status();
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{in->fd};
+  const uint64_t size = in->size;
   absl::StatusOr<size_t> count = CodeCount(from, size);
   if (!count.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("input ", in_path, ": ", count.status().message()));
   }
-  AtomicOutput out;
-  if (absl::Status s = out.Open(out_path); !s.ok()) return s;
-  // Chunks of a whole number of storage units of both formats (and an even
-  // number of codes, so 4-bit output never splits a byte between chunks).
-  constexpr size_t kChunkBytes = size_t{8} << 20;
+  absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(out_path);
+  if (!out.ok()) return out.status();
+  // Chunks of kChunk elements: a whole number of storage units of every
+  // format (and an even number of codes, so 4-bit codes never split a byte
+  // between chunks); every buffer is sized for kChunk elements of its kind.
+  constexpr size_t kChunk = size_t{1} << 21;
   const Route route = RouteOf(from, options);
-  std::vector<float> floats(kChunkBytes / 4);
-  std::vector<uint16_t> halves(route == Route::kHalf ? kChunkBytes / 2 : 0);
-  std::vector<uint8_t> raw(route == Route::kDecode || route == Route::kReference ? kChunkBytes : 0);
+  std::vector<float> floats(kChunk);
+  std::vector<uint16_t> halves(route == Route::kHalf ? kChunk : 0);
+  std::vector<uint8_t> raw(route == Route::kDecode || route == Route::kReference
+                               ? StorageBytes(from, kChunk)
+                               : 0);
   std::vector<uint8_t> out_bytes;
   std::vector<uint32_t> codes;
   size_t index = 0;
   while (index < *count) {
+    const size_t want = std::min(kChunk, *count - index);
     char* target = route == Route::kFloat32 ? reinterpret_cast<char*>(floats.data())
                    : route == Route::kHalf  ? reinterpret_cast<char*>(halves.data())
                                             : reinterpret_cast<char*>(raw.data());
-    in.read(target, kChunkBytes);
-    const size_t got = static_cast<size_t>(in.gcount());
-    if (got == 0) {
-      return absl::DataLossError(
-          absl::StrCat("input ", in_path, ": shorter than its size while reading"));
+    const size_t want_bytes = StorageBytes(from, want);
+    absl::StatusOr<size_t> got = ReadUpTo(in->fd, target, want_bytes, "input " + in_path);
+    if (!got.ok()) return got.status();
+    if (*got != want_bytes) {
+      return absl::DataLossError(absl::StrCat("input ", in_path, ": shrank from ", size,
+                                              " bytes while being read"));
     }
-    const size_t n = std::min(*count - index, got * 8 / from.storage_bits());
+    const size_t n = want;
     out_bytes.resize(StorageBytes(to, n));
     const RunOptions run{.first_index = index};
     absl::Status s;
@@ -168,7 +169,7 @@ absl::Status Convert(const Format& from, const Format& to, const ConvertOptions&
       case Route::kDecode:
       case Route::kReference: {
         codes.clear();
-        s = UnpackCodes(from, {raw.data(), got}, index, &codes);  // names a bad code's index
+        s = UnpackCodes(from, {raw.data(), want_bytes}, index, &codes);  // names a bad code's index
         if (!s.ok()) {
           return absl::InvalidArgumentError(absl::StrCat("input ", in_path, ": ", s.message()));
         }
@@ -180,16 +181,16 @@ absl::Status Convert(const Format& from, const Format& to, const ConvertOptions&
           PackCodes(to, codes, &out_bytes);
           break;
         }
-        s = DecodeArray(from, {raw.data(), StorageBytes(from, n)}, std::span(floats).first(n));
+        s = DecodeArray(from, {raw.data(), want_bytes}, std::span(floats).first(n));
         if (s.ok()) s = EncodeArray(to, std::span(floats).first(n), out_bytes, options, run);
         break;
       }
     }
     if (!s.ok()) return s;
-    if (s = out.Write(out_bytes); !s.ok()) return s;
+    if (s = (*out)->Write(out_bytes); !s.ok()) return s;
     index += n;
   }
-  return out.Commit();
+  return (*out)->Commit();
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -18,6 +19,7 @@
 #include "cli/capture.h"
 #include "cli/commands.h"
 #include "cli/plan_html.h"
+#include "quant/output_file.h"
 #include "cli/shared.h"
 #include "cli/table.h"
 #include "nlohmann/json.hpp"
@@ -177,7 +179,7 @@ void PrintPlan(const Plan& plan) {
   const SizingOptions& o = plan.options.sizing;
   const PlanSource& s = plan.source;
   auto line = [](const char* label, const std::string& text) {
-    std::printf("%-9s %s\n", label, text.c_str());
+    std::printf("%-9s %s\n", label, Printable(text).c_str());
   };
   const bool inference = o.mode == Mode::kInference;
   line("plan",
@@ -223,16 +225,17 @@ void PrintPlan(const Plan& plan) {
   for (size_t d = 0; d < plan.options.devices.size(); ++d) {
     const Device& device = plan.options.devices[d];
     std::printf("\n%s",
-                absl::StrFormat("%s (%s): %s GB, %s; on %s (dp %d x tp %d x pp %d)\n", device.name,
+                Printable(absl::StrFormat("%s (%s): %s GB, %s; on %s (dp %d x tp %d x pp %d)\n", device.name,
                                 device.description, Gb(device.memory_bytes),
                                 device.bandwidth_bytes_per_s > 0
                                     ? absl::StrCat(TbPerS(device.bandwidth_bytes_per_s), " TB/s")
                                     : "bandwidth unknown",
-                                Plural(devices, "device"), o.dp, o.tp, o.pp)
+                                Plural(devices, "device"), o.dp, o.tp, o.pp))
                     .c_str());
     PrintTable(TableRows(plan, d), {0, 4});
     for (const auto& [reason, formats] : NoFitReasons(plan, d)) {
-      std::printf("%s: %s\n", absl::StrJoin(formats, ", ").c_str(), reason.c_str());
+      std::printf("%s: %s\n", Printable(absl::StrJoin(formats, ", ")).c_str(),
+                  Printable(reason).c_str());
     }
   }
 }
@@ -376,6 +379,15 @@ int PlanCommand(const std::vector<std::string>& argv) {
   options.measure.threads = *threads;
   const std::optional<std::string> html = args->Value("html");
   if (html && html->empty()) return Fail(absl::InvalidArgumentError("--html: empty file name"));
+  if (html) {
+    std::vector<std::string> inputs = options.tensor_files;
+    if (inputs.empty()) {
+      if (absl::StatusOr<std::string> bundled = BundledCheckpoint(); bundled.ok()) {
+        inputs.push_back(*bundled);
+      }
+    }
+    if (absl::Status s = RefuseOverwritingInput(*html, "--html", inputs); !s.ok()) return Fail(s);
+  }
 
   std::optional<Progress> progress;
   options.progress = [&](size_t total, const std::string& name) {
@@ -397,14 +409,10 @@ int PlanCommand(const std::vector<std::string>& argv) {
           plain ? word : absl::StrCat("'", absl::StrReplaceAll(word, {{"'", "'\\''"}}), "'"));
     }
     const std::string page = PlanHtml(*plan, command);
-    AtomicOutput out;
-    absl::Status s = out.Open(*html);
-    if (s.ok()) {
-      s = out.Write(
-          std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(page.data()), page.size()));
-    }
-    if (s.ok()) s = out.Commit();
-    if (!s.ok()) return Fail(s);
+    absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(*html, "--html");
+    if (!out.ok()) return Fail(out.status());
+    if (absl::Status s = (*out)->Write(page); !s.ok()) return Fail(s);
+    if (absl::Status s = (*out)->Commit(); !s.ok()) return Fail(s);
   }
   switch (output) {
     case Output::kJson:
@@ -415,7 +423,7 @@ int PlanCommand(const std::vector<std::string>& argv) {
       break;
     case Output::kTable:
       PrintPlan(*plan);
-      if (html) std::printf("\nreport    %s\n", html->c_str());
+      if (html) std::printf("\nreport    %s\n", Printable(*html).c_str());
       break;
   }
   return 0;

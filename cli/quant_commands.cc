@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -81,21 +82,27 @@ const char kRangeHelp[] =
 namespace {
 
 std::string Num(double v) {
+  if (std::isnan(v)) return "-";  // unknown: nothing measured
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return absl::StrFormat("%.6g", v);
 }
 
 // The selected tensors; an error if a pattern was given and matches none.
+// `inputs` are the files given, for the message (none: arrays were given).
 absl::StatusOr<std::vector<const TensorView*>> Select(const TensorSet& set,
-                                                      const std::string& pattern) {
+                                                      const std::string& pattern,
+                                                      const std::vector<std::string>& inputs) {
   std::vector<const TensorView*> selected;
   for (const TensorView& t : set.tensors()) {
     if (MatchesPattern(pattern, t.name)) selected.push_back(&t);
   }
+  const std::string where =
+      inputs.empty() ? std::string("the arrays given") : absl::StrJoin(inputs, ", ");
   if (selected.empty()) {
     return absl::InvalidArgumentError(
-        pattern.empty() ? std::string("no tensors in the input")
-                        : absl::StrCat("--tensors '", pattern, "' matches no tensor"));
+        set.tensors().empty()
+            ? absl::StrCat("no tensors in ", where)
+            : absl::StrCat("--tensors '", pattern, "' matches no tensor of ", where));
   }
   return selected;
 }
@@ -106,11 +113,11 @@ Row ReportRow(const QuantReport& r) {
           std::to_string(r.elements),
           absl::StrFormat("%.4g", r.bits_per_weight()),
           Num(r.rmse()),
-          absl::StrFormat("%.2f", r.sqnr_db()),
+          SqnrText(r.sqnr_db()),
           Num(r.max_abs_error()),
           Num(r.mean_abs_error()),
           Num(r.max_relative_error()),
-          absl::StrFormat("%.6f", r.cosine()),
+          std::isnan(r.cosine()) ? "-" : absl::StrFormat("%.6f", r.cosine()),
           std::to_string(r.counts.clipped),
           std::to_string(r.stats.zeroed),
           std::to_string(r.stats.nonfinite_outputs),
@@ -126,7 +133,7 @@ enum class Output { kTable, kJson, kCsv };
 void PrintSkipped(const std::vector<std::string>& skipped) {
   if (skipped.empty()) return;
   std::fprintf(stderr, "lowp: skipped %zu tensor(s) that are not floating: %s\n", skipped.size(),
-               absl::StrJoin(skipped, ", ").c_str());
+               Printable(absl::StrJoin(skipped, ", ")).c_str());
 }
 
 // The table, or CSV, of rows[0] as header and the rest.
@@ -176,11 +183,17 @@ absl::StatusOr<MeasureOptions> ParseMeasureOptions(const Args& args) {
   if (!threads.ok()) return threads.status();
   options.threads = *threads;
   if (std::optional<std::string> f = args.Value("relative-floor")) {
-    if (!absl::SimpleAtof(*f, &options.relative_floor) || !(options.relative_floor >= 0) ||
-        !std::isfinite(options.relative_floor)) {
+    double floor = 0;
+    if (!absl::SimpleAtod(*f, &floor) || !(floor >= 0)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--relative-floor '", *f, "': want a number >= 0"));
     }
+    if (!(floor <= std::numeric_limits<float>::max())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--relative-floor '", *f, "': above float32's largest value (3.4028235e38), ",
+          "which the inputs are compared in"));
+    }
+    options.relative_floor = static_cast<float>(floor);
   }
   options.histogram = args.Has("histogram");
   return options;
@@ -190,7 +203,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> ParseSchemes(const Args& ar
   std::optional<std::string> list = args.Value("scheme");
   if (!list) return absl::InvalidArgumentError("--scheme is required; see lowp schemes");
   std::vector<std::unique_ptr<Scheme>> schemes;
-  for (absl::string_view name : absl::StrSplit(*list, ',')) {
+  for (const std::string& name : SplitNames(*list)) {
     absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(name);
     if (!scheme.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("--scheme: ", scheme.status().message()));
@@ -265,7 +278,7 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
   if (!set.ok()) return Fail(set.status());
   options->release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
   absl::StatusOr<std::vector<const TensorView*>> selected =
-      Select(*set, args->Value("tensors").value_or(""));
+      Select(*set, args->Value("tensors").value_or(""), args->positional());
   if (!selected.ok()) return Fail(selected.status());
 
   std::vector<QuantReport> reports, aggregates;
@@ -289,6 +302,7 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
       aggregates[s].Add(*report);
       reports.push_back(*std::move(report));
     }
+    if (absl::Status s = set->CheckIntact(); !s.ok()) return Fail(s);
     set->Release(*tensor);
   }
   if (args->Has("summary")) reports.clear();
@@ -329,7 +343,8 @@ int QuantizeCommand(const std::vector<std::string>& argv) {
   if (!set.ok()) return Fail(set.status());
   options->release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
   const std::string pattern = args->Value("tensors").value_or("");
-  if (absl::StatusOr<std::vector<const TensorView*>> s = Select(*set, pattern); !s.ok()) {
+  if (absl::StatusOr<std::vector<const TensorView*>> s = Select(*set, pattern, args->positional());
+      !s.ok()) {
     return Fail(s.status());
   }
 
@@ -387,6 +402,7 @@ int QuantizeCommand(const std::vector<std::string>& argv) {
         reports.push_back(std::move(report));
       }
     }
+    if (status.ok()) status = set->CheckIntact();
     if (!status.ok()) return Fail(status);
     set->Release(t);
   }
@@ -420,8 +436,8 @@ int RangeCommand(const std::vector<std::string>& argv) {
     }
   }
   std::vector<Format> formats;
-  for (absl::string_view name :
-       absl::StrSplit(args->Value("formats").value_or("fp16,bf16,fp8_e4m3fn,fp8_e5m2"), ',')) {
+  for (const std::string& name :
+       SplitNames(args->Value("formats").value_or("fp16,bf16,fp8_e4m3fn,fp8_e5m2"))) {
     absl::StatusOr<Format> f = FindFormat(name);
     if (!f.ok())
       return Fail(absl::InvalidArgumentError(absl::StrCat("--formats: ", f.status().message())));
@@ -431,7 +447,7 @@ int RangeCommand(const std::vector<std::string>& argv) {
   if (!set.ok()) return Fail(set.status());
   options.release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
   absl::StatusOr<std::vector<const TensorView*>> selected =
-      Select(*set, args->Value("tensors").value_or(""));
+      Select(*set, args->Value("tensors").value_or(""), args->positional());
   if (!selected.ok()) return Fail(selected.status());
 
   std::vector<RangeRow> rows;
@@ -446,6 +462,7 @@ int RangeCommand(const std::vector<std::string>& argv) {
     absl::StatusOr<std::vector<RangeRow>> study = StudyRange(*tensor, formats, options);
     if (!study.ok()) return Fail(study.status());
     rows.insert(rows.end(), study->begin(), study->end());
+    if (absl::Status s = set->CheckIntact(); !s.ok()) return Fail(s);
     set->Release(*tensor);
   }
   auto scale = [](const std::optional<int>& k) {

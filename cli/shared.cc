@@ -392,11 +392,26 @@ std::vector<std::pair<std::string, std::vector<std::string>>> NoFitReasons(const
   return reasons;
 }
 
+std::vector<std::string> SplitNames(absl::string_view text) {
+  std::vector<std::string> items(1);
+  int depth = 0;
+  for (char c : text) {
+    if (c == '(') ++depth;
+    if (c == ')' && depth > 0) --depth;
+    if (c == ',' && depth == 0) {
+      items.emplace_back();
+    } else {
+      items.back() += c;
+    }
+  }
+  return items;
+}
+
 absl::StatusOr<std::vector<std::string>> SplitList(const Args& args, absl::string_view name) {
   std::vector<std::string> items;
   std::optional<std::string> text = args.Value(name);
   if (!text) return items;
-  for (absl::string_view item : absl::StrSplit(*text, ',')) {
+  for (const std::string& item : SplitNames(*text)) {
     if (item.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", name, " '", *text, "': empty name in the list"));

@@ -4,13 +4,10 @@
 #ifndef LOWP_CLI_SHARED_H_
 #define LOWP_CLI_SHARED_H_
 
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <span>
 #include <string>
 #include <utility>
@@ -72,59 +69,13 @@ std::vector<std::pair<std::string, std::vector<std::string>>> NoFitReasons(const
 // --threads: 0 (every core, the default) to 1024.
 absl::StatusOr<int> ParseThreads(const Args& args);
 
+// "A,B,C" split at the commas outside parentheses, so that user-defined
+// formats keep theirs ("float(e=4,m=3,bias=7,inf=fn),bf16" is two names).
+std::vector<std::string> SplitNames(absl::string_view text);
+
 // --NAME A,B,C as a list (empty when absent); an empty or repeated item is an
 // error naming the option.
 absl::StatusOr<std::vector<std::string>> SplitList(const Args& args, absl::string_view name);
-
-// Writes to a temporary file beside `path` and renames it over `path` only
-// once everything is written, so a failure never leaves a partial file.
-class AtomicOutput {
- public:
-  AtomicOutput() = default;
-  AtomicOutput(const AtomicOutput&) = delete;
-  AtomicOutput& operator=(const AtomicOutput&) = delete;
-  ~AtomicOutput() {
-    if (file_ != nullptr) std::fclose(file_);
-    if (!temp_.empty()) std::remove(temp_.c_str());
-  }
-  absl::Status Open(const std::string& path) {
-    path_ = path;
-    std::string temp = path + ".lowp-XXXXXX";
-    const int fd = mkstemp(temp.data());
-    if (fd < 0) return Error("cannot create");
-    temp_ = temp;
-    file_ = fdopen(fd, "wb");
-    if (file_ == nullptr) {
-      close(fd);
-      return Error("cannot open");
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Write(std::span<const uint8_t> bytes) {
-    if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
-      return Error("cannot write");
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Commit() {
-    const int failed = std::fclose(file_);
-    file_ = nullptr;
-    if (failed != 0) return Error("cannot write");
-    if (std::rename(temp_.c_str(), path_.c_str()) != 0) return Error("cannot write");
-    temp_.clear();
-    return absl::OkStatus();
-  }
-
- private:
-  absl::Status Error(const char* what) const {
-    const int error = errno;
-    return absl::Status(
-        absl::ErrnoToStatusCode(error),
-        absl::StrCat("output ", path_, ": ", what, " (", std::strerror(error), ")"));
-  }
-  std::string path_, temp_;
-  FILE* file_ = nullptr;
-};
 
 }  // namespace lowp::cli
 

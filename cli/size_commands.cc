@@ -120,7 +120,7 @@ void PrintReport(const SizingReport& r) {
   const ParameterCounts& p = r.parameters;
   const bool training = o.mode != Mode::kInference;
   auto line = [](const char* label, const std::string& text) {
-    std::printf("%-11s %s\n", label, text.c_str());
+    std::printf("%-11s %s\n", label, Printable(text).c_str());
   };
   line("model", absl::StrFormat(
                     "%s (%s): %s parameters%s", r.model.name, r.model.model_type, Grouped(p.total),
@@ -193,7 +193,7 @@ void PrintReport(const SizingReport& r) {
 
   const int64_t capacity = r.capacity_bytes;  // memory x (1 - headroom)
   auto result = [](const char* label, const std::string& text) {
-    std::printf("%-20s %s\n", label, text.c_str());
+    std::printf("%-20s %s\n", label, Printable(text).c_str());
   };
   result("fits", absl::StrFormat("%s: the most loaded device needs %s bytes (%s GB) of %s "
                                  "(%s GB) after headroom; usable for the job after buffers: %s "
@@ -344,10 +344,11 @@ int SizeCommand(const std::vector<std::string>& argv) {
     std::printf(
         "%s, %s, seq %lld, batch %lld, dp %lld x tp %lld x pp %lld on %s (%s GB = %s "
         "GiB); GB = 10^9 bytes\n\n",
-        model->name.c_str(), std::string(ModeName(options.mode)).c_str(),
+        Printable(model->name).c_str(), std::string(ModeName(options.mode)).c_str(),
         static_cast<long long>(options.seq), static_cast<long long>(options.batch),
         static_cast<long long>(options.dp), static_cast<long long>(options.tp),
-        static_cast<long long>(options.pp), device->name.c_str(), Gb(device->memory_bytes).c_str(),
+        static_cast<long long>(options.pp), Printable(device->name).c_str(),
+        Gb(device->memory_bytes).c_str(),
         Gib(device->memory_bytes).c_str());
     PrintTable(CompareRows(*rows, /*csv=*/false), {0, 6});
     return 0;

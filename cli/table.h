@@ -6,11 +6,19 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
 namespace lowp::cli {
 
 using Row = std::vector<std::string>;
+
+// `text` safe to show on a terminal: control characters (C0, DEL and the
+// UTF-8 encoded C1 range, which carry ESC and OSC sequences) written as
+// \xNN, so a hostile tensor or file name cannot move the cursor, retitle the
+// window or hide text. Every human-readable output goes through it; CSV,
+// JSON and HTML have their own escaping.
+std::string Printable(absl::string_view text);
 
 // Prints rows[0] as the header and the rest aligned in columns: a column is
 // left-aligned when its index is in `left`, right-aligned otherwise.

@@ -83,7 +83,13 @@ bool IsPath(const py::handle& h) {
   return py::isinstance<py::str>(h) || py::isinstance<py::bytes>(h) || py::hasattr(h, "__fspath__");
 }
 std::string PathText(const py::handle& h) {
-  return py::cast<std::string>(py::module_::import("os").attr("fsdecode")(h));
+  std::string path = py::cast<std::string>(py::module_::import("os").attr("fsdecode")(h));
+  if (path.find('\0') != std::string::npos) {
+    // C file names end at a NUL: "a.safetensors\0b" would open a.safetensors.
+    throw py::value_error(absl::StrCat("path ", std::string(py::repr(h)),
+                                       ": a file name cannot hold a NUL byte"));
+  }
+  return path;
 }
 
 // Keyword arguments as the command line's options: name_with_underscores
@@ -138,7 +144,9 @@ py::array NativeArray(const py::object& object, const std::string& what) {
   }
   if (!(array.flags() & py::array::c_style) ||
       !(array.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_)) {
-    array = py::array::ensure(array, py::array::c_style);  // a contiguous, aligned copy
+    // A contiguous, aligned copy; NumPy's own exception (MemoryError for a
+    // copy it cannot allocate) when it cannot make one.
+    array = py::module_::import("numpy").attr("ascontiguousarray")(array);
   }
   return array;
 }
@@ -183,6 +191,12 @@ std::optional<std::vector<TensorView>> Inputs(const py::object& data,
   if (IsPath(data)) {
     argv.push_back(PathText(data));
     return std::nullopt;
+  }
+  if ((py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data) ||
+       py::isinstance<py::dict>(data)) &&
+      py::len(data) == 0) {
+    throw py::value_error(
+        "no input: give a checkpoint path, a list of paths, an array or a dict of arrays");
   }
   if (py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data)) {
     bool paths = py::len(data) > 0;
@@ -421,7 +435,18 @@ py::dict ReadTensors(const py::object& path, const std::string& tensors) {
   py::dict out;
   for (const TensorView& t : set.tensors()) {
     if (!IsFloating(t.dtype) || !MatchesPattern(tensors, t.name)) continue;
-    py::array_t<float> a(std::vector<py::ssize_t>(t.shape.begin(), t.shape.end()));
+    py::array_t<float> a;
+    try {
+      a = py::array_t<float>(std::vector<py::ssize_t>(t.shape.begin(), t.shape.end()));
+    } catch (py::error_already_set& e) {
+      const std::string numpy = e.what();
+      PyErr_SetString(PyExc_MemoryError,
+                      absl::StrCat(t.file, ": tensor \"", t.name, "\" of shape [",
+                                   absl::StrJoin(t.shape, ", "), "]: cannot allocate its ",
+                                   t.elements(), " float32 values (", numpy, ")")
+                          .c_str());
+      throw py::error_already_set();
+    }
     absl::Status status;
     {
       py::gil_scoped_release release;
@@ -429,6 +454,7 @@ py::dict ReadTensors(const py::object& path, const std::string& tensors) {
           t, 0,
           std::span<float>(static_cast<float*>(a.mutable_data()), static_cast<size_t>(a.size())));
     }
+    if (status.ok()) status = set.CheckIntact();
     Check(status);
     out[py::str(t.name)] = a;
   }

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <thread>
 
@@ -122,6 +123,11 @@ class Driver {
         chunk_context.first_element = (first + i) * chunk_rows_ * cols_;
         scheme_.Apply(in, cols_, chunk_context, dst, r.counts);
         ComparePairs(in, dst, compare_, r.stats);
+        // A finite F64 input beyond float32's range read as inf: it is no
+        // inf input but one no scheme can hold, an overflow.
+        const uint64_t beyond = BeyondFloat32(first + i);
+        r.stats.inf_inputs -= beyond;
+        r.stats.nonfinite_outputs += beyond;
         if (options_.histogram) AddHistogram(in, dst, r.histogram);
       });
       for (ChunkResult& r : results) {
@@ -153,6 +159,22 @@ class Driver {
     const size_t begin = static_cast<size_t>(first * chunk_rows_ * cols_) * size;
     options_.release(
         tensor_.bytes.subspan(begin, static_cast<size_t>(Elements(first, count)) * size));
+  }
+
+  // F64 elements of the chunk that are finite but beyond float32's range.
+  uint64_t BeyondFloat32(int64_t chunk) const {
+    if (tensor_.dtype != DType::kF64) return 0;
+    const int64_t first_row = chunk * chunk_rows_;
+    const int64_t rows = std::min(chunk_rows_, tensor_.rows() - first_row);
+    const size_t first = static_cast<size_t>(first_row * cols_),
+                 n = static_cast<size_t>(rows * cols_);
+    uint64_t count = 0;
+    for (size_t i = first; i < first + n; ++i) {
+      double v;
+      std::memcpy(&v, tensor_.bytes.data() + i * sizeof(double), sizeof(double));
+      count += std::isfinite(v) && std::isinf(static_cast<float>(v));
+    }
+    return count;
   }
 
   // Points `in` at the chunk's elements as float32: in place for an aligned
@@ -196,8 +218,10 @@ absl::Status Measure(const TensorView& tensor, const Scheme& scheme, const Measu
                                                    ", not a floating type"));
   }
   report.elements = static_cast<uint64_t>(tensor.elements());
-  report.storage_bits = scheme.StorageBits(tensor.rows(), std::max<int64_t>(1, tensor.cols()));
+  // An empty tensor stores nothing (its rows times a scale would count
+  // bits for no weight; its leading dimensions may multiply past 2^64).
   if (tensor.elements() == 0) return absl::OkStatus();
+  report.storage_bits = scheme.StorageBits(tensor.rows(), std::max<int64_t>(1, tensor.cols()));
   Driver driver(tensor, scheme, options);
   absl::Status status = driver.Run(sink, report);
   if (!status.ok()) {
@@ -213,34 +237,74 @@ double QuantReport::bits_per_weight() const {
   return elements == 0 ? 0 : static_cast<double>(storage_bits) / static_cast<double>(elements);
 }
 
+// One rule for every error metric (plan's columns included): a finite input
+// turned into inf or NaN makes the error infinite (similarities unknown);
+// with nothing measured (every input NaN or inf, or no elements) the error
+// is unknown, NaN; never a perfect score.
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
+}  // namespace
+
+bool QuantReport::overflowed() const { return stats.nonfinite_outputs > 0; }
+
 double QuantReport::mse() const {
-  return stats.measured == 0 ? 0 : stats.sum_squared_error / static_cast<double>(stats.measured);
+  if (overflowed()) return kInf;
+  if (stats.measured == 0) return kUnknown;
+  return stats.sum_squared_error / static_cast<double>(stats.measured);
 }
 
 double QuantReport::rmse() const { return std::sqrt(mse()); }
 
 double QuantReport::sqnr_db() const {
-  if (stats.sum_squared_error == 0) return std::numeric_limits<double>::infinity();
+  if (overflowed()) return -kInf;
+  if (stats.measured == 0) return kUnknown;
+  if (stats.sum_squared_error == 0) return kInf;
   return 10 * std::log10(stats.sum_squared_input / stats.sum_squared_error);
 }
 
+double QuantReport::max_abs_error() const {
+  if (overflowed()) return kInf;
+  return stats.measured == 0 ? kUnknown : stats.max_abs_error;
+}
+
 double QuantReport::mean_abs_error() const {
-  return stats.measured == 0 ? 0 : stats.sum_abs_error / static_cast<double>(stats.measured);
+  if (overflowed()) return kInf;
+  if (stats.measured == 0) return kUnknown;
+  return stats.sum_abs_error / static_cast<double>(stats.measured);
+}
+
+double QuantReport::max_relative_error() const {
+  if (overflowed()) return kInf;
+  if (stats.measured == 0) return kUnknown;
+  return stats.max_relative_error;
 }
 
 double QuantReport::mean_relative_error() const {
+  if (overflowed()) return kInf;
+  if (stats.measured == 0) return kUnknown;
   return stats.relative_count == 0
              ? 0
              : stats.sum_relative_error / static_cast<double>(stats.relative_count);
 }
 
 double QuantReport::rms_relative_error() const {
+  if (overflowed()) return kInf;
+  if (stats.measured == 0) return kUnknown;
   return stats.relative_count == 0 ? 0
                                    : std::sqrt(stats.sum_squared_relative_error /
                                                static_cast<double>(stats.relative_count));
 }
 
+double QuantReport::relative_rmse() const {
+  if (overflowed()) return kInf;
+  if (stats.measured == 0) return kUnknown;
+  if (stats.sum_squared_error == 0) return 0;
+  return std::sqrt(stats.sum_squared_error / stats.sum_squared_input);
+}
+
 double QuantReport::cosine() const {
+  if (overflowed() || stats.measured == 0) return kUnknown;
   const double norms = stats.sum_squared_input * stats.sum_squared_output;
   if (norms == 0) return stats.sum_squared_input == stats.sum_squared_output ? 1 : 0;
   return stats.sum_product / std::sqrt(norms);

@@ -63,14 +63,20 @@ struct QuantReport {
 
   double bits_per_weight() const;
   double storage_bytes() const { return static_cast<double>(storage_bits) / 8; }
+  // The metrics. A finite input that the scheme turned into inf or NaN
+  // (overflowed()) makes every error +inf, sqnr_db -inf and the cosine
+  // unknown (NaN); with nothing measured (no elements, or every input NaN or
+  // inf) every metric is unknown (NaN): never a perfect score.
+  bool overflowed() const;
   double mse() const;
   double rmse() const;
   double sqnr_db() const;
   double mean_abs_error() const;
-  double max_abs_error() const { return stats.max_abs_error; }
-  double max_relative_error() const { return stats.max_relative_error; }
+  double max_abs_error() const;
+  double max_relative_error() const;
   double mean_relative_error() const;
   double rms_relative_error() const;
+  double relative_rmse() const;  // ||q - x|| / ||x||
   double cosine() const;
 
   // Adds another tensor's report (for the aggregate over a set; the sums and

@@ -127,8 +127,13 @@ absl::StatusOr<std::vector<RangeRow>> StudyRange(const TensorView& tensor,
     row.overflow = report->counts.clipped;
     row.subnormal = report->counts.subnormal;
     row.flushed = report->stats.zeroed;
-    row.max_relative_error = report->max_relative_error();
-    row.rms_relative_error = report->rms_relative_error();
+    // Over the elements that stay finite (range reports overflow apart).
+    const PairStats& stats = report->stats;
+    row.max_relative_error = stats.max_relative_error;
+    row.rms_relative_error =
+        stats.relative_count == 0
+            ? 0
+            : std::sqrt(stats.sum_squared_relative_error / static_cast<double>(stats.relative_count));
     if (nonzero > 0) {
       row.max_scale_log2 = MaxScaleLog2(format, census->absmax);
       row.min_scale_log2 = MinScaleLog2(format, *census, nonzero, options.fraction);

@@ -1,13 +1,6 @@
 #include "quant/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <limits>
 #include <set>
 #include <string>
@@ -23,11 +16,6 @@ namespace lowp {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-absl::Status ErrnoError(int error, const std::string& path, absl::string_view what) {
-  return absl::Status(absl::ErrnoToStatusCode(error),
-                      absl::StrCat(path, ": ", what, ": ", std::strerror(error)));
-}
 
 absl::StatusOr<Json> ParseJson(absl::string_view text, absl::string_view file_name,
                                absl::string_view what) {
@@ -126,57 +114,6 @@ absl::StatusOr<Entry> ParseEntry(const std::string& name, const Json& value,
 }
 
 }  // namespace
-
-absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(errno, path, "cannot open");
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int error = errno;
-    ::close(fd);
-    return ErrnoError(error, path, "cannot stat");
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
-  }
-  std::unique_ptr<MappedFile> file(new MappedFile());
-  file->path_ = path;
-  file->size_ = static_cast<size_t>(st.st_size);
-  if (file->size_ > 0) {
-    void* data = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (data == MAP_FAILED) {
-      const int error = errno;
-      ::close(fd);
-      return ErrnoError(error, path, "cannot map");
-    }
-    file->data_ = static_cast<const uint8_t*>(data);
-  }
-  ::close(fd);
-  return file;
-}
-
-MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
-}
-
-bool MappedFile::Contains(std::span<const uint8_t> range) const {
-  if (data_ == nullptr || range.empty()) return false;
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(range.data());
-  const uintptr_t base = reinterpret_cast<uintptr_t>(data_);
-  return begin >= base && begin - base <= size_ && range.size() <= size_ - (begin - base);
-}
-
-void MappedFile::Release(std::span<const uint8_t> range) const {
-  if (!Contains(range)) return;
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t base = reinterpret_cast<uintptr_t>(data_);
-  const uintptr_t map_end = (base + size_ + page - 1) / page * page;
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(range.data()) / page * page;
-  const uintptr_t end = std::min(
-      map_end, (reinterpret_cast<uintptr_t>(range.data()) + range.size() + page - 1) / page * page);
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
 
 absl::StatusOr<ParsedSafetensors> ParseSafetensors(std::span<const uint8_t> file,
                                                    absl::string_view file_name) {
@@ -304,7 +241,7 @@ absl::StatusOr<ParsedSafetensorsIndex> ParseSafetensorsIndex(std::span<const uin
     }
     const std::string shard = shard_value.get<std::string>();
     if (shard.empty() || shard.find('/') != std::string::npos ||
-        shard.find('\\') != std::string::npos || shard.find("..") != std::string::npos ||
+        shard.find('\\') != std::string::npos || shard == ".." ||
         shard.find('\0') != std::string::npos || shard == ".") {
       return absl::InvalidArgumentError(
           absl::StrCat(file_name, ": tensor \"", tensor, "\": shard \"", shard,

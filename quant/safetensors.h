@@ -4,7 +4,6 @@
 //    "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...}
 // then the data buffer; offsets are relative to the start of the buffer and
 // the tensors tile it exactly, as the reference implementation requires.
-// Also the read-only file mapping the tensor sets view their data through.
 #ifndef LOWP_QUANT_SAFETENSORS_H_
 #define LOWP_QUANT_SAFETENSORS_H_
 
@@ -18,35 +17,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "quant/mapped_file.h"
 #include "quant/tensor.h"
 
 namespace lowp {
-
-// A whole file mapped read-only (an empty file maps to an empty span).
-class MappedFile {
- public:
-  // Errors name the path and the system's reason (errno text).
-  static absl::StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path);
-  ~MappedFile();
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::span<const uint8_t> bytes() const { return {data_, size_}; }
-  // True if `range` lies inside this mapping.
-  bool Contains(std::span<const uint8_t> range) const;
-  // madvise(MADV_DONTNEED) over the pages `range` touches (rounded out to
-  // whole pages, clipped to the mapping): the memory is returned and the
-  // data is read from the file again if used later. Ranges outside the
-  // mapping are ignored.
-  void Release(std::span<const uint8_t> range) const;
-
- private:
-  MappedFile() = default;
-  std::string path_;
-  const uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 // The largest header safetensors itself accepts.
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
@@ -71,7 +45,7 @@ struct ParsedSafetensorsIndex {
 };
 
 // Parses an index file's text. Shard names must be plain file names (no '/',
-// no '\\', no "..", not empty); duplicate keys are rejected. Errors name
+// no '\\', not "." or "..", not empty); duplicate keys are rejected. Errors name
 // `file_name` and the tensor at fault.
 absl::StatusOr<ParsedSafetensorsIndex> ParseSafetensorsIndex(std::span<const uint8_t> text,
                                                              absl::string_view file_name);

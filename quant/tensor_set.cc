@@ -1,12 +1,5 @@
 #include "quant/tensor_set.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <set>
@@ -19,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "quant/npy.h"
+#include "quant/output_file.h"
 #include "quant/safetensors.h"
 
 namespace lowp {
@@ -183,6 +177,19 @@ void TensorSet::Release(std::span<const uint8_t> bytes) const {
   }
 }
 
+absl::Status TensorSet::CheckIntact() const {
+  for (const auto& file : files_) {
+    if (absl::Status s = file->CheckIntact(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> TensorSet::files() const {
+  std::vector<std::string> paths;
+  for (const auto& file : files_) paths.push_back(file->path());
+  return paths;
+}
+
 bool MatchesPattern(absl::string_view pattern, absl::string_view name) {
   if (pattern.empty()) return true;
   for (absl::string_view glob : absl::StrSplit(pattern, ',')) {
@@ -193,24 +200,17 @@ bool MatchesPattern(absl::string_view pattern, absl::string_view name) {
 
 struct SafetensorsWriter::State {
   std::string path;
-  std::string temp;
-  FILE* file = nullptr;
+  std::unique_ptr<OutputFile> file;
   std::vector<Entry> entries;
   std::vector<uint64_t> sizes;  // bytes of each tensor
   size_t current = 0;           // tensor being written
   uint64_t written = 0;         // bytes of it written so far
   bool failed = false;
 
-  absl::Status Error(absl::string_view what, int error) {
+  absl::Status Fail(absl::Status status) {
     failed = true;
-    return absl::Status(absl::ErrnoToStatusCode(error),
-                        absl::StrCat(path, ": ", what, ": ", std::strerror(error)));
-  }
-  void Discard() {
-    if (file != nullptr) std::fclose(file);
-    file = nullptr;
-    if (!temp.empty()) std::remove(temp.c_str());
-    temp.clear();
+    file.reset();  // removes the temporary
+    return status;
   }
 };
 
@@ -256,38 +256,19 @@ absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
   text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
   state->entries = tensors;
 
-  state->temp = path + ".tmp-XXXXXX";
-  const int fd = mkstemp(state->temp.data());
-  if (fd < 0) {
-    const int error = errno;
-    state->temp.clear();
-    return state->Error("cannot create a temporary file beside it", error);
-  }
-  ::fchmod(fd, 0644);
-  state->file = fdopen(fd, "wb");
-  if (state->file == nullptr) {
-    const int error = errno;
-    ::close(fd);
-    absl::Status s = state->Error("cannot open", error);
-    state->Discard();
-    return s;
-  }
+  absl::StatusOr<std::unique_ptr<OutputFile>> file = OutputFile::Create(path);
+  if (!file.ok()) return file.status();
+  state->file = *std::move(file);
   uint8_t length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(uint64_t{text.size()} >> (8 * i));
-  if (std::fwrite(length, 1, 8, state->file) != 8 ||
-      std::fwrite(text.data(), 1, text.size(), state->file) != text.size()) {
-    absl::Status s = state->Error("cannot write", errno);
-    state->Discard();
-    return s;
-  }
+  if (absl::Status s = state->file->Write(length); !s.ok()) return s;
+  if (absl::Status s = state->file->Write(text); !s.ok()) return s;
   std::unique_ptr<SafetensorsWriter> writer(new SafetensorsWriter());
   writer->state_ = std::move(state);
   return writer;
 }
 
-SafetensorsWriter::~SafetensorsWriter() {
-  if (state_ != nullptr) state_->Discard();
-}
+SafetensorsWriter::~SafetensorsWriter() = default;
 
 absl::Status SafetensorsWriter::Write(std::span<const uint8_t> bytes) {
   State& s = *state_;
@@ -301,12 +282,11 @@ absl::Status SafetensorsWriter::Write(std::span<const uint8_t> bytes) {
       s.written = 0;
     }
     if (s.current == s.sizes.size()) {
-      s.failed = true;
-      return absl::InvalidArgumentError(absl::StrCat(
-          s.path, ": ", bytes.size(), " bytes written beyond the end of the last tensor"));
+      return s.Fail(absl::InvalidArgumentError(absl::StrCat(
+          s.path, ": ", bytes.size(), " bytes written beyond the end of the last tensor")));
     }
     const uint64_t n = std::min<uint64_t>(bytes.size(), s.sizes[s.current] - s.written);
-    if (std::fwrite(bytes.data(), 1, n, s.file) != n) return s.Error("cannot write", errno);
+    if (absl::Status status = s.file->Write(bytes.first(n)); !status.ok()) return s.Fail(status);
     s.written += n;
     bytes = bytes.subspan(n);
   }
@@ -324,22 +304,12 @@ absl::Status SafetensorsWriter::Finish() {
     s.written = 0;
   }
   if (s.current < s.sizes.size()) {
-    s.failed = true;
-    return absl::FailedPreconditionError(
+    return s.Fail(absl::FailedPreconditionError(
         absl::StrCat(s.path, ": tensor \"", s.entries[s.current].name, "\" has ", s.written,
-                     " of its ", s.sizes[s.current], " bytes written"));
+                     " of its ", s.sizes[s.current], " bytes written")));
   }
-  FILE* file = s.file;
-  s.file = nullptr;
-  if (std::fflush(file) != 0 || ::fsync(fileno(file)) != 0) {
-    const int error = errno;
-    std::fclose(file);
-    return s.Error("cannot write", error);
-  }
-  if (std::fclose(file) != 0) return s.Error("cannot write", errno);
-  if (std::rename(s.temp.c_str(), s.path.c_str()) != 0)
-    return s.Error("cannot rename into place", errno);
-  s.temp.clear();
+  if (absl::Status status = s.file->Commit(); !status.ok()) return s.Fail(status);
+  s.file.reset();
   return absl::OkStatus();
 }
 

@@ -17,7 +17,7 @@
 
 namespace lowp {
 
-class MappedFile;  // quant/safetensors.h
+class MappedFile;  // quant/mapped_file.h
 
 class TensorSet {
  public:
@@ -49,6 +49,14 @@ class TensorSet {
   // batch by batch, so even one tensor larger than RAM streams through).
   // Bytes outside this set's files are left alone.
   void Release(std::span<const uint8_t> bytes) const;
+
+  // OK while every file behind the set still has the size it had when
+  // opened; DataLoss naming the file that shrank while it was read (its
+  // views then read zeros past the new end, which must not be reported).
+  // Ask before reporting or writing anything computed from the views.
+  absl::Status CheckIntact() const;
+  // The paths of the files behind the set (an index's shards, not the index).
+  std::vector<std::string> files() const;
 
  private:
   TensorSet();

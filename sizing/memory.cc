@@ -400,19 +400,29 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
 
   // Weights and training states of every tensor held, in `multiplicity`
   // identical copies (one per layer).
-  Wide layer_weights = 0;  // one decoder layer's weights on this device
+  //
+  // ZeRO-3 gathers its units whole on each rank: a decoder layer, and each
+  // tensor outside the layers (token and position embeddings, final norm,
+  // lm_head; a tied embedding is one tensor), each of this tensor-parallel
+  // rank's shard, in its stored format, with the unit's full gradient before
+  // the reduce-scatter where it is trained (docs/sizing.md).
+  Wide gathered_layer = 0;    // one decoder layer with its gradient
+  Wide gathered_largest = 0;  // the largest unit outside the layers
   Wide expert_weights = 0;
   Wide host_grads = 0;  // fp32 gradients on the host with optimizer offload
   auto add = [&](const TensorSpec& t, int64_t multiplicity, bool in_layer) {
     int64_t rows, cols;
     Shard(t, l, m, rows, cols);
     const Scheme& format = t.linear ? *job.weights : *job.embed;
-    const Wide w = TensorBytes(format, rows, cols, t.count) * multiplicity;
+    const Wide one = TensorBytes(format, rows, cols, t.count);  // of one layer
+    const Wide w = one * multiplicity;
     b.weights += w;
     if (t.count > 1) expert_weights += w;
-    if (in_layer) layer_weights += w / multiplicity;
+    Wide gathered = one;  // this tensor of one layer, gathered, with its gradients
     auto train = [&](int64_t r, int64_t c) {
-      b.gradients += TensorBytes(*job.grads, r, c, t.count) * multiplicity;
+      const Wide g = TensorBytes(*job.grads, r, c, t.count);
+      gathered += g;
+      b.gradients += g * multiplicity;
       if (job.master != nullptr) b.master += TensorBytes(*job.master, r, c, t.count) * multiplicity;
       b.optimizer += OptimizerBytes(job, r, c, t.count) * multiplicity;
       if (job.host_grads != nullptr) {
@@ -423,9 +433,16 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
     if (IsTarget(job, t)) {
       // A [rank, in] and B [out, rank] on the base's shard: the side tensor
       // parallelism does not divide is held whole.
-      b.weights += AdapterBytes(job, t, rows, cols) * multiplicity;
+      const Wide adapters = AdapterBytes(job, t, rows, cols);
+      gathered += adapters;
+      b.weights += adapters * multiplicity;
       train(o.lora_rank, cols);
       train(rows, o.lora_rank);
+    }
+    if (in_layer) {
+      gathered_layer += gathered;
+    } else {
+      gathered_largest = std::max(gathered_largest, gathered);
     }
   };
   if (first) {
@@ -453,7 +470,8 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
   if (l.zero >= 2) b.gradients = CeilDiv(b.gradients, l.dp);
   if (l.zero >= 3) {
     b.weights = CeilDiv(b.weights, l.dp);
-    b.workspace += layer_weights;  // one layer gathered for its forward/backward
+    // The largest unit gathered for its forward and backward.
+    b.workspace += std::max(gathered_layer, gathered_largest);
   }
   if (o.mode == Mode::kQlora) {
     // The largest linear dequantized for its matmul.

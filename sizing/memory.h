@@ -86,7 +86,9 @@ struct Bytes {
   int64_t optimizer = 0;    // optimizer states
   int64_t activations = 0;  // kept for the backward pass; inference: the forward workspace
   int64_t kv_cache = 0;
-  int64_t workspace = 0;  // ZeRO-3's gathered layer, QLoRA's dequantized layer
+  // ZeRO-3's largest gathered unit with its gradient, QLoRA's dequantized
+  // linear, full recomputation's rebuilt layer.
+  int64_t workspace = 0;
   int64_t buffers = 0;
 
   int64_t total() const {

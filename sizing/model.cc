@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
 #include <string>
@@ -18,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "quant/mapped_file.h"
 #include "quant/strict_json.h"
 
 namespace lowp {
@@ -570,18 +570,10 @@ absl::StatusOr<ModelConfig> ReadModelConfig(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", size, " bytes, above the limit of ",
                                                    kMaxConfigBytes, " for a config.json"));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in.is_open()) {
-    const int error_number = errno;  // e.g. EACCES
-    return absl::Status(absl::ErrnoToStatusCode(error_number),
-                        absl::StrCat(path, ": cannot open: ", std::strerror(error_number)));
-  }
-  std::string text(static_cast<size_t>(size), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.gcount() != static_cast<std::streamsize>(text.size())) {
-    return absl::DataLossError(absl::StrCat(path, ": read ", in.gcount(), " of ", size, " bytes"));
-  }
-  return ParseModelConfig(text, path);
+  // Opened without blocking and checked again: the path may have changed.
+  absl::StatusOr<std::string> text = ReadRegularFile(path, kMaxConfigBytes);
+  if (!text.ok()) return text.status();
+  return ParseModelConfig(*text, path);
 }
 
 const std::vector<ModelConfig>& ModelPresets() {

@@ -152,20 +152,9 @@ absl::Status SizeCandidate(const ModelConfig& model, const PlanOptions& options,
 
 }  // namespace
 
-double PlanCandidate::relative_rmse() const {
-  const PairStats& s = error.stats;
-  if (s.measured == 0) return std::numeric_limits<double>::quiet_NaN();
-  if (s.nonfinite_outputs > 0) return std::numeric_limits<double>::infinity();
-  if (s.sum_squared_error == 0) return 0;
-  return std::sqrt(s.sum_squared_error / s.sum_squared_input);
-}
+double PlanCandidate::relative_rmse() const { return error.relative_rmse(); }
 
-double PlanCandidate::sqnr_db() const {
-  const PairStats& s = error.stats;
-  if (s.measured == 0) return std::numeric_limits<double>::quiet_NaN();
-  if (s.nonfinite_outputs > 0) return -std::numeric_limits<double>::infinity();
-  return error.sqnr_db();
-}
+double PlanCandidate::sqnr_db() const { return error.sqnr_db(); }
 
 namespace {
 double OverFinite(const QuantReport& r, uint64_t n) {
@@ -323,6 +312,7 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
       if (!report.ok()) return report.status();
       plan.candidates[s].error.Add(*report);
     }
+    if (absl::Status s = set->CheckIntact(); !s.ok()) return s;
     set->Release(tensor);
   }
 

@@ -222,7 +222,14 @@ TEST(QuantReport, AggregatesWeighByElements) {
   a.Add(b);
   EXPECT_DOUBLE_EQ(a.mse(), 1.0);
   EXPECT_DOUBLE_EQ(a.bits_per_weight(), 8.0);
-  EXPECT_TRUE(std::isinf(QuantReport{}.sqnr_db()));
+  // Nothing measured is unknown, never a perfect score.
+  EXPECT_TRUE(std::isnan(QuantReport{}.sqnr_db()));
+  EXPECT_TRUE(std::isnan(QuantReport{}.rmse()));
+  // A finite input made inf or NaN: infinite error, whatever else was exact.
+  a.stats.nonfinite_outputs = 1;
+  EXPECT_TRUE(std::isinf(a.rmse()) && a.rmse() > 0);
+  EXPECT_TRUE(std::isinf(a.sqnr_db()) && a.sqnr_db() < 0);
+  EXPECT_TRUE(std::isnan(a.cosine()));
 }
 
 TEST(StudyRange, CraftedValuesInFp16) {

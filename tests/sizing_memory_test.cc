@@ -154,11 +154,78 @@ TEST(SizingMemoryTest, ZeroStagesPartitionAsThePaperDefines) {
     const double paper[4] = {120, 31.4, 16.6, 1.9};
     EXPECT_NEAR(per_parameter * 7.5, paper[stage], 0.05) << "stage " << stage;
   }
-  // Stage 3 gathers one layer's weights for its forward and backward.
+  // Stage 3 gathers one decoder layer (202,383,360 parameters, larger than
+  // the 32000 x 4096 embedding and lm_head) for its forward and backward:
+  // its bf16 weights and its full bf16 gradient before the reduce-scatter.
   o.zero = 3;
   const SizingReport r = Estimate(m, o);
-  const int64_t layer = 2 * (4 * 4096LL * 4096 + 3 * 4096LL * 11008 + 2 * 4096);
-  EXPECT_EQ(r.per_device.workspace, layer);
+  const int64_t layer = 4 * 4096LL * 4096 + 3 * 4096LL * 11008 + 2 * 4096;
+  ASSERT_GT(layer, 32000LL * 4096);
+  EXPECT_EQ(r.per_device.workspace, 2 * layer + 2 * layer);
+}
+
+// ZeRO-3's workspace is the largest unit it gathers whole: a decoder layer,
+// the embedding or the lm_head (each tensor outside the layers is its own
+// unit, as DeepSpeed gathers module by module), in its stored format, plus
+// that unit's full gradient before the reduce-scatter where it is trained.
+// Llama 3.1's lm_head, 128256 x 4096 = 525,336,576 parameters in the 8B,
+// is larger than a decoder layer (218,112,000); so is the 70B's.
+TEST(SizingMemoryTest, ZeroThreeGathersTheLargestUnitWithItsGradient) {
+  const int64_t vocab = 128256;
+  SizingOptions o;
+  o.zero = 3;
+  o.dp = 8;
+  const ModelConfig m8 = Model("llama-3.1-8b");
+  const int64_t head8 = vocab * 4096;
+  ASSERT_EQ(head8, 525'336'576);
+  const int64_t layer8 = 2 * 4096LL * 4096 + 2 * 1024LL * 4096 + 3 * 4096LL * 14336 + 2 * 4096;
+  ASSERT_EQ(layer8, 218'112'000);
+  // Pretraining: bf16 weights and bf16 gradients, 2 + 2 bytes a parameter:
+  // DeepSpeed's 4 x largest_layer_params.
+  EXPECT_EQ(Estimate(m8, o).per_device.workspace, 2 * head8 + 2 * head8);
+  EXPECT_EQ(2 * head8 + 2 * head8, 2'101'346'304);
+  // Tensor parallelism: each rank gathers its shard, 64128 vocabulary rows.
+  o.tp = 2;
+  EXPECT_EQ(Estimate(m8, o).per_device.workspace, 2 * (vocab / 2 * 4096) * 2);
+  o.tp = 1;
+  // DeepSpeed's fp32 gradients: 2 + 4 bytes.
+  o.grads = "fp32";
+  EXPECT_EQ(Estimate(m8, o).per_device.workspace, 2 * head8 + 4 * head8);
+  o.grads = "";
+  // Tied embeddings: one tensor, gathered once with one gradient.
+  ModelConfig tied = m8;
+  tied.tie_word_embeddings = true;
+  EXPECT_EQ(Estimate(tied, o).per_device.workspace, 2 * head8 + 2 * head8);
+  // LoRA: the frozen lm_head is gathered without a gradient and is still
+  // the largest unit (a layer: 218,112,000 bf16 weights and 1,310,720
+  // adapter parameters with their bf16 gradients).
+  o.mode = Mode::kLora;
+  const int64_t adapters8 = 16LL * ((4096 + 4096) * 2 + (4096 + 1024) * 2 + (4096 + 14336) * 3);
+  ASSERT_EQ(adapters8 * 32, 41'943'040);
+  ASSERT_LT(2 * layer8 + 4 * adapters8, 2 * head8);
+  EXPECT_EQ(Estimate(m8, o).per_device.workspace, 2 * head8);
+  // QLoRA: the same bf16 lm_head, plus the largest linear dequantized.
+  o.mode = Mode::kQlora;
+  EXPECT_EQ(Estimate(m8, o).per_device.workspace, 2 * head8 + 2 * 14336LL * 4096);
+  o.mode = Mode::kPretrain;
+
+  const ModelConfig m70 = Model("llama-3.1-70b");
+  const int64_t head70 = vocab * 8192;
+  const int64_t layer70 = 2 * 8192LL * 8192 + 2 * 1024LL * 8192 + 3 * 8192LL * 28672 + 2 * 8192;
+  ASSERT_GT(head70, layer70);
+  EXPECT_EQ(Estimate(m70, o).per_device.workspace, 2 * head70 + 2 * head70);
+  EXPECT_EQ(2 * head70 + 2 * head70, 4'202'692'608);
+  // Llama 3.1 405B: a decoder layer (3,187,703,808 parameters) is larger
+  // than its 2,101,346,304-parameter lm_head.
+  const ModelConfig m405 = Model("llama-3.1-405b");
+  const int64_t layer405 =
+      2 * 16384LL * 16384 + 2 * 1024LL * 16384 + 3 * 16384LL * 53248 + 2 * 16384;
+  ASSERT_EQ(layer405, 3'187'703'808);
+  ASSERT_GT(layer405, vocab * 16384);
+  EXPECT_EQ(Estimate(m405, o).per_device.workspace, 2 * layer405 + 2 * layer405);
+  // Below stage 3 nothing is gathered.
+  o.zero = 2;
+  EXPECT_EQ(Estimate(m8, o).per_device.workspace, 0);
 }
 
 // Optimizer offload (ZeRO-Offload) moves the master weights, the optimizer

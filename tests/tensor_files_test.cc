@@ -1,7 +1,9 @@
 // Tensor files: the safetensors and .npy parsers (every failure kind), the
 // streaming writer, sharded checkpoints, ReadAsFloat32 and the real
 // stories260K checkpoints in tests/data/stories260K.
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bit>
@@ -401,6 +403,62 @@ TEST(MappedFileTest, ErrorsAndEmptyFile) {
               AllOf(HasSubstr("empty.safetensors"), HasSubstr("too short")));
   EXPECT_THAT(std::string(TensorSet::Open(dir / "x.bin").status().message()),
               AllOf(HasSubstr("x.bin"), HasSubstr("unknown kind")));
+}
+
+// A file truncated after it was mapped: reading its views past the new end
+// would raise SIGBUS; instead they read zeros and CheckIntact says so.
+TEST(MappedFileTest, ATruncatedFileIsAnErrorNotACrash) {
+  TempDir dir;
+  const size_t n = 1 << 20;  // 4 MiB of float32, many pages
+  std::vector<uint8_t> data(n * 4);
+  for (size_t i = 0; i < n; ++i) {
+    const float v = 1.0f + static_cast<float>(i % 7);
+    std::memcpy(&data[4 * i], &v, 4);
+  }
+  const std::string header =
+      absl::StrCat(R"({"w":{"dtype":"F32","shape":[)", n, R"(],"data_offsets":[0,)", n * 4, "]}}");
+  const std::string path = dir / "m.safetensors";
+  WriteFile(path, Safetensors(header, data));
+  absl::StatusOr<TensorSet> set = TensorSet::Open(path);
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_TRUE(set->CheckIntact().ok());
+  ASSERT_EQ(truncate(path.c_str(), 8 + header.size() + 4096 * 3 + 100), 0);
+  std::vector<float> values(n);
+  // Reads every page: past the end without the guard the process dies.
+  ASSERT_TRUE(ReadAsFloat32(set->tensors()[0], 0, values).ok());
+  EXPECT_EQ(values[0], 1.0f);
+  EXPECT_EQ(values[n - 1], 0.0f);  // zeros past the end, never reported:
+  const absl::Status intact = set->CheckIntact();
+  EXPECT_EQ(intact.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(intact.message()),
+              AllOf(HasSubstr(path), HasSubstr("shrank from"), HasSubstr("while being read")));
+  // Grown back to its size, the read past the end is still remembered.
+  ASSERT_EQ(truncate(path.c_str(), 8 + header.size() + n * 4), 0);
+  EXPECT_THAT(std::string(set->CheckIntact().message()), HasSubstr("truncated while being read"));
+}
+
+// A SIGBUS outside every mapping still ends the process as SIGBUS.
+TEST(MappedFileDeathTest, OtherBusErrorsStillKill) {
+  TempDir dir;
+  WriteFile(dir / "m.safetensors", Safetensors(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                                               std::vector<uint8_t>(4)));
+  ASSERT_TRUE(TensorSet::Open(dir / "m.safetensors").ok());  // the guard is installed
+  EXPECT_EXIT(raise(SIGBUS), ::testing::KilledBySignal(SIGBUS), "");
+}
+
+TEST(MappedFileTest, FifosAndDevicesAreRefusedWithoutBlocking) {
+  TempDir dir;
+  ASSERT_EQ(mkfifo((dir / "p.safetensors").c_str(), 0600), 0);
+  for (const std::string& path : {dir / "p.safetensors", std::string("/dev/zero"), dir.path()}) {
+    absl::StatusOr<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
+    ASSERT_FALSE(file.ok()) << path;
+    EXPECT_THAT(std::string(file.status().message()),
+                AllOf(HasSubstr(path), HasSubstr("not a regular file")));
+  }
+  EXPECT_THAT(std::string(MappedFile::Open(dir / "p.safetensors").status().message()),
+              HasSubstr("a named pipe (FIFO)"));
+  EXPECT_THAT(std::string(MappedFile::Open(std::string("a\0b", 3)).status().message()),
+              HasSubstr("NUL"));
 }
 
 // ---------------------------------------------------------------- writer

@@ -8,6 +8,7 @@ at the command and LOWP_TEST_DATA at tests/data.
 import json
 import os
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -318,3 +319,59 @@ def test_concurrent_calls_give_the_same_results():
 def test_bundled_checkpoint():
     assert lowp.bundled_checkpoint().endswith("stories260K.f32.safetensors")
     assert len(lowp.read_tensors(lowp.bundled_checkpoint())) == 48
+
+
+# ------------------------------------------------------------ hostile input
+
+HUGE = (2**40,)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: lowp.convert(np.broadcast_to(np.float32(1), HUGE), "bf16"),
+    lambda: lowp.fake_quant(np.broadcast_to(np.float32(1), HUGE), "bf16"),
+    lambda: lowp.decode(np.broadcast_to(np.uint8(1), HUGE), "fp8_e4m3fn"),
+    lambda: lowp.quantize(np.broadcast_to(np.float32(1), HUGE), "int8-channel"),
+    lambda: lowp.quant_error(np.broadcast_to(np.float32(1), HUGE), "bf16"),
+    lambda: lowp.range_study({"w": np.broadcast_to(np.float32(1), HUGE)}),
+])
+def test_a_copy_numpy_cannot_make_raises_memory_error(call):
+    # A broadcast (stride 0) array must be copied to be read contiguously;
+    # 4 TiB cannot be: NumPy's MemoryError, never a crash.
+    with pytest.raises(MemoryError):
+        call()
+
+
+def test_no_input_and_nul_bytes_are_refused(tmp_path):
+    for empty in ([], (), {}):
+        with pytest.raises(ValueError, match="no input"):
+            lowp.quant_error(empty, "bf16")
+        with pytest.raises(ValueError, match="no input"):
+            lowp.range_study(empty)
+    good = str(tmp_path / "a.safetensors")
+    lowp.quantize(np.zeros((2, 32), np.float32), "bf16")  # the module works
+    for call in (lambda p: lowp.read_tensors(p), lambda p: lowp.quant_error(p, "bf16"),
+                 lambda p: lowp.quant_error([p], "bf16")):
+        with pytest.raises(ValueError, match="NUL"):
+            call(good + "\0b")
+
+
+def test_a_tensor_numpy_cannot_allocate_is_named(tmp_path):
+    # 600 x 2^20 float32 (2.4 GiB, sparse on disk) read under a 4 GiB address
+    # space limit: the file maps, its float32 copy cannot be allocated.
+    path = tmp_path / "big.safetensors"
+    n = 600 * 2**20
+    header = json.dumps({"big.weight": {"dtype": "F32", "shape": [600, 2**20],
+                                        "data_offsets": [0, 4 * n]}}).encode()
+    with open(path, "wb") as f:
+        f.write(len(header).to_bytes(8, "little") + header)
+        f.truncate(8 + len(header) + 4 * n)
+    code = ("import resource, sys, lowp\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))\n"
+            "try:\n"
+            "    lowp.read_tensors(sys.argv[1])\n"
+            "except MemoryError as e:\n"
+            "    print('MemoryError:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    assert "MemoryError:" in out.stdout, out.stdout + out.stderr
+    assert "big.weight" in out.stdout and "[600, 1048576]" in out.stdout

@@ -185,6 +185,8 @@ std::vector<Fixture> Fixtures() {
   return {{"a.safetensors", checkpoint},
           {"c.safetensors.index.json", Index()},
           {"b.npy", Npy()},
+          // A tensor named after its file's stem, not UTF-8 (nor JSON).
+          {"t\xFF.npy", Npy()},
           {"config.json", Config()},
           {"codes.bin", Codes()},
           {"stories260K.f32.safetensors", checkpoint}};

@@ -44,7 +44,10 @@ void EmitJson(const nlohmann::json& j) {
     current->json = j;
     return;
   }
-  std::printf("%s\n", j.dump(2).c_str());
+  // A string that is not UTF-8 (a tensor named after a file, an option value
+  // echoed back) cannot be JSON as it is: dump() would throw and abort the
+  // command; it is printed with U+FFFD in place of each bad byte instead.
+  std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 
 bool Capturing() { return current != nullptr; }

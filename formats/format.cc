@@ -93,11 +93,15 @@ absl::StatusOr<Format> MakeFloatFormat(std::string name, int exponent_bits, int 
   }
   // Every value must be a float32, so that decoding to float32 is exact and
   // every float32 input has a well-defined place among the format's values.
-  if (f.max_normal_exponent() > 127 || f.min_normal_exponent() - mantissa_bits < -149) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "format ", f.name, ": bias ", bias,
-        " puts values outside the float32 range (largest binade 2^", f.max_normal_exponent(),
-        ", smallest step 2^", f.min_normal_exponent() - mantissa_bits, ")"));
+  // In 64 bits: max_normal_exponent() and min_normal_exponent() overflow int
+  // for a bias near the int limits (float(e=5,m=10,bias=-2147483648)).
+  const int64_t largest_binade = int64_t{f.max_finite_magnitude() >> mantissa_bits} - bias;
+  const int64_t smallest_step = int64_t{f.has_zero ? 1 : 0} - bias - mantissa_bits;
+  if (largest_binade > 127 || smallest_step < -149) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("format ", f.name, ": bias ", bias,
+                     " puts values outside the float32 range (largest binade 2^", largest_binade,
+                     ", smallest step 2^", smallest_step, ")"));
   }
   return f;
 }

@@ -166,7 +166,10 @@ absl::StatusOr<std::unique_ptr<Scheme>> MakeScaledFloatScheme(absl::string_view 
     scale_name = value;
   }
   absl::StatusOr<Format> scale_format = ScaleFormat(scale_name);
-  if (!scale_format.ok()) return scale_format.status();
+  if (!scale_format.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scheme '", base, "': ", scale_format.status().message()));
+  }
   std::string name =
       absl::StrCat(element->name, granularity == Granularity::kTensor ? "-tensor" : "-channel");
   if (scale_format->name != "fp32") absl::StrAppend(&name, ":scale=", scale_format->name);

@@ -86,6 +86,9 @@ constexpr internal::SchemeFactory kFactories[] = {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Scheme>> ParseScheme(absl::string_view name) {
+  // Before splitting: absl::StrSplit gives no piece at all (not one empty
+  // piece) for a null string_view.
+  if (name.empty()) return absl::InvalidArgumentError("empty scheme name");
   std::vector<std::string> parts = absl::StrSplit(name, ':');
   const std::string base = parts[0];
   if (base.empty()) return absl::InvalidArgumentError("empty scheme name");

@@ -18,6 +18,17 @@
 namespace lowp {
 namespace {
 
+// Whether `text` can be a string of a JSON header, i.e. is UTF-8 (a tensor
+// named after an .npy file's stem need not be).
+bool IsUtf8(const std::string& text) {
+  try {
+    (void)nlohmann::json(text).dump();
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
+}
+
 std::string Directory(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
@@ -220,7 +231,13 @@ absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) {
     nlohmann::ordered_json meta = nlohmann::ordered_json::object();
-    for (const auto& [key, value] : metadata) meta[key] = value;
+    for (const auto& [key, value] : metadata) {
+      if (!IsUtf8(key) || !IsUtf8(value)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": metadata \"", key, "\" is not UTF-8 text (a safetensors header is JSON)"));
+      }
+      meta[key] = value;
+    }
     header["__metadata__"] = std::move(meta);
   }
   auto state = std::make_unique<State>();
@@ -231,6 +248,11 @@ absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
     if (entry.name.empty() || entry.name == "__metadata__") {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": invalid tensor name \"", entry.name, "\""));
+    }
+    if (!IsUtf8(entry.name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": tensor name \"", entry.name,
+                       "\" is not UTF-8 text (a safetensors header is JSON)"));
     }
     if (!names.insert(entry.name).second) {
       return absl::InvalidArgumentError(

@@ -277,6 +277,9 @@ absl::StatusOr<double> ParseBandwidth(absl::string_view text, absl::string_view 
 absl::StatusOr<Device> FindDevice(absl::string_view spec) {
   const std::vector<absl::string_view> parts =
       absl::StrSplit(absl::StripAsciiWhitespace(spec), ':');
+  // No piece at all: a null string_view (absl::StrSplit gives one empty
+  // piece for any other empty text).
+  if (parts.empty()) return absl::InvalidArgumentError("empty device name");
   if (parts.size() == 1) {
     std::string name = absl::AsciiStrToLower(parts[0]);
     for (const Alias& a : kAliases) {

@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "formats/format.h"
 #include "gtest/gtest.h"
 #include "quant/npy.h"
 #include "quant/safetensors.h"
+#include "quant/scheme.h"
 #include "sizing/model.h"
 
 namespace lowp::fuzz {
@@ -20,23 +22,25 @@ int FuzzSafetensors(const uint8_t* data, size_t size);
 int FuzzNpy(const uint8_t* data, size_t size);
 int FuzzIndex(const uint8_t* data, size_t size);
 int FuzzConfig(const uint8_t* data, size_t size);
+int FuzzNames(const uint8_t* data, size_t size);
+int FuzzArgs(const uint8_t* data, size_t size);
+int ArgsExitCode(const uint8_t* data, size_t size);
 namespace {
 
-// Whether the parser of `target` accepts `bytes`.
+// Whether the parser of `target` accepts `bytes`: for names, as a format or
+// a scheme; for args, whether the command exits with 0.
 bool Accepts(const std::string& target, const std::vector<uint8_t>& bytes) {
+  const absl::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   if (target == "safetensors") return ParseSafetensors(bytes, "seed").ok();
   if (target == "npy") return ParseNpy(bytes, "seed.npy").ok();
-  if (target == "config") {
-    return ParseModelConfig(
-               absl::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-               "seed")
-        .ok();
-  }
+  if (target == "config") return ParseModelConfig(text, "seed").ok();
+  if (target == "names") return FindFormat(text).ok() || ParseScheme(text).ok();
+  if (target == "args") return ArgsExitCode(bytes.data(), bytes.size()) == 0;
   return ParseSafetensorsIndex(bytes, "seed").ok();
 }
 
 // Feeds every file under tests/fuzz/{corpus,regressions}/<target>; returns
-// how many there were. Seeds named valid_* must parse, bad_* must not.
+// how many there were. Seeds named valid_* must be accepted, bad_* must not.
 int Replay(const std::string& target, int (*fuzz)(const uint8_t*, size_t)) {
   int count = 0;
   for (const char* kind : {"corpus", "regressions"}) {
@@ -69,6 +73,8 @@ TEST(FuzzCorpusReplayTest, Safetensors) { EXPECT_GE(Replay("safetensors", FuzzSa
 TEST(FuzzCorpusReplayTest, Npy) { EXPECT_GE(Replay("npy", FuzzNpy), 8); }
 TEST(FuzzCorpusReplayTest, Index) { EXPECT_GE(Replay("index", FuzzIndex), 5); }
 TEST(FuzzCorpusReplayTest, Config) { EXPECT_GE(Replay("config", FuzzConfig), 20); }
+TEST(FuzzCorpusReplayTest, Names) { EXPECT_GE(Replay("names", FuzzNames), 40); }
+TEST(FuzzCorpusReplayTest, Args) { EXPECT_GE(Replay("args", FuzzArgs), 40); }
 
 }  // namespace
 }  // namespace lowp::fuzz

@@ -1,8 +1,8 @@
 # Drives the fuzzers for ctest (tests/CMakeLists.txt, label `fuzz`).
 #   -DMODE=build -DSOURCE_DIR=<repo> -DWORK_DIR=<dir>
 #       configures tests/fuzz with clang in WORK_DIR/build and builds the targets.
-#   -DMODE=run -DSOURCE_DIR=<repo> -DWORK_DIR=<dir> -DTARGET=safetensors|npy|index|config
-#              -DSECONDS=n
+#   -DMODE=run -DSOURCE_DIR=<repo> -DWORK_DIR=<dir>
+#              -DTARGET=safetensors|npy|index|config|names|args -DSECONDS=n
 #       runs TARGET_fuzzer for SECONDS over the seed corpus and the regression
 #       inputs; new inputs go to WORK_DIR/corpus/TARGET (never the source tree),
 #       a crash to WORK_DIR/artifacts/, and the test fails naming it.

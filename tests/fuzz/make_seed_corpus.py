@@ -151,3 +151,139 @@ write(cf, "bad_mixtral_top_k", config(**dict(TINY, model_type="mixtral", num_loc
                                              num_experts_per_tok=3)))
 write(cf, "bad_text_config", config(**dict(TINY, text_config=[1])))
 write(cf, "bad_deep", '{"a":' * 70 + "1" + "}" * 70)
+
+nm = "names"
+# Format names (catalog, aliases, user-defined) and scheme names with options;
+# valid_* is a format or a scheme, bad_* neither.
+for i, name in enumerate([
+        "fp32", "tf32", "half", "BFloat16", " FP16 ", "fp8_e4m3fn", "e4m3", "f8E5M2FNUZ",
+        "fp8_e4m3b11fnuz", "fp6_e2m3fn", "fp4_e2m1fn", "e8m0fnu", "int8", "uint4", "int3",
+        "uint12", "e3m4", "e3m4fn", "e5m2fnuz", "float(e=5,m=10,bias=15,inf=ieee)",
+        "float(e=4,m=3,bias=7,inf=fn)", "float(e=3,m=0,inf=fn)", "float(e=2, m=1, inf=none)",
+        "float(e=8,m=0,bias=128,inf=fnuz)"]):
+    write(nm, "valid_format_%02d" % i, name)
+for i, name in enumerate([
+        "int8", "int8-channel", "int4-g128", "int4-g128:scale=bf16:clip=mse", "int2-g16",
+        "uint4-g64-asym", "uint8-asym", "uint8-channel-asym:scale=fp32", "fp8_e4m3fn-tensor",
+        "fp8_e5m2-channel:scale=bf16", "mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2",
+        "mxfp4:scale=round-up", "mxint8", "nvfp4", "nf4", "nf4:double-quant", "q8_0", "q4_0",
+        "q4_1", "q5_0", "bf16:rounding=stochastic:seed=7", "fp8_e4m3fn:overflow=saturate",
+        "e3m2fn:rounding=toward-zero"]):
+    write(nm, "valid_scheme_%02d" % i, name)
+for name, text in [
+        ("empty", ""), ("unknown", "fp7"), ("wide_exponent", "e9m2"), ("no_exponent", "e0m3"),
+        ("float_no_m", "float(e=5)"), ("float_bias", "float(e=5,m=10,bias=400)"),
+        ("float_inf", "float(e=5,m=10,inf=x)"), ("float_key", "float(e=5,m=10,x=1)"),
+        ("int1", "int1"), ("int17", "int17"), ("int9_scheme", "int9-g128"),
+        ("group_1", "int4-g1"), ("clip", "int4-g128:clip=max"), ("scale", "int4-g128:scale=fp8"),
+        ("double_quant_value", "nf4:double-quant=yes"), ("nvfp4_option", "nvfp4:scale=floor"),
+        ("tensor_clip", "int8:clip=mse"), ("mx_scale", "mxfp4:scale=ceil"),
+        ("empty_option", "int4-g128::"), ("option_twice", "int4-g128:scale=bf16:scale=fp16"),
+        ("empty_base", ":scale=bf16"), ("seed", "bf16:rounding=stochastic:seed=x"),
+        ("unsigned_scaled", "e8m0fnu-tensor")]:
+    write(nm, "bad_" + name, text)
+
+ar = "args"
+# A command's index in args_fuzzer.cc's kCommands, then its words, NUL-separated.
+COMMANDS = ["formats", "convert", "schemes", "quant-error", "quantize", "range", "size",
+            "devices", "plan"]
+
+
+def args(command, *words):
+    return bytes([COMMANDS.index(command)]) + b"\0".join(w.encode() for w in words)
+
+
+VALID = [
+    ("formats", []), ("formats", ["--json"]),
+    ("convert", ["--from", "fp8_e4m3fn", "--to", "fp16", "codes.bin", "out.bin"]),
+    ("convert", ["--from=int8", "--to=fp4_e2m1fn", "--rounding", "stochastic", "--seed", "3",
+                 "--overflow", "saturate", "codes.bin", "o"]),
+    ("convert", ["--from", "uint4", "--to", "e5m2", "--subnormals", "ftz-daz", "--nan",
+                 "keep-payload", "codes.bin", "codes.bin"]),
+    ("schemes", []), ("schemes", ["--json"]),
+    ("quant-error", ["a.safetensors", "--scheme", "int4-g128,nf4:double-quant"]),
+    ("quant-error", ["b.npy", "--scheme=mxfp4", "--json", "--histogram"]),
+    ("quant-error", ["c.safetensors.index.json", "--scheme", "q4_0,int8-channel", "--csv",
+                     "--summary", "--tensors", "layers.*", "--relative-floor", "0.01",
+                     "--threads", "2", "--quiet"]),
+    ("quantize", ["a.safetensors", "--scheme", "int8-channel", "--out", "q.safetensors"]),
+    ("quantize", ["b.npy", "--scheme", "nvfp4", "--out", "q.safetensors", "--dtype", "BF16",
+                  "--json"]),
+    ("quantize", ["a.safetensors", "--scheme", "fp8_e4m3fn-tensor", "--out", "a.safetensors",
+                  "--dtype", "same", "--tensors", "*weight", "--csv", "--summary"]),
+    ("range", ["a.safetensors"]),
+    ("range", ["a.safetensors", "b.npy", "--json", "--fraction", "0.9", "--formats",
+               "fp16,e4m3,e3m2fn"]),
+    ("size", ["--model", "llama-3.1-8b", "--mode", "inference"]),
+    ("size", ["--model", "config.json", "--mode", "qlora", "--weights", "nf4", "--json",
+              "--lora-rank", "16", "--lora-targets", "q,v"]),
+    ("size", ["--model", "llama-3.1-70b", "--mode", "inference", "--compare-formats",
+              "--formats", "bf16,int4-g128,mxfp4", "--device", "mygpu:96GB:4TB/s", "--csv"]),
+    ("size", ["--model", "mixtral-8x7b", "--mode", "finetune", "--optimizer", "adamw8bit",
+              "--zero", "3", "--dp", "8", "--tp", "2", "--pp", "2", "--recompute", "full",
+              "--seq", "8192", "--batch", "4", "--sequence-parallel", "--no-flash-attention",
+              "--offload", "optimizer", "--buffers", "2GiB", "--headroom", "0.1"]),
+    ("devices", []), ("devices", ["--json"]),
+    ("plan", ["--model", "llama-3.1-8b", "--mode", "inference"]),
+    ("plan", ["--model", "config.json", "--mode", "inference", "--tensors", "a.safetensors",
+              "--formats", "bf16,int4-g128,nf4", "--json"]),
+    ("plan", ["--model", "llama-3.1-8b", "--mode", "lora", "--device", "h100,a100",
+              "--select", "*wq*", "--html", "r.html"]),
+    ("plan", ["--model", "qwen2.5-7b", "--mode", "pretrain", "--formats", "bf16,fp8_e4m3fn",
+              "--tensors", "b.npy", "c.safetensors.index.json", "--csv", "--threads", "1"]),
+]
+BAD = [
+    ("formats_positional", "formats", ["x"]),
+    ("formats_option", "formats", ["--csv"]),
+    ("convert_format", "convert", ["--from", "fp99", "--to", "fp16", "codes.bin", "o"]),
+    ("convert_one_file", "convert", ["--from", "fp16", "--to", "bf16", "codes.bin"]),
+    ("convert_missing", "convert", ["--from", "fp16", "--to", "bf16", "missing.bin", "o"]),
+    ("convert_escape", "convert", ["--from", "fp16", "--to", "bf16", "../../etc/passwd",
+                                   "/tmp/x"]),
+    ("convert_rounding", "convert", ["--from", "fp16", "--to", "bf16", "--rounding", "up",
+                                     "codes.bin", "o"]),
+    ("convert_no_value", "convert", ["codes.bin", "o", "--from"]),
+    ("schemes_positional", "schemes", ["x"]),
+    ("quant_error_no_scheme", "quant-error", ["a.safetensors"]),
+    ("quant_error_scheme", "quant-error", ["a.safetensors", "--scheme", "int4-g1"]),
+    ("quant_error_no_files", "quant-error", ["--scheme", "int8"]),
+    ("quant_error_tensors", "quant-error", ["a.safetensors", "--scheme", "int8", "--tensors",
+                                            "nomatch"]),
+    ("quant_error_json_csv", "quant-error", ["a.safetensors", "--scheme", "int8", "--json",
+                                             "--csv"]),
+    ("quant_error_threads", "quant-error", ["a.safetensors", "--scheme", "int8", "--threads",
+                                            "-1"]),
+    ("quant_error_floor", "quant-error", ["a.safetensors", "--scheme", "int8",
+                                          "--relative-floor", "nan"]),
+    ("quant_error_kind", "quant-error", ["config.json", "--scheme", "int8"]),
+    ("quantize_two_schemes", "quantize", ["a.safetensors", "--scheme", "int8,nf4", "--out",
+                                          "q.safetensors"]),
+    ("quantize_no_out", "quantize", ["a.safetensors", "--scheme", "int8"]),
+    ("quantize_dtype", "quantize", ["a.safetensors", "--scheme", "int8", "--out", "q",
+                                    "--dtype", "F8_E4M3"]),
+    ("range_fraction", "range", ["a.safetensors", "--fraction", "2"]),
+    ("range_format", "range", ["a.safetensors", "--formats", "fp16,nope"]),
+    ("size_no_model", "size", ["--mode", "inference"]),
+    ("size_model", "size", ["--model", "gpt-5", "--mode", "inference"]),
+    ("size_no_mode", "size", ["--model", "llama-3.1-8b"]),
+    ("size_device", "size", ["--model", "llama-3.1-8b", "--mode", "inference", "--device",
+                             "tpu"]),
+    ("size_seq", "size", ["--model", "llama-3.1-8b", "--mode", "inference", "--seq", "-5"]),
+    ("size_formats_alone", "size", ["--model", "llama-3.1-8b", "--mode", "inference",
+                                    "--formats", "bf16"]),
+    ("devices_positional", "devices", ["x"]),
+    ("plan_format", "plan", ["--model", "llama-3.1-8b", "--mode", "inference", "--formats",
+                             "int99"]),
+    ("plan_training_int", "plan", ["--model", "llama-3.1-8b", "--mode", "pretrain",
+                                   "--formats", "int4-g128"]),
+    ("plan_positional", "plan", ["--model", "llama-3.1-8b", "--mode", "inference",
+                                 "a.safetensors"]),
+    ("plan_html_empty", "plan", ["--model", "llama-3.1-8b", "--mode", "inference", "--html",
+                                 ""]),
+    ("plan_weights", "plan", ["--model", "llama-3.1-8b", "--mode", "inference", "--weights",
+                              "nf4"]),
+]
+for i, (command, words) in enumerate(VALID):
+    write(ar, "valid_%02d_%s" % (i, command.replace("-", "_")), args(command, *words))
+for name, command, words in BAD:
+    write(ar, "bad_" + name, args(command, *words))

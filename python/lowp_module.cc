@@ -73,9 +73,12 @@ T Value(absl::StatusOr<T> value) {
   return *std::move(value);
 }
 
-// JSON to Python through the json module: ints stay exact, null is None.
+// JSON to Python through the json module: ints stay exact, null is None;
+// text that is not UTF-8 (a file or tensor name) has its bad bytes replaced
+// by U+FFFD, as the command's --json does, instead of throwing.
 py::object ToPython(const nlohmann::json& j) {
-  return py::module_::import("json").attr("loads")(j.dump());
+  return py::module_::import("json").attr("loads")(
+      j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 // A str, bytes or os.PathLike: a file name.
@@ -83,7 +86,8 @@ bool IsPath(const py::handle& h) {
   return py::isinstance<py::str>(h) || py::isinstance<py::bytes>(h) || py::hasattr(h, "__fspath__");
 }
 std::string PathText(const py::handle& h) {
-  std::string path = py::cast<std::string>(py::module_::import("os").attr("fsdecode")(h));
+  // The file system's bytes (os.fsencode), so names that are not UTF-8 work.
+  std::string path = py::cast<std::string>(py::module_::import("os").attr("fsencode")(h));
   if (path.find('\0') != std::string::npos) {
     // C file names end at a NUL: "a.safetensors\0b" would open a.safetensors.
     throw py::value_error(absl::StrCat("path ", std::string(py::repr(h)),

@@ -375,3 +375,11 @@ def test_a_tensor_numpy_cannot_allocate_is_named(tmp_path):
                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
     assert "MemoryError:" in out.stdout, out.stdout + out.stderr
     assert "big.weight" in out.stdout and "[600, 1048576]" in out.stdout
+
+
+def test_names_that_are_not_utf8_do_not_abort(tmp_path):
+    path = os.path.join(os.fsencode(tmp_path), b"t\xff.npy")
+    with open(path, "wb") as f:
+        np.save(f, np.zeros((2, 32), np.float32))
+    rows = lowp.quant_error(path, "bf16")["results"]
+    assert rows[0]["tensor"] == "t\ufffd"

@@ -537,17 +537,21 @@ HWY_INLINE VU DecodeVec(const DecodePlan& p, VU code) {
   return bits;
 }
 
+// out[i] = v for an `out` at any byte address (the callers' arrays need not
+// be float-aligned: tests/kernels_test.cc Shapes.LengthsAndAlignments).
+HWY_INLINE void StoreFloat(float* out, size_t i, float v) { memcpy(out + i, &v, sizeof(v)); }
+
 void Decode(const DecodePlan& plan, const uint8_t* in, size_t count, float* out) {
   const DecodePlan p = plan;
   if (p.use_table) {
     if (p.storage == Storage::kNibble) {
       for (size_t j = 0; j < count / 2; ++j) {
-        out[2 * j] = p.table[in[j] & 15];
-        out[2 * j + 1] = p.table[in[j] >> 4];
+        StoreFloat(out, 2 * j, p.table[in[j] & 15]);
+        StoreFloat(out, 2 * j + 1, p.table[in[j] >> 4]);
       }
-      if (count % 2 != 0) out[count - 1] = p.table[in[count / 2] & 15];
+      if (count % 2 != 0) StoreFloat(out, count - 1, p.table[in[count / 2] & 15]);
     } else {
-      for (size_t j = 0; j < count; ++j) out[j] = p.table[in[j]];
+      for (size_t j = 0; j < count; ++j) StoreFloat(out, j, p.table[in[j]]);
     }
     return;
   }
@@ -593,12 +597,20 @@ void Decode(const DecodePlan& plan, const uint8_t* in, size_t count, float* out)
   if (p.stream) hwy::FlushStream();
   for (; i < count; ++i) {  // the tail, one lane at a time
     HWY_ALIGN uint32_t code[kMaxLanes] = {};
-    code[0] = p.storage == Storage::kByte   ? in[i]
-              : p.storage == Storage::kHalf ? reinterpret_cast<const uint16_t*>(in)[i]
-                                            : reinterpret_cast<const uint32_t*>(in)[i];
+    // Codes may start at any byte (a tensor file's data): copied, not read
+    // through a uint16_t or uint32_t pointer (a misaligned load, UB).
+    if (p.storage == Storage::kByte) {
+      code[0] = in[i];
+    } else if (p.storage == Storage::kHalf) {
+      uint16_t half;
+      memcpy(&half, in + 2 * i, sizeof(half));
+      code[0] = half;
+    } else {
+      memcpy(&code[0], in + 4 * i, sizeof(uint32_t));
+    }
     HWY_ALIGN float value[kMaxLanes];
     hn::Store(hn::BitCast(df, DecodeVec(p, hn::Load(du, code))), df, value);
-    out[i] = value[0];
+    StoreFloat(out, i, value[0]);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -90,6 +91,20 @@ TEST(Targets, DispatchFollowsTheChosenTarget) {
     seen.push_back(name);
   });
   EXPECT_GE(seen.size(), 2u) << "expected a SIMD target and the scalar fallback";
+}
+
+// Which targets this binary runs here (the log says), and in the sanitized
+// build exactly the two it is compiled for (CMakeLists.txt, LOWP_SANITIZE).
+TEST(Targets, CompiledTargets) {
+  std::string names;
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    names += std::string(names.empty() ? "" : " ") + hwy::TargetName(target);
+  }
+  std::printf("targets run on this CPU: %s\n", names.c_str());
+#ifdef LOWP_SANITIZE
+  EXPECT_EQ(HWY_TARGETS, HWY_AVX2 | HWY_SCALAR);
+  if (hwy::SupportedTargets() & HWY_AVX2) EXPECT_EQ(names, "AVX2 SCALAR");
+#endif
 }
 
 // Formats of up to 16 bits: the boundary inputs (every value and midpoint, 4
@@ -314,7 +329,7 @@ TEST(Shapes, LengthsAndAlignments) {
           const std::vector<float> values = MixedInputs(n, static_cast<uint32_t>(n));
           // An input that starts `shift` bytes past a float boundary.
           std::vector<uint8_t> raw(n * 4 + 4);
-          std::memcpy(raw.data() + shift, values.data(), n * 4);
+          if (n > 0) std::memcpy(raw.data() + shift, values.data(), n * 4);  // data() may be null
           const float* in = reinterpret_cast<const float*>(raw.data() + shift);
           std::vector<uint8_t> out(StorageBytes(f, n) + 4, 0xAB);
           std::span<uint8_t> dest(out.data() + shift, StorageBytes(f, n));

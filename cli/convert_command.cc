@@ -122,8 +122,7 @@ absl::Status Convert(const Format& from, const Format& to, const ConvertOptions&
     int fd;
     ~Closer() { ::close(fd); }
   } closer{in->fd};
-  const uint64_t size = in->size;
-  absl::StatusOr<size_t> count = CodeCount(from, size);
+  absl::StatusOr<size_t> count = CodeCount(from, in->size);
   if (!count.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("input ", in_path, ": ", count.status().message()));
@@ -144,18 +143,17 @@ absl::Status Convert(const Format& from, const Format& to, const ConvertOptions&
   std::vector<uint32_t> codes;
   size_t index = 0;
   while (index < *count) {
-    const size_t want = std::min(kChunk, *count - index);
+    const size_t n = std::min(kChunk, *count - index);
     char* target = route == Route::kFloat32 ? reinterpret_cast<char*>(floats.data())
                    : route == Route::kHalf  ? reinterpret_cast<char*>(halves.data())
                                             : reinterpret_cast<char*>(raw.data());
-    const size_t want_bytes = StorageBytes(from, want);
+    const size_t want_bytes = StorageBytes(from, n);
     absl::StatusOr<size_t> got = ReadUpTo(in->fd, target, want_bytes, "input " + in_path);
     if (!got.ok()) return got.status();
     if (*got != want_bytes) {
-      return absl::DataLossError(absl::StrCat("input ", in_path, ": shrank from ", size,
+      return absl::DataLossError(absl::StrCat("input ", in_path, ": shrank from ", in->size,
                                               " bytes while being read"));
     }
-    const size_t n = want;
     out_bytes.resize(StorageBytes(to, n));
     const RunOptions run{.first_index = index};
     absl::Status s;

@@ -224,14 +224,14 @@ void PrintPlan(const Plan& plan) {
   const int64_t devices = o.dp * o.tp * o.pp;
   for (size_t d = 0; d < plan.options.devices.size(); ++d) {
     const Device& device = plan.options.devices[d];
-    std::printf("\n%s",
-                Printable(absl::StrFormat("%s (%s): %s GB, %s; on %s (dp %d x tp %d x pp %d)\n", device.name,
-                                device.description, Gb(device.memory_bytes),
-                                device.bandwidth_bytes_per_s > 0
-                                    ? absl::StrCat(TbPerS(device.bandwidth_bytes_per_s), " TB/s")
-                                    : "bandwidth unknown",
-                                Plural(devices, "device"), o.dp, o.tp, o.pp))
-                    .c_str());
+    const std::string heading = absl::StrFormat(
+        "%s (%s): %s GB, %s; on %s (dp %d x tp %d x pp %d)", device.name, device.description,
+        Gb(device.memory_bytes),
+        device.bandwidth_bytes_per_s > 0
+            ? absl::StrCat(TbPerS(device.bandwidth_bytes_per_s), " TB/s")
+            : "bandwidth unknown",
+        Plural(devices, "device"), o.dp, o.tp, o.pp);
+    std::printf("\n%s\n", Printable(heading).c_str());
     PrintTable(TableRows(plan, d), {0, 4});
     for (const auto& [reason, formats] : NoFitReasons(plan, d)) {
       std::printf("%s: %s\n", Printable(absl::StrJoin(formats, ", ")).c_str(),

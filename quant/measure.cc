@@ -248,10 +248,16 @@ constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
 
 bool QuantReport::overflowed() const { return stats.nonfinite_outputs > 0; }
 
-double QuantReport::mse() const {
+// An error metric under that rule: `value` when something was measured and
+// nothing overflowed.
+double QuantReport::Error(double value) const {
   if (overflowed()) return kInf;
-  if (stats.measured == 0) return kUnknown;
-  return stats.sum_squared_error / static_cast<double>(stats.measured);
+  return stats.measured == 0 ? kUnknown : value;
+}
+
+double QuantReport::mse() const {
+  const uint64_t n = stats.measured;
+  return Error(n == 0 ? 0 : stats.sum_squared_error / static_cast<double>(n));
 }
 
 double QuantReport::rmse() const { return std::sqrt(mse()); }
@@ -263,44 +269,29 @@ double QuantReport::sqnr_db() const {
   return 10 * std::log10(stats.sum_squared_input / stats.sum_squared_error);
 }
 
-double QuantReport::max_abs_error() const {
-  if (overflowed()) return kInf;
-  return stats.measured == 0 ? kUnknown : stats.max_abs_error;
-}
+double QuantReport::max_abs_error() const { return Error(stats.max_abs_error); }
 
 double QuantReport::mean_abs_error() const {
-  if (overflowed()) return kInf;
-  if (stats.measured == 0) return kUnknown;
-  return stats.sum_abs_error / static_cast<double>(stats.measured);
+  const uint64_t n = stats.measured;
+  return Error(n == 0 ? 0 : stats.sum_abs_error / static_cast<double>(n));
 }
 
-double QuantReport::max_relative_error() const {
-  if (overflowed()) return kInf;
-  if (stats.measured == 0) return kUnknown;
-  return stats.max_relative_error;
-}
+double QuantReport::max_relative_error() const { return Error(stats.max_relative_error); }
 
 double QuantReport::mean_relative_error() const {
-  if (overflowed()) return kInf;
-  if (stats.measured == 0) return kUnknown;
-  return stats.relative_count == 0
-             ? 0
-             : stats.sum_relative_error / static_cast<double>(stats.relative_count);
+  const uint64_t n = stats.relative_count;
+  return Error(n == 0 ? 0 : stats.sum_relative_error / static_cast<double>(n));
 }
 
 double QuantReport::rms_relative_error() const {
-  if (overflowed()) return kInf;
-  if (stats.measured == 0) return kUnknown;
-  return stats.relative_count == 0 ? 0
-                                   : std::sqrt(stats.sum_squared_relative_error /
-                                               static_cast<double>(stats.relative_count));
+  const uint64_t n = stats.relative_count;
+  return Error(n == 0 ? 0 : std::sqrt(stats.sum_squared_relative_error / static_cast<double>(n)));
 }
 
 double QuantReport::relative_rmse() const {
-  if (overflowed()) return kInf;
-  if (stats.measured == 0) return kUnknown;
-  if (stats.sum_squared_error == 0) return 0;
-  return std::sqrt(stats.sum_squared_error / stats.sum_squared_input);
+  return Error(stats.sum_squared_error == 0
+                   ? 0
+                   : std::sqrt(stats.sum_squared_error / stats.sum_squared_input));
 }
 
 double QuantReport::cosine() const {

@@ -79,6 +79,9 @@ struct QuantReport {
   double relative_rmse() const;  // ||q - x|| / ||x||
   double cosine() const;
 
+  // `value` unless overflowed() (+inf) or nothing was measured (NaN).
+  double Error(double value) const;
+
   // Adds another tensor's report (for the aggregate over a set; the sums and
   // counts add, so every metric is weighted by element count).
   void Add(const QuantReport& other);

@@ -130,10 +130,8 @@ absl::StatusOr<std::vector<RangeRow>> StudyRange(const TensorView& tensor,
     // Over the elements that stay finite (range reports overflow apart).
     const PairStats& stats = report->stats;
     row.max_relative_error = stats.max_relative_error;
-    row.rms_relative_error =
-        stats.relative_count == 0
-            ? 0
-            : std::sqrt(stats.sum_squared_relative_error / static_cast<double>(stats.relative_count));
+    const double n = static_cast<double>(stats.relative_count);
+    row.rms_relative_error = n == 0 ? 0 : std::sqrt(stats.sum_squared_relative_error / n);
     if (nonzero > 0) {
       row.max_scale_log2 = MaxScaleLog2(format, census->absmax);
       row.min_scale_log2 = MinScaleLog2(format, *census, nonzero, options.fraction);

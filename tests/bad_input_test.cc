@@ -60,7 +60,8 @@ class BadInput : public ScratchDir {
         std::memcpy(b, &v, 4);
         data.append(b, 4);
       }
-      header[t] = {{"dtype", "F32"}, {"shape", {rows, cols}}, {"data_offsets", {begin, data.size()}}};
+      header[t] = {
+          {"dtype", "F32"}, {"shape", {rows, cols}}, {"data_offsets", {begin, data.size()}}};
     }
     WriteSafetensors(name, header.dump(), data);
   }
@@ -398,9 +399,11 @@ TEST_F(BadInput, ConvertAtEveryChunkBoundaryEqualsTheReference) {
     for (size_t n : {kChunk - 1, kChunk, kChunk + 1, 3 * kChunk / 2 + 1}) {
       // A file of 4-bit codes holds an even count (a zero high nibble last).
       if (from.storage_bits() == 4) n += n % 2;
-      // Codes 0, 1, 2, ... within the format's width.
+      // Codes spread over the format's width.
       std::vector<uint32_t> codes(n);
-      for (size_t i = 0; i < n; ++i) codes[i] = static_cast<uint32_t>(i * 2654435761u) & from.code_mask();
+      for (size_t i = 0; i < n; ++i) {
+        codes[i] = static_cast<uint32_t>(i * 2654435761u) & from.code_mask();
+      }
       std::vector<uint8_t> bytes;
       PackCodes(from, codes, &bytes);
       Write("in", std::string(bytes.begin(), bytes.end()));

@@ -1,0 +1,95 @@
+"""The Python module's calls whose results check.py keeps (with --python).
+
+Each result is written as canonical JSON: dict keys sorted, NaN and the
+infinities by name, arrays as dtype, shape and SHA-256 of their bytes; an
+exception as its type and message.
+"""
+import hashlib, json, math, os
+
+
+def canonical(v):
+    import numpy as np
+    if isinstance(v, np.ndarray):
+        return {"dtype": str(v.dtype), "shape": list(v.shape),
+                "sha256": hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()}
+    if isinstance(v, dict):
+        return {str(k): canonical(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [canonical(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return repr(v)
+    return v
+
+
+def calls(inp, out, root):
+    import numpy as np
+    import lowp
+    stories = os.path.join(root, "tests/data/stories260K/stories260K.f32.safetensors")
+    bf16 = os.path.join(root, "tests/data/stories260K/stories260K.bf16.safetensors")
+    a = np.load(os.path.join(inp, "a.npy"))
+    h = np.load(os.path.join(inp, "h.npy"))
+    d = np.load(os.path.join(inp, "d.npy"))
+    values = np.fromfile(os.path.join(inp, "values.f32"), dtype=np.float32)
+    return [
+        ("formats()", lambda: lowp.formats()),
+        ("schemes()", lambda: lowp.schemes()),
+        ("devices()", lambda: lowp.devices()),
+        ("convert fp8 saturate", lambda: lowp.convert(values, "fp8_e4m3fn", overflow="saturate")),
+        ("convert bf16 stochastic", lambda: lowp.convert(values, "bf16", rounding="stochastic", seed=7)),
+        ("convert fp4 packed", lambda: lowp.convert(values, "fp4_e2m1fn", packed=True)),
+        ("convert fp16 in", lambda: lowp.convert(values.astype(np.float16), "fp8_e5m2")),
+        ("decode e4m3", lambda: lowp.decode(np.arange(256, dtype=np.uint8), "fp8_e4m3fn")),
+        ("decode fp4 packed", lambda: lowp.decode(np.arange(256, dtype=np.uint8), "fp4_e2m1fn", packed=True, count=511)),
+        ("fake_quant", lambda: lowp.fake_quant(values, "e3m4", rounding="toward-zero")),
+        ("quantize int4-g128", lambda: lowp.quantize(a, "int4-g128")),
+        ("quantize nf4 f16", lambda: lowp.quantize(h, "nf4")),
+        ("quantize f64", lambda: lowp.quantize(d, "q4_0")),
+        ("quant_error path", lambda: lowp.quant_error(stories, ["int4-g128", "nf4"], summary=True)),
+        ("quant_error paths", lambda: lowp.quant_error([stories, bf16], "fp8_e4m3fn", tensors="*q_proj*")),
+        ("quant_error array", lambda: lowp.quant_error(a, "mxfp4", histogram=True, relative_floor=1e-2)),
+        ("quant_error dict", lambda: lowp.quant_error({"a": a, "h": h, "d": d}, ["bf16", "q8_0"], threads=1)),
+        ("quant_error strided", lambda: lowp.quant_error(a[:, ::2], "int8-channel")),
+        ("range_study path", lambda: lowp.range_study(stories, formats=["fp16", "bf16"], fraction=0.5)),
+        ("range_study dict", lambda: lowp.range_study({"a": a, "h": h})),
+        ("size pretrain", lambda: lowp.size(model="llama-3.1-405b", mode="pretrain")),
+        ("size inference", lambda: lowp.size(model="llama-3.1-70b", mode="inference", weights="int4-g128", seq=8192, device="h100-sxm")),
+        ("size compare", lambda: lowp.size(model="llama-3.1-70b", mode="inference", compare_formats=True, formats=["bf16", "nf4"])),
+        ("size finetune", lambda: lowp.size(model="llama-3.1-8b", mode="finetune", zero=3, dp=8, recompute="selective", sequence_parallel=False)),
+        ("size lora", lambda: lowp.size(model="llama-3.1-8b", mode="lora", lora_targets=["q", "v"], lora_rank=8, headroom=0.05)),
+        ("plan", lambda: lowp.plan(model="llama-3.1-8b", mode="inference", device=["rtx-4090", "h100-sxm"])),
+        ("plan tensors", lambda: lowp.plan(model="llama-3.1-8b", mode="qlora", formats=["nf4", "q4_0"], tensors=[bf16], select="*mlp*")),
+        ("plan html", lambda: (lowp.plan(model="llama-3.1-8b", mode="inference", html=os.path.join(out, "p.html")), open(os.path.join(out, "p.html"), "rb").read().__len__())[1]),
+        ("read_tensors", lambda: lowp.read_tensors(bf16, "*layers.0.*")),
+        ("bundled_checkpoint", lambda: os.path.relpath(lowp.bundled_checkpoint(), root)),
+        ("error convert", lambda: lowp.convert(values, "bogus")),
+        ("error convert rounding", lambda: lowp.convert(values, "fp16", rounding="sideways")),
+        ("error decode", lambda: lowp.decode(values, "fp16")),
+        ("error quant_error scheme", lambda: lowp.quant_error(a, "bogus")),
+        ("error quant_error floor", lambda: lowp.quant_error(a, "bf16", relative_floor=-1)),
+        ("error quant_error pattern", lambda: lowp.quant_error(stories, "bf16", tensors="none*")),
+        ("error quant_error empty", lambda: lowp.quant_error([], "bf16")),
+        ("error quant_error ints", lambda: lowp.quant_error(np.arange(10), "bf16")),
+        ("error quant_error missing", lambda: lowp.quant_error(os.path.join(inp, "missing.safetensors"), "bf16")),
+        ("error range fraction", lambda: lowp.range_study(a, fraction=2)),
+        ("error size seq", lambda: lowp.size(model="llama-3.1-8b", mode="inference", seq=0)),
+        ("error size mode", lambda: lowp.size(model="llama-3.1-8b", mode="training")),
+        ("error size model", lambda: lowp.size(model="nosuch", mode="inference")),
+        ("error size unknown", lambda: lowp.size(model="llama-3.1-8b", mode="inference", bogus=1)),
+        ("error plan formats", lambda: lowp.plan(model="llama-3.1-8b", mode="inference", formats=["bogus"])),
+        ("error plan pretrain", lambda: lowp.plan(model="llama-3.1-8b", mode="pretrain", formats=["int4-g128"])),
+        ("error read_tensors", lambda: lowp.read_tensors(os.path.join(inp, "missing.safetensors"))),
+    ]
+
+
+def run(inp, out, root):
+    for label, call in calls(inp, out, root):
+        for name in os.listdir(out):
+            os.unlink(os.path.join(out, name))
+        try:
+            result = {"result": canonical(call())}
+            result = json.loads(json.dumps(result).replace(out, "$OUT").replace(inp, "$IN")
+                                .replace(root, "$ROOT"))
+        except Exception as e:  # the type and message are part of the API
+            result = {"raises": type(e).__name__,
+                      "message": str(e).replace(out, "$OUT").replace(inp, "$IN").replace(root + "/", "")}
+        yield label, json.dumps(result, indent=1, sort_keys=True) + "\n"

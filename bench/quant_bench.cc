@@ -54,8 +54,9 @@
 #include "kernels/quantize.h"
 #include "quant/measure.h"
 #include "quant/scheme.h"
-#include "quant/tensor.h"
-#include "quant/tensor_set.h"
+#include "io/tensor.h"
+#include "io/safetensors.h"
+#include "io/tensor_set.h"
 
 namespace lowp {
 namespace {

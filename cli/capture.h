@@ -16,8 +16,8 @@
 #include "absl/status/statusor.h"
 #include "cli/commands.h"
 #include "nlohmann/json.hpp"
-#include "quant/tensor.h"
-#include "quant/tensor_set.h"
+#include "io/tensor.h"
+#include "io/tensor_set.h"
 
 namespace lowp::cli {
 

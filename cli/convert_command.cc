@@ -16,8 +16,8 @@
 #include "formats/packing.h"
 #include "formats/reference.h"
 #include "kernels/convert.h"
-#include "quant/mapped_file.h"
-#include "quant/output_file.h"
+#include "io/mapped_file.h"
+#include "io/output_file.h"
 
 namespace lowp::cli {
 

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
-#include "quant/output_file.h"
+#include "io/output_file.h"
 
 namespace lowp::cli {
 namespace {
@@ -71,7 +71,7 @@ int Main(int argc, char** argv) {
 }  // namespace lowp::cli
 
 int main(int argc, char** argv) {
-  // Interrupted, lowp leaves no temporary behind (quant/output_file.h).
+  // Interrupted, lowp leaves no temporary behind (io/output_file.h).
   lowp::RemoveOutputsOnSignals();
   return lowp::cli::Main(argc, argv);
 }

@@ -19,10 +19,11 @@
 #include "cli/capture.h"
 #include "cli/commands.h"
 #include "cli/plan_html.h"
-#include "quant/output_file.h"
+#include "io/output_file.h"
 #include "cli/shared.h"
 #include "cli/table.h"
 #include "nlohmann/json.hpp"
+#include "io/bundled.h"
 #include "sizing/plan.h"
 
 namespace lowp::cli {

@@ -23,7 +23,8 @@
 #include "quant/measure.h"
 #include "quant/range.h"
 #include "quant/scheme.h"
-#include "quant/tensor_set.h"
+#include "io/safetensors.h"
+#include "io/tensor_set.h"
 
 namespace lowp::cli {
 

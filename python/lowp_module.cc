@@ -35,8 +35,9 @@
 #include "nlohmann/json.hpp"
 #include "quant/measure.h"
 #include "quant/scheme.h"
-#include "quant/tensor.h"
-#include "quant/tensor_set.h"
+#include "io/tensor.h"
+#include "io/tensor_set.h"
+#include "io/bundled.h"
 #include "sizing/plan.h"
 
 namespace py = pybind11;

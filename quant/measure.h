@@ -30,7 +30,7 @@
 #include "absl/status/statusor.h"
 #include "kernels/quantize.h"
 #include "quant/scheme.h"
-#include "quant/tensor.h"
+#include "io/tensor.h"
 
 namespace lowp {
 

@@ -26,7 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "formats/format.h"
-#include "quant/tensor.h"
+#include "io/tensor.h"
 
 namespace lowp {
 

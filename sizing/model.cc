@@ -17,8 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
-#include "quant/mapped_file.h"
-#include "quant/strict_json.h"
+#include "io/mapped_file.h"
+#include "io/strict_json.h"
 
 namespace lowp {
 namespace {

@@ -19,7 +19,8 @@
 #include "absl/strings/str_join.h"
 #include "formats/format.h"
 #include "quant/scheme.h"
-#include "quant/tensor_set.h"
+#include "io/bundled.h"
+#include "io/tensor_set.h"
 
 namespace lowp {
 namespace {
@@ -203,24 +204,6 @@ bool IsLinearWeightName(absl::string_view name) {
     if (absl::StrContains(name, part)) return false;
   }
   return true;
-}
-
-absl::StatusOr<std::string> BundledCheckpoint() {
-  constexpr char kFile[] = "stories260K.f32.safetensors";
-  std::vector<std::string> places;
-  if (const char* dir = std::getenv("LOWP_DATA_DIR"); dir != nullptr && *dir != '\0') {
-    places.push_back(absl::StrCat(dir, "/", kFile));
-  } else {
-    places.push_back(absl::StrCat(LOWP_INSTALLED_DATA_DIR, "/", kFile));
-    places.push_back(absl::StrCat(LOWP_SOURCE_DATA_DIR, "/", kFile));
-  }
-  for (const std::string& path : places) {
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(path, ec)) return path;
-  }
-  return absl::NotFoundError(absl::StrCat("the bundled checkpoint is in none of ",
-                                          absl::StrJoin(places, ", "),
-                                          " (set LOWP_DATA_DIR or give --tensors)"));
 }
 
 absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& options) {

@@ -149,11 +149,6 @@ std::vector<bool> ParetoOptimal(const std::vector<double>& bytes, const std::vec
 // the memory model applies it.
 bool IsLinearWeightName(absl::string_view name);
 
-// The bundled checkpoint (stories260K in float32): $LOWP_DATA_DIR if set,
-// else the installed copy (share/lowp), else the source tree's.
-// NotFound naming the places looked in.
-absl::StatusOr<std::string> BundledCheckpoint();
-
 }  // namespace lowp
 
 #endif  // LOWP_SIZING_PLAN_H_

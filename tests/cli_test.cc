@@ -20,7 +20,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "quant/scheme.h"
-#include "quant/tensor_set.h"
+#include "io/tensor_set.h"
 #include "tests/cli_run.h"
 
 namespace lowp {

@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "quant/range.h"
 #include "quant/scheme.h"
-#include "quant/tensor_set.h"
+#include "io/tensor_set.h"
 #include "tests/scheme_run.h"
 
 namespace lowp {

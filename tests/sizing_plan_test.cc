@@ -13,7 +13,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "quant/scheme.h"
-#include "quant/tensor_set.h"
+#include "io/tensor_set.h"
+#include "io/bundled.h"
 #include "sizing/plan.h"
 
 namespace lowp {

@@ -23,10 +23,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "quant/npy.h"
-#include "quant/safetensors.h"
-#include "quant/tensor.h"
-#include "quant/tensor_set.h"
+#include "io/npy.h"
+#include "io/safetensors.h"
+#include "io/tensor.h"
+#include "io/tensor_set.h"
 
 namespace lowp {
 namespace {

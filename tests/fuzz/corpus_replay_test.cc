@@ -12,8 +12,8 @@
 #include "absl/strings/string_view.h"
 #include "formats/format.h"
 #include "gtest/gtest.h"
-#include "quant/npy.h"
-#include "quant/safetensors.h"
+#include "io/npy.h"
+#include "io/safetensors.h"
 #include "quant/scheme.h"
 #include "sizing/model.h"
 

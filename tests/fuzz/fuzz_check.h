@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "quant/tensor.h"
+#include "io/tensor.h"
 
 namespace lowp::fuzz {
 

@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "quant/safetensors.h"
+#include "io/safetensors.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace lowp::fuzz {

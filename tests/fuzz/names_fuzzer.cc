@@ -23,7 +23,7 @@
 #include "formats/reference.h"
 #include "quant/measure.h"
 #include "quant/scheme.h"
-#include "quant/tensor.h"
+#include "io/tensor.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace lowp::fuzz {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <span>
 
-#include "quant/npy.h"
+#include "io/npy.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace lowp::fuzz {

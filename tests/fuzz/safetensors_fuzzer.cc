@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <span>
 
-#include "quant/safetensors.h"
+#include "io/safetensors.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace lowp::fuzz {

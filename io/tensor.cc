@@ -1,4 +1,4 @@
-#include "quant/tensor.h"
+#include "io/tensor.h"
 
 #include <array>
 #include <cstring>

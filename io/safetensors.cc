@@ -1,4 +1,4 @@
-#include "quant/safetensors.h"
+#include "io/safetensors.h"
 
 #include <algorithm>
 #include <limits>
@@ -10,10 +10,23 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
-#include "quant/strict_json.h"
+#include "io/output_file.h"
+#include "io/strict_json.h"
 
 namespace lowp {
 namespace {
+
+// Whether `text` can be a string of a JSON header, i.e. is UTF-8 (a tensor
+// named after an .npy file's stem need not be).
+bool IsUtf8(const std::string& text) {
+  try {
+    (void)nlohmann::json(text).dump();
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
+}
+
 
 using Json = nlohmann::ordered_json;
 
@@ -251,6 +264,132 @@ absl::StatusOr<ParsedSafetensorsIndex> ParseSafetensorsIndex(std::span<const uin
     result.weight_map.emplace_back(tensor, shard);
   }
   return result;
+}
+
+struct SafetensorsWriter::State {
+  std::string path;
+  std::unique_ptr<OutputFile> file;
+  std::vector<Entry> entries;
+  std::vector<uint64_t> sizes;  // bytes of each tensor
+  size_t current = 0;           // tensor being written
+  uint64_t written = 0;         // bytes of it written so far
+  bool failed = false;
+
+  absl::Status Fail(absl::Status status) {
+    failed = true;
+    file.reset();  // removes the temporary
+    return status;
+  }
+};
+
+absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
+    const std::string& path, const std::vector<Entry>& tensors,
+    const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) {
+    nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+    for (const auto& [key, value] : metadata) {
+      if (!IsUtf8(key) || !IsUtf8(value)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": metadata \"", key, "\" is not UTF-8 text (a safetensors header is JSON)"));
+      }
+      meta[key] = value;
+    }
+    header["__metadata__"] = std::move(meta);
+  }
+  auto state = std::make_unique<State>();
+  state->path = path;
+  std::set<std::string> names;
+  uint64_t offset = 0;
+  for (const Entry& entry : tensors) {
+    if (entry.name.empty() || entry.name == "__metadata__") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": invalid tensor name \"", entry.name, "\""));
+    }
+    if (!IsUtf8(entry.name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": tensor name \"", entry.name,
+                       "\" is not UTF-8 text (a safetensors header is JSON)"));
+    }
+    if (!names.insert(entry.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": tensor \"", entry.name, "\" declared twice"));
+    }
+    absl::StatusOr<int64_t> elements =
+        ShapeElements(entry.shape, absl::StrCat(path, ": tensor \"", entry.name, "\""));
+    if (!elements.ok()) return elements.status();
+    const uint64_t width = DTypeBytes(entry.dtype);
+    const uint64_t count = static_cast<uint64_t>(*elements);
+    if (count > (std::numeric_limits<uint64_t>::max() - offset) / width) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": tensor \"", entry.name, "\": byte size overflows"));
+    }
+    const uint64_t size = count * width;
+    header[entry.name] = {{"dtype", std::string(DTypeName(entry.dtype))},
+                          {"shape", entry.shape},
+                          {"data_offsets", {offset, offset + size}}};
+    offset += size;
+    state->sizes.push_back(size);
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
+  state->entries = tensors;
+
+  absl::StatusOr<std::unique_ptr<OutputFile>> file = OutputFile::Create(path);
+  if (!file.ok()) return file.status();
+  state->file = *std::move(file);
+  uint8_t length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(uint64_t{text.size()} >> (8 * i));
+  if (absl::Status s = state->file->Write(length); !s.ok()) return s;
+  if (absl::Status s = state->file->Write(text); !s.ok()) return s;
+  std::unique_ptr<SafetensorsWriter> writer(new SafetensorsWriter());
+  writer->state_ = std::move(state);
+  return writer;
+}
+
+SafetensorsWriter::~SafetensorsWriter() = default;
+
+absl::Status SafetensorsWriter::Write(std::span<const uint8_t> bytes) {
+  State& s = *state_;
+  if (s.failed || s.file == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(s.path, ": the writer has failed or finished"));
+  }
+  while (!bytes.empty()) {
+    while (s.current < s.sizes.size() && s.written == s.sizes[s.current]) {
+      ++s.current;
+      s.written = 0;
+    }
+    if (s.current == s.sizes.size()) {
+      return s.Fail(absl::InvalidArgumentError(absl::StrCat(
+          s.path, ": ", bytes.size(), " bytes written beyond the end of the last tensor")));
+    }
+    const uint64_t n = std::min<uint64_t>(bytes.size(), s.sizes[s.current] - s.written);
+    if (absl::Status status = s.file->Write(bytes.first(n)); !status.ok()) return s.Fail(status);
+    s.written += n;
+    bytes = bytes.subspan(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SafetensorsWriter::Finish() {
+  State& s = *state_;
+  if (s.failed || s.file == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(s.path, ": the writer has failed or finished"));
+  }
+  while (s.current < s.sizes.size() && s.written == s.sizes[s.current]) {
+    ++s.current;
+    s.written = 0;
+  }
+  if (s.current < s.sizes.size()) {
+    return s.Fail(absl::FailedPreconditionError(
+        absl::StrCat(s.path, ": tensor \"", s.entries[s.current].name, "\" has ", s.written,
+                     " of its ", s.sizes[s.current], " bytes written")));
+  }
+  if (absl::Status status = s.file->Commit(); !status.ok()) return s.Fail(status);
+  s.file.reset();
+  return absl::OkStatus();
 }
 
 }  // namespace lowp

@@ -13,8 +13,8 @@
 // written in place (so /dev/null and /dev/stdout work, and /dev/full says
 // "No space left on device"); it is never replaced by a regular file. A
 // directory is an error.
-#ifndef LOWP_QUANT_OUTPUT_FILE_H_
-#define LOWP_QUANT_OUTPUT_FILE_H_
+#ifndef LOWP_IO_OUTPUT_FILE_H_
+#define LOWP_IO_OUTPUT_FILE_H_
 
 #include <cstdint>
 #include <memory>
@@ -75,4 +75,4 @@ absl::Status RefuseOverwritingInput(const std::string& output, absl::string_view
 
 }  // namespace lowp
 
-#endif  // LOWP_QUANT_OUTPUT_FILE_H_
+#endif  // LOWP_IO_OUTPUT_FILE_H_

@@ -4,8 +4,8 @@
 //    "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...}
 // then the data buffer; offsets are relative to the start of the buffer and
 // the tensors tile it exactly, as the reference implementation requires.
-#ifndef LOWP_QUANT_SAFETENSORS_H_
-#define LOWP_QUANT_SAFETENSORS_H_
+#ifndef LOWP_IO_SAFETENSORS_H_
+#define LOWP_IO_SAFETENSORS_H_
 
 #include <cstdint>
 #include <map>
@@ -17,8 +17,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "quant/mapped_file.h"
-#include "quant/tensor.h"
+#include "io/mapped_file.h"
+#include "io/tensor.h"
 
 namespace lowp {
 
@@ -50,6 +50,35 @@ struct ParsedSafetensorsIndex {
 absl::StatusOr<ParsedSafetensorsIndex> ParseSafetensorsIndex(std::span<const uint8_t> text,
                                                              absl::string_view file_name);
 
+// Writes a safetensors file tensor by tensor, never holding more than one
+// piece in memory: the header is written first from the declared tensors,
+// then each tensor's bytes in declaration order (in any number of pieces).
+// The file appears at `path` only when Finish() succeeds (written to a
+// temporary beside it and renamed); on error or destruction without
+// Finish() nothing is left behind.
+class SafetensorsWriter {
+ public:
+  struct Entry {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> shape;
+  };
+  static absl::StatusOr<std::unique_ptr<SafetensorsWriter>> Create(
+      const std::string& path, const std::vector<Entry>& tensors,
+      const std::map<std::string, std::string>& metadata = {});
+  ~SafetensorsWriter();
+
+  // Appends bytes of the current tensor; moves to the next one when full.
+  absl::Status Write(std::span<const uint8_t> bytes);
+  // Checks every tensor was written completely, then renames into place.
+  absl::Status Finish();
+
+ private:
+  SafetensorsWriter() = default;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 }  // namespace lowp
 
-#endif  // LOWP_QUANT_SAFETENSORS_H_
+#endif  // LOWP_IO_SAFETENSORS_H_

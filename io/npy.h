@@ -2,15 +2,15 @@
 // (1.0: u16 header length; 2.0 and 3.0: u32; 3.0's header is UTF-8), a
 // Python dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
 // padded with spaces and a newline, then the array's bytes.
-#ifndef LOWP_QUANT_NPY_H_
-#define LOWP_QUANT_NPY_H_
+#ifndef LOWP_IO_NPY_H_
+#define LOWP_IO_NPY_H_
 
 #include <cstdint>
 #include <span>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "quant/tensor.h"
+#include "io/tensor.h"
 
 namespace lowp {
 
@@ -24,4 +24,4 @@ absl::StatusOr<TensorView> ParseNpy(std::span<const uint8_t> file, absl::string_
 
 }  // namespace lowp
 
-#endif  // LOWP_QUANT_NPY_H_
+#endif  // LOWP_IO_NPY_H_

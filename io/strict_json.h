@@ -1,8 +1,8 @@
 // JSON from untrusted files (safetensors headers, index files, config.json):
 // nlohmann-json with duplicate keys and deep nesting refused. Internal to the
 // library (not installed).
-#ifndef LOWP_QUANT_STRICT_JSON_H_
-#define LOWP_QUANT_STRICT_JSON_H_
+#ifndef LOWP_IO_STRICT_JSON_H_
+#define LOWP_IO_STRICT_JSON_H_
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -19,4 +19,4 @@ absl::StatusOr<nlohmann::ordered_json> ParseStrictJson(absl::string_view text,
 
 }  // namespace lowp
 
-#endif  // LOWP_QUANT_STRICT_JSON_H_
+#endif  // LOWP_IO_STRICT_JSON_H_

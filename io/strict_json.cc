@@ -1,4 +1,4 @@
-#include "quant/strict_json.h"
+#include "io/strict_json.h"
 
 #include <set>
 #include <string>

@@ -1,4 +1,4 @@
-#include "quant/mapped_file.h"
+#include "io/mapped_file.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "quant/npy.h"
+#include "io/npy.h"
 
 #include <cstring>
 #include <limits>

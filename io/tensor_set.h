@@ -3,8 +3,8 @@
 // NumPy .npy file. A checkpoint larger than RAM streams through: the data is
 // read from the mapping on demand and Release() drops a tensor's pages once
 // it has been processed.
-#ifndef LOWP_QUANT_TENSOR_SET_H_
-#define LOWP_QUANT_TENSOR_SET_H_
+#ifndef LOWP_IO_TENSOR_SET_H_
+#define LOWP_IO_TENSOR_SET_H_
 
 #include <map>
 #include <memory>
@@ -13,11 +13,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "quant/tensor.h"
+#include "io/tensor.h"
 
 namespace lowp {
 
-class MappedFile;  // quant/mapped_file.h
+class MappedFile;  // io/mapped_file.h
 
 class TensorSet {
  public:
@@ -70,35 +70,6 @@ class TensorSet {
 // matches all of it. An empty pattern matches everything.
 bool MatchesPattern(absl::string_view pattern, absl::string_view name);
 
-// Writes a safetensors file tensor by tensor, never holding more than one
-// piece in memory: the header is written first from the declared tensors,
-// then each tensor's bytes in declaration order (in any number of pieces).
-// The file appears at `path` only when Finish() succeeds (written to a
-// temporary beside it and renamed); on error or destruction without
-// Finish() nothing is left behind.
-class SafetensorsWriter {
- public:
-  struct Entry {
-    std::string name;
-    DType dtype;
-    std::vector<int64_t> shape;
-  };
-  static absl::StatusOr<std::unique_ptr<SafetensorsWriter>> Create(
-      const std::string& path, const std::vector<Entry>& tensors,
-      const std::map<std::string, std::string>& metadata = {});
-  ~SafetensorsWriter();
-
-  // Appends bytes of the current tensor; moves to the next one when full.
-  absl::Status Write(std::span<const uint8_t> bytes);
-  // Checks every tensor was written completely, then renames into place.
-  absl::Status Finish();
-
- private:
-  SafetensorsWriter() = default;
-  struct State;
-  std::unique_ptr<State> state_;
-};
-
 }  // namespace lowp
 
-#endif  // LOWP_QUANT_TENSOR_SET_H_
+#endif  // LOWP_IO_TENSOR_SET_H_

@@ -1,4 +1,4 @@
-#include "quant/output_file.h"
+#include "io/output_file.h"
 
 #include <fcntl.h>
 #include <limits.h>

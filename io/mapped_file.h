@@ -10,8 +10,8 @@
 // process as by default). A caller learns of it from CheckIntact(), which
 // must be asked before anything read from the mapping is reported or
 // written out: the zeros are never a result.
-#ifndef LOWP_QUANT_MAPPED_FILE_H_
-#define LOWP_QUANT_MAPPED_FILE_H_
+#ifndef LOWP_IO_MAPPED_FILE_H_
+#define LOWP_IO_MAPPED_FILE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -88,4 +88,4 @@ class MappedFile {
 
 }  // namespace lowp
 
-#endif  // LOWP_QUANT_MAPPED_FILE_H_
+#endif  // LOWP_IO_MAPPED_FILE_H_

@@ -1,7 +1,7 @@
 // Tensors as tensor files hold them: a name, an element type, a shape and the
 // bytes (little-endian, C order), viewed in place where the file is mapped.
-#ifndef LOWP_QUANT_TENSOR_H_
-#define LOWP_QUANT_TENSOR_H_
+#ifndef LOWP_IO_TENSOR_H_
+#define LOWP_IO_TENSOR_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -68,4 +68,4 @@ absl::Status ReadAsFloat32(const TensorView& tensor, int64_t first, std::span<fl
 
 }  // namespace lowp
 
-#endif  // LOWP_QUANT_TENSOR_H_
+#endif  // LOWP_IO_TENSOR_H_

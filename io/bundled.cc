@@ -1,0 +1,33 @@
+#include "io/bundled.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace lowp {
+
+absl::StatusOr<std::string> BundledCheckpoint() {
+  constexpr char kFile[] = "stories260K.f32.safetensors";
+  std::vector<std::string> places;
+  if (const char* dir = std::getenv("LOWP_DATA_DIR"); dir != nullptr && *dir != '\0') {
+    places.push_back(absl::StrCat(dir, "/", kFile));
+  } else {
+    places.push_back(absl::StrCat(LOWP_INSTALLED_DATA_DIR, "/", kFile));
+    places.push_back(absl::StrCat(LOWP_SOURCE_DATA_DIR, "/", kFile));
+  }
+  for (const std::string& path : places) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) return path;
+  }
+  return absl::NotFoundError(absl::StrCat("the bundled checkpoint is in none of ",
+                                          absl::StrJoin(places, ", "),
+                                          " (set LOWP_DATA_DIR or give --tensors)"));
+}
+
+}  // namespace lowp

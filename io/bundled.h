@@ -1,0 +1,18 @@
+// The data lowp ships: where the bundled checkpoint is.
+#ifndef LOWP_IO_BUNDLED_H_
+#define LOWP_IO_BUNDLED_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace lowp {
+
+// The bundled checkpoint (stories260K in float32): $LOWP_DATA_DIR if set,
+// else the installed copy (share/lowp), else the source tree's.
+// NotFound naming the places looked in.
+absl::StatusOr<std::string> BundledCheckpoint();
+
+}  // namespace lowp
+
+#endif  // LOWP_IO_BUNDLED_H_

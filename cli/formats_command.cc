@@ -5,11 +5,11 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "cli/capture.h"
+#include "api/catalog.h"
 #include "cli/commands.h"
+#include "cli/shared.h"
 #include "cli/table.h"
 #include "formats/format.h"
-#include "nlohmann/json.hpp"
 
 namespace lowp::cli {
 
@@ -30,31 +30,6 @@ namespace {
 
 std::string Number(double v) { return absl::StrFormat("%.9g", v); }
 
-nlohmann::json ToJson(const Format& f) {
-  nlohmann::json j;
-  j["name"] = f.name;
-  j["aliases"] = f.aliases;
-  j["kind"] = f.is_float() ? "float" : "integer";
-  j["bits"] = f.bits;
-  j["storage_bits"] = f.storage_bits();
-  j["signed"] = f.is_signed;
-  j["exponent_bits"] = f.exponent_bits;
-  j["mantissa_bits"] = f.mantissa_bits;
-  j["bias"] = f.bias;
-  j["encoding"] = f.encoding_name();
-  j["has_infinity"] = f.has_infinity();
-  j["has_nan"] = f.has_nan();
-  j["has_negative_zero"] = f.has_negative_zero();
-  j["has_subnormals"] = f.has_subnormals();
-  j["max_finite"] = f.max_finite();
-  j["lowest_finite"] = f.lowest_finite();
-  j["min_normal"] = f.min_normal();
-  j["min_subnormal"] =
-      f.has_subnormals() ? nlohmann::json(f.min_subnormal()) : nlohmann::json(nullptr);
-  j["epsilon"] = f.epsilon();
-  return j;
-}
-
 }  // namespace
 
 int FormatsCommand(const std::vector<std::string>& argv) {
@@ -65,14 +40,12 @@ int FormatsCommand(const std::vector<std::string>& argv) {
         "formats takes no positional arguments; see lowp formats --help"));
   }
   if (args->Has("json")) {
-    nlohmann::json all = nlohmann::json::array();
-    for (const Format& f : Catalog()) all.push_back(ToJson(f));
-    EmitJson(all);
+    EmitJson(api::ToJson(api::Formats()));
     return 0;
   }
   std::vector<Row> rows = {{"name", "bits", "sign", "exp", "man", "bias", "specials", "max",
                             "min normal", "min subnormal", "epsilon", "aliases"}};
-  for (const Format& f : Catalog()) {
+  for (const Format& f : api::Formats().formats) {
     const bool fl = f.is_float();
     rows.push_back({f.name, std::to_string(f.bits), f.is_signed ? "yes" : "no",
                     fl ? std::to_string(f.exponent_bits) : "-",

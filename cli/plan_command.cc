@@ -16,14 +16,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "cli/capture.h"
+#include "api/plan.h"
 #include "cli/commands.h"
-#include "cli/plan_html.h"
-#include "io/output_file.h"
 #include "cli/shared.h"
 #include "cli/table.h"
 #include "nlohmann/json.hpp"
-#include "io/bundled.h"
 #include "sizing/plan.h"
 
 namespace lowp::cli {
@@ -61,14 +58,17 @@ const char kPlanHelp[] =
 
 namespace {
 
-enum class Output { kTable, kJson, kCsv };
-
 // Every digit, for CSV; empty when unknown.
 std::string Exact(double v) { return std::isnan(v) ? "" : absl::StrFormat("%.17g", v); }
 std::string Bool(bool b) { return b ? "true" : "false"; }
 
 // The device could be sized at all (not a device whose buffers leave nothing).
 bool Sized(const PlanFit& f) { return f.report.capacity_bytes > 0; }
+
+using api::NoFitReasons;
+using api::PlanAnyOverflow;
+using api::PlanCells;
+using api::PlanDecode;
 
 // The terminal table for device d; the overflow column only when a format
 // overflowed.
@@ -241,85 +241,6 @@ void PrintPlan(const Plan& plan) {
   }
 }
 
-// A number for JSON; null where unknown (NaN) or zero meaning "none".
-nlohmann::json Known(double v) { return v > 0 || v < 0 ? JsonNumber(v) : nlohmann::json(nullptr); }
-
-nlohmann::json PlanJson(const Plan& plan) {
-  nlohmann::json j;
-  j["model"] = plan.model.name;
-  j["parameters"] = CountParameters(plan.model).total;
-  nlohmann::json options = OptionsJson(plan.options.sizing);
-  options["weights"] = nullptr;
-  options["kv"] = plan.kv;
-  j["options"] = options;
-  j["devices"] = nlohmann::json::array();
-  for (const Device& d : plan.options.devices) j["devices"].push_back(DeviceJson(d));
-  const PlanSource& s = plan.source;
-  nlohmann::json a;
-  a["files"] = s.files;
-  a["bundled"] = s.bundled;
-  a["proxy"] = s.proxy;
-  a["proxy_reason"] = s.proxy ? nlohmann::json(s.proxy_reason) : nlohmann::json(nullptr);
-  a["tensors"] = s.tensors;
-  a["elements"] = s.elements;
-  a["skipped"] = s.skipped;
-  a["select"] = plan.options.select;
-  j["accuracy"] = a;
-  j["pareto_size_tolerance"] = kParetoSizeTolerance;
-  j["candidates"] = nlohmann::json::array();
-  for (const PlanCandidate& c : plan.candidates) {
-    nlohmann::json cj;
-    cj["format"] = c.format;
-    cj["linear_bits_per_parameter"] = JsonNumber(c.linear_bits_per_parameter);
-    cj["weight_bits_per_parameter"] = JsonNumber(c.weight_bits_per_parameter);
-    cj["weight_bytes"] = c.weight_bytes;
-    cj["saving_vs_bf16"] = JsonNumber(c.saving_vs_bf16);
-    // The candidate's error (infinite with any overflow, null when nothing
-    // was measured); "error" is quant-error's row for the measured tensors,
-    // its bits_per_weight and bytes theirs, not the model's.
-    cj["sqnr_db"] = JsonNumber(c.sqnr_db());
-    cj["relative_rmse"] = JsonNumber(c.relative_rmse());
-    cj["clipped_fraction"] = JsonNumber(c.clipped_fraction());
-    cj["overflow_fraction"] = JsonNumber(c.overflow_fraction());
-    cj["pareto"] = c.pareto;
-    cj["error"] = QuantReportJson(c.error, plan.options.measure.relative_floor, false);
-    cj["devices"] = nlohmann::json::array();
-    for (const PlanFit& f : c.fits) {
-      nlohmann::json fj;
-      fj["device"] = f.device.name;
-      fj["possible"] = f.possible;
-      fj["reason"] = f.possible ? nlohmann::json(nullptr) : nlohmann::json(f.reason);
-      fj["fits"] = f.report.fits;
-      fj["devices_needed"] = f.possible ? nlohmann::json(f.report.devices_needed) : nullptr;
-      if (Sized(f)) {
-        const SizingReport& r = f.report;
-        fj["per_device"] = BytesJson(r.per_device);
-        fj["whole"] = BytesJson(r.whole);
-        fj["capacity_bytes"] = r.capacity_bytes;
-        fj["usable_bytes"] = r.usable_bytes;
-        fj["devices_needed_exact"] = JsonNumber(r.devices_needed_exact);
-        fj["max_seq"] = r.max_seq;
-        fj["max_batch"] = r.max_batch;
-        fj["bytes_read_per_step"] = r.bytes_read_per_step;
-        // Only for inference that fits, as the table (lowp size gives the
-        // bound for any layout).
-        const double decode = PlanDecode(plan, f);
-        fj["decode_tokens_per_s_per_sequence"] = Known(decode);
-        fj["decode_tokens_per_s"] = Known(decode * static_cast<double>(plan.options.sizing.batch));
-      }
-      if (f.smallest_share_bytes > 0) {
-        fj["smallest_share"] = {{"dp", f.smallest_share_dp},
-                                {"tp", f.smallest_share_tp},
-                                {"pp", f.smallest_share_pp},
-                                {"per_device_bytes", f.smallest_share_bytes}};
-      }
-      cj["devices"].push_back(fj);
-    }
-    j["candidates"].push_back(cj);
-  }
-  return j;
-}
-
 }  // namespace
 
 int PlanCommand(const std::vector<std::string>& argv) {
@@ -334,41 +255,26 @@ int PlanCommand(const std::vector<std::string>& argv) {
     return Fail(absl::InvalidArgumentError(absl::StrCat(
         "plan takes files only after --tensors (got '", args->positional()[0], "'); see --help")));
   }
-  if (args->Has("json") && args->Has("csv")) {
-    return Fail(absl::InvalidArgumentError("--json and --csv exclude each other"));
-  }
+  absl::StatusOr<Output> output = ParseOutput(*args);
+  if (!output.ok()) return Fail(output.status());
   if (args->Value("weights")) {
     return Fail(absl::InvalidArgumentError(
         "--weights: plan compares weight formats; list them with --formats"));
   }
-  const Output output = args->Has("json")  ? Output::kJson
-                        : args->Has("csv") ? Output::kCsv
-                                           : Output::kTable;
   std::optional<std::string> model_name = args->Value("model");
   if (!model_name) {
     return Fail(absl::InvalidArgumentError(
         "--model is required: a preset (e.g. llama-3.1-8b) or a config.json"));
   }
-  PlanOptions options;
+  api::PlanJobOptions options;
+  options.model = *model_name;
   if (absl::Status s = ReadSizingOptions(*args, &options.sizing); !s.ok()) return Fail(s);
-  absl::StatusOr<ModelConfig> model = FindModel(*model_name);
-  if (!model.ok()) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("--model: ", model.status().message())));
-  }
   absl::StatusOr<std::vector<std::string>> formats = SplitList(*args, "formats");
   if (!formats.ok()) return Fail(formats.status());
   options.formats = *formats;
   absl::StatusOr<std::vector<std::string>> devices = SplitList(*args, "device");
   if (!devices.ok()) return Fail(devices.status());
-  if (devices->empty()) devices->push_back("h100-sxm");
-  for (const std::string& name : *devices) {
-    absl::StatusOr<Device> device = FindDevice(name);
-    if (!device.ok()) {
-      return Fail(
-          absl::InvalidArgumentError(absl::StrCat("--device: ", device.status().message())));
-    }
-    options.devices.push_back(*device);
-  }
+  options.devices = *devices;
   // --tensors A,B or --tensors A B ... (what a shell glob gives).
   absl::StatusOr<std::vector<std::string>> files = SplitList(*args, "tensors");
   if (!files.ok()) return Fail(files.status());
@@ -377,54 +283,37 @@ int PlanCommand(const std::vector<std::string>& argv) {
   options.select = args->Value("select").value_or("");
   absl::StatusOr<int> threads = ParseThreads(*args);
   if (!threads.ok()) return Fail(threads.status());
-  options.measure.threads = *threads;
-  const std::optional<std::string> html = args->Value("html");
-  if (html && html->empty()) return Fail(absl::InvalidArgumentError("--html: empty file name"));
-  if (html) {
-    std::vector<std::string> inputs = options.tensor_files;
-    if (inputs.empty()) {
-      if (absl::StatusOr<std::string> bundled = BundledCheckpoint(); bundled.ok()) {
-        inputs.push_back(*bundled);
-      }
-    }
-    if (absl::Status s = RefuseOverwritingInput(*html, "--html", inputs); !s.ok()) return Fail(s);
+  options.threads = *threads;
+  options.html = args->Value("html");
+  options.html_label = "--html";
+  // The command line as a shell would take it back.
+  options.html_command = "lowp plan";
+  for (const std::string& word : argv) {
+    const bool plain = !word.empty() && word.find_first_not_of(
+                                            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                            "0123456789_./:,=@%+-") == std::string::npos;
+    absl::StrAppend(
+        &options.html_command, " ",
+        plain ? word : absl::StrCat("'", absl::StrReplaceAll(word, {{"'", "'\\''"}}), "'"));
   }
-
   std::optional<Progress> progress;
   options.progress = [&](size_t total, const std::string& name) {
     if (!progress) progress.emplace(total, args->Has("quiet"));
     progress->Step(name);
   };
-  absl::StatusOr<Plan> plan = MakePlan(*model, options);
+  absl::StatusOr<Plan> plan = api::PlanJob(options);
   progress.reset();
   if (!plan.ok()) return Fail(plan.status());
-  if (html) {
-    // The command line as a shell would take it back.
-    std::string command = "lowp plan";
-    for (const std::string& word : argv) {
-      const bool plain = !word.empty() && word.find_first_not_of(
-                                              "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                              "0123456789_./:,=@%+-") == std::string::npos;
-      absl::StrAppend(
-          &command, " ",
-          plain ? word : absl::StrCat("'", absl::StrReplaceAll(word, {{"'", "'\\''"}}), "'"));
-    }
-    const std::string page = PlanHtml(*plan, command);
-    absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(*html, "--html");
-    if (!out.ok()) return Fail(out.status());
-    if (absl::Status s = (*out)->Write(page); !s.ok()) return Fail(s);
-    if (absl::Status s = (*out)->Commit(); !s.ok()) return Fail(s);
-  }
-  switch (output) {
+  switch (*output) {
     case Output::kJson:
-      EmitJson(PlanJson(*plan));
+      EmitJson(api::ToJson(*plan));
       break;
     case Output::kCsv:
       PrintCsv(CsvRows(*plan));
       break;
     case Output::kTable:
       PrintPlan(*plan);
-      if (html) std::printf("\nreport    %s\n", Printable(*html).c_str());
+      if (options.html) std::printf("\nreport    %s\n", Printable(*options.html).c_str());
       break;
   }
   return 0;

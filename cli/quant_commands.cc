@@ -1,10 +1,8 @@
 // lowp schemes | quant-error | quantize | range: the quantization commands.
-#include <unistd.h>
-
 #include <cmath>
+#include <optional>
 #include <limits>
 #include <cstdio>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,19 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "cli/capture.h"
+#include "api/catalog.h"
+#include "api/quant.h"
 #include "cli/commands.h"
 #include "cli/shared.h"
 #include "cli/table.h"
-#include "formats/format.h"
-#include "kernels/convert.h"
-#include "nlohmann/json.hpp"
-#include "quant/measure.h"
-#include "quant/range.h"
-#include "quant/scheme.h"
-#include "io/safetensors.h"
-#include "io/tensor_set.h"
 
 namespace lowp::cli {
 
@@ -88,26 +78,6 @@ std::string Num(double v) {
   return absl::StrFormat("%.6g", v);
 }
 
-// The selected tensors; an error if a pattern was given and matches none.
-// `inputs` are the files given, for the message (none: arrays were given).
-absl::StatusOr<std::vector<const TensorView*>> Select(const TensorSet& set,
-                                                      const std::string& pattern,
-                                                      const std::vector<std::string>& inputs) {
-  std::vector<const TensorView*> selected;
-  for (const TensorView& t : set.tensors()) {
-    if (MatchesPattern(pattern, t.name)) selected.push_back(&t);
-  }
-  const std::string where =
-      inputs.empty() ? std::string("the arrays given") : absl::StrJoin(inputs, ", ");
-  if (selected.empty()) {
-    return absl::InvalidArgumentError(
-        set.tensors().empty()
-            ? absl::StrCat("no tensors in ", where)
-            : absl::StrCat("--tensors '", pattern, "' matches no tensor of ", where));
-  }
-  return selected;
-}
-
 Row ReportRow(const QuantReport& r) {
   return {r.tensor,
           r.scheme,
@@ -129,8 +99,6 @@ const Row kReportHeader = {"tensor",  "scheme",  "elements", "bits/w",  "rmse",
                            "sqnr_db", "max_abs", "mean_abs", "max_rel", "cosine",
                            "clipped", "zeroed",  "overflow", "nan_inf"};
 
-enum class Output { kTable, kJson, kCsv };
-
 void PrintSkipped(const std::vector<std::string>& skipped) {
   if (skipped.empty()) return;
   std::fprintf(stderr, "lowp: skipped %zu tensor(s) that are not floating: %s\n", skipped.size(),
@@ -146,45 +114,22 @@ void PrintRows(const std::vector<Row>& rows, Output output) {
   }
 }
 
-absl::StatusOr<Output> ParseOutput(const Args& args) {
-  if (args.Has("json") && args.Has("csv")) {
-    return absl::InvalidArgumentError("--json and --csv exclude each other");
-  }
-  return args.Has("json") ? Output::kJson : args.Has("csv") ? Output::kCsv : Output::kTable;
-}
-
-void PrintReports(const std::vector<QuantReport>& reports,
-                  const std::vector<QuantReport>& aggregates,
-                  const std::vector<std::string>& skipped, Output output,
-                  const MeasureOptions& options) {
+void PrintReports(const api::QuantErrorResult& r, Output output) {
   if (output == Output::kJson) {
-    nlohmann::json j;
-    j["results"] = nlohmann::json::array();
-    for (const QuantReport& r : reports) {
-      j["results"].push_back(QuantReportJson(r, options.relative_floor, options.histogram));
-    }
-    j["aggregates"] = nlohmann::json::array();
-    for (const QuantReport& r : aggregates) {
-      j["aggregates"].push_back(QuantReportJson(r, options.relative_floor, options.histogram));
-    }
-    j["skipped"] = skipped;
-    EmitJson(j);
+    EmitJson(api::ToJson(r));
     return;
   }
   std::vector<Row> rows = {kReportHeader};
-  for (const QuantReport& r : reports) rows.push_back(ReportRow(r));
-  for (const QuantReport& r : aggregates) rows.push_back(ReportRow(r));
+  for (const QuantReport& q : r.results) rows.push_back(ReportRow(q));
+  for (const QuantReport& q : r.aggregates) rows.push_back(ReportRow(q));
   PrintRows(rows, output);
-  PrintSkipped(skipped);
+  PrintSkipped(r.skipped);
 }
 
-absl::StatusOr<MeasureOptions> ParseMeasureOptions(const Args& args) {
-  MeasureOptions options;
-  absl::StatusOr<int> threads = ParseThreads(args);
-  if (!threads.ok()) return threads.status();
-  options.threads = *threads;
+// --relative-floor as typed: a number >= 0 within float32's range.
+absl::StatusOr<double> ParseRelativeFloor(const Args& args) {
+  double floor = 1e-3;
   if (std::optional<std::string> f = args.Value("relative-floor")) {
-    double floor = 0;
     if (!absl::SimpleAtod(*f, &floor) || !(floor >= 0)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--relative-floor '", *f, "': want a number >= 0"));
@@ -194,24 +139,22 @@ absl::StatusOr<MeasureOptions> ParseMeasureOptions(const Args& args) {
           "--relative-floor '", *f, "': above float32's largest value (3.4028235e38), ",
           "which the inputs are compared in"));
     }
-    options.relative_floor = static_cast<float>(floor);
   }
-  options.histogram = args.Has("histogram");
-  return options;
+  return floor;
 }
 
-absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> ParseSchemes(const Args& args) {
+absl::StatusOr<std::vector<std::string>> SchemeNames(const Args& args) {
   std::optional<std::string> list = args.Value("scheme");
   if (!list) return absl::InvalidArgumentError("--scheme is required; see lowp schemes");
-  std::vector<std::unique_ptr<Scheme>> schemes;
-  for (const std::string& name : SplitNames(*list)) {
-    absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(name);
-    if (!scheme.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--scheme: ", scheme.status().message()));
-    }
-    schemes.push_back(*std::move(scheme));
-  }
-  return schemes;
+  return SplitNames(*list);
+}
+
+// A progress line per tensor, made on the first one (it learns the count).
+api::ProgressFn ProgressLine(std::optional<Progress>& line, bool quiet) {
+  return [&line, quiet](size_t total, const std::string& name) {
+    if (!line) line.emplace(total, quiet);
+    line->Step(name);
+  };
 }
 
 }  // namespace
@@ -222,35 +165,19 @@ int SchemesCommand(const std::vector<std::string>& argv) {
   if (!args->positional().empty()) {
     return Fail(absl::InvalidArgumentError("schemes takes no positional arguments"));
   }
+  const api::SchemeCatalog catalog = api::Schemes();
   if (args->Has("json")) {
-    nlohmann::json all = nlohmann::json::array();
-    for (const SchemeFamily& f : SchemeFamilies()) {
-      nlohmann::json j;
-      j["family"] = f.family;
-      j["examples"] = f.examples;
-      j["rule"] = f.rule;
-      j["options"] = f.options;
-      nlohmann::json bits = nlohmann::json::object();
-      for (const std::string& name : f.examples) {
-        absl::StatusOr<std::unique_ptr<Scheme>> s = ParseScheme(name);
-        if (s.ok()) bits[name] = (*s)->BitsPerWeight(4096, 4096);
-      }
-      j["bits_per_weight_4096x4096"] = bits;
-      all.push_back(j);
-    }
-    EmitJson(all);
+    EmitJson(api::ToJson(catalog));
     return 0;
   }
-  for (const SchemeFamily& f : SchemeFamilies()) {
+  for (const api::SchemeCatalog::Entry& e : catalog.families) {
     std::vector<std::string> named;
-    for (const std::string& name : f.examples) {
-      absl::StatusOr<std::unique_ptr<Scheme>> s = ParseScheme(name);
-      named.push_back(
-          s.ok() ? absl::StrFormat("%s (%.4g b/w)", name, (*s)->BitsPerWeight(4096, 4096)) : name);
+    for (const auto& [name, bits] : e.bits_4096x4096) {
+      named.push_back(bits ? absl::StrFormat("%s (%.4g b/w)", name, *bits) : name);
     }
-    std::printf("%s\n  %s\n  %s\n", f.family.c_str(), absl::StrJoin(named, ", ").c_str(),
-                f.rule.c_str());
-    if (!f.options.empty()) std::printf("  options: %s\n", f.options.c_str());
+    std::printf("%s\n  %s\n  %s\n", e.family.family.c_str(), absl::StrJoin(named, ", ").c_str(),
+                e.family.rule.c_str());
+    if (!e.family.options.empty()) std::printf("  options: %s\n", e.family.options.c_str());
     std::printf("\n");
   }
   std::printf("bits per weight (b/w) are for a 4096 x 4096 matrix.\n");
@@ -261,53 +188,31 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = Args::Parse(argv, {"scheme", "tensors", "relative-floor", "threads"},
                                           {"json", "csv", "histogram", "summary", "quiet"});
   if (!args.ok()) return Fail(args.status());
-  if (args->positional().empty() && !HasCapturedTensors()) {
+  if (args->positional().empty()) {
     return Fail(absl::InvalidArgumentError("quant-error needs input files; see --help"));
-  }
-  if (!args->positional().empty() && HasCapturedTensors()) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("quant-error: arrays were given, so '",
-                                                        args->positional()[0],
-                                                        "' is one argument too many")));
   }
   absl::StatusOr<Output> output = ParseOutput(*args);
   if (!output.ok()) return Fail(output.status());
-  absl::StatusOr<MeasureOptions> options = ParseMeasureOptions(*args);
-  if (!options.ok()) return Fail(options.status());
-  absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> schemes = ParseSchemes(*args);
+  api::QuantErrorOptions options;
+  absl::StatusOr<int> threads = ParseThreads(*args);
+  if (!threads.ok()) return Fail(threads.status());
+  options.threads = *threads;
+  absl::StatusOr<double> floor = ParseRelativeFloor(*args);
+  if (!floor.ok()) return Fail(floor.status());
+  options.relative_floor = *floor;
+  options.histogram = args->Has("histogram");
+  options.summary = args->Has("summary");
+  absl::StatusOr<std::vector<std::string>> schemes = SchemeNames(*args);
   if (!schemes.ok()) return Fail(schemes.status());
-  absl::StatusOr<TensorSet> set = OpenInputs(args->positional());
-  if (!set.ok()) return Fail(set.status());
-  options->release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
-  absl::StatusOr<std::vector<const TensorView*>> selected =
-      Select(*set, args->Value("tensors").value_or(""), args->positional());
-  if (!selected.ok()) return Fail(selected.status());
-
-  std::vector<QuantReport> reports, aggregates;
-  std::vector<std::string> skipped;
-  for (const auto& scheme : *schemes) {
-    QuantReport all;
-    all.tensor = "(all)";
-    all.scheme = scheme->name();
-    aggregates.push_back(all);
-  }
-  Progress progress(selected->size(), args->Has("quiet"));
-  for (const TensorView* tensor : *selected) {
-    progress.Step(tensor->name);
-    if (!IsFloating(tensor->dtype)) {
-      skipped.push_back(tensor->name);
-      continue;
-    }
-    for (size_t s = 0; s < schemes->size(); ++s) {
-      absl::StatusOr<QuantReport> report = MeasureTensor(*tensor, *(*schemes)[s], *options);
-      if (!report.ok()) return Fail(report.status());
-      aggregates[s].Add(*report);
-      reports.push_back(*std::move(report));
-    }
-    if (absl::Status s = set->CheckIntact(); !s.ok()) return Fail(s);
-    set->Release(*tensor);
-  }
-  if (args->Has("summary")) reports.clear();
-  PrintReports(reports, aggregates, skipped, *output, *options);
+  options.schemes = *schemes;
+  options.inputs.files = args->positional();
+  options.tensors = args->Value("tensors").value_or("");
+  std::optional<Progress> line;
+  options.progress = ProgressLine(line, args->Has("quiet"));
+  absl::StatusOr<api::QuantErrorResult> result = api::QuantError(options);
+  line.reset();
+  if (!result.ok()) return Fail(result.status());
+  PrintReports(*result, *output);
   return 0;
 }
 
@@ -322,94 +227,27 @@ int QuantizeCommand(const std::vector<std::string>& argv) {
   if (!out_path) return Fail(absl::InvalidArgumentError("--out is required"));
   absl::StatusOr<Output> output = ParseOutput(*args);
   if (!output.ok()) return Fail(output.status());
-  absl::StatusOr<MeasureOptions> options = ParseMeasureOptions(*args);
-  if (!options.ok()) return Fail(options.status());
-  absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> schemes = ParseSchemes(*args);
+  api::QuantizeOptions options;
+  absl::StatusOr<int> threads = ParseThreads(*args);
+  if (!threads.ok()) return Fail(threads.status());
+  options.threads = *threads;
+  absl::StatusOr<std::vector<std::string>> schemes = SchemeNames(*args);
   if (!schemes.ok()) return Fail(schemes.status());
   if (schemes->size() != 1) {
     return Fail(absl::InvalidArgumentError("quantize takes one --scheme"));
   }
-  const Scheme& scheme = *schemes->front();
-  const std::string dtype_name = args->Value("dtype").value_or("F32");
-  std::optional<DType> out_dtype;  // nullopt: the input's
-  if (dtype_name != "same") {
-    absl::StatusOr<DType> d = ParseDType(dtype_name);
-    if (!d.ok() || (*d != DType::kF32 && *d != DType::kF16 && *d != DType::kBF16)) {
-      return Fail(absl::InvalidArgumentError(
-          absl::StrCat("--dtype '", dtype_name, "': want F32, F16, BF16 or same")));
-    }
-    out_dtype = *d;
-  }
-  absl::StatusOr<TensorSet> set = TensorSet::Open(args->positional()[0]);
-  if (!set.ok()) return Fail(set.status());
-  options->release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
-  const std::string pattern = args->Value("tensors").value_or("");
-  if (absl::StatusOr<std::vector<const TensorView*>> s = Select(*set, pattern, args->positional());
-      !s.ok()) {
-    return Fail(s.status());
-  }
-
-  // Which tensors are quantized, and the declared output of each.
-  std::vector<SafetensorsWriter::Entry> entries;
-  std::vector<bool> quantized;
-  for (const TensorView& t : set->tensors()) {
-    const bool q = IsFloating(t.dtype) && MatchesPattern(pattern, t.name);
-    // The output dtype must hold the dequantized values: float inputs of 8
-    // bits (F8_*) and F64 go to F32 under "same".
-    DType dtype = t.dtype;
-    if (q) {
-      dtype = out_dtype.value_or(t.dtype);
-      if (dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2 || dtype == DType::kF64) {
-        dtype = DType::kF32;
-      }
-    }
-    entries.push_back({t.name, dtype, t.shape});
-    quantized.push_back(q);
-  }
-  std::map<std::string, std::string> metadata = set->metadata();
-  metadata["lowp.scheme"] = scheme.name();
-  absl::StatusOr<std::unique_ptr<SafetensorsWriter>> writer =
-      SafetensorsWriter::Create(*out_path, entries, metadata);
-  if (!writer.ok()) return Fail(writer.status());
-
-  std::vector<QuantReport> reports;
-  QuantReport all;
-  all.tensor = "(all)";
-  all.scheme = scheme.name();
-  Progress progress(set->tensors().size(), args->Has("quiet"));
-  std::vector<uint8_t> bytes;
-  for (size_t i = 0; i < set->tensors().size(); ++i) {
-    const TensorView& t = set->tensors()[i];
-    progress.Step(t.name);
-    absl::Status status;
-    if (!quantized[i]) {
-      status = (*writer)->Write(t.bytes);
-    } else {
-      const DType dtype = entries[i].dtype;
-      auto sink = [&](std::span<const float> values) -> absl::Status {
-        if (dtype == DType::kF32) {
-          return (*writer)->Write(std::span<const uint8_t>(
-              reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float)));
-        }
-        const Format half = *FindFormat(dtype == DType::kF16 ? "fp16" : "bf16");
-        bytes.resize(values.size() * 2);
-        if (absl::Status s = EncodeArray(half, values, bytes); !s.ok()) return s;
-        return (*writer)->Write(bytes);
-      };
-      QuantReport report;
-      status = QuantizeTensor(t, scheme, *options, sink, &report);
-      if (status.ok()) {
-        all.Add(report);
-        reports.push_back(std::move(report));
-      }
-    }
-    if (status.ok()) status = set->CheckIntact();
-    if (!status.ok()) return Fail(status);
-    set->Release(t);
-  }
-  if (absl::Status s = (*writer)->Finish(); !s.ok()) return Fail(s);
-  if (args->Has("summary")) reports.clear();
-  PrintReports(reports, {all}, {}, *output, *options);
+  options.scheme = schemes->front();
+  options.input = args->positional()[0];
+  options.output = *out_path;
+  options.tensors = args->Value("tensors").value_or("");
+  options.dtype = args->Value("dtype").value_or("F32");
+  options.summary = args->Has("summary");
+  std::optional<Progress> line;
+  options.progress = ProgressLine(line, args->Has("quiet"));
+  absl::StatusOr<api::QuantErrorResult> result = api::Quantize(options);
+  line.reset();
+  if (!result.ok()) return Fail(result.status());
+  PrintReports(*result, *output);
   return 0;
 }
 
@@ -417,16 +255,12 @@ int RangeCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args =
       Args::Parse(argv, {"formats", "fraction", "tensors", "threads"}, {"json", "csv", "quiet"});
   if (!args.ok()) return Fail(args.status());
-  if (args->positional().empty() && !HasCapturedTensors()) {
+  if (args->positional().empty()) {
     return Fail(absl::InvalidArgumentError("range needs input files; see --help"));
-  }
-  if (!args->positional().empty() && HasCapturedTensors()) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "range: arrays were given, so '", args->positional()[0], "' is one argument too many")));
   }
   absl::StatusOr<Output> output = ParseOutput(*args);
   if (!output.ok()) return Fail(output.status());
-  RangeOptions options;
+  api::RangeStudyOptions options;
   absl::StatusOr<int> threads = ParseThreads(*args);
   if (!threads.ok()) return Fail(threads.status());
   options.threads = *threads;
@@ -436,73 +270,23 @@ int RangeCommand(const std::vector<std::string>& argv) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--fraction '", *p, "': want (0, 1]")));
     }
   }
-  std::vector<Format> formats;
-  for (const std::string& name :
-       SplitNames(args->Value("formats").value_or("fp16,bf16,fp8_e4m3fn,fp8_e5m2"))) {
-    absl::StatusOr<Format> f = FindFormat(name);
-    if (!f.ok())
-      return Fail(absl::InvalidArgumentError(absl::StrCat("--formats: ", f.status().message())));
-    formats.push_back(*f);
-  }
-  absl::StatusOr<TensorSet> set = OpenInputs(args->positional());
-  if (!set.ok()) return Fail(set.status());
-  options.release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
-  absl::StatusOr<std::vector<const TensorView*>> selected =
-      Select(*set, args->Value("tensors").value_or(""), args->positional());
-  if (!selected.ok()) return Fail(selected.status());
-
-  std::vector<RangeRow> rows;
-  std::vector<std::string> skipped;
-  Progress progress(selected->size(), args->Has("quiet"));
-  for (const TensorView* tensor : *selected) {
-    progress.Step(tensor->name);
-    if (!IsFloating(tensor->dtype)) {
-      skipped.push_back(tensor->name);
-      continue;
-    }
-    absl::StatusOr<std::vector<RangeRow>> study = StudyRange(*tensor, formats, options);
-    if (!study.ok()) return Fail(study.status());
-    rows.insert(rows.end(), study->begin(), study->end());
-    if (absl::Status s = set->CheckIntact(); !s.ok()) return Fail(s);
-    set->Release(*tensor);
-  }
-  auto scale = [](const std::optional<int>& k) {
-    return k ? nlohmann::json(*k) : nlohmann::json(nullptr);
-  };
+  if (std::optional<std::string> list = args->Value("formats")) options.formats = SplitNames(*list);
+  options.inputs.files = args->positional();
+  options.tensors = args->Value("tensors").value_or("");
+  std::optional<Progress> line;
+  options.progress = ProgressLine(line, args->Has("quiet"));
+  absl::StatusOr<api::RangeStudyResult> result = api::RangeStudy(options);
+  line.reset();
+  if (!result.ok()) return Fail(result.status());
   if (*output == Output::kJson) {
-    nlohmann::json j;
-    j["fraction"] = options.fraction;
-    j["results"] = nlohmann::json::array();
-    for (const RangeRow& r : rows) {
-      nlohmann::json row;
-      row["tensor"] = r.tensor;
-      row["format"] = r.format;
-      row["elements"] = r.elements;
-      row["finite"] = r.finite;
-      row["nonzero"] = r.nonzero;
-      row["absmax"] = r.absmax;
-      row["min_nonzero"] = r.min_nonzero;
-      row["overflow"] = r.overflow;
-      row["overflow_fraction"] = r.fraction_of_finite(r.overflow);
-      row["subnormal"] = r.subnormal;
-      row["subnormal_fraction"] = r.fraction_of_finite(r.subnormal);
-      row["flushed"] = r.flushed;
-      row["flushed_fraction"] = r.fraction_of_finite(r.flushed);
-      row["max_relative_error"] = r.max_relative_error;
-      row["rms_relative_error"] = r.rms_relative_error;
-      row["max_scale_log2"] = scale(r.max_scale_log2);
-      row["min_scale_log2"] = scale(r.min_scale_log2);
-      j["results"].push_back(row);
-    }
-    j["skipped"] = skipped;
-    EmitJson(j);
+    EmitJson(api::ToJson(*result));
     return 0;
   }
   auto opt = [](const std::optional<int>& k) { return k ? std::to_string(*k) : std::string("-"); };
   std::vector<Row> table = {{"tensor", "format", "elements", "absmax", "min_nonzero", "overflow",
                              "subnormal", "flushed", "max_rel", "rms_rel", "max_scale_log2",
                              "min_scale_log2"}};
-  for (const RangeRow& r : rows) {
+  for (const RangeRow& r : result->rows) {
     table.push_back({r.tensor, r.format, std::to_string(r.elements), Num(r.absmax),
                      Num(r.min_nonzero), Num(r.fraction_of_finite(r.overflow)),
                      Num(r.fraction_of_finite(r.subnormal)), Num(r.fraction_of_finite(r.flushed)),
@@ -510,7 +294,7 @@ int RangeCommand(const std::vector<std::string>& argv) {
                      opt(r.min_scale_log2)});
   }
   PrintRows(table, *output);
-  PrintSkipped(skipped);
+  PrintSkipped(result->skipped);
   return 0;
 }
 

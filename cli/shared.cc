@@ -1,69 +1,88 @@
 #include "cli/shared.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <climits>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "api/quant.h"
 #include "cli/table.h"
+#include "formats/option_error.h"
+#include "sizing/devices.h"
 
 namespace lowp::cli {
 namespace {
 
-constexpr double kGB = 1e9;
-constexpr double kGiB = 1073741824.0;
+// An options struct's field as the command line's flag: seq -> --seq,
+// lora_rank -> --lora-rank, output -> --out.
+std::string Flag(absl::string_view field) {
+  if (field == "output") return "--out";
+  std::string flag = absl::StrCat("--", field);
+  for (char& c : flag) {
+    if (c == '_') c = '-';
+  }
+  return flag;
+}
+
+bool IsFieldChar(char c) { return std::islower(static_cast<unsigned char>(c)) || c == '_'; }
 
 }  // namespace
 
-std::string Grouped(int64_t v) {
-  const uint64_t magnitude = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
-  const std::string digits = absl::StrCat(magnitude);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
+std::string FlagMessage(const absl::Status& status) {
+  std::string message(status.message());
+  // The subject an option error starts with: "seq", "formats nosuch",
+  // "buffers and headroom".
+  if (std::optional<std::string> field = OptionOf(status);
+      field && absl::StartsWith(message, *field)) {
+    std::vector<std::string> parts;
+    for (absl::string_view part : absl::StrSplit(*field, " and ")) {
+      const size_t end = std::min(part.find(' '), part.size());
+      parts.push_back(absl::StrCat(Flag(part.substr(0, end)), part.substr(end)));
+    }
+    message = absl::StrCat(absl::StrJoin(parts, " and "), message.substr(field->size()));
   }
-  return v < 0 ? "-" + out : out;
+  // Other options named in the text, written `name`.
+  std::string out;
+  for (size_t i = 0; i < message.size(); ++i) {
+    if (message[i] == '`') {
+      size_t j = i + 1;
+      while (j < message.size() && IsFieldChar(message[j])) ++j;
+      if (j > i + 1 && j < message.size() && message[j] == '`') {
+        out += Flag(absl::string_view(message).substr(i + 1, j - i - 1));
+        i = j;
+        continue;
+      }
+    }
+    out += message[i];
+  }
+  return out;
 }
 
-std::string Gb(int64_t bytes) { return absl::StrFormat("%.2f", static_cast<double>(bytes) / kGB); }
-std::string Gib(int64_t bytes) {
-  return absl::StrFormat("%.2f", static_cast<double>(bytes) / kGiB);
-}
-std::string TbPerS(double bytes_per_s) {
-  return bytes_per_s > 0 ? absl::StrFormat("%.4g", bytes_per_s / 1e12) : std::string("-");
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "lowp: %s\n", Printable(FlagMessage(status)).c_str());
+  return 1;
 }
 
-// Bandwidth as an exact integer when it is one (every catalog device).
-nlohmann::json JsonBandwidth(double v) {
-  if (v >= 0 && v < 9.2e18 && v == std::floor(v)) return static_cast<int64_t>(v);
-  return JsonNumber(v);
+void EmitJson(const nlohmann::json& j) {
+  // A string that is not UTF-8 (a tensor named after a file, an option value
+  // echoed back) cannot be JSON as it is: dump() would throw and abort the
+  // command; it is printed with U+FFFD in place of each bad byte instead.
+  std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 
-nlohmann::json JsonFormat(const std::string& name) {
-  return name.empty() ? nlohmann::json(nullptr) : nlohmann::json(name);
-}
-
-nlohmann::json DeviceJson(const Device& d) {
-  nlohmann::json j;
-  j["name"] = d.name;
-  j["description"] = d.description;
-  j["memory_bytes"] = d.memory_bytes;
-  j["bandwidth_bytes_per_s"] = JsonBandwidth(d.bandwidth_bytes_per_s);
-  j["source"] = d.source;
-  return j;
+absl::StatusOr<Output> ParseOutput(const Args& args) {
+  if (args.Has("json") && args.Has("csv")) {
+    return absl::InvalidArgumentError("--json and --csv exclude each other");
+  }
+  return args.Has("json") ? Output::kJson : args.Has("csv") ? Output::kCsv : Output::kTable;
 }
 
 // The value of --name as an integer; `out` is left alone when absent.
@@ -174,222 +193,14 @@ absl::Status ReadSizingOptions(const Args& args, SizingOptions* o) {
   return absl::OkStatus();
 }
 
-nlohmann::json BytesJson(const Bytes& b) {
-  nlohmann::json j;
-  j["weights"] = b.weights;
-  j["gradients"] = b.gradients;
-  j["master"] = b.master;
-  j["optimizer"] = b.optimizer;
-  j["activations"] = b.activations;
-  j["kv_cache"] = b.kv_cache;
-  j["workspace"] = b.workspace;
-  j["buffers"] = b.buffers;
-  j["model_states"] = b.model_states();
-  j["total"] = b.total();
-  return j;
-}
-
-nlohmann::json ModelJson(const ModelConfig& m) {
-  nlohmann::json j;
-  j["name"] = m.name;
-  j["model_type"] = m.model_type;
-  j["hidden_size"] = m.hidden_size;
-  j["intermediate_size"] = m.intermediate_size;
-  j["num_layers"] = m.num_layers;
-  j["num_heads"] = m.num_heads;
-  j["num_kv_heads"] = m.num_kv_heads;
-  j["head_dim"] = m.head_dim;
-  j["vocab_size"] = m.vocab_size;
-  j["max_position_embeddings"] = m.max_position_embeddings;
-  j["tie_word_embeddings"] = m.tie_word_embeddings;
-  j["num_experts"] = m.num_experts;
-  j["experts_per_token"] = m.experts_per_token;
-  j["gated_mlp"] = m.gated_mlp;
-  j["attention_bias"] = m.attention_bias;
-  j["output_bias"] = m.output_bias;
-  j["mlp_bias"] = m.mlp_bias;
-  j["qk_norm"] = m.qk_norm;
-  j["norms_per_layer"] = m.norms_per_layer;
-  j["norm_bias"] = m.norm_bias;
-  j["linear_bias"] = m.linear_bias;
-  j["learned_positions"] = m.learned_positions;
-  j["dropout"] = m.dropout;
-  return j;
-}
-
-nlohmann::json OptionsJson(const SizingOptions& o) {
-  nlohmann::json j;
-  j["mode"] = std::string(ModeName(o.mode));
-  j["weights"] = JsonFormat(o.weights);
-  j["embed"] = JsonFormat(o.embed);
-  j["grads"] = JsonFormat(o.grads);
-  j["master"] = JsonFormat(o.master);
-  j["optimizer"] = std::string(OptimizerName(o.optimizer));
-  j["opt_state"] = JsonFormat(o.opt_state);
-  j["kv"] = JsonFormat(o.kv);
-  j["activation_bytes"] = o.activation_bytes;
-  j["seq"] = o.seq;
-  j["batch"] = o.batch;
-  j["dp"] = o.dp;
-  j["tp"] = o.tp;
-  j["pp"] = o.pp;
-  j["zero"] = o.zero;
-  j["sequence_parallel"] = o.sequence_parallel;
-  j["recompute"] = std::string(RecomputeName(o.recompute));
-  j["flash_attention"] = o.flash_attention;
-  j["offload_optimizer"] = o.offload_optimizer;
-  j["lora_rank"] = o.lora_rank;
-  j["lora_targets"] = o.lora_targets;
-  j["prefill_tokens"] = o.prefill_tokens;
-  j["buffers_bytes"] = o.buffers_bytes;
-  j["headroom"] = o.headroom;
-  return j;
-}
-
-nlohmann::json SizingReportJson(const SizingReport& r) {
-  nlohmann::json j;
-  j["model"] = ModelJson(r.model);
-  nlohmann::json p;
-  p["embedding"] = r.parameters.embedding;
-  p["attention"] = r.parameters.attention;
-  p["mlp"] = r.parameters.mlp;
-  p["router"] = r.parameters.router;
-  p["norms"] = r.parameters.norms;
-  p["lm_head"] = r.parameters.lm_head;
-  p["total"] = r.parameters.total;
-  p["active"] = r.parameters.active;
-  j["parameters"] = p;
-  j["trainable_parameters"] = r.trainable_parameters;
-  j["options"] = OptionsJson(r.options);
-  j["device"] = DeviceJson(r.device);
-  j["weight_bits_per_parameter"] = JsonNumber(r.weight_bits_per_parameter);
-  j["linear_bits_per_parameter"] = JsonNumber(r.linear_bits_per_parameter);
-  j["whole"] = BytesJson(r.whole);
-  j["per_device"] = BytesJson(r.per_device);
-  j["pipeline_stage"] = r.pipeline_stage;
-  j["host_bytes_per_device"] = r.host_bytes_per_device;
-  j["capacity_bytes"] = r.capacity_bytes;
-  j["usable_bytes"] = r.usable_bytes;
-  j["fits"] = r.fits;
-  j["devices_in_layout"] = r.devices_in_layout;
-  j["devices_for_states_exact"] = JsonNumber(r.devices_for_states_exact);
-  j["devices_for_states"] = r.devices_for_states;
-  j["devices_needed_exact"] = JsonNumber(r.devices_needed_exact);
-  j["devices_needed"] = r.devices_needed;
-  j["max_seq"] = r.max_seq;
-  j["max_batch"] = r.max_batch;
-  j["bytes_read_per_step"] = r.bytes_read_per_step;
-  j["decode_tokens_per_s_per_sequence"] = JsonNumber(r.decode_tokens_per_s_per_sequence);
-  j["decode_tokens_per_s"] = JsonNumber(r.decode_tokens_per_s);
-  return j;
-}
-
 absl::StatusOr<int> ParseThreads(const Args& args) {
   int threads = 0;
   if (std::optional<std::string> t = args.Value("threads")) {
-    if (!absl::SimpleAtoi(*t, &threads) || threads < 0 || threads > 1024) {
+    if (!absl::SimpleAtoi(*t, &threads) || threads < 0 || threads > api::kMaxThreads) {
       return absl::InvalidArgumentError(absl::StrCat("--threads '", *t, "': want 0 (all) to 1024"));
     }
   }
   return threads;
-}
-
-nlohmann::json QuantReportJson(const QuantReport& r, float relative_floor, bool histogram) {
-  nlohmann::json j;
-  j["tensor"] = r.tensor;
-  j["scheme"] = r.scheme;
-  if (!r.dtype.empty()) j["dtype"] = r.dtype;
-  if (r.tensor != "(all)") j["shape"] = r.shape;
-  j["elements"] = r.elements;
-  j["bits_per_weight"] = r.bits_per_weight();
-  j["bytes"] = r.storage_bytes();
-  j["mse"] = r.mse();
-  j["rmse"] = r.rmse();
-  j["sqnr_db"] = JsonNumber(r.sqnr_db());
-  j["max_abs_error"] = r.max_abs_error();
-  j["mean_abs_error"] = r.mean_abs_error();
-  j["max_relative_error"] = r.max_relative_error();
-  j["mean_relative_error"] = r.mean_relative_error();
-  j["rms_relative_error"] = r.rms_relative_error();
-  j["relative_floor"] = relative_floor;
-  j["relative_count"] = r.stats.relative_count;
-  j["cosine"] = r.cosine();
-  j["measured"] = r.stats.measured;
-  j["nan_inputs"] = r.stats.nan_inputs;
-  j["inf_inputs"] = r.stats.inf_inputs;
-  j["overflow"] = r.stats.nonfinite_outputs;
-  j["clipped"] = r.counts.clipped;
-  j["zeroed"] = r.stats.zeroed;
-  j["subnormal"] = r.counts.subnormal;
-  if (histogram) {
-    nlohmann::json h = nlohmann::json::object();
-    for (const auto& [key, n] : r.histogram) {
-      h[key == INT_MIN ? std::string("exact") : std::to_string(key)] = n;
-    }
-    j["abs_error_log2_histogram"] = h;
-  }
-  return j;
-}
-
-std::string PercentText(double fraction) {
-  if (std::isnan(fraction)) return "-";
-  return std::isinf(fraction) ? (fraction > 0 ? "inf" : "-inf")
-                              : absl::StrFormat("%.3g%%", 100 * fraction);
-}
-
-std::string SqnrText(double db) {
-  if (std::isnan(db)) return "-";
-  return std::isinf(db) ? (db > 0 ? "inf" : "-inf") : absl::StrFormat("%.2f", db);
-}
-
-bool PlanAnyOverflow(const Plan& plan) {
-  for (const PlanCandidate& c : plan.candidates) {
-    if (c.error.stats.nonfinite_outputs > 0) return true;
-  }
-  return false;
-}
-
-double PlanDecode(const Plan& plan, const PlanFit& f) {
-  return plan.options.sizing.mode == Mode::kInference && f.report.fits
-             ? f.report.decode_tokens_per_s_per_sequence
-             : 0;
-}
-
-std::vector<std::string> PlanCells(const Plan& plan, const PlanCandidate& c, size_t d,
-                                   std::string (*count)(int64_t)) {
-  const PlanFit& f = c.fits[d];
-  const SizingReport& r = f.report;
-  const double decode = PlanDecode(plan, f);
-  std::vector<std::string> cells = {
-      c.format,
-      absl::StrFormat("%.4g", c.linear_bits_per_parameter),
-      Gb(c.weight_bytes),
-      r.capacity_bytes > 0 ? Gb(r.per_device.total()) : "-",  // "-": no room to size
-      r.fits ? "yes" : "no",
-      f.possible ? absl::StrCat(r.devices_needed) : "never",
-      r.max_seq > 0 ? count(r.max_seq) : "none",
-      r.max_batch > 0 ? count(r.max_batch) : "none",
-      decode > 0 ? absl::StrFormat("%.1f", decode) : "-",
-      SqnrText(c.sqnr_db()),
-      PercentText(c.relative_rmse()),
-      c.error.stats.measured > 0 ? absl::StrFormat("%.3g", c.error.max_abs_error()) : "-",
-      PercentText(c.clipped_fraction())};
-  if (PlanAnyOverflow(plan)) cells.push_back(PercentText(c.overflow_fraction()));
-  return cells;
-}
-
-std::vector<std::pair<std::string, std::vector<std::string>>> NoFitReasons(const Plan& plan,
-                                                                           size_t d) {
-  std::vector<std::pair<std::string, std::vector<std::string>>> reasons;
-  for (const PlanCandidate& c : plan.candidates) {
-    const PlanFit& f = c.fits[d];
-    if (f.possible) continue;
-    auto it = std::find_if(reasons.begin(), reasons.end(),
-                           [&](const auto& r) { return r.first == f.reason; });
-    if (it == reasons.end()) it = reasons.insert(reasons.end(), {f.reason, {}});
-    it->second.push_back(c.format);
-  }
-  return reasons;
 }
 
 std::vector<std::string> SplitNames(absl::string_view text) {

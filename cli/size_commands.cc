@@ -12,7 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "cli/capture.h"
+#include "api/catalog.h"
+#include "api/size.h"
 #include "cli/commands.h"
 #include "cli/shared.h"
 #include "cli/table.h"
@@ -292,72 +293,43 @@ int SizeCommand(const std::vector<std::string>& argv) {
     return Fail(absl::InvalidArgumentError(
         "--model is required: a preset (e.g. llama-3.1-8b) or a config.json"));
   }
-  SizingOptions options;
-  if (absl::Status s = ReadSizingOptions(*args, &options); !s.ok()) return Fail(s);
-  absl::StatusOr<ModelConfig> model = FindModel(*model_name);
-  if (!model.ok()) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("--model: ", model.status().message())));
-  }
-  absl::StatusOr<Device> device = FindDevice(args->Value("device").value_or("h100-sxm"));
-  if (!device.ok()) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("--device: ", device.status().message())));
-  }
+  api::SizeOptions options;
+  options.model = *model_name;
+  if (absl::Status s = ReadSizingOptions(*args, &options.sizing); !s.ok()) return Fail(s);
+  options.device = args->Value("device").value_or("h100-sxm");
 
   if (compare) {
+    api::CompareFormatsOptions c{options, {}};
     absl::StatusOr<std::vector<std::string>> formats = SplitList(*args, "formats");
     if (!formats.ok()) return Fail(formats.status());
-    if (formats->empty()) *formats = DefaultCompareFormats();
-    absl::StatusOr<std::vector<FormatRow>> rows =
-        CompareFormats(*model, options, *device, *formats);
-    if (!rows.ok()) return Fail(rows.status());
+    c.formats = *formats;
+    absl::StatusOr<api::FormatComparison> result = api::CompareFormats(c);
+    if (!result.ok()) return Fail(result.status());
     if (args->Has("json")) {
-      nlohmann::json j;
-      j["model"] = model->name;
-      j["mode"] = std::string(ModeName(options.mode));
-      j["device"] = DeviceJson(*device);
-      j["seq"] = options.seq;
-      j["batch"] = options.batch;
-      j["dp"] = options.dp;
-      j["tp"] = options.tp;
-      j["pp"] = options.pp;
-      j["rows"] = nlohmann::json::array();
-      for (const FormatRow& r : *rows) {
-        nlohmann::json row;
-        row["format"] = r.format;
-        row["linear_bits_per_parameter"] = JsonNumber(r.linear_bits_per_parameter);
-        row["weight_bytes"] = r.weight_bytes;
-        row["saving_vs_bf16"] = JsonNumber(r.saving_vs_bf16);
-        row["per_device_bytes"] = r.per_device_bytes;
-        row["fits"] = r.fits;
-        row["devices_needed"] = r.devices_needed;
-        row["max_seq"] = r.max_seq;
-        row["decode_tokens_per_s_per_sequence"] = JsonNumber(r.decode_tokens_per_s_per_sequence);
-        j["rows"].push_back(row);
-      }
-      EmitJson(j);
+      EmitJson(api::ToJson(*result));
       return 0;
     }
     if (args->Has("csv")) {
-      PrintCsv(CompareRows(*rows, /*csv=*/true));
+      PrintCsv(CompareRows(result->rows, /*csv=*/true));
       return 0;
     }
+    const SizingOptions& o = result->sizing;
     std::printf(
         "%s, %s, seq %lld, batch %lld, dp %lld x tp %lld x pp %lld on %s (%s GB = %s "
         "GiB); GB = 10^9 bytes\n\n",
-        Printable(model->name).c_str(), std::string(ModeName(options.mode)).c_str(),
-        static_cast<long long>(options.seq), static_cast<long long>(options.batch),
-        static_cast<long long>(options.dp), static_cast<long long>(options.tp),
-        static_cast<long long>(options.pp), Printable(device->name).c_str(),
-        Gb(device->memory_bytes).c_str(),
-        Gib(device->memory_bytes).c_str());
-    PrintTable(CompareRows(*rows, /*csv=*/false), {0, 6});
+        Printable(result->model.name).c_str(), std::string(ModeName(o.mode)).c_str(),
+        static_cast<long long>(o.seq), static_cast<long long>(o.batch),
+        static_cast<long long>(o.dp), static_cast<long long>(o.tp),
+        static_cast<long long>(o.pp), Printable(result->device.name).c_str(),
+        Gb(result->device.memory_bytes).c_str(), Gib(result->device.memory_bytes).c_str());
+    PrintTable(CompareRows(result->rows, /*csv=*/false), {0, 6});
     return 0;
   }
 
-  absl::StatusOr<SizingReport> report = EstimateMemory(*model, options, *device);
+  absl::StatusOr<SizingReport> report = api::Size(options);
   if (!report.ok()) return Fail(report.status());
   if (args->Has("json")) {
-    EmitJson(SizingReportJson(*report));
+    EmitJson(api::ToJson(*report));
   } else if (args->Has("csv")) {
     PrintCsv(ComponentRows(*report, /*csv=*/true));
   } else {
@@ -374,14 +346,12 @@ int DevicesCommand(const std::vector<std::string>& argv) {
         "devices takes no positional arguments; see lowp devices --help"));
   }
   if (args->Has("json")) {
-    nlohmann::json all = nlohmann::json::array();
-    for (const Device& d : DeviceCatalog()) all.push_back(DeviceJson(d));
-    EmitJson(all);
+    EmitJson(api::ToJson(api::Devices()));
     return 0;
   }
   std::vector<Row> rows = {{"name", "description", "memory GB (10^9 B)", "memory GiB (2^30 B)",
                             "bandwidth TB/s (10^12 B/s)", "source"}};
-  for (const Device& d : DeviceCatalog()) {
+  for (const Device& d : api::Devices().devices) {
     rows.push_back({d.name, d.description, Gb(d.memory_bytes), Gib(d.memory_bytes),
                     TbPerS(d.bandwidth_bytes_per_s), d.source});
   }

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "cli/capture.h"
 
 namespace lowp::cli {
 
@@ -78,12 +77,8 @@ void PrintCsv(const std::vector<Row>& rows) {
   }
 }
 
-nlohmann::json JsonNumber(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
 Progress::Progress(size_t total, bool quiet)
-    : total_(total), on_(!quiet && !Capturing() && total > 1 && isatty(STDERR_FILENO)) {}
+    : total_(total), on_(!quiet && total > 1 && isatty(STDERR_FILENO)) {}
 
 Progress::~Progress() {
   if (on_ && shown_) std::fprintf(stderr, "\r\033[K");

@@ -1,4 +1,4 @@
-// Plain-text tables, CSV, JSON numbers and progress lines for the commands'
+// Plain-text tables, CSV and progress lines for the commands'
 // output.
 #ifndef LOWP_CLI_TABLE_H_
 #define LOWP_CLI_TABLE_H_
@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "nlohmann/json.hpp"
 
 namespace lowp::cli {
 
@@ -27,13 +26,8 @@ void PrintTable(const std::vector<Row>& rows, const std::vector<size_t>& left);
 // Prints rows as CSV (RFC 4180 quoting where a field needs it).
 void PrintCsv(const std::vector<Row>& rows);
 
-// A double for JSON, which has no infinities or NaN: those become null (an
-// exact reconstruction's SQNR, a rate without a bandwidth).
-nlohmann::json JsonNumber(double v);
-
 // A "\r[i/n] what" line on stderr while work goes on, only when stderr is a
-// terminal, `quiet` is false and no capture runs (cli/capture.h); erased
-// when done.
+// terminal and `quiet` is false; erased when done.
 class Progress {
  public:
   explicit Progress(size_t total, bool quiet = false);

@@ -1,8 +1,45 @@
 #include "formats/packing.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 
 namespace lowp {
+namespace {
+
+template <typename In>
+absl::Status StoreAs(const Format& format, const In* in, size_t n, uint8_t* out) {
+  const uint64_t mask = format.code_mask();
+  const int unit = format.storage_bits();
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t v = in[i];
+    if (v > mask) {
+      return absl::InvalidArgumentError(absl::StrCat("code ", v, " at index ", i, " is wider than ",
+                                                     format.name, "'s ", format.bits, " bits"));
+    }
+    switch (unit) {
+      case 4:
+        out[i / 2] |= static_cast<uint8_t>(v << (4 * (i % 2)));
+        break;
+      case 8:
+        out[i] = static_cast<uint8_t>(v);
+        break;
+      case 16: {
+        const uint16_t u = static_cast<uint16_t>(v);
+        std::memcpy(out + 2 * i, &u, 2);
+        break;
+      }
+      default: {
+        const uint32_t u = static_cast<uint32_t>(v);
+        std::memcpy(out + 4 * i, &u, 4);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<size_t> CodeCount(const Format& format, size_t bytes) {
   const int unit = format.storage_bits();
@@ -67,6 +104,44 @@ void PackCodes(const Format& format, std::span<const uint32_t> codes, std::vecto
       bytes->push_back(static_cast<uint8_t>(code >> (8 * b)));
     }
   }
+}
+
+size_t CodeBytes(const Format& format) {
+  return static_cast<size_t>(std::max(1, format.storage_bits() / 8));
+}
+
+absl::Status StoreCodes(const Format& format, const void* codes, size_t itemsize, size_t count,
+                        std::span<uint8_t> storage) {
+  if (storage.size() != StorageBytes(format, count)) {
+    return absl::InvalidArgumentError(absl::StrCat(count, " ", format.name, " codes take ",
+                                                   StorageBytes(format, count), " bytes, not ",
+                                                   storage.size()));
+  }
+  std::fill(storage.begin(), storage.end(), uint8_t{0});
+  switch (itemsize) {
+    case 1:
+      return StoreAs(format, static_cast<const uint8_t*>(codes), count, storage.data());
+    case 2:
+      return StoreAs(format, static_cast<const uint16_t*>(codes), count, storage.data());
+    case 4:
+      return StoreAs(format, static_cast<const uint32_t*>(codes), count, storage.data());
+    case 8:
+      return StoreAs(format, static_cast<const uint64_t*>(codes), count, storage.data());
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("codes of ", itemsize, " bytes each"));
+  }
+}
+
+void LoadCodes(const Format& format, std::span<const uint8_t> storage, size_t count, void* codes) {
+  const int unit = format.storage_bits();
+  uint8_t* out = static_cast<uint8_t*>(codes);
+  if (unit == 4) {
+    for (size_t i = 0; i < count; ++i) out[i] = (storage[i / 2] >> (4 * (i % 2))) & 0xF;
+    return;
+  }
+  // Every other layout is one code per unit of CodeBytes(format) bytes
+  // (storage_bits() is 8, 16 or 32), little-endian as this machine.
+  std::memcpy(out, storage.data(), std::min(storage.size(), count * CodeBytes(format)));
 }
 
 }  // namespace lowp

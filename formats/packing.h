@@ -32,6 +32,20 @@ absl::Status UnpackCodes(const Format& format, std::span<const uint8_t> bytes, s
 // Appends the storage of `codes` (each within format.bits) to `bytes`.
 void PackCodes(const Format& format, std::span<const uint32_t> codes, std::vector<uint8_t>* bytes);
 
+// Codes one per element, as an array of unsigned integers (what NumPy holds).
+// CodeBytes: the narrowest such integer that holds one code of `format`: 1,
+// 2 or 4 bytes (a 4-bit code takes a byte of its own).
+size_t CodeBytes(const Format& format);
+// `count` codes in native-endian unsigned integers of `itemsize` bytes (1, 2,
+// 4 or 8) into the storage layout at `storage` (StorageBytes(format, count)
+// bytes, zeroed by the call). InvalidArgument naming the first code wider
+// than the format.
+absl::Status StoreCodes(const Format& format, const void* codes, size_t itemsize, size_t count,
+                        std::span<uint8_t> storage);
+// The reverse for codes the storage holds: `count` codes into `codes`, in
+// unsigned integers of CodeBytes(format) bytes.
+void LoadCodes(const Format& format, std::span<const uint8_t> storage, size_t count, void* codes);
+
 }  // namespace lowp
 
 #endif  // LOWP_FORMATS_PACKING_H_

@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "formats/option_error.h"
 
 // The common path (a finite input, rounded and encoded) is inlined into the
 // public entry points, and the rare special-value paths are kept out of it:
@@ -355,13 +356,13 @@ Overflow EffectiveOverflow(const Format& to, Overflow requested) {
 absl::Status ValidateOptions(const Format& to, const ConvertOptions& options) {
   const Overflow o = options.overflow;
   if (o == Overflow::kInfinity && !to.has_infinity()) {
-    return absl::InvalidArgumentError(absl::StrCat("--overflow inf: format ", to.name,
-                                                   " has no infinity (use saturate",
-                                                   to.has_nan() ? " or nan)" : ")"));
+    return OptionError("overflow inf", absl::StrCat("format ", to.name,
+                                                    " has no infinity (use saturate",
+                                                    to.has_nan() ? " or nan)" : ")"));
   }
   if (o == Overflow::kNan && !to.has_nan()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--overflow nan: format ", to.name, " has no NaN; it always saturates (use saturate)"));
+    return OptionError("overflow nan",
+                       absl::StrCat("format ", to.name, " has no NaN; it always saturates (use saturate)"));
   }
   return absl::OkStatus();
 }

@@ -27,7 +27,7 @@ absl::StatusOr<std::string> BundledCheckpoint() {
   }
   return absl::NotFoundError(absl::StrCat("the bundled checkpoint is in none of ",
                                           absl::StrJoin(places, ", "),
-                                          " (set LOWP_DATA_DIR or give --tensors)"));
+                                          " (set LOWP_DATA_DIR or give `tensors`)"));
 }
 
 }  // namespace lowp

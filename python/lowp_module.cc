@@ -1,8 +1,8 @@
-// lowp._lowp: the C++ library for Python (pybind11). Every result is what
-// the library computes, never a reimplementation: conversions run the SIMD
-// kernels, and the reports (formats, quant_error, range_study, size, plan)
-// are the `lowp` commands' JSON, run in-process through cli/capture.h, so
-// they carry the same fields and the same checks of their options.
+// lowp._lowp: the C++ library for Python (pybind11), a thin shell over
+// api/: keyword arguments become the same options structs the command line
+// fills, the same functions run, and each result comes back as the dict of
+// its ToJson (the command's --json), built from the JSON value directly.
+// Conversions run the SIMD kernels.
 //
 // NumPy inputs are read in place when their dtype and layout allow (float32,
 // float16 or float64 and C-contiguous); kernels run with the GIL released.
@@ -12,7 +12,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -25,20 +28,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
-#include "cli/capture.h"
-#include "cli/commands.h"
+#include "api/api.h"
 #include "formats/format.h"
 #include "formats/packing.h"
 #include "formats/reference.h"
-#include "kernels/convert.h"
 #include "nlohmann/json.hpp"
-#include "quant/measure.h"
-#include "quant/scheme.h"
+#include "io/bundled.h"
 #include "io/tensor.h"
 #include "io/tensor_set.h"
-#include "io/bundled.h"
-#include "sizing/plan.h"
 
 namespace py = pybind11;
 
@@ -74,12 +71,47 @@ T Value(absl::StatusOr<T> value) {
   return *std::move(value);
 }
 
-// JSON to Python through the json module: ints stay exact, null is None;
-// text that is not UTF-8 (a file or tensor name) has its bad bytes replaced
-// by U+FFFD, as the command's --json does, instead of throwing.
+// A JSON value as Python objects, directly (no text in between): integers
+// stay exact, null is None, and so is a non-finite double (JSON has none;
+// the command prints null); text that is not UTF-8 (a file or tensor name)
+// has its bad bytes replaced by U+FFFD, as the command's --json does.
 py::object ToPython(const nlohmann::json& j) {
-  return py::module_::import("json").attr("loads")(
-      j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  switch (j.type()) {
+    case nlohmann::json::value_t::null:
+    case nlohmann::json::value_t::discarded:
+      return py::none();
+    case nlohmann::json::value_t::boolean:
+      return py::bool_(j.get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return py::int_(j.get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned:
+      return py::int_(j.get<uint64_t>());
+    case nlohmann::json::value_t::number_float: {
+      const double v = j.get<double>();
+      return std::isfinite(v) ? py::object(py::float_(v)) : py::none();
+    }
+    case nlohmann::json::value_t::string: {
+      const std::string& text = j.get_ref<const std::string&>();
+      return py::reinterpret_steal<py::object>(
+          PyUnicode_DecodeUTF8(text.data(), static_cast<py::ssize_t>(text.size()), "replace"));
+    }
+    case nlohmann::json::value_t::array: {
+      py::list list;
+      for (const nlohmann::json& item : j) list.append(ToPython(item));
+      return list;
+    }
+    case nlohmann::json::value_t::object: {
+      py::dict dict;
+      for (const auto& [key, value] : j.items()) {
+        dict[py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(
+            key.data(), static_cast<py::ssize_t>(key.size()), "replace"))] = ToPython(value);
+      }
+      return dict;
+    }
+    case nlohmann::json::value_t::binary:
+      break;
+  }
+  throw std::runtime_error("a JSON value lowp does not write");
 }
 
 // A str, bytes or os.PathLike: a file name.
@@ -97,45 +129,249 @@ std::string PathText(const py::handle& h) {
   return path;
 }
 
-// Keyword arguments as the command line's options: name_with_underscores
-// -> --name-with-underscores=VALUE, a list or tuple as comma-separated
-// values; True (Python's or NumPy's) -> the flag --name, False or None ->
-// nothing. Flags go last, so that one given to an option that takes a value
-// is reported as missing its value rather than taking the next option.
-std::vector<std::string> Options(const py::kwargs& kwargs) {
-  const py::object numpy_bool = py::module_::import("numpy").attr("bool_");
-  std::vector<std::string> argv, flags;
-  for (const auto& [key, value] : kwargs) {
-    const std::string name = "--" + absl::StrReplaceAll(py::cast<std::string>(key), {{"_", "-"}});
-    if (value.is_none()) continue;
-    if (py::isinstance<py::bool_>(value) || py::isinstance(value, numpy_bool)) {
-      if (py::cast<bool>(value)) flags.push_back(name);
-      continue;
+// Keyword arguments read into options, one setter per name; each checks the
+// type of its value (numbers stay numbers, lists lists). None is "not given".
+// An unknown name is a TypeError, as Python's own for a function's keywords.
+class Keywords {
+ public:
+  Keywords(const char* function, const py::kwargs& kwargs) : function_(function) {
+    for (const auto& [key, value] : kwargs) {
+      items_.emplace_back(py::cast<std::string>(key), py::reinterpret_borrow<py::object>(value));
     }
-    std::string text;
-    if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
-      std::vector<std::string> items;
-      for (const py::handle item : value) {
-        items.push_back(IsPath(item) ? PathText(item) : std::string(py::str(item)));
-      }
-      text = absl::StrJoin(items, ",");
-    } else {
-      text = IsPath(value) ? PathText(value) : std::string(py::str(value));
-    }
-    argv.push_back(absl::StrCat(name, "=", text));
   }
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  return argv;
+  // Applies the setters; `setters` maps each name it knows.
+  template <typename Setters>
+  void Apply(const Setters& setters) const {
+    for (const auto& [name, value] : items_) {
+      auto it = setters.find(name);
+      if (it == setters.end()) {
+        throw py::type_error(
+            absl::StrCat(function_, "() got an unexpected keyword argument '", name, "'"));
+      }
+      if (!value.is_none()) it->second(name, value);
+    }
+  }
+  bool Has(const std::string& name) const {
+    for (const auto& [n, v] : items_) {
+      if (n == name && !v.is_none()) return true;
+    }
+    return false;
+  }
+  // The call as Python would write it: lowp.plan(model='x', ...).
+  std::string Call() const {
+    std::vector<std::string> parts;
+    for (const auto& [name, value] : items_) {
+      parts.push_back(absl::StrCat(name, "=", std::string(py::repr(value))));
+    }
+    return absl::StrCat("lowp.", function_, "(", absl::StrJoin(parts, ", "), ")");
+  }
+
+ private:
+  const char* function_;
+  std::vector<std::pair<std::string, py::object>> items_;
+};
+
+using Setter = std::function<void(const std::string&, const py::object&)>;
+using Setters = std::map<std::string, Setter>;
+
+bool IsBool(const py::handle& v) {
+  return py::isinstance<py::bool_>(v) ||
+         py::isinstance(v, py::module_::import("numpy").attr("bool_"));
 }
 
-nlohmann::json RunCommand(cli::Command command, std::vector<std::string> argv,
-                          std::optional<std::vector<TensorView>> tensors = {}) {
-  absl::StatusOr<nlohmann::json> j;
+[[noreturn]] void WrongType(const std::string& name, const char* want, const py::handle& v) {
+  throw py::type_error(absl::StrCat(name, ": want ", want, ", not ",
+                                    std::string(py::str(py::type::of(v).attr("__name__")))));
+}
+
+int64_t Int(const std::string& name, const py::handle& v) {
+  if (IsBool(v) || !py::isinstance(v, py::module_::import("numbers").attr("Integral"))) {
+    WrongType(name, "an integer", v);
+  }
+  return py::cast<int64_t>(py::int_(py::reinterpret_borrow<py::object>(v)));
+}
+double Real(const std::string& name, const py::handle& v) {
+  if (IsBool(v) || !py::isinstance(v, py::module_::import("numbers").attr("Real"))) {
+    WrongType(name, "a number", v);
+  }
+  return py::cast<double>(py::float_(py::reinterpret_borrow<py::object>(v)));
+}
+bool Bool(const std::string& name, const py::handle& v) {
+  if (!IsBool(v)) WrongType(name, "True or False", v);
+  return py::cast<bool>(v);
+}
+std::string Text(const std::string& name, const py::handle& v) {
+  if (!py::isinstance<py::str>(v)) WrongType(name, "a str", v);
+  return py::cast<std::string>(v);
+}
+// A list or tuple of names, or one str of comma-separated names (commas
+// inside parentheses stay, as the command line's: float(e=4,m=3,...)).
+std::vector<std::string> Names(const std::string& name, const py::handle& v) {
+  std::vector<std::string> names;
+  if (py::isinstance<py::str>(v)) {
+    names.emplace_back();
+    int depth = 0;
+    for (char c : py::cast<std::string>(v)) {
+      depth += c == '(' ? 1 : c == ')' && depth > 0 ? -1 : 0;
+      if (c == ',' && depth == 0) {
+        names.emplace_back();
+      } else {
+        names.back() += c;
+      }
+    }
+  } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    for (const py::handle item : v) names.push_back(Text(name, item));
+  } else {
+    WrongType(name, "a str or a list of str", v);
+  }
+  for (const std::string& n : names) {
+    if (n.empty()) throw py::value_error(absl::StrCat(name, ": empty name in the list"));
+  }
+  return names;
+}
+// A path, or a list or tuple of paths.
+std::vector<std::string> Paths(const std::string& name, const py::handle& v) {
+  if (IsPath(v)) return {PathText(v)};
+  std::vector<std::string> paths;
+  if (!(py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v))) {
+    WrongType(name, "a path or a list of paths", v);
+  }
+  for (const py::handle item : v) {
+    if (!IsPath(item)) WrongType(name, "a path or a list of paths", item);
+    paths.push_back(PathText(item));
+  }
+  return paths;
+}
+
+template <typename T>
+Setter IntInto(T* field) {
+  return [field](const std::string& n, const py::object& v) {
+    *field = static_cast<T>(Int(n, v));
+  };
+}
+Setter TextInto(std::string* field) {
+  return [field](const std::string& n, const py::object& v) { *field = Text(n, v); };
+}
+template <typename Enum>
+Setter EnumInto(Enum* field, absl::StatusOr<Enum> (*parse)(absl::string_view)) {
+  return [field, parse](const std::string& n, const py::object& v) {
+    *field = Value(parse(Text(n, v)));
+  };
+}
+
+// The memory model's keywords, as `lowp size`'s options (docs/sizing.md).
+void SizingSetters(SizingOptions* o, bool* mode_given, Setters* s) {
+  (*s)["mode"] = [o, mode_given](const std::string& n, const py::object& v) {
+    o->mode = Value(ParseMode(Text(n, v)));
+    *mode_given = true;
+  };
+  for (auto [name, field] : {std::pair{"weights", &o->weights}, {"embed", &o->embed},
+                             {"grads", &o->grads}, {"master", &o->master},
+                             {"opt_state", &o->opt_state}, {"kv", &o->kv}}) {
+    (*s)[name] = [field](const std::string& n, const py::object& v) {
+      *field = Text(n, v);
+      if (field->empty()) throw py::value_error(absl::StrCat(n, " is empty"));
+    };
+  }
+  (*s)["optimizer"] = EnumInto(&o->optimizer, ParseOptimizer);
+  (*s)["recompute"] = EnumInto(&o->recompute, ParseRecompute);
+  (*s)["activation_bytes"] = IntInto(&o->activation_bytes);
+  (*s)["seq"] = IntInto(&o->seq);
+  (*s)["batch"] = IntInto(&o->batch);
+  (*s)["dp"] = IntInto(&o->dp);
+  (*s)["tp"] = IntInto(&o->tp);
+  (*s)["pp"] = IntInto(&o->pp);
+  (*s)["zero"] = IntInto(&o->zero);
+  (*s)["lora_rank"] = IntInto(&o->lora_rank);
+  (*s)["prefill_tokens"] = IntInto(&o->prefill_tokens);
+  (*s)["sequence_parallel"] = [o](const std::string& n, const py::object& v) {
+    o->sequence_parallel = Bool(n, v);
+  };
+  (*s)["no_flash_attention"] = [o](const std::string& n, const py::object& v) {
+    o->flash_attention = !Bool(n, v);
+  };
+  (*s)["flash_attention"] = [o](const std::string& n, const py::object& v) {
+    o->flash_attention = Bool(n, v);
+  };
+  (*s)["offload"] = [o](const std::string& n, const py::object& v) {
+    const std::string what = Text(n, v);
+    if (what != "optimizer") {
+      throw py::value_error(absl::StrCat(n, " '", what, "': only 'optimizer' can be offloaded"));
+    }
+    o->offload_optimizer = true;
+  };
+  (*s)["lora_targets"] = [o](const std::string& n, const py::object& v) {
+    o->lora_targets = Names(n, v);
+  };
+  (*s)["buffers"] = [o](const std::string& n, const py::object& v) {
+    o->buffers_bytes = py::isinstance<py::str>(v) ? Value(ParseBytes(Text(n, v), n)) : Int(n, v);
+  };
+  (*s)["headroom"] = [o](const std::string& n, const py::object& v) { o->headroom = Real(n, v); };
+}
+
+void RequireModelAndMode(const std::string& model, bool mode_given) {
+  if (model.empty()) {
+    throw py::value_error("model is required: a preset (e.g. llama-3.1-8b) or a config.json");
+  }
+  if (!mode_given) {
+    throw py::value_error("mode is required (pretrain, finetune, lora, qlora, inference)");
+  }
+}
+
+template <typename Result>
+py::object Run(const std::function<absl::StatusOr<Result>()>& call) {
+  absl::StatusOr<Result> result;
   {
     py::gil_scoped_release release;
-    j = cli::RunForJson(command, std::move(argv), std::move(tensors));
+    result = call();
   }
-  return Value(std::move(j));
+  return ToPython(api::ToJson(Value(std::move(result))));
+}
+
+py::object Size(const py::kwargs& kwargs) {
+  const Keywords keywords("size", kwargs);
+  api::SizeOptions o;
+  bool mode_given = false, compare = false;
+  std::optional<std::vector<std::string>> formats;
+  Setters s;
+  SizingSetters(&o.sizing, &mode_given, &s);
+  s["model"] = TextInto(&o.model);
+  s["device"] = TextInto(&o.device);
+  s["compare_formats"] = [&](const std::string& n, const py::object& v) { compare = Bool(n, v); };
+  s["formats"] = [&](const std::string& n, const py::object& v) { formats = Names(n, v); };
+  keywords.Apply(s);
+  if (formats && !compare) throw py::value_error("formats goes with compare_formats=True");
+  RequireModelAndMode(o.model, mode_given);
+  if (compare) {
+    const api::CompareFormatsOptions c{o, formats.value_or(std::vector<std::string>{})};
+    return Run<api::FormatComparison>([&] { return api::CompareFormats(c); });
+  }
+  return Run<SizingReport>([&] { return api::Size(o); });
+}
+
+py::object PlanCall(const py::kwargs& kwargs) {
+  const Keywords keywords("plan", kwargs);
+  api::PlanJobOptions o;
+  bool mode_given = false;
+  Setters s;
+  SizingSetters(&o.sizing, &mode_given, &s);
+  s["model"] = TextInto(&o.model);
+  s["formats"] = [&](const std::string& n, const py::object& v) { o.formats = Names(n, v); };
+  s["device"] = [&](const std::string& n, const py::object& v) { o.devices = Names(n, v); };
+  s["tensors"] = [&](const std::string& n, const py::object& v) { o.tensor_files = Paths(n, v); };
+  s["select"] = [&](const std::string& n, const py::object& v) {
+    o.select = absl::StrJoin(Names(n, v), ",");
+  };
+  s["threads"] = IntInto(&o.threads);
+  s["html"] = [&](const std::string& n, const py::object& v) {
+    if (!IsPath(v)) WrongType(n, "a path", v);
+    o.html = PathText(v);
+  };
+  s["quiet"] = [](const std::string& n, const py::object& v) { (void)Bool(n, v); };
+  keywords.Apply(s);
+  RequireModelAndMode(o.model, mode_given);
+  o.html_command = keywords.Call();
+  return Run<Plan>([&] { return api::PlanJob(o); });
 }
 
 // `object` as a C-contiguous, aligned array in native byte order: itself
@@ -187,15 +423,14 @@ TensorView ArrayView(const std::string& name, const py::object& object,
   return view;
 }
 
-// The input of quant_error and range_study: a path or a list of paths (on
-// the command line), a dict of name -> array, or anything else NumPy makes
-// an array of (passed in memory as the tensor "array").
-std::optional<std::vector<TensorView>> Inputs(const py::object& data,
-                                              std::vector<std::string>& argv,
-                                              std::vector<py::array>& keep) {
+// The input of quant_error and range_study: a path or a list of paths, a
+// dict of name -> array, or anything else NumPy makes an array of (the
+// tensor "array"). Arrays are viewed in place, kept alive in `keep`.
+api::TensorInputs Inputs(const py::object& data, std::vector<py::array>& keep) {
+  api::TensorInputs inputs;
   if (IsPath(data)) {
-    argv.push_back(PathText(data));
-    return std::nullopt;
+    inputs.files.push_back(PathText(data));
+    return inputs;
   }
   if ((py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data) ||
        py::isinstance<py::dict>(data)) &&
@@ -204,37 +439,58 @@ std::optional<std::vector<TensorView>> Inputs(const py::object& data,
         "no input: give a checkpoint path, a list of paths, an array or a dict of arrays");
   }
   if (py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data)) {
-    bool paths = py::len(data) > 0;
+    bool paths = true;
     for (const py::handle item : data) paths = paths && IsPath(item);
     if (paths) {
-      for (const py::handle item : data) argv.push_back(PathText(item));
-      return std::nullopt;
+      for (const py::handle item : data) inputs.files.push_back(PathText(item));
+      return inputs;
     }
   }
   if (py::isinstance<py::dict>(data)) {
-    std::vector<TensorView> views;
     for (const auto& [name, array] : py::cast<py::dict>(data)) {
-      views.push_back(ArrayView(py::str(name), py::reinterpret_borrow<py::object>(array), keep));
+      inputs.arrays.push_back(
+          ArrayView(py::str(name), py::reinterpret_borrow<py::object>(array), keep));
     }
-    return views;
+    return inputs;
   }
-  return std::vector<TensorView>{ArrayView("array", data, keep)};
+  inputs.arrays.push_back(ArrayView("array", data, keep));
+  return inputs;
 }
 
 py::object QuantError(const py::object& data, const py::object& scheme, const py::kwargs& kwargs) {
-  py::kwargs options = kwargs;
-  options["scheme"] = scheme;
-  std::vector<std::string> argv = Options(options);
+  api::QuantErrorOptions o;
+  o.schemes = Names("scheme", scheme);
+  Setters s;
+  s["tensors"] = [&](const std::string& n, const py::object& v) {
+    o.tensors = absl::StrJoin(Names(n, v), ",");
+  };
+  s["summary"] = [&](const std::string& n, const py::object& v) { o.summary = Bool(n, v); };
+  s["histogram"] = [&](const std::string& n, const py::object& v) { o.histogram = Bool(n, v); };
+  s["relative_floor"] = [&](const std::string& n, const py::object& v) {
+    o.relative_floor = Real(n, v);
+  };
+  s["threads"] = IntInto(&o.threads);
+  s["quiet"] = [](const std::string& n, const py::object& v) { (void)Bool(n, v); };
+  Keywords("quant_error", kwargs).Apply(s);
   std::vector<py::array> keep;
-  std::optional<std::vector<TensorView>> tensors = Inputs(data, argv, keep);
-  return ToPython(RunCommand(cli::QuantErrorCommand, std::move(argv), std::move(tensors)));
+  o.inputs = Inputs(data, keep);
+  return Run<api::QuantErrorResult>([&] { return api::QuantError(o); });
 }
 
 py::object RangeStudy(const py::object& data, const py::kwargs& kwargs) {
-  std::vector<std::string> argv = Options(kwargs);
+  api::RangeStudyOptions o;
+  Setters s;
+  s["formats"] = [&](const std::string& n, const py::object& v) { o.formats = Names(n, v); };
+  s["fraction"] = [&](const std::string& n, const py::object& v) { o.fraction = Real(n, v); };
+  s["tensors"] = [&](const std::string& n, const py::object& v) {
+    o.tensors = absl::StrJoin(Names(n, v), ",");
+  };
+  s["threads"] = IntInto(&o.threads);
+  s["quiet"] = [](const std::string& n, const py::object& v) { (void)Bool(n, v); };
+  Keywords("range_study", kwargs).Apply(s);
   std::vector<py::array> keep;
-  std::optional<std::vector<TensorView>> tensors = Inputs(data, argv, keep);
-  return ToPython(RunCommand(cli::RangeCommand, std::move(argv), std::move(tensors)));
+  o.inputs = Inputs(data, keep);
+  return Run<api::RangeStudyResult>([&] { return api::RangeStudy(o); });
 }
 
 ConvertOptions ReadConvertOptions(const std::optional<std::string>& rounding,
@@ -250,11 +506,15 @@ ConvertOptions ReadConvertOptions(const std::optional<std::string>& rounding,
   return o;
 }
 
-// The NumPy dtype that holds one code of `f` unpacked.
 py::dtype CodeDtype(const Format& f) {
-  if (f.bits <= 8) return py::dtype::of<uint8_t>();
-  if (f.bits <= 16) return py::dtype::of<uint16_t>();
-  return py::dtype::of<uint32_t>();
+  switch (CodeBytes(f)) {
+    case 1:
+      return py::dtype::of<uint8_t>();
+    case 2:
+      return py::dtype::of<uint16_t>();
+    default:
+      return py::dtype::of<uint32_t>();
+  }
 }
 
 // float32 or float16 values -> codes of `to`, one per element (uint8,
@@ -266,8 +526,7 @@ py::array Convert(const py::object& input, const std::string& to,
                   uint64_t seed, bool packed) {
   const Format format = Value(FindFormat(to));
   const ConvertOptions options = ReadConvertOptions(rounding, overflow, subnormals, nan, seed);
-  const bool nibbles = format.storage_bits() == 4;
-  if (packed && !nibbles) {
+  if (packed && format.storage_bits() != 4) {
     throw py::value_error(absl::StrCat("packed=True is for 4-bit formats, not ", format.name));
   }
   const py::array values = NativeArray(input, "values");
@@ -279,81 +538,25 @@ py::array Convert(const py::object& input, const std::string& to,
         "float64 would then be rounded twice"));
   }
   const size_t n = static_cast<size_t>(values.size());
-  const size_t storage = StorageBytes(format, n);
   py::array out =
       packed ? py::array(py::dtype::of<uint8_t>(),
-                         std::vector<py::ssize_t>{static_cast<py::ssize_t>(storage)})
+                         std::vector<py::ssize_t>{static_cast<py::ssize_t>(StorageBytes(format, n))})
              : py::array(CodeDtype(format),
                          std::vector<py::ssize_t>(values.shape(), values.shape() + values.ndim()));
-  uint8_t* dst = static_cast<uint8_t*>(out.mutable_data());
+  const std::span<uint8_t> bytes(static_cast<uint8_t*>(out.mutable_data()),
+                                 static_cast<size_t>(out.nbytes()));
   absl::Status status;
   {
     py::gil_scoped_release release;
-    // Unpacked nibbles are encoded into their storage first, then split.
-    std::vector<uint8_t> staging(nibbles && !packed ? storage : 0);
-    const std::span<uint8_t> bytes =
-        staging.empty() ? std::span<uint8_t>(dst, storage) : std::span<uint8_t>(staging);
-    if (half) {
-      status =
-          EncodeArray16(*FindFormat("fp16"),
+    status = half ? api::EncodeHalfValues(
                         std::span<const uint16_t>(static_cast<const uint16_t*>(values.data()), n),
-                        format, bytes, options);
-    } else {
-      status =
-          EncodeArray(format, std::span<const float>(static_cast<const float*>(values.data()), n),
-                      bytes, options);
-    }
-    for (size_t i = 0; status.ok() && i < staging.size(); ++i) {
-      dst[2 * i] = staging[i] & 0xF;
-      if (2 * i + 1 < n) dst[2 * i + 1] = staging[i] >> 4;
-    }
+                        format, options, packed, bytes)
+                  : api::EncodeValues(
+                        format, std::span<const float>(static_cast<const float*>(values.data()), n),
+                        options, packed, bytes);
   }
   Check(status);
   return out;
-}
-
-// Codes one per element, `itemsize` bytes each (native order), into the
-// storage layout of `format` at `out` (zeroed). InvalidArgument naming the
-// first code wider than the format.
-template <typename In>
-absl::Status ToStorageAs(const Format& format, const In* in, size_t n, uint8_t* out) {
-  const uint64_t mask = format.code_mask();
-  const int unit = format.storage_bits();
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t v = in[i];
-    if (v > mask) {
-      return absl::InvalidArgumentError(absl::StrCat("code ", v, " at index ", i, " is wider than ",
-                                                     format.name, "'s ", format.bits, " bits"));
-    }
-    switch (unit) {
-      case 4:
-        out[i / 2] |= static_cast<uint8_t>(v << (4 * (i % 2)));
-        break;
-      case 8:
-        out[i] = static_cast<uint8_t>(v);
-        break;
-      case 16:
-        reinterpret_cast<uint16_t*>(out)[i] = static_cast<uint16_t>(v);
-        break;
-      default:
-        reinterpret_cast<uint32_t*>(out)[i] = static_cast<uint32_t>(v);
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ToStorage(const Format& format, const void* in, size_t itemsize, size_t n,
-                       uint8_t* out) {
-  switch (itemsize) {
-    case 1:
-      return ToStorageAs(format, static_cast<const uint8_t*>(in), n, out);
-    case 2:
-      return ToStorageAs(format, static_cast<const uint16_t*>(in), n, out);
-    case 4:
-      return ToStorageAs(format, static_cast<const uint32_t*>(in), n, out);
-    default:
-      return ToStorageAs(format, static_cast<const uint64_t*>(in), n, out);
-  }
 }
 
 // Codes of `fmt` -> float32 values, exactly. Codes come one per element in
@@ -363,25 +566,22 @@ absl::Status ToStorage(const Format& format, const void* in, size_t itemsize, si
 py::array Decode(const py::object& input, const std::string& fmt, bool packed,
                  std::optional<size_t> count) {
   const Format format = Value(FindFormat(fmt));
-  const bool nibbles = format.storage_bits() == 4;
   const py::array codes = NativeArray(input, "codes");
   if (codes.dtype().kind() != 'u') {
     throw py::value_error(absl::StrCat("decode takes unsigned integer codes (got ",
                                        std::string(py::str(codes.dtype())), ")"));
   }
   const size_t itemsize = static_cast<size_t>(codes.itemsize());
-  const std::span<const uint8_t> input_bytes(static_cast<const uint8_t*>(codes.data()),
-                                             static_cast<size_t>(codes.nbytes()));
   size_t n = static_cast<size_t>(codes.size());
   std::vector<py::ssize_t> shape(codes.shape(), codes.shape() + codes.ndim());
   if (packed) {
-    if (!nibbles || itemsize != 1) {
+    if (format.storage_bits() != 4 || itemsize != 1) {
       throw py::value_error("packed=True is for 4-bit formats, codes as uint8 storage bytes");
     }
-    n = count.value_or(2 * input_bytes.size());
-    if (StorageBytes(format, n) != input_bytes.size()) {
-      throw py::value_error(
-          absl::StrCat(n, " codes do not fill ", input_bytes.size(), " bytes of storage"));
+    const size_t bytes = static_cast<size_t>(codes.nbytes());
+    n = count.value_or(2 * bytes);
+    if (StorageBytes(format, n) != bytes) {
+      throw py::value_error(absl::StrCat(n, " codes do not fill ", bytes, " bytes of storage"));
     }
     shape = {static_cast<py::ssize_t>(n)};
   }
@@ -389,19 +589,8 @@ py::array Decode(const py::object& input, const std::string& fmt, bool packed,
   absl::Status status;
   {
     py::gil_scoped_release release;
-    // One code per element in a width other than the storage's: checked and
-    // moved into the storage layout.
-    std::vector<uint8_t> storage;
-    std::span<const uint8_t> bytes = input_bytes;
-    if (!packed && (nibbles || itemsize * 8 != static_cast<size_t>(format.storage_bits()))) {
-      storage.assign(StorageBytes(format, n), 0);
-      status = ToStorage(format, codes.data(), itemsize, n, storage.data());
-      bytes = storage;
-    }
-    if (status.ok()) {
-      status =
-          DecodeArray(format, bytes, std::span<float>(static_cast<float*>(out.mutable_data()), n));
-    }
+    status = api::DecodeCodes(format, codes.data(), itemsize, n, packed,
+                              std::span<float>(static_cast<float*>(out.mutable_data()), n));
   }
   Check(status);
   return out;
@@ -409,25 +598,16 @@ py::array Decode(const py::object& input, const std::string& fmt, bool packed,
 
 // An array quantized by `scheme` and dequantized (what `lowp quantize`
 // writes), as float32 of the same shape; rows are the last axis.
-py::array Quantize(const py::object& data, const std::string& scheme_name) {
-  std::unique_ptr<Scheme> scheme = Value(ParseScheme(scheme_name));
+py::array Quantize(const py::object& data, const std::string& scheme) {
   std::vector<py::array> keep;
   const TensorView view = ArrayView("array", data, keep);
   py::array_t<float> out(std::vector<py::ssize_t>(view.shape.begin(), view.shape.end()));
-  float* dst = static_cast<float*>(out.mutable_data());
   absl::Status status;
   {
     py::gil_scoped_release release;
-    size_t done = 0;
-    QuantReport report;
-    status = QuantizeTensor(
-        view, *scheme, {},
-        [&](std::span<const float> values) {
-          std::memcpy(dst + done, values.data(), values.size() * sizeof(float));
-          done += values.size();
-          return absl::OkStatus();
-        },
-        &report);
+    status = api::QuantizeArray(
+        view, scheme,
+        std::span<float>(static_cast<float*>(out.mutable_data()), static_cast<size_t>(out.size())));
   }
   Check(status);
   return out;
@@ -473,13 +653,13 @@ PYBIND11_MODULE(_lowp, m) {
   using namespace lowp;
   m.doc() = "lowp: low-precision numerics for large-model work (the C++ library's bindings)";
   m.def(
-      "formats", [] { return ToPython(RunCommand(cli::FormatsCommand, {})); },
+      "formats", [] { return ToPython(api::ToJson(api::Formats())); },
       "The format catalog: `lowp formats --json`.");
   m.def(
-      "schemes", [] { return ToPython(RunCommand(cli::SchemesCommand, {})); },
+      "schemes", [] { return ToPython(api::ToJson(api::Schemes())); },
       "The quantization schemes: `lowp schemes --json`.");
   m.def(
-      "devices", [] { return ToPython(RunCommand(cli::DevicesCommand, {})); },
+      "devices", [] { return ToPython(api::ToJson(api::Devices())); },
       "The device catalog: `lowp devices --json`.");
   m.def("convert", &Convert, py::arg("values"), py::arg("to"), py::kw_only(),
         py::arg("rounding") = py::none(), py::arg("overflow") = py::none(),
@@ -492,27 +672,20 @@ PYBIND11_MODULE(_lowp, m) {
         "Codes of format `fmt` -> float32 values, exactly.");
   m.def("quant_error", &QuantError, py::arg("data"), py::arg("scheme"),
         "`lowp quant-error --json` on a checkpoint path (or list of paths), an array, or a "
-        "dict of arrays; keyword arguments are the command's options (tensors='*.q_proj*', "
-        "summary=True, relative_floor=1e-3, histogram=True, threads=0).");
+        "dict of arrays; scheme: a name or a list; keywords tensors='*.q_proj*', summary=True, "
+        "relative_floor=1e-3, histogram=True, threads=0.");
   m.def("range_study", &RangeStudy, py::arg("data"),
         "`lowp range --json` on a checkpoint path, an array or a dict of arrays (formats=[...], "
-        "fraction=0.999, tensors=...).");
+        "fraction=0.999, tensors=..., threads=0).");
   m.def("quantize", &Quantize, py::arg("array"), py::arg("scheme"),
         "The array quantized by `scheme` and dequantized, as float32.");
-  m.def(
-      "size",
-      [](const py::kwargs& kwargs) {
-        return ToPython(RunCommand(cli::SizeCommand, Options(kwargs)));
-      },
-      "`lowp size --json` with the command's options as keyword arguments (model=..., "
-      "mode=..., device=..., seq=..., compare_formats=True, ...).");
-  m.def(
-      "plan",
-      [](const py::kwargs& kwargs) {
-        return ToPython(RunCommand(cli::PlanCommand, Options(kwargs)));
-      },
-      "`lowp plan --json` with the command's options as keyword arguments (model=..., "
-      "mode=..., formats=[...], device=[...], tensors=[paths], html='report.html', ...).");
+  m.def("size", &Size,
+        "`lowp size --json`: model=..., mode=..., the memory model's options by field name "
+        "(weights='int4-g128', seq=8192, tp=2, zero=3, device='h100-sxm', ...), "
+        "compare_formats=True with formats=[...].");
+  m.def("plan", &PlanCall,
+        "`lowp plan --json`: model=..., mode=..., formats=[...], device=[...], "
+        "tensors=[paths], select='*mlp*', html='report.html', and size()'s options.");
   m.def(
       "bundled_checkpoint", [] { return Value(BundledCheckpoint()); },
       "Path of the bundled real checkpoint (stories260K in float32; $LOWP_DATA_DIR overrides).");

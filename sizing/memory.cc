@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "formats/format.h"
+#include "formats/option_error.h"
 #include "quant/scheme.h"
 
 namespace lowp {
@@ -86,16 +87,15 @@ absl::StatusOr<const Scheme*> GetScheme(Job& job, const std::string& name,
   if (it != job.schemes.end()) return it->second.get();
   absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(name);
   if (!scheme.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", option, " ", name, ": ", scheme.status().message()));
+    return OptionError(absl::StrCat(option, " ", name), scheme.status().message());
   }
   const Scheme* raw = scheme->get();
   job.schemes.emplace(name, *std::move(scheme));
   return raw;
 }
 
-absl::Status Invalid(absl::string_view option, absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat(option, ": ", why));
+absl::Status Invalid(absl::string_view field, absl::string_view why) {
+  return OptionError(field, why);
 }
 
 absl::Status CheckModelLimits(const ModelConfig& m) {
@@ -134,59 +134,59 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
   job.adapters = o.mode == Mode::kLora || o.mode == Mode::kQlora;
 
   if (o.seq < 1 || o.seq > kSizingMaxSeq)
-    return Invalid("--seq", absl::StrCat(o.seq, " is not in 1..", kSizingMaxSeq));
+    return Invalid("seq", absl::StrCat(o.seq, " is not in 1..", kSizingMaxSeq));
   if (o.batch < 1 || o.batch > kSizingMaxBatch) {
-    return Invalid("--batch", absl::StrCat(o.batch, " is not in 1..", kSizingMaxBatch));
+    return Invalid("batch", absl::StrCat(o.batch, " is not in 1..", kSizingMaxBatch));
   }
-  for (auto [name, value] : {std::pair{"--dp", o.dp}, {"--tp", o.tp}, {"--pp", o.pp}}) {
+  for (auto [name, value] : {std::pair{"dp", o.dp}, {"tp", o.tp}, {"pp", o.pp}}) {
     if (value < 1 || value > kMaxDevices) {
       return Invalid(name, absl::StrCat(value, " is not in 1..", kMaxDevices));
     }
   }
   if (o.zero < 0 || o.zero > 3)
-    return Invalid("--zero", absl::StrCat(o.zero, " is not a ZeRO stage (0-3)"));
+    return Invalid("zero", absl::StrCat(o.zero, " is not a ZeRO stage (0-3)"));
   if (!job.training && o.zero != 0)
-    return Invalid("--zero", "ZeRO partitions training states; inference takes --zero 0");
+    return Invalid("zero", "ZeRO partitions training states; inference takes `zero` 0");
   if (!job.training && o.offload_optimizer)
-    return Invalid("--offload", "inference has no optimizer to offload");
+    return Invalid("offload", "inference has no optimizer to offload");
   if (o.offload_optimizer && o.zero == 0)
-    return Invalid("--offload", "optimizer offload is ZeRO-Offload: it takes --zero 1-3");
+    return Invalid("offload", "optimizer offload is ZeRO-Offload: it takes `zero` 1-3");
   if (!job.training && o.recompute != Recompute::kNone)
-    return Invalid("--recompute", "inference keeps no activations for a backward pass");
+    return Invalid("recompute", "inference keeps no activations for a backward pass");
   if (!job.training && o.sequence_parallel)
-    return Invalid("--sequence-parallel", "is modelled for training activations only");
+    return Invalid("sequence_parallel", "is modelled for training activations only");
   if (!(o.headroom >= 0 && o.headroom < 1))
-    return Invalid("--headroom", absl::StrCat(o.headroom, " is not in [0, 1)"));
-  if (o.buffers_bytes < 0) return Invalid("--buffers", "negative");
+    return Invalid("headroom", absl::StrCat(o.headroom, " is not in [0, 1)"));
+  if (o.buffers_bytes < 0) return Invalid("buffers", "negative");
   if (o.activation_bytes != 2 && o.activation_bytes != 4) {
-    return Invalid("--activation-bytes", absl::StrCat(o.activation_bytes, " is not 2 or 4"));
+    return Invalid("activation_bytes", absl::StrCat(o.activation_bytes, " is not 2 or 4"));
   }
   if (o.prefill_tokens < 0 || o.prefill_tokens > kSizingMaxSeq * 16) {
-    return Invalid("--prefill-tokens", absl::StrCat(o.prefill_tokens, " is out of range"));
+    return Invalid("prefill_tokens", absl::StrCat(o.prefill_tokens, " is out of range"));
   }
   if (o.lora_rank < 1 || o.lora_rank > (1 << 16)) {
-    return Invalid("--lora-rank", absl::StrCat(o.lora_rank, " is not in 1..65536"));
+    return Invalid("lora_rank", absl::StrCat(o.lora_rank, " is not in 1..65536"));
   }
   // Tensor parallelism divides heads, MLP columns and (vocabulary-parallel)
   // embedding rows; kv heads are divided, or replicated when fewer than tp.
   const int64_t tp = o.tp;
   if (model.num_heads % tp != 0) {
-    return Invalid("--tp",
+    return Invalid("tp",
                    absl::StrCat(tp, " does not divide num_attention_heads = ", model.num_heads));
   }
   if (model.intermediate_size % tp != 0) {
     return Invalid(
-        "--tp", absl::StrCat(tp, " does not divide intermediate_size = ", model.intermediate_size));
+        "tp", absl::StrCat(tp, " does not divide intermediate_size = ", model.intermediate_size));
   }
   if (model.num_kv_heads >= tp ? model.num_kv_heads % tp != 0 : tp % model.num_kv_heads != 0) {
-    return Invalid("--tp",
+    return Invalid("tp",
                    absl::StrCat(tp, " neither divides nor is a multiple of num_key_value_heads = ",
                                 model.num_kv_heads));
   }
   if (o.pp > model.num_layers) {
-    return Invalid("--pp", absl::StrCat(o.pp, " stages for ", model.num_layers, " layers"));
+    return Invalid("pp", absl::StrCat(o.pp, " stages for ", model.num_layers, " layers"));
   }
-  if (o.sequence_parallel && tp == 1) return Invalid("--sequence-parallel", "needs --tp above 1");
+  if (o.sequence_parallel && tp == 1) return Invalid("sequence_parallel", "needs `tp` above 1");
 
   // Formats, defaults first.
   if (o.weights.empty()) o.weights = o.mode == Mode::kQlora ? "nf4" : "bf16";
@@ -197,9 +197,9 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
     // (kept in the embeddings' format).
     const std::string& trained = job.adapters ? o.embed : o.weights;
     if (!job.adapters && !IsFloatCast(o.weights, 1)) {
-      return Invalid("--weights", absl::StrCat(o.weights,
+      return Invalid("weights", absl::StrCat(o.weights,
                                                " is a quantization scheme; full training updates "
-                                               "floating weights (use --mode qlora)"));
+                                               "floating weights (use `mode` qlora)"));
     }
     if (o.grads.empty()) o.grads = trained;
     if (o.master.empty()) o.master = IsFloatCast(trained, 32) ? "none" : "fp32";
@@ -237,7 +237,7 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
     }
     for (const std::string& target : o.lora_targets) {
       if (std::find(known.begin(), known.end(), target) == known.end()) {
-        return Invalid("--lora-targets",
+        return Invalid("lora_targets",
                        absl::StrCat("'", target, "' is not a linear layer of ", model.name, " (",
                                     absl::StrJoin(known, ","), ")"));
       }
@@ -598,8 +598,8 @@ absl::StatusOr<Mode> ParseMode(absl::string_view name) {
   for (Mode m : {Mode::kPretrain, Mode::kFinetune, Mode::kLora, Mode::kQlora, Mode::kInference}) {
     if (n == ModeName(m)) return m;
   }
-  return absl::InvalidArgumentError(absl::StrCat("--mode: unknown mode '", name,
-                                                 "' (pretrain, finetune, lora, qlora, inference)"));
+  return OptionError("mode", absl::StrCat("unknown mode '", name,
+                                          "' (pretrain, finetune, lora, qlora, inference)"));
 }
 
 absl::StatusOr<Optimizer> ParseOptimizer(absl::string_view name) {
@@ -608,8 +608,8 @@ absl::StatusOr<Optimizer> ParseOptimizer(absl::string_view name) {
        {Optimizer::kAdamW, Optimizer::kAdamW8bit, Optimizer::kSgd, Optimizer::kAdafactor}) {
     if (n == OptimizerName(o)) return o;
   }
-  return absl::InvalidArgumentError(absl::StrCat("--optimizer: unknown optimizer '", name,
-                                                 "' (adamw, adamw8bit, sgd, adafactor)"));
+  return OptionError("optimizer", absl::StrCat("unknown optimizer '", name,
+                                               "' (adamw, adamw8bit, sgd, adafactor)"));
 }
 
 absl::StatusOr<Recompute> ParseRecompute(absl::string_view name) {
@@ -617,8 +617,8 @@ absl::StatusOr<Recompute> ParseRecompute(absl::string_view name) {
   for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     if (n == RecomputeName(r)) return r;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--recompute: unknown value '", name, "' (none, selective, full)"));
+  return OptionError("recompute",
+                     absl::StrCat("unknown value '", name, "' (none, selective, full)"));
 }
 
 absl::string_view ModeName(Mode mode) {
@@ -670,7 +670,7 @@ absl::StatusOr<SizingReport> EstimateMemory(const ModelConfig& model, const Sizi
   const Job& job = *resolved;
   const SizingOptions& o = job.options;
   if (device.memory_bytes <= 0) {
-    return Invalid("--device", absl::StrCat(device.name, " has no memory size"));
+    return Invalid("device", absl::StrCat(device.name, " has no memory size"));
   }
   SizingReport r;
   r.model = model;
@@ -683,7 +683,7 @@ absl::StatusOr<SizingReport> EstimateMemory(const ModelConfig& model, const Sizi
   r.capacity_bytes = capacity;
   r.usable_bytes = capacity - o.buffers_bytes;
   if (r.usable_bytes <= 0) {
-    return Invalid("--buffers and --headroom",
+    return Invalid("buffers and headroom",
                    absl::StrCat(o.buffers_bytes, " bytes of buffers leave nothing of ", device.name,
                                 "'s ", capacity, " bytes after a headroom of ", o.headroom));
   }
@@ -692,14 +692,14 @@ absl::StatusOr<SizingReport> EstimateMemory(const ModelConfig& model, const Sizi
   const Layout whole(model, 1, 1, 1, 0, false, false, 0);
   DeviceEstimate w;
   if (!EstimateDevice(job, whole, o.seq, o.batch, w)) {
-    return Invalid("--seq and --batch", "the job's memory would exceed 2^63 bytes");
+    return Invalid("seq and batch", "the job's memory would exceed 2^63 bytes");
   }
   r.whole = w.bytes;
 
   const Layout layout = LayoutOf(model, o);
   DeviceEstimate d;
   if (!EstimateDevice(job, layout, o.seq, o.batch, d)) {
-    return Invalid("--seq and --batch", "the per-device memory would exceed 2^63 bytes");
+    return Invalid("seq and batch", "the per-device memory would exceed 2^63 bytes");
   }
   r.per_device = d.bytes;
   r.pipeline_stage = d.stage;
@@ -768,13 +768,13 @@ absl::StatusOr<std::vector<FormatRow>> CompareFormats(const ModelConfig& model,
                                                       const Device& device,
                                                       const std::vector<std::string>& formats) {
   if (options.mode == Mode::kPretrain || options.mode == Mode::kFinetune) {
-    return Invalid("--compare-formats",
-                   "compares formats of stored weights: use --mode inference, lora or qlora");
+    return Invalid("compare_formats",
+                   "compares formats of stored weights: use `mode` inference, lora or qlora");
   }
-  if (formats.empty()) return Invalid("--formats", "empty list");
+  if (formats.empty()) return Invalid("formats", "empty list");
   for (const std::string& format : formats) {
     absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(format);
-    if (!scheme.ok()) return Invalid(absl::StrCat("--formats ", format), scheme.status().message());
+    if (!scheme.ok()) return Invalid(absl::StrCat("formats ", format), scheme.status().message());
   }
   SizingOptions base = options;
   base.weights = "bf16";

@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "formats/format.h"
+#include "formats/option_error.h"
 #include "quant/scheme.h"
 #include "io/bundled.h"
 #include "io/tensor_set.h"
@@ -25,8 +26,8 @@
 namespace lowp {
 namespace {
 
-absl::Status Invalid(absl::string_view option, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(option, ": ", message));
+absl::Status Invalid(absl::string_view field, absl::string_view message) {
+  return OptionError(field, message);
 }
 
 std::string ShapeText(const std::vector<int64_t>& shape) {
@@ -213,19 +214,19 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
   PlanOptions& o = plan.options;
   o.progress = nullptr;
   if (o.formats.empty()) o.formats = DefaultPlanFormats(o.sizing.mode);
-  if (o.devices.empty()) return Invalid("--device", "no device given");
+  if (o.devices.empty()) return Invalid("device", "no device given");
   const bool full_training = o.sizing.mode == Mode::kPretrain || o.sizing.mode == Mode::kFinetune;
   std::vector<std::unique_ptr<Scheme>> schemes;
   for (const std::string& format : o.formats) {
     absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(format);
-    if (!scheme.ok()) return Invalid(absl::StrCat("--formats ", format), scheme.status().message());
+    if (!scheme.ok()) return Invalid(absl::StrCat("formats ", format), scheme.status().message());
     const absl::StatusOr<Format> cast = FindFormat(format);
     if (full_training && !(cast.ok() && cast->is_float())) {
-      return Invalid(absl::StrCat("--formats ", format),
-                     absl::StrCat("full training (--mode ", ModeName(o.sizing.mode),
+      return Invalid(absl::StrCat("formats ", format),
+                     absl::StrCat("full training (`mode` ", ModeName(o.sizing.mode),
                                   ") updates the weights themselves, so candidates are floating "
                                   "casts (fp32, bf16, fp16, fp8_e4m3fn, ...); quantized storage "
-                                  "is for --mode inference, lora or qlora"));
+                                  "is for `mode` inference, lora or qlora"));
     }
     schemes.push_back(*std::move(scheme));
   }
@@ -272,7 +273,7 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
     selected.push_back(&t);
   }
   if (selected.empty()) {
-    return Invalid(o.select.empty() ? "--tensors" : "--select",
+    return Invalid(o.select.empty() ? "tensors" : "select",
                    absl::StrCat("no floating ",
                                 o.select.empty() ? std::string("linear-layer weights")
                                                  : absl::StrCat("tensor matches '", o.select, "'"),

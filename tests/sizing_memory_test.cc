@@ -4,10 +4,14 @@
 // by hand from each model's tensor shapes.
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "gmock/gmock.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "formats/option_error.h"
 #include "sizing/memory.h"
 #include "sizing/model.h"
 
@@ -544,59 +548,64 @@ TEST(SizingMemoryTest, CompareFormatsRanksTheWeightFormats) {
 
 TEST(SizingMemoryTest, RejectsBadOptionsNamingThem) {
   const ModelConfig m = Model("llama-3.1-70b");
+  // The message starts with the option's field, which is also its payload
+  // (formats/option_error.h), for front ends to name the option their way.
   auto error = [&](SizingOptions o) {
     absl::StatusOr<SizingReport> r = EstimateMemory(m, o, kH100);
     EXPECT_FALSE(r.ok());
-    return std::string(r.status().message());
+    const std::optional<std::string> field = OptionOf(r.status());
+    EXPECT_TRUE(field.has_value()) << r.status();
+    EXPECT_TRUE(absl::StartsWith(r.status().message(), field.value_or("?"))) << r.status();
+    return absl::StrCat("[", field.value_or(""), "] ", r.status().message());
   };
   SizingOptions o;
   o.tp = 3;
-  EXPECT_THAT(error(o), HasSubstr("--tp"));
+  EXPECT_THAT(error(o), HasSubstr("[tp] tp: 3"));
   o = {};
   o.zero = 4;
-  EXPECT_THAT(error(o), HasSubstr("--zero"));
+  EXPECT_THAT(error(o), HasSubstr("[zero] zero: 4"));
   o = {};
   o.headroom = 1;
-  EXPECT_THAT(error(o), HasSubstr("--headroom"));
+  EXPECT_THAT(error(o), HasSubstr("[headroom] headroom: 1"));
   o = {};
   o.weights = "int4-g128";
-  EXPECT_THAT(error(o), HasSubstr("--weights"));
+  EXPECT_THAT(error(o), HasSubstr("[weights] weights:"));
   o = {};
   o.mode = Mode::kInference;
   o.kv = "fp7";
-  EXPECT_THAT(error(o), HasSubstr("--kv fp7"));
+  EXPECT_THAT(error(o), HasSubstr("[kv fp7] kv fp7:"));
   o = {};
   o.mode = Mode::kLora;
   o.lora_targets = {"qkv"};
-  EXPECT_THAT(error(o), HasSubstr("--lora-targets"));
+  EXPECT_THAT(error(o), HasSubstr("[lora_targets] lora_targets:"));
   o = {};
   o.pp = 81;
-  EXPECT_THAT(error(o), HasSubstr("--pp"));
+  EXPECT_THAT(error(o), HasSubstr("[pp] pp:"));
   o = {};
   o.seq = 0;
-  EXPECT_THAT(error(o), HasSubstr("--seq"));
+  EXPECT_THAT(error(o), HasSubstr("[seq] seq:"));
   o = {};
   o.buffers_bytes = 80'000'000'000;
-  EXPECT_THAT(error(o), HasSubstr("--buffers"));
+  EXPECT_THAT(error(o), HasSubstr("[buffers and headroom] buffers and headroom:"));
   o = {};
   o.sequence_parallel = true;
-  EXPECT_THAT(error(o), HasSubstr("--sequence-parallel"));
+  EXPECT_THAT(error(o), HasSubstr("[sequence_parallel] sequence_parallel: needs `tp`"));
   o = {};
   o.offload_optimizer = true;
-  EXPECT_THAT(error(o), HasSubstr("--zero 1-3"));
+  EXPECT_THAT(error(o), HasSubstr("[offload] offload: optimizer offload is ZeRO-Offload: it takes `zero` 1-3"));
   o = {};
   o.mode = Mode::kInference;
   o.recompute = Recompute::kFull;
-  EXPECT_THAT(error(o), HasSubstr("--recompute"));
+  EXPECT_THAT(error(o), HasSubstr("[recompute] recompute:"));
   o = {};
   o.headroom = 0.99;
-  EXPECT_THAT(error(o), HasSubstr("--headroom"));
+  EXPECT_THAT(error(o), HasSubstr("[buffers and headroom] buffers and headroom:"));
   // Absurd but valid sizes are too large, not wrapped.
   o = {};
   o.seq = 1 << 24;
   o.batch = 1 << 20;
   o.flash_attention = false;
-  EXPECT_THAT(error(o), HasSubstr("--seq and --batch"));
+  EXPECT_THAT(error(o), HasSubstr("[seq and batch] seq and batch:"));
 }
 
 }  // namespace

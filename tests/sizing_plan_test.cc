@@ -330,7 +330,7 @@ TEST(MakePlan, FullTrainingTakesFloatingCastsOnly) {
   o.sizing.mode = Mode::kFinetune;
   o.formats = {"bf16", "int4-g128"};
   plan = MakePlan(*FindModel("llama-3.1-8b"), o);
-  EXPECT_THAT(plan.status().message(), HasSubstr("--formats int4-g128"));
+  EXPECT_THAT(plan.status().message(), HasSubstr("formats int4-g128: "));
   EXPECT_THAT(plan.status().message(), HasSubstr("floating casts"));
 }
 
@@ -362,19 +362,19 @@ TEST(MakePlan, BadOptionsNameTheOption) {
   PlanOptions o = Inference();
   o.formats = {"bf16", "nosuch"};
   absl::StatusOr<Plan> plan = MakePlan(model, o);
-  EXPECT_THAT(plan.status().message(), HasSubstr("--formats nosuch"));
+  EXPECT_THAT(plan.status().message(), HasSubstr("formats nosuch: "));
 
   o = Inference();
   o.devices.clear();
-  EXPECT_THAT(MakePlan(model, o).status().message(), HasSubstr("--device"));
+  EXPECT_THAT(MakePlan(model, o).status().message(), HasSubstr("device: "));
 
   o = Inference();
   o.sizing.tp = 3;
-  EXPECT_THAT(MakePlan(model, o).status().message(), HasSubstr("--tp"));
+  EXPECT_THAT(MakePlan(model, o).status().message(), HasSubstr("tp: "));
 
   o = Inference();
   o.sizing.pp = 33;
-  EXPECT_THAT(MakePlan(model, o).status().message(), HasSubstr("--pp"));
+  EXPECT_THAT(MakePlan(model, o).status().message(), HasSubstr("pp: "));
 
   o = Inference();
   o.select = "nothing.matches*";

@@ -241,10 +241,10 @@ def test_plan_html(tmp_path):
 
 
 @pytest.mark.parametrize("call, error, message", [
-    (lambda: lowp.size(model="nosuch", mode="inference"), ValueError, "--model"),
-    (lambda: lowp.size(model="llama-3.1-8b"), ValueError, "--mode is required"),
-    (lambda: lowp.size(model="llama-3.1-8b", mode="inference", tp=3), ValueError, "--tp"),
-    (lambda: lowp.plan(model="llama-3.1-8b", mode="inference", formats=["nosuch"]), ValueError, "--formats nosuch"),
+    (lambda: lowp.size(model="nosuch", mode="inference"), ValueError, "model: "),
+    (lambda: lowp.size(model="llama-3.1-8b"), ValueError, "mode is required"),
+    (lambda: lowp.size(model="llama-3.1-8b", mode="inference", tp=3), ValueError, "tp: 3 does not divide"),
+    (lambda: lowp.plan(model="llama-3.1-8b", mode="inference", formats=["nosuch"]), ValueError, "formats nosuch: "),
     (lambda: lowp.quant_error("/nonexistent/w.safetensors", "nf4"), OSError, "/nonexistent/w.safetensors"),
     (lambda: lowp.quant_error(np.zeros(8, np.float32), "nosuch"), ValueError, "nosuch"),
     (lambda: lowp.convert(np.float64([1.0]), "bf16"), ValueError, "float64"),
@@ -252,10 +252,16 @@ def test_plan_html(tmp_path):
     (lambda: lowp.convert(np.float32([1.0]), "int8", overflow="inf"), ValueError, "int8"),
     (lambda: lowp.decode(np.uint8([16]), "fp4_e2m1fn"), ValueError, "wider"),
     (lambda: lowp.decode(np.int8([1]), "fp8_e4m3fn"), ValueError, "unsigned"),
-    (lambda: lowp.size(model="llama-3.1-8b", mode="inference", nosuch=1), ValueError, "unknown option"),
+    (lambda: lowp.size(model="llama-3.1-8b", mode="inference", nosuch=1), TypeError,
+     "unexpected keyword argument 'nosuch'"),
+    (lambda: lowp.size(model="llama-3.1-8b", mode="inference", seq="8192"), TypeError,
+     "seq: want an integer, not str"),
+    (lambda: lowp.quant_error(np.zeros(8, np.float32), "bf16", relative_floor=-1), ValueError,
+     "relative_floor -1: want a number >= 0"),
     (lambda: lowp.quant_error({"w": [[1], [1, 2]]}, "nf4"), ValueError, "w"),
     (lambda: lowp.quant_error(np.arange(8), "nf4"), ValueError, "float16, float32 or float64"),
-    (lambda: lowp.quant_error(np.zeros(8, np.float32), "nf4", threads=True), ValueError, "--threads needs a value"),
+    (lambda: lowp.quant_error(np.zeros(8, np.float32), "nf4", threads=True), TypeError,
+     "threads: want an integer, not bool"),
     (lambda: lowp.plan(model="llama-3.1-8b", mode="inference", html="/nonexistent-dir/p.html"), OSError,
      "/nonexistent-dir/p.html"),
     (lambda: lowp.convert(np.float32([1.0]), "bf16", packed=True), ValueError, "4-bit"),
@@ -264,6 +270,8 @@ def test_errors_raise_with_the_librarys_message(call, error, message):
     with pytest.raises(error, match=None) as info:
         call()
     assert message in str(info.value)
+    # Options are named as the keyword arguments, never as the command's flags.
+    assert "--" not in str(info.value)
 
 
 def test_numpy_bools_are_flags():

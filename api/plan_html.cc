@@ -2,7 +2,7 @@
 // from the user (model, device and file names, the command line) goes
 // through Escape. Text widths in the charts are estimated (7 px per
 // character at 12 px), enough to keep labels apart.
-#include "cli/plan_html.h"
+#include "api/plan_html.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,9 +17,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
-#include "cli/shared.h"
+#include "api/plan.h"
+#include "api/text.h"
 
-namespace lowp::cli {
+namespace lowp::api {
 namespace {
 
 constexpr char kStyle[] = R"(
@@ -459,4 +460,4 @@ std::string PlanHtml(const Plan& plan, const std::string& command) {
   return html;
 }
 
-}  // namespace lowp::cli
+}  // namespace lowp::api

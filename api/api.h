@@ -1,0 +1,20 @@
+// lowp's use cases, one function each: options in, a result struct out
+// (absl::StatusOr), and ToJson(result), the only place each JSON schema is
+// written. Errors in an option name its field (formats/option_error.h), as
+// the options structs spell it.
+//
+//   Formats(), Schemes(), Devices()        api/catalog.h
+//   ConvertFile(), EncodeValues(), ...     api/convert.h
+//   QuantError(), Quantize(), RangeStudy() api/quant.h
+//   Size(), CompareFormats()               api/size.h
+//   PlanJob()                              api/plan.h
+#ifndef LOWP_API_API_H_
+#define LOWP_API_API_H_
+
+#include "api/catalog.h"
+#include "api/convert.h"
+#include "api/plan.h"
+#include "api/quant.h"
+#include "api/size.h"
+
+#endif  // LOWP_API_API_H_

@@ -1,0 +1,204 @@
+#include "api/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "api/json.h"
+#include "api/plan_html.h"
+#include "api/text.h"
+#include "formats/option_error.h"
+#include "io/bundled.h"
+#include "io/output_file.h"
+#include "sizing/devices.h"
+#include "sizing/model.h"
+
+namespace lowp::api {
+namespace {
+
+// The device could be sized at all (not a device whose buffers leave nothing).
+bool Sized(const PlanFit& f) { return f.report.capacity_bytes > 0; }
+
+// A number for JSON; null where unknown (NaN) or zero meaning "none".
+nlohmann::json Known(double v) { return v > 0 || v < 0 ? JsonNumber(v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+nlohmann::json ToJson(const Plan& plan) {
+  nlohmann::json j;
+  j["model"] = plan.model.name;
+  j["parameters"] = CountParameters(plan.model).total;
+  nlohmann::json options = SizingOptionsJson(plan.options.sizing);
+  options["weights"] = nullptr;
+  options["kv"] = plan.kv;
+  j["options"] = options;
+  j["devices"] = nlohmann::json::array();
+  for (const Device& d : plan.options.devices) j["devices"].push_back(DeviceJson(d));
+  const PlanSource& s = plan.source;
+  nlohmann::json a;
+  a["files"] = s.files;
+  a["bundled"] = s.bundled;
+  a["proxy"] = s.proxy;
+  a["proxy_reason"] = s.proxy ? nlohmann::json(s.proxy_reason) : nlohmann::json(nullptr);
+  a["tensors"] = s.tensors;
+  a["elements"] = s.elements;
+  a["skipped"] = s.skipped;
+  a["select"] = plan.options.select;
+  j["accuracy"] = a;
+  j["pareto_size_tolerance"] = kParetoSizeTolerance;
+  j["candidates"] = nlohmann::json::array();
+  for (const PlanCandidate& c : plan.candidates) {
+    nlohmann::json cj;
+    cj["format"] = c.format;
+    cj["linear_bits_per_parameter"] = JsonNumber(c.linear_bits_per_parameter);
+    cj["weight_bits_per_parameter"] = JsonNumber(c.weight_bits_per_parameter);
+    cj["weight_bytes"] = c.weight_bytes;
+    cj["saving_vs_bf16"] = JsonNumber(c.saving_vs_bf16);
+    // The candidate's error (infinite with any overflow, null when nothing
+    // was measured); "error" is quant-error's row for the measured tensors,
+    // its bits_per_weight and bytes theirs, not the model's.
+    cj["sqnr_db"] = JsonNumber(c.sqnr_db());
+    cj["relative_rmse"] = JsonNumber(c.relative_rmse());
+    cj["clipped_fraction"] = JsonNumber(c.clipped_fraction());
+    cj["overflow_fraction"] = JsonNumber(c.overflow_fraction());
+    cj["pareto"] = c.pareto;
+    cj["error"] = QuantReportJson(c.error, plan.options.measure.relative_floor, false);
+    cj["devices"] = nlohmann::json::array();
+    for (const PlanFit& f : c.fits) {
+      nlohmann::json fj;
+      fj["device"] = f.device.name;
+      fj["possible"] = f.possible;
+      fj["reason"] = f.possible ? nlohmann::json(nullptr) : nlohmann::json(f.reason);
+      fj["fits"] = f.report.fits;
+      fj["devices_needed"] = f.possible ? nlohmann::json(f.report.devices_needed) : nullptr;
+      if (Sized(f)) {
+        const SizingReport& r = f.report;
+        fj["per_device"] = BytesJson(r.per_device);
+        fj["whole"] = BytesJson(r.whole);
+        fj["capacity_bytes"] = r.capacity_bytes;
+        fj["usable_bytes"] = r.usable_bytes;
+        fj["devices_needed_exact"] = JsonNumber(r.devices_needed_exact);
+        fj["max_seq"] = r.max_seq;
+        fj["max_batch"] = r.max_batch;
+        fj["bytes_read_per_step"] = r.bytes_read_per_step;
+        // Only for inference that fits, as the table (lowp size gives the
+        // bound for any layout).
+        const double decode = PlanDecode(plan, f);
+        fj["decode_tokens_per_s_per_sequence"] = Known(decode);
+        fj["decode_tokens_per_s"] = Known(decode * static_cast<double>(plan.options.sizing.batch));
+      }
+      if (f.smallest_share_bytes > 0) {
+        fj["smallest_share"] = {{"dp", f.smallest_share_dp},
+                                {"tp", f.smallest_share_tp},
+                                {"pp", f.smallest_share_pp},
+                                {"per_device_bytes", f.smallest_share_bytes}};
+      }
+      cj["devices"].push_back(fj);
+    }
+    j["candidates"].push_back(cj);
+  }
+  return j;
+}
+
+
+absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
+  if (!o.sizing.weights.empty()) {
+    return OptionError("weights", "plan compares weight formats; list them with `formats`");
+  }
+  if (o.threads < 0 || o.threads > kMaxThreads) {
+    return OptionError(absl::StrCat("threads ", o.threads),
+                       absl::StrCat("want 0 (all) to ", kMaxThreads));
+  }
+  absl::StatusOr<ModelConfig> model = FindModel(o.model);
+  if (!model.ok()) return OptionError("model", model.status().message());
+  PlanOptions options;
+  options.sizing = o.sizing;
+  options.formats = o.formats;
+  for (const std::string& name :
+       o.devices.empty() ? std::vector<std::string>{"h100-sxm"} : o.devices) {
+    absl::StatusOr<Device> device = FindDevice(name);
+    if (!device.ok()) return OptionError("device", device.status().message());
+    options.devices.push_back(*device);
+  }
+  options.tensor_files = o.tensor_files;
+  options.select = o.select;
+  options.measure.threads = o.threads;
+  options.progress = o.progress;
+  if (o.html && o.html->empty()) return OptionError(o.html_label, "empty file name");
+  if (o.html) {
+    std::vector<std::string> inputs = o.tensor_files;
+    if (inputs.empty()) {
+      if (absl::StatusOr<std::string> bundled = BundledCheckpoint(); bundled.ok()) {
+        inputs.push_back(*bundled);
+      }
+    }
+    if (absl::Status s = RefuseOverwritingInput(*o.html, o.html_label, inputs); !s.ok()) return s;
+  }
+  absl::StatusOr<Plan> plan = MakePlan(*model, options);
+  if (!plan.ok()) return plan.status();
+  if (o.html) {
+    const std::string page = PlanHtml(*plan, o.html_command);
+    absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(*o.html, o.html_label);
+    if (!out.ok()) return out.status();
+    if (absl::Status s = (*out)->Write(page); !s.ok()) return s;
+    if (absl::Status s = (*out)->Commit(); !s.ok()) return s;
+  }
+  return plan;
+}
+
+bool PlanAnyOverflow(const Plan& plan) {
+  for (const PlanCandidate& c : plan.candidates) {
+    if (c.error.stats.nonfinite_outputs > 0) return true;
+  }
+  return false;
+}
+
+double PlanDecode(const Plan& plan, const PlanFit& f) {
+  return plan.options.sizing.mode == Mode::kInference && f.report.fits
+             ? f.report.decode_tokens_per_s_per_sequence
+             : 0;
+}
+
+std::vector<std::string> PlanCells(const Plan& plan, const PlanCandidate& c, size_t d,
+                                   std::string (*count)(int64_t)) {
+  const PlanFit& f = c.fits[d];
+  const SizingReport& r = f.report;
+  const double decode = PlanDecode(plan, f);
+  std::vector<std::string> cells = {
+      c.format,
+      absl::StrFormat("%.4g", c.linear_bits_per_parameter),
+      Gb(c.weight_bytes),
+      r.capacity_bytes > 0 ? Gb(r.per_device.total()) : "-",  // "-": no room to size
+      r.fits ? "yes" : "no",
+      f.possible ? absl::StrCat(r.devices_needed) : "never",
+      r.max_seq > 0 ? count(r.max_seq) : "none",
+      r.max_batch > 0 ? count(r.max_batch) : "none",
+      decode > 0 ? absl::StrFormat("%.1f", decode) : "-",
+      SqnrText(c.sqnr_db()),
+      PercentText(c.relative_rmse()),
+      c.error.stats.measured > 0 ? absl::StrFormat("%.3g", c.error.max_abs_error()) : "-",
+      PercentText(c.clipped_fraction())};
+  if (PlanAnyOverflow(plan)) cells.push_back(PercentText(c.overflow_fraction()));
+  return cells;
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> NoFitReasons(const Plan& plan,
+                                                                           size_t d) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> reasons;
+  for (const PlanCandidate& c : plan.candidates) {
+    const PlanFit& f = c.fits[d];
+    if (f.possible) continue;
+    auto it = std::find_if(reasons.begin(), reasons.end(),
+                           [&](const auto& r) { return r.first == f.reason; });
+    if (it == reasons.end()) it = reasons.insert(reasons.end(), {f.reason, {}});
+    it->second.push_back(c.format);
+  }
+  return reasons;
+}
+
+}  // namespace lowp::api

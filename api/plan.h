@@ -1,0 +1,62 @@
+// The plan: per candidate weight format, the memory of a job on each device
+// beside the precision the format loses on real tensors (`lowp plan`,
+// lowp.plan), with the Pareto-optimal candidates marked; optionally written
+// as an HTML report. The computation is sizing/plan.h's MakePlan.
+#ifndef LOWP_API_PLAN_H_
+#define LOWP_API_PLAN_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "api/quant.h"
+#include "nlohmann/json.hpp"
+#include "sizing/memory.h"
+#include "sizing/plan.h"
+
+namespace lowp::api {
+
+struct PlanJobOptions {
+  std::string model;     // a preset or a config.json path
+  SizingOptions sizing;  // the job; sizing.weights must be empty (each candidate sets it)
+  std::vector<std::string> formats;  // candidates; empty: DefaultPlanFormats(mode)
+  std::vector<std::string> devices;  // names; empty: h100-sxm
+  // Checkpoint files the accuracy is measured on; empty: the bundled one.
+  std::vector<std::string> tensor_files;
+  std::string select;  // globs on tensor names; empty: the linear weights
+  int threads = 0;
+  // Also write the HTML report to this file (whole or not at all; never over
+  // an input), showing `html_command` as what made it; `html_label` names the
+  // file in messages ("html", or the command line's "--html").
+  std::optional<std::string> html;
+  std::string html_command;
+  std::string html_label = "html";
+  ProgressFn progress;
+};
+
+// Errors name the field (model, formats X, device, tensors, select, html).
+absl::StatusOr<Plan> PlanJob(const PlanJobOptions& options);
+nlohmann::json ToJson(const Plan& plan);
+
+// What the terminal table and the HTML report share.
+// Whether some candidate turned weights into inf or NaN (the tables then
+// have an overflow column).
+bool PlanAnyOverflow(const Plan& plan);
+// The decode bound shown for a fit: only for inference that fits, else 0.
+double PlanDecode(const Plan& plan, const PlanFit& f);
+// Candidate c's cells on device d, without the Pareto mark: format, bits/w,
+// weights GB, GB per device, fits, devices, max seq, max batch (written by
+// `count`), tok/s, SQNR, rel RMSE, max error, clipped, and overflow when
+// PlanAnyOverflow.
+std::vector<std::string> PlanCells(const Plan& plan, const PlanCandidate& c, size_t d,
+                                   std::string (*count)(int64_t));
+// The candidates that cannot fit device d, grouped by reason, in order.
+std::vector<std::pair<std::string, std::vector<std::string>>> NoFitReasons(const Plan& plan,
+                                                                           size_t d);
+
+}  // namespace lowp::api
+
+#endif  // LOWP_API_PLAN_H_

@@ -1,0 +1,330 @@
+#include "api/quant.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "api/json.h"
+#include "formats/format.h"
+#include "formats/option_error.h"
+#include "io/safetensors.h"
+#include "io/tensor_set.h"
+#include "kernels/convert.h"
+#include "quant/scheme.h"
+
+namespace lowp::api {
+namespace {
+
+absl::Status CheckThreads(int threads) {
+  if (threads < 0 || threads > kMaxThreads) {
+    return OptionError(absl::StrCat("threads ", threads),
+                       absl::StrCat("want 0 (all) to ", kMaxThreads));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorSet> Open(const TensorInputs& inputs) {
+  if (inputs.files.empty()) return TensorSet::FromViews(inputs.arrays);
+  return TensorSet::OpenAll(inputs.files);
+}
+
+// The selected tensors; an error if a pattern was given and matches none.
+absl::StatusOr<std::vector<const TensorView*>> Select(const TensorSet& set,
+                                                      const std::string& pattern,
+                                                      const std::vector<std::string>& files) {
+  std::vector<const TensorView*> selected;
+  for (const TensorView& t : set.tensors()) {
+    if (MatchesPattern(pattern, t.name)) selected.push_back(&t);
+  }
+  const std::string where =
+      files.empty() ? std::string("the arrays given") : absl::StrJoin(files, ", ");
+  if (selected.empty()) {
+    if (set.tensors().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("no tensors in ", where));
+    }
+    return OptionError("tensors", absl::StrCat("'", pattern, "' matches no tensor of ", where),
+                       " ");
+  }
+  return selected;
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> ParseSchemes(
+    const std::vector<std::string>& names) {
+  if (names.empty()) return OptionError("scheme", "is required; see lowp schemes", " ");
+  std::vector<std::unique_ptr<Scheme>> schemes;
+  for (const std::string& name : names) {
+    absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(name);
+    if (!scheme.ok()) return OptionError("scheme", scheme.status().message());
+    schemes.push_back(*std::move(scheme));
+  }
+  return schemes;
+}
+
+absl::StatusOr<MeasureOptions> Measure(double relative_floor, bool histogram, int threads) {
+  if (!(relative_floor >= 0)) {
+    return OptionError(absl::StrCat("relative_floor ", relative_floor), "want a number >= 0");
+  }
+  if (!(relative_floor <= std::numeric_limits<float>::max())) {
+    return OptionError(absl::StrCat("relative_floor ", relative_floor),
+                       "above float32's largest value (3.4028235e38), which the inputs are "
+                       "compared in");
+  }
+  if (absl::Status s = CheckThreads(threads); !s.ok()) return s;
+  MeasureOptions m;
+  m.relative_floor = static_cast<float>(relative_floor);
+  m.histogram = histogram;
+  m.threads = threads;
+  return m;
+}
+
+void Step(const ProgressFn& progress, size_t total, const std::string& name) {
+  if (progress) progress(total, name);
+}
+
+}  // namespace
+
+absl::StatusOr<QuantErrorResult> QuantError(const QuantErrorOptions& o) {
+  absl::StatusOr<MeasureOptions> options = Measure(o.relative_floor, o.histogram, o.threads);
+  if (!options.ok()) return options.status();
+  absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> schemes = ParseSchemes(o.schemes);
+  if (!schemes.ok()) return schemes.status();
+  absl::StatusOr<TensorSet> set = Open(o.inputs);
+  if (!set.ok()) return set.status();
+  options->release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
+  absl::StatusOr<std::vector<const TensorView*>> selected =
+      Select(*set, o.tensors, o.inputs.files);
+  if (!selected.ok()) return selected.status();
+
+  QuantErrorResult r;
+  r.relative_floor = options->relative_floor;
+  r.histogram = options->histogram;
+  for (const auto& scheme : *schemes) {
+    QuantReport all;
+    all.tensor = "(all)";
+    all.scheme = scheme->name();
+    r.aggregates.push_back(all);
+  }
+  for (const TensorView* tensor : *selected) {
+    Step(o.progress, selected->size(), tensor->name);
+    if (!IsFloating(tensor->dtype)) {
+      r.skipped.push_back(tensor->name);
+      continue;
+    }
+    for (size_t s = 0; s < schemes->size(); ++s) {
+      absl::StatusOr<QuantReport> report = MeasureTensor(*tensor, *(*schemes)[s], *options);
+      if (!report.ok()) return report.status();
+      r.aggregates[s].Add(*report);
+      r.results.push_back(*std::move(report));
+    }
+    if (absl::Status s = set->CheckIntact(); !s.ok()) return s;
+    set->Release(*tensor);
+  }
+  if (o.summary) r.results.clear();
+  return r;
+}
+
+nlohmann::json ToJson(const QuantErrorResult& r) {
+  nlohmann::json j;
+  j["results"] = nlohmann::json::array();
+  for (const QuantReport& q : r.results) {
+    j["results"].push_back(QuantReportJson(q, r.relative_floor, r.histogram));
+  }
+  j["aggregates"] = nlohmann::json::array();
+  for (const QuantReport& q : r.aggregates) {
+    j["aggregates"].push_back(QuantReportJson(q, r.relative_floor, r.histogram));
+  }
+  j["skipped"] = r.skipped;
+  return j;
+}
+
+absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& o) {
+  if (o.output.empty()) return OptionError("output", "is required", " ");
+  absl::StatusOr<MeasureOptions> options = Measure(1e-3, false, o.threads);
+  if (!options.ok()) return options.status();
+  absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> schemes = ParseSchemes({o.scheme});
+  if (!schemes.ok()) return schemes.status();
+  const Scheme& scheme = *schemes->front();
+  std::optional<DType> out_dtype;  // nullopt: the input's
+  if (o.dtype != "same") {
+    absl::StatusOr<DType> d = ParseDType(o.dtype);
+    if (!d.ok() || (*d != DType::kF32 && *d != DType::kF16 && *d != DType::kBF16)) {
+      return OptionError("dtype", absl::StrCat("'", o.dtype, "': want F32, F16, BF16 or same"),
+                         " ");
+    }
+    out_dtype = *d;
+  }
+  absl::StatusOr<TensorSet> set = TensorSet::Open(o.input);
+  if (!set.ok()) return set.status();
+  options->release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
+  if (absl::StatusOr<std::vector<const TensorView*>> s = Select(*set, o.tensors, {o.input});
+      !s.ok()) {
+    return s.status();
+  }
+
+  // Which tensors are quantized, and the declared output of each.
+  std::vector<SafetensorsWriter::Entry> entries;
+  std::vector<bool> quantized;
+  for (const TensorView& t : set->tensors()) {
+    const bool q = IsFloating(t.dtype) && MatchesPattern(o.tensors, t.name);
+    // The output dtype must hold the dequantized values: float inputs of 8
+    // bits (F8_*) and F64 go to F32 under "same".
+    DType dtype = t.dtype;
+    if (q) {
+      dtype = out_dtype.value_or(t.dtype);
+      if (dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2 || dtype == DType::kF64) {
+        dtype = DType::kF32;
+      }
+    }
+    entries.push_back({t.name, dtype, t.shape});
+    quantized.push_back(q);
+  }
+  std::map<std::string, std::string> metadata = set->metadata();
+  metadata["lowp.scheme"] = scheme.name();
+  absl::StatusOr<std::unique_ptr<SafetensorsWriter>> writer =
+      SafetensorsWriter::Create(o.output, entries, metadata);
+  if (!writer.ok()) return writer.status();
+
+  QuantErrorResult r;
+  r.relative_floor = options->relative_floor;
+  QuantReport all;
+  all.tensor = "(all)";
+  all.scheme = scheme.name();
+  std::vector<uint8_t> bytes;
+  for (size_t i = 0; i < set->tensors().size(); ++i) {
+    const TensorView& t = set->tensors()[i];
+    Step(o.progress, set->tensors().size(), t.name);
+    absl::Status status;
+    if (!quantized[i]) {
+      status = (*writer)->Write(t.bytes);
+    } else {
+      const DType dtype = entries[i].dtype;
+      auto sink = [&](std::span<const float> values) -> absl::Status {
+        if (dtype == DType::kF32) {
+          return (*writer)->Write(std::span<const uint8_t>(
+              reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float)));
+        }
+        const Format half = *FindFormat(dtype == DType::kF16 ? "fp16" : "bf16");
+        bytes.resize(values.size() * 2);
+        if (absl::Status s = EncodeArray(half, values, bytes); !s.ok()) return s;
+        return (*writer)->Write(bytes);
+      };
+      QuantReport report;
+      status = QuantizeTensor(t, scheme, *options, sink, &report);
+      if (status.ok()) {
+        all.Add(report);
+        r.results.push_back(std::move(report));
+      }
+    }
+    if (status.ok()) status = set->CheckIntact();
+    if (!status.ok()) return status;
+    set->Release(t);
+  }
+  if (absl::Status s = (*writer)->Finish(); !s.ok()) return s;
+  if (o.summary) r.results.clear();
+  r.aggregates.push_back(std::move(all));
+  return r;
+}
+
+absl::Status QuantizeArray(const TensorView& tensor, const std::string& scheme_name,
+                           std::span<float> out) {
+  absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> schemes = ParseSchemes({scheme_name});
+  if (!schemes.ok()) return schemes.status();
+  if (out.size() != static_cast<size_t>(tensor.elements())) {
+    return absl::InvalidArgumentError(absl::StrCat(tensor.name, ": ", tensor.elements(),
+                                                   " values into ", out.size()));
+  }
+  size_t done = 0;
+  QuantReport report;
+  return QuantizeTensor(
+      tensor, *schemes->front(), {},
+      [&](std::span<const float> values) {
+        std::copy(values.begin(), values.end(), out.begin() + static_cast<ptrdiff_t>(done));
+        done += values.size();
+        return absl::OkStatus();
+      },
+      &report);
+}
+
+const std::vector<std::string>& DefaultRangeFormats() {
+  static const std::vector<std::string> formats = {"fp16", "bf16", "fp8_e4m3fn", "fp8_e5m2"};
+  return formats;
+}
+
+absl::StatusOr<RangeStudyResult> RangeStudy(const RangeStudyOptions& o) {
+  if (absl::Status s = CheckThreads(o.threads); !s.ok()) return s;
+  if (!(o.fraction > 0) || o.fraction > 1) {
+    return OptionError(absl::StrCat("fraction ", o.fraction), "want (0, 1]");
+  }
+  RangeOptions options;
+  options.threads = o.threads;
+  options.fraction = o.fraction;
+  std::vector<Format> formats;
+  for (const std::string& name : o.formats.empty() ? DefaultRangeFormats() : o.formats) {
+    absl::StatusOr<Format> f = FindFormat(name);
+    if (!f.ok()) return OptionError("formats", f.status().message());
+    formats.push_back(*f);
+  }
+  absl::StatusOr<TensorSet> set = Open(o.inputs);
+  if (!set.ok()) return set.status();
+  options.release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
+  absl::StatusOr<std::vector<const TensorView*>> selected =
+      Select(*set, o.tensors, o.inputs.files);
+  if (!selected.ok()) return selected.status();
+
+  RangeStudyResult r;
+  r.fraction = o.fraction;
+  for (const TensorView* tensor : *selected) {
+    Step(o.progress, selected->size(), tensor->name);
+    if (!IsFloating(tensor->dtype)) {
+      r.skipped.push_back(tensor->name);
+      continue;
+    }
+    absl::StatusOr<std::vector<RangeRow>> study = StudyRange(*tensor, formats, options);
+    if (!study.ok()) return study.status();
+    r.rows.insert(r.rows.end(), study->begin(), study->end());
+    if (absl::Status s = set->CheckIntact(); !s.ok()) return s;
+    set->Release(*tensor);
+  }
+  return r;
+}
+
+nlohmann::json ToJson(const RangeStudyResult& r) {
+  auto scale = [](const std::optional<int>& k) {
+    return k ? nlohmann::json(*k) : nlohmann::json(nullptr);
+  };
+  nlohmann::json j;
+  j["fraction"] = r.fraction;
+  j["results"] = nlohmann::json::array();
+  for (const RangeRow& row : r.rows) {
+    nlohmann::json x;
+    x["tensor"] = row.tensor;
+    x["format"] = row.format;
+    x["elements"] = row.elements;
+    x["finite"] = row.finite;
+    x["nonzero"] = row.nonzero;
+    x["absmax"] = row.absmax;
+    x["min_nonzero"] = row.min_nonzero;
+    x["overflow"] = row.overflow;
+    x["overflow_fraction"] = row.fraction_of_finite(row.overflow);
+    x["subnormal"] = row.subnormal;
+    x["subnormal_fraction"] = row.fraction_of_finite(row.subnormal);
+    x["flushed"] = row.flushed;
+    x["flushed_fraction"] = row.fraction_of_finite(row.flushed);
+    x["max_relative_error"] = row.max_relative_error;
+    x["rms_relative_error"] = row.rms_relative_error;
+    x["max_scale_log2"] = scale(row.max_scale_log2);
+    x["min_scale_log2"] = scale(row.min_scale_log2);
+    j["results"].push_back(x);
+  }
+  j["skipped"] = r.skipped;
+  return j;
+}
+
+}  // namespace lowp::api

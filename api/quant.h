@@ -1,0 +1,104 @@
+// What quantizing loses: the error of schemes on tensors (`lowp quant-error`,
+// lowp.quant_error), tensors written quantized (`lowp quantize`,
+// lowp.quantize) and what each format's range does to them (`lowp range`,
+// lowp.range_study).
+#ifndef LOWP_API_QUANT_H_
+#define LOWP_API_QUANT_H_
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "io/tensor.h"
+#include "nlohmann/json.hpp"
+#include "quant/measure.h"
+#include "quant/range.h"
+
+namespace lowp::api {
+
+// Called before each tensor with (tensors in all, its name), from the
+// calling thread.
+using ProgressFn = std::function<void(size_t total, const std::string& name)>;
+
+// The tensors a use case reads: files (.safetensors, a sharded checkpoint's
+// .safetensors.index.json, .npy), or, when `files` is empty, `arrays`: views
+// of tensors the caller keeps alive (a NumPy array's memory).
+struct TensorInputs {
+  std::vector<std::string> files;
+  std::vector<TensorView> arrays;
+};
+
+inline constexpr int kMaxThreads = 1024;
+
+struct QuantErrorOptions {
+  TensorInputs inputs;
+  std::vector<std::string> schemes;  // names (lowp schemes), at least one
+  std::string tensors;               // comma-separated globs on names; empty: all
+  bool summary = false;              // only the rows over all tensors
+  double relative_floor = 1e-3;      // relative errors over |x| >= this, in [0, float32 max]
+  bool histogram = false;            // |e| by binade in each row
+  int threads = 0;                   // per tensor, 0 (every core) to kMaxThreads
+  ProgressFn progress;
+};
+
+struct QuantErrorResult {
+  std::vector<QuantReport> results;     // per tensor and scheme (empty with summary)
+  std::vector<QuantReport> aggregates;  // per scheme, tensor "(all)"
+  std::vector<std::string> skipped;     // selected but not floating
+  float relative_floor = 1e-3f;
+  bool histogram = false;
+};
+
+// Errors name the field (scheme, tensors, relative_floor, threads) or the
+// file and tensor.
+absl::StatusOr<QuantErrorResult> QuantError(const QuantErrorOptions& options);
+nlohmann::json ToJson(const QuantErrorResult& result);
+
+struct QuantizeOptions {
+  std::string input;   // one checkpoint file
+  std::string scheme;  // one name
+  std::string output;  // a .safetensors file, written whole or not at all
+  std::string tensors;
+  // F32 (every dequantized value exactly), F16, BF16 (nearest-even) or
+  // "same" (the input's; F64 and 8-bit inputs become F32).
+  std::string dtype = "F32";
+  bool summary = false;
+  int threads = 0;
+  ProgressFn progress;
+};
+
+// The error of each quantized tensor as QuantError reports it (no skipped:
+// the other tensors are copied).
+absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& options);
+
+// An array quantized and dequantized, in place of `out` (its element count);
+// what Quantize writes for it as F32.
+absl::Status QuantizeArray(const TensorView& tensor, const std::string& scheme,
+                           std::span<float> out);
+
+struct RangeStudyOptions {
+  TensorInputs inputs;
+  // Format names; empty takes DefaultRangeFormats().
+  std::vector<std::string> formats;
+  double fraction = 0.999;  // in (0, 1]
+  std::string tensors;
+  int threads = 0;
+  ProgressFn progress;
+};
+
+struct RangeStudyResult {
+  double fraction = 0.999;
+  std::vector<RangeRow> rows;  // per tensor and format
+  std::vector<std::string> skipped;
+};
+
+const std::vector<std::string>& DefaultRangeFormats();  // fp16, bf16, fp8_e4m3fn, fp8_e5m2
+absl::StatusOr<RangeStudyResult> RangeStudy(const RangeStudyOptions& options);
+nlohmann::json ToJson(const RangeStudyResult& result);
+
+}  // namespace lowp::api
+
+#endif  // LOWP_API_QUANT_H_

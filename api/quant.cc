@@ -97,36 +97,18 @@ absl::StatusOr<QuantErrorResult> QuantError(const QuantErrorOptions& o) {
   if (!schemes.ok()) return schemes.status();
   absl::StatusOr<TensorSet> set = Open(o.inputs);
   if (!set.ok()) return set.status();
-  options->release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
   absl::StatusOr<std::vector<const TensorView*>> selected =
       Select(*set, o.tensors, o.inputs.files);
   if (!selected.ok()) return selected.status();
-
+  absl::StatusOr<SetReports> measured =
+      MeasureTensors(*set, *selected, *schemes, *options, o.progress, !o.summary);
+  if (!measured.ok()) return measured.status();
   QuantErrorResult r;
+  r.results = std::move(measured->results);
+  r.aggregates = std::move(measured->aggregates);
+  r.skipped = std::move(measured->skipped);
   r.relative_floor = options->relative_floor;
   r.histogram = options->histogram;
-  for (const auto& scheme : *schemes) {
-    QuantReport all;
-    all.tensor = "(all)";
-    all.scheme = scheme->name();
-    r.aggregates.push_back(all);
-  }
-  for (const TensorView* tensor : *selected) {
-    Step(o.progress, selected->size(), tensor->name);
-    if (!IsFloating(tensor->dtype)) {
-      r.skipped.push_back(tensor->name);
-      continue;
-    }
-    for (size_t s = 0; s < schemes->size(); ++s) {
-      absl::StatusOr<QuantReport> report = MeasureTensor(*tensor, *(*schemes)[s], *options);
-      if (!report.ok()) return report.status();
-      r.aggregates[s].Add(*report);
-      r.results.push_back(*std::move(report));
-    }
-    if (absl::Status s = set->CheckIntact(); !s.ok()) return s;
-    set->Release(*tensor);
-  }
-  if (o.summary) r.results.clear();
   return r;
 }
 

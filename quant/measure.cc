@@ -324,4 +324,35 @@ absl::Status QuantizeTensor(const TensorView& tensor, const Scheme& scheme,
   return Measure(tensor, scheme, options, &sink, report != nullptr ? *report : local);
 }
 
+absl::StatusOr<SetReports> MeasureTensors(
+    const TensorSet& set, std::span<const TensorView* const> tensors,
+    std::span<const std::unique_ptr<Scheme>> schemes, const MeasureOptions& options,
+    const std::function<void(size_t, const std::string&)>& progress, bool keep_results) {
+  MeasureOptions measure = options;
+  measure.release = [&set](std::span<const uint8_t> bytes) { set.Release(bytes); };
+  SetReports r;
+  for (const auto& scheme : schemes) {
+    QuantReport all;
+    all.tensor = "(all)";
+    all.scheme = scheme->name();
+    r.aggregates.push_back(std::move(all));
+  }
+  for (const TensorView* tensor : tensors) {
+    if (progress) progress(tensors.size(), tensor->name);
+    if (!IsFloating(tensor->dtype)) {
+      r.skipped.push_back(tensor->name);
+      continue;
+    }
+    for (size_t s = 0; s < schemes.size(); ++s) {
+      absl::StatusOr<QuantReport> report = MeasureTensor(*tensor, *schemes[s], measure);
+      if (!report.ok()) return report.status();
+      r.aggregates[s].Add(*report);
+      if (keep_results) r.results.push_back(*std::move(report));
+    }
+    if (absl::Status s = set.CheckIntact(); !s.ok()) return s;
+    set.Release(*tensor);
+  }
+  return r;
+}
+
 }  // namespace lowp

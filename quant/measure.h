@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "kernels/quantize.h"
 #include "quant/scheme.h"
 #include "io/tensor.h"
+#include "io/tensor_set.h"
 
 namespace lowp {
 
@@ -99,6 +101,23 @@ absl::Status QuantizeTensor(const TensorView& tensor, const Scheme& scheme,
                             const MeasureOptions& options,
                             const std::function<absl::Status(std::span<const float>)>& sink,
                             QuantReport* report);
+
+// Every scheme on each of `tensors` (of `set`) in order: the reports per
+// tensor and scheme (kept when `keep_results`), and per scheme the aggregate
+// "(all)", the reports added in that order. A tensor that is not floating is
+// skipped and named in `skipped`. After each tensor the set is checked
+// intact (TensorSet::CheckIntact) and its pages released. `progress`, when
+// set, is called before each tensor with (tensors.size(), its name). What
+// quant-error reports and what the plan's error column is.
+struct SetReports {
+  std::vector<QuantReport> results;
+  std::vector<QuantReport> aggregates;  // one per scheme
+  std::vector<std::string> skipped;
+};
+absl::StatusOr<SetReports> MeasureTensors(
+    const TensorSet& set, std::span<const TensorView* const> tensors,
+    std::span<const std::unique_ptr<Scheme>> schemes, const MeasureOptions& options,
+    const std::function<void(size_t, const std::string&)>& progress, bool keep_results = true);
 
 }  // namespace lowp
 

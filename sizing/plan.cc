@@ -280,24 +280,15 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
                                 " in ", absl::StrJoin(source.files, ", ")));
   }
   source.proxy = !TensorsAreTheModels(model, selected, &source.proxy_reason);
-  MeasureOptions measure = o.measure;
-  measure.release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
+  absl::StatusOr<SetReports> measured =
+      MeasureTensors(*set, selected, schemes, o.measure, options.progress, /*keep_results=*/false);
+  if (!measured.ok()) return measured.status();
   for (size_t s = 0; s < schemes.size(); ++s) {
-    plan.candidates[s].error.tensor = "(all)";
-    plan.candidates[s].error.scheme = schemes[s]->name();
+    plan.candidates[s].error = std::move(measured->aggregates[s]);
   }
-  for (size_t i = 0; i < selected.size(); ++i) {
-    const TensorView& tensor = *selected[i];
-    if (options.progress) options.progress(selected.size(), tensor.name);
-    source.tensors.push_back(tensor.name);
-    source.elements += static_cast<uint64_t>(tensor.elements());
-    for (size_t s = 0; s < schemes.size(); ++s) {
-      absl::StatusOr<QuantReport> report = MeasureTensor(tensor, *schemes[s], measure);
-      if (!report.ok()) return report.status();
-      plan.candidates[s].error.Add(*report);
-    }
-    if (absl::Status s = set->CheckIntact(); !s.ok()) return s;
-    set->Release(tensor);
+  for (const TensorView* tensor : selected) {
+    source.tensors.push_back(tensor->name);
+    source.elements += static_cast<uint64_t>(tensor->elements());
   }
 
   std::vector<double> bytes, error;

@@ -30,6 +30,7 @@
 #include "formats/reference.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/convert.h"
+#include "kernels/thread_pool.h"
 
 namespace lowp {
 namespace {
@@ -237,7 +238,7 @@ void RegisterAll() {
   const char* encodes[] = {"fp16", "bf16",       "fp8_e4m3fn", "fp8_e5m2", "int8",
                            "int4", "fp4_e2m1fn", "fp6_e2m3fn", "e8m0fnu"};
   const char* decodes[] = {"fp16", "bf16", "fp8_e4m3fn"};
-  const int all = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int all = AvailableCpus();
   for (size_t bytes : kSizes) {
     const std::string size = SizeName(bytes);
     for (int threads : {1, all}) {

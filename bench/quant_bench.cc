@@ -51,6 +51,7 @@
 #include "formats/format.h"
 #include "formats/packing.h"
 #include "kernels/convert.h"
+#include "kernels/thread_pool.h"
 #include "kernels/quantize.h"
 #include "quant/measure.h"
 #include "quant/scheme.h"
@@ -289,7 +290,7 @@ void RegisterAll() {
                                "bf16",         "int8",      "uint4-g128-asym",   "nvfp4", "nf4",
                                "q4_0",         "q8_0",      "fp8_e4m3fn-channel"};
   const char* bf16_schemes[] = {"int8-channel", "int4-g128"};
-  const int all = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int all = AvailableCpus();
   for (const Input& input : kInputs) {
     for (int threads : {1, all}) {
       const std::string suffix = "/" + input.name + "/threads:" + std::to_string(threads);

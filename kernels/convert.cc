@@ -8,7 +8,6 @@
 #include <bit>
 #include <cstring>
 #include <limits>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +15,7 @@
 #include "hwy/highway.h"
 #include "kernels/dispatch.h"
 #include "kernels/plan.h"
+#include "kernels/thread_pool.h"
 
 namespace lowp {
 namespace {
@@ -114,9 +114,7 @@ Decoder MakeDecoder(const Format& from) {
 }
 
 int ThreadCount(const RunOptions& run, size_t count) {
-  int threads = run.threads > 0
-                    ? run.threads
-                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = ResolveThreads(run.threads);
   const size_t useful = std::max<size_t>(1, count / kMinElementsPerThread);
   return static_cast<int>(std::min<size_t>(threads, useful));
 }
@@ -130,14 +128,11 @@ void ForParts(size_t count, int parts, Body body) {
     return;
   }
   const size_t step = (count / parts + 63) / 64 * 64;
-  std::vector<std::thread> pool;
-  for (int t = 1; t < parts; ++t) {
+  ParallelFor(static_cast<size_t>(parts), parts, [&](size_t t) {
     const size_t begin = std::min(count, step * t);
-    const size_t end = t + 1 == parts ? count : std::min(count, step * (t + 1));
-    pool.emplace_back([=] { body(t, begin, end); });
-  }
-  body(0, 0, std::min(count, step));
-  for (std::thread& t : pool) t.join();
+    const size_t end = t + 1 == static_cast<size_t>(parts) ? count : std::min(count, step * (t + 1));
+    body(static_cast<int>(t), begin, end);
+  });
 }
 
 size_t StorageOffset(Storage s, size_t index) {

@@ -26,7 +26,8 @@ struct RunOptions {
   // Index of the first element, for stochastic rounding of an array that is
   // converted in pieces: the pieces then give the bytes of the whole.
   uint64_t first_index = 0;
-  // Threads to split a large array across; 0 takes every hardware thread.
+  // Threads to split a large array across; 0 takes every CPU the process may
+  // run on (AvailableCpus, kernels/thread_pool.h).
   // Each thread gets at least 2^18 elements; smaller arrays run on the
   // calling thread. The bytes written never depend on this.
   int threads = 0;

@@ -4,15 +4,14 @@
 #include "quant/measure.h"
 
 #include <algorithm>
-#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/thread_pool.h"
 
 namespace lowp {
 namespace {
@@ -28,29 +27,6 @@ struct ChunkResult {
   std::map<int, uint64_t> histogram;
   absl::Status status;
 };
-
-int ThreadCount(int requested) {
-  if (requested > 0) return requested;
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-// Runs body(chunk) for chunk = 0..count-1 on up to `threads` threads.
-template <class Body>
-void ParallelFor(int64_t count, int threads, const Body& body) {
-  const int n = static_cast<int>(std::min<int64_t>(threads, count));
-  if (n <= 1) {
-    for (int64_t i = 0; i < count; ++i) body(i);
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  auto work = [&] {
-    for (int64_t i = next++; i < count; i = next++) body(i);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-}
 
 void AddHistogram(std::span<const float> x, std::span<const float> q,
                   std::map<int, uint64_t>& histogram) {
@@ -81,13 +57,14 @@ class Driver {
   absl::Status Run(const std::function<absl::Status(std::span<const float>)>* sink,
                    QuantReport& report) {
     const int64_t rows = tensor_.rows(), total_chunks = (rows + chunk_rows_ - 1) / chunk_rows_;
-    const int threads = ThreadCount(options_.threads);
+    const int threads = ResolveThreads(options_.threads);
     TensorContext context;
     if (scheme_.NeedsTensorPass()) {
       for (int64_t first = 0; first < total_chunks; first += batch_chunks_) {
         const int64_t count = std::min(batch_chunks_, total_chunks - first);
         std::vector<ChunkResult> results(count);
-        ParallelFor(count, threads, [&](int64_t i) {
+        ParallelFor(static_cast<size_t>(count), threads, [&](size_t index) {
+          const int64_t i = static_cast<int64_t>(index);
           thread_local std::vector<float> buffer;
           std::span<const float> in;
           ChunkResult& r = results[i];
@@ -106,7 +83,8 @@ class Driver {
       const int64_t count = std::min(batch_chunks_, total_chunks - first);
       std::vector<ChunkResult> results(count);
       if (sink != nullptr) batch_out.resize(Elements(first, count));
-      ParallelFor(count, threads, [&](int64_t i) {
+      ParallelFor(static_cast<size_t>(count), threads, [&](size_t index) {
+          const int64_t i = static_cast<int64_t>(index);
         thread_local std::vector<float> buffer, out;
         std::span<const float> in;
         ChunkResult& r = results[i];

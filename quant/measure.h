@@ -39,7 +39,8 @@ namespace lowp {
 struct MeasureOptions {
   // Relative errors are taken over |x| >= this.
   float relative_floor = 1e-3f;
-  // Threads per tensor; 0 takes every hardware thread. Results never depend
+  // Threads per tensor; 0 takes every CPU the process may run on
+  // (AvailableCpus, kernels/thread_pool.h). Results never depend
   // on it (chunk results are merged in order).
   int threads = 0;
   // Histogram of |e| by binade (see QuantReport::histogram).

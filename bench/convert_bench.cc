@@ -123,7 +123,7 @@ void Measure(benchmark::State& state, const Format& f, size_t bytes, int threads
   for (auto _ : state) {
     const absl::StatusOr<ConversionError> e = MeasureArray(f, in, {}, {.threads = threads});
     if (!e.ok()) state.SkipWithError("failed");
-    benchmark::DoNotOptimize(e->sum_squared_error);
+    benchmark::DoNotOptimize(e->error.sum_squared_error);
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
   state.SetLabel(KernelTarget());

@@ -237,7 +237,7 @@ void Step(benchmark::State& state, const Input* input, std::string step) {
   if (format.ok()) (void)EncodeArray(*format, x.first(chunk), codes);
   RunOptions run;
   run.threads = 1;
-  PairStats stats;
+  ErrorStats stats;
   const CompareOptions compare{.relative_floor = 1e-3f};
   for (auto _ : state) {
     for (size_t i = 0; i + chunk <= n; i += chunk) {

@@ -337,20 +337,14 @@ EncodePlan MakeEncodePlan(const Format& to, const ConvertOptions& o, Source sour
 
 std::string KernelTarget() { return kernels::DispatchTargetName(); }
 
-void ConversionError::Add(const ConversionError& o) {
-  count += o.count;
-  nan_inputs += o.nan_inputs;
-  inf_inputs += o.inf_inputs;
+void ConversionError::Merge(const ConversionError& o) {
+  error.Merge(o.error);
   inexact += o.inexact;
   overflow += o.overflow;
   saturated += o.saturated;
   flushed += o.flushed;
   underflow += o.underflow;
   nan_replaced += o.nan_replaced;
-  measured += o.measured;
-  sum_squared_error += o.sum_squared_error;
-  sum_squared_input += o.sum_squared_input;
-  max_abs_error = std::max(max_abs_error, o.max_abs_error);
 }
 
 absl::Status EncodeArray(const Format& to, std::span<const float> in, std::span<uint8_t> out,
@@ -431,7 +425,7 @@ absl::StatusOr<ConversionError> MeasureArray(const Format& to, std::span<const f
         std::vector<float> values(n);
         for (size_t k = 0; k < n; ++k) values[k] = DecodeToFloat32(to, codes[k]);
         kernels::Accumulate(in.data() + i, values.data(), events.data(), n, &partial[part]);
-        partial[part].count += n;
+        partial[part].error.count += n;
       }
       return;
     }
@@ -439,7 +433,7 @@ absl::StatusOr<ConversionError> MeasureArray(const Format& to, std::span<const f
                              run.first_index + begin, &partial[part]);
   });
   ConversionError total;
-  for (const ConversionError& e : partial) total.Add(e);
+  for (const ConversionError& e : partial) total.Merge(e);
   return total;
 }
 

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "formats/format.h"
 #include "formats/reference.h"
+#include "kernels/error_stats.h"
 
 namespace lowp {
 
@@ -55,24 +56,22 @@ absl::Status DecodeArray(const Format& from, std::span<const uint8_t> in, std::s
 // Convert-and-measure in one pass, without writing the converted array: what
 // rounding `in` to `to` (and reading it back) does to the values.
 struct ConversionError {
-  uint64_t count = 0;         // elements
-  uint64_t nan_inputs = 0;    // NaN in the input
-  uint64_t inf_inputs = 0;    // +-infinity in the input
+  // Filled by the fused kernel: count, nan_inputs, inf_inputs, measured
+  // (input and result both finite) and over those sum_squared_error,
+  // sum_squared_input, max_abs_error; the sums in double, their last bits
+  // depending on how the array was split across threads (the counts and the
+  // maximum do not). The other fields stay 0: ComparePairs on the decoded
+  // values gives them all.
+  ErrorStats error;
+  // What the cast did, by event (formats/reference.h):
   uint64_t inexact = 0;       // results that differ from the input value
   uint64_t overflow = 0;      // rounded magnitude above the largest finite
   uint64_t saturated = 0;     // ... stored as the largest finite value
   uint64_t flushed = 0;       // made zero by daz/ftz
   uint64_t underflow = 0;     // nonzero input rounded to zero
   uint64_t nan_replaced = 0;  // NaN into a format without NaN
-  // Over the elements whose input and result are both finite (`measured`):
-  uint64_t measured = 0;
-  // Sums in double; their last bits depend on how the array was split
-  // across threads (counts and the maximum do not).
-  double sum_squared_error = 0;  // sum (result - input)^2
-  double sum_squared_input = 0;  // sum input^2
-  double max_abs_error = 0;      // max |result - input|
 
-  void Add(const ConversionError& other);
+  void Merge(const ConversionError& other);
 };
 absl::StatusOr<ConversionError> MeasureArray(const Format& to, std::span<const float> in,
                                              const ConvertOptions& options = {},

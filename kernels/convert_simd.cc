@@ -655,7 +655,7 @@ void Measure(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t 
           Accumulate(inputs, values, events, lanes, e);
         });
   });
-  e->count += count;
+  e->error.count += count;
 }
 #else
 // Per-lane counters and float64 sums, reduced once at the end: the result
@@ -735,22 +735,22 @@ void MeasureLoop(const EncodePlan& p, const DecodePlan& dp, const float* in, siz
     for (size_t j = 0; j < hn::Lanes(dd); ++j) total += lanes[j];
     return total;
   };
-  e->sum_squared_error += sum(squared_error);
-  e->sum_squared_input += sum(squared_input);
+  e->error.sum_squared_error += sum(squared_error);
+  e->error.sum_squared_input += sum(squared_input);
   hn::Store(max_error, dd, lanes);
   for (size_t j = 0; j < hn::Lanes(dd); ++j) {
-    if (lanes[j] > e->max_abs_error) e->max_abs_error = lanes[j];
+    if (lanes[j] > e->error.max_abs_error) e->error.max_abs_error = lanes[j];
   }
   e->inexact += totals[0];
   e->overflow += totals[1];
   e->saturated += totals[2];
   e->flushed += totals[3];
   e->underflow += totals[4];
-  e->nan_inputs += totals[5];
+  e->error.nan_inputs += totals[5];
   e->nan_replaced += totals[6];
-  e->inf_inputs += totals[7];
-  e->measured += totals[8];
-  e->count += count;
+  e->error.inf_inputs += totals[7];
+  e->error.measured += totals[8];
+  e->error.count += count;
 }
 
 void Measure(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,

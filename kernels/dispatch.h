@@ -27,7 +27,7 @@ void DispatchEncodeWithEvents(const EncodePlan& p, const float* in, size_t count
 const char* DispatchTargetName();
 
 // Adds n elements' events and errors (input x, result read back q) to *e;
-// the caller counts e->count.
+// the caller counts e->error.count.
 inline void Accumulate(const float* x, const float* q, const uint32_t* events, size_t n,
                        ConversionError* e) {
   for (size_t k = 0; k < n; ++k) {
@@ -35,8 +35,8 @@ inline void Accumulate(const float* x, const float* q, const uint32_t* events, s
     const double qd = q[k];
     const uint32_t ev = events[k];
     const bool x_finite = xd - xd == 0;
-    e->nan_inputs += xd != xd;
-    e->inf_inputs += xd == xd && !x_finite;
+    e->error.nan_inputs += xd != xd;
+    e->error.inf_inputs += xd == xd && !x_finite;
     e->inexact += (ev & kInexact) != 0;
     e->overflow += (ev & kOverflow) != 0;
     e->saturated += (ev & kSaturated) != 0;
@@ -45,11 +45,11 @@ inline void Accumulate(const float* x, const float* q, const uint32_t* events, s
     e->nan_replaced += (ev & kNanReplaced) != 0;
     if (x_finite && qd - qd == 0) {
       const double error = qd - xd;
-      ++e->measured;
-      e->sum_squared_error += error * error;
-      e->sum_squared_input += xd * xd;
+      ++e->error.measured;
+      e->error.sum_squared_error += error * error;
+      e->error.sum_squared_input += xd * xd;
       const double magnitude = error < 0 ? -error : error;
-      if (magnitude > e->max_abs_error) e->max_abs_error = magnitude;
+      if (magnitude > e->error.max_abs_error) e->error.max_abs_error = magnitude;
     }
   }
 }

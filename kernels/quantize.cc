@@ -18,7 +18,7 @@ uint64_t DispatchQuantizeIntBlocks(const float* x, int64_t rows, int64_t cols, i
                                    const float* scale, const float* zero, int32_t qmin,
                                    int32_t qmax, float* out, int16_t* codes);
 size_t DispatchComparePairs(const float* x, const float* q, size_t n, const CompareOptions& options,
-                            PairStats* stats);
+                            ErrorStats* stats);
 
 }  // namespace kernels
 
@@ -119,69 +119,11 @@ uint64_t QuantizeIntBlocksRef(std::span<const float> x, int64_t cols, int64_t bl
   return clipped;
 }
 
-void PairStats::Add(const PairStats& o) {
-  count += o.count;
-  nan_inputs += o.nan_inputs;
-  inf_inputs += o.inf_inputs;
-  nonfinite_outputs += o.nonfinite_outputs;
-  measured += o.measured;
-  zeroed += o.zeroed;
-  subnormal += o.subnormal;
-  clipped += o.clipped;
-  relative_count += o.relative_count;
-  sum_squared_error += o.sum_squared_error;
-  sum_squared_input += o.sum_squared_input;
-  sum_squared_output += o.sum_squared_output;
-  sum_product += o.sum_product;
-  sum_abs_error += o.sum_abs_error;
-  if (o.max_abs_error > max_abs_error) max_abs_error = o.max_abs_error;
-  sum_relative_error += o.sum_relative_error;
-  sum_squared_relative_error += o.sum_squared_relative_error;
-  if (o.max_relative_error > max_relative_error) max_relative_error = o.max_relative_error;
-}
-
 void ComparePairsRef(std::span<const float> x, std::span<const float> q,
-                     const CompareOptions& options, PairStats& stats) {
-  PairStats s;
-  const double floor = options.relative_floor;
-  const float subnormal_below = options.subnormal_below;
-  const float clip_above = options.clip_above;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const float xf = x[i];
-    const float qf = q[i];
-    ++s.count;
-    const bool x_finite = std::isfinite(xf);
-    const bool q_finite = std::isfinite(qf);
-    s.nan_inputs += std::isnan(xf);
-    s.inf_inputs += std::isinf(xf);
-    s.subnormal += q_finite && qf != 0 && std::fabs(qf) < subnormal_below;
-    if (!x_finite) continue;
-    s.clipped += std::fabs(xf) > clip_above;
-    s.zeroed += xf != 0 && qf == 0;
-    if (!q_finite) {
-      ++s.nonfinite_outputs;
-      continue;
-    }
-    ++s.measured;
-    const double xd = xf, qd = qf;
-    const double e = qd - xd;
-    const double ae = std::fabs(e);
-    s.sum_squared_error += e * e;
-    s.sum_squared_input += xd * xd;
-    s.sum_squared_output += qd * qd;
-    s.sum_product += xd * qd;
-    s.sum_abs_error += ae;
-    if (ae > s.max_abs_error) s.max_abs_error = ae;
-    const double ax = std::fabs(xd);
-    if (ax != 0 && ax >= floor) {
-      const double rel = ae / ax;
-      ++s.relative_count;
-      s.sum_relative_error += rel;
-      s.sum_squared_relative_error += rel * rel;
-      if (rel > s.max_relative_error) s.max_relative_error = rel;
-    }
-  }
-  stats.Add(s);
+                     const CompareOptions& options, ErrorStats& stats) {
+  ErrorStats s;
+  for (size_t i = 0; i < x.size(); ++i) s.Observe(x[i], q[i], options);
+  stats.Merge(s);
 }
 
 void BlockAbsMax(std::span<const float> x, int64_t cols, int64_t block, std::span<float> amax) {
@@ -206,7 +148,7 @@ uint64_t QuantizeIntBlocks(std::span<const float> x, int64_t cols, int64_t block
       codes.empty() ? nullptr : codes.data());
 }
 void ComparePairs(std::span<const float> x, std::span<const float> q, const CompareOptions& options,
-                  PairStats& stats) {
+                  ErrorStats& stats) {
   const size_t done = kernels::DispatchComparePairs(x.data(), q.data(), x.size(), options, &stats);
   ComparePairsRef(x.subspan(done), q.subspan(done), options, stats);  // the last partial vector
 }

@@ -4,13 +4,15 @@
 // Written with Highway, dispatched at run time like kernels/convert.h. Each
 // function has a scalar twin with the suffix `Ref` that states its rule; the
 // SIMD versions give the same results on every target (bit for bit, except
-// the order of the double sums in PairStats, see there).
+// the order of the double sums in ErrorStats, see kernels/error_stats.h).
 #ifndef LOWP_KERNELS_QUANTIZE_H_
 #define LOWP_KERNELS_QUANTIZE_H_
 
 #include <cstdint>
 #include <limits>
 #include <span>
+
+#include "kernels/error_stats.h"
 
 namespace lowp {
 
@@ -52,49 +54,13 @@ uint64_t QuantizeIntBlocksRef(std::span<const float> x, int64_t cols, int64_t bl
                               const IntQuantParams& params, std::span<float> out,
                               std::span<int16_t> codes = {});
 
-// A tensor x against its reconstruction q, element by element.
-struct CompareOptions {
-  // Relative error |q - x| / |x| is taken over the measured elements with
-  // |x| >= this and x != 0.
-  float relative_floor = 0;
-  // Results with 0 < |q| < this count as subnormal (0 disables).
-  float subnormal_below = 0;
-  // Finite inputs with |x| > this count as clipped (a cast's largest finite).
-  float clip_above = std::numeric_limits<float>::infinity();
-};
-
-struct PairStats {
-  uint64_t count = 0;              // elements
-  uint64_t nan_inputs = 0;         // x is NaN
-  uint64_t inf_inputs = 0;         // x is +-Inf
-  uint64_t nonfinite_outputs = 0;  // x finite, q NaN or +-Inf (overflow to inf)
-  uint64_t measured = 0;           // x and q finite: the elements the sums cover
-  uint64_t zeroed = 0;             // x finite and nonzero, q == 0
-  uint64_t subnormal = 0;          // 0 < |q| < subnormal_below (q finite, any x)
-  uint64_t clipped = 0;            // |x| > clip_above (x finite)
-  uint64_t relative_count = 0;     // measured, x != 0, |x| >= relative_floor
-  // Sums in double over the measured elements (e = q - x and |e| / |x| each
-  // one correctly rounded double operation, e exact when x and q are within
-  // 2^29 of each other): their last bits depend on the order of summation,
-  // which differs between targets and splits; counts and maxima do not.
-  double sum_squared_error = 0;           // sum e^2
-  double sum_squared_input = 0;           // sum x^2
-  double sum_squared_output = 0;          // sum q^2
-  double sum_product = 0;                 // sum x q
-  double sum_abs_error = 0;               // sum |e|
-  double max_abs_error = 0;               // max |e|
-  double sum_relative_error = 0;          // sum |e| / |x| over relative_count
-  double sum_squared_relative_error = 0;  // sum (|e| / |x|)^2
-  double max_relative_error = 0;
-
-  void Add(const PairStats& other);
-};
-
-// Adds the comparison of x with q (same size) into `stats`.
+// Observes every pair of x and q (same size) into `stats`: ComparePairsRef
+// element by element with ErrorStats::Observe, ComparePairs with the SIMD
+// kernel (the same counts and maxima; the sums in another order).
 void ComparePairs(std::span<const float> x, std::span<const float> q, const CompareOptions& options,
-                  PairStats& stats);
+                  ErrorStats& stats);
 void ComparePairsRef(std::span<const float> x, std::span<const float> q,
-                     const CompareOptions& options, PairStats& stats);
+                     const CompareOptions& options, ErrorStats& stats);
 
 }  // namespace lowp
 

@@ -286,7 +286,7 @@ struct Accumulators {
     rel_max = hn::Max(rel_max, r);
   }
 
-  void Fold(DD dd, PairStats& s) const {
+  void Fold(DD dd, ErrorStats& s) const {
     s.sum_squared_error += hn::GetLane(hn::SumOfLanes(dd, ee));
     s.sum_squared_input += hn::GetLane(hn::SumOfLanes(dd, xx));
     s.sum_squared_output += hn::GetLane(hn::SumOfLanes(dd, qq));
@@ -309,7 +309,7 @@ using DD = hn::Rebind<double, hn::Half<DF> >;           // promote each half
 // vectors (registers) and the counts in scalars until the end.
 template <bool kSubnormal, bool kClip>
 void CompareRange(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, size_t n,
-                  float relative_floor, float subnormal_below, float clip_above, PairStats& s) {
+                  float relative_floor, float subnormal_below, float clip_above, ErrorStats& s) {
   const DF d;
   const DD dd;
   const size_t N = hn::Lanes(d);
@@ -373,7 +373,7 @@ void CompareRange(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, si
 // Compares x[0, n) with q[0, n) into *stats and returns how many elements it
 // covered (a multiple of the vector length; the caller does the rest).
 size_t ComparePairs(const float* HWY_RESTRICT x, const float* HWY_RESTRICT q, size_t n,
-                    const CompareOptions& options, PairStats* stats) {
+                    const CompareOptions& options, ErrorStats* stats) {
   const DF d;
   const size_t covered = n / hn::Lanes(d) * hn::Lanes(d);
   // |x| >= floor and x != 0 is |x| >= max(floor, smallest subnormal); a NaN
@@ -382,7 +382,7 @@ size_t ComparePairs(const float* HWY_RESTRICT x, const float* HWY_RESTRICT q, si
   float floor = options.relative_floor > min_sub ? options.relative_floor : min_sub;
   if (std::isnan(options.relative_floor)) floor = kInf;
   const float sub = options.subnormal_below, clip = options.clip_above;
-  PairStats s;
+  ErrorStats s;
   if (sub > 0) {        // else nothing counts
     if (clip < kInf) {  // +Inf: nothing counts
       CompareRange<true, true>(x, q, covered, floor, sub, clip, s);
@@ -394,7 +394,7 @@ size_t ComparePairs(const float* HWY_RESTRICT x, const float* HWY_RESTRICT q, si
   } else {
     CompareRange<false, false>(x, q, covered, floor, sub, clip, s);
   }
-  stats->Add(s);
+  stats->Merge(s);
   return covered;
 }
 
@@ -425,7 +425,7 @@ uint64_t DispatchQuantizeIntBlocks(const float* x, int64_t rows, int64_t cols, i
                                                  codes);
 }
 size_t DispatchComparePairs(const float* x, const float* q, size_t n, const CompareOptions& options,
-                            PairStats* stats) {
+                            ErrorStats* stats) {
   return HWY_DYNAMIC_DISPATCH(ComparePairs)(x, q, n, options, stats);
 }
 

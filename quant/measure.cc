@@ -21,7 +21,7 @@ constexpr int64_t kChunkElements = int64_t{1} << 15;
 constexpr int64_t kBatchElements = int64_t{1} << 22;
 
 struct ChunkResult {
-  PairStats stats;
+  ErrorStats stats;
   SchemeCounts counts;
   TensorContext context;
   std::map<int, uint64_t> histogram;
@@ -110,7 +110,7 @@ class Driver {
       });
       for (ChunkResult& r : results) {
         if (!r.status.ok()) return r.status;
-        report.stats.Add(r.stats);
+        report.stats.Merge(r.stats);
         report.counts.Add(r.counts);
         for (const auto& [key, n] : r.histogram) report.histogram[key] += n;
       }
@@ -282,7 +282,7 @@ double QuantReport::cosine() const {
 void QuantReport::Add(const QuantReport& other) {
   elements += other.elements;
   storage_bits += other.storage_bits;
-  stats.Add(other.stats);
+  stats.Merge(other.stats);
   counts.Add(other.counts);
   for (const auto& [key, n] : other.histogram) histogram[key] += n;
 }

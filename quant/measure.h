@@ -58,7 +58,7 @@ struct QuantReport {
   std::vector<int64_t> shape;
   uint64_t elements = 0;
   uint64_t storage_bits = 0;
-  PairStats stats;
+  ErrorStats stats;
   SchemeCounts counts;
   // Measured elements by floor(log2 |e|), clamped to [-64, 16]; key
   // INT32_MIN counts the exact ones (e = 0). Empty unless asked for.

@@ -128,7 +128,7 @@ absl::StatusOr<std::vector<RangeRow>> StudyRange(const TensorView& tensor,
     row.subnormal = report->counts.subnormal;
     row.flushed = report->stats.zeroed;
     // Over the elements that stay finite (range reports overflow apart).
-    const PairStats& stats = report->stats;
+    const ErrorStats& stats = report->stats;
     row.max_relative_error = stats.max_relative_error;
     const double n = static_cast<double>(stats.relative_count);
     row.rms_relative_error = n == 0 ? 0 : std::sqrt(stats.sum_squared_relative_error / n);

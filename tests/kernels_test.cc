@@ -275,27 +275,27 @@ TEST_P(EveryFormat, MeasurementMatchesReference) {
       const uint32_t code = EncodeFloat32(f, in[i], o, i, &ev);
       const float q = DecodeToFloat32(f, code);
       kernels::Accumulate(&in[i], &q, &ev, 1, &expected);
-      ++expected.count;
+      ++expected.error.count;
     }
     ForEachTarget([&](const std::string&) {
       const absl::StatusOr<ConversionError> got = MeasureArray(f, in, o);
       ASSERT_TRUE(got.ok()) << got.status();
-      EXPECT_EQ(got->count, expected.count);
-      EXPECT_EQ(got->nan_inputs, expected.nan_inputs);
-      EXPECT_EQ(got->inf_inputs, expected.inf_inputs);
+      EXPECT_EQ(got->error.count, expected.error.count);
+      EXPECT_EQ(got->error.nan_inputs, expected.error.nan_inputs);
+      EXPECT_EQ(got->error.inf_inputs, expected.error.inf_inputs);
       EXPECT_EQ(got->inexact, expected.inexact);
       EXPECT_EQ(got->overflow, expected.overflow);
       EXPECT_EQ(got->saturated, expected.saturated);
       EXPECT_EQ(got->flushed, expected.flushed);
       EXPECT_EQ(got->underflow, expected.underflow);
       EXPECT_EQ(got->nan_replaced, expected.nan_replaced);
-      EXPECT_EQ(got->measured, expected.measured);
-      EXPECT_EQ(got->max_abs_error, expected.max_abs_error);
+      EXPECT_EQ(got->error.measured, expected.error.measured);
+      EXPECT_EQ(got->error.max_abs_error, expected.error.max_abs_error);
       // Sums in another order: equal to a relative 1e-12.
-      EXPECT_NEAR(got->sum_squared_error, expected.sum_squared_error,
-                  1e-12 * expected.sum_squared_error);
-      EXPECT_NEAR(got->sum_squared_input, expected.sum_squared_input,
-                  1e-12 * expected.sum_squared_input);
+      EXPECT_NEAR(got->error.sum_squared_error, expected.error.sum_squared_error,
+                  1e-12 * expected.error.sum_squared_error);
+      EXPECT_NEAR(got->error.sum_squared_input, expected.error.sum_squared_input,
+                  1e-12 * expected.error.sum_squared_input);
     });
   }
 }
@@ -401,8 +401,8 @@ TEST(Threads, OneTwoThreeThreadsAndPiecesGiveIdenticalBytes) {
       ASSERT_TRUE(m.ok());
       const auto m1 = MeasureArray(f, values, o, {.threads = 1});
       EXPECT_EQ(m->inexact, m1->inexact);
-      EXPECT_EQ(m->max_abs_error, m1->max_abs_error);
-      EXPECT_NEAR(m->sum_squared_error, m1->sum_squared_error, 1e-9 * m1->sum_squared_error);
+      EXPECT_EQ(m->error.max_abs_error, m1->error.max_abs_error);
+      EXPECT_NEAR(m->error.sum_squared_error, m1->error.sum_squared_error, 1e-9 * m1->error.sum_squared_error);
     }
   }
 }

@@ -147,7 +147,7 @@ TEST(MeasureTensor, ThreadsAndBatchesNeverChangeAResult) {
     absl::StatusOr<QuantReport> a = MeasureTensor(t.view, *scheme, one);
     absl::StatusOr<QuantReport> b = MeasureTensor(t.view, *scheme, two);
     ASSERT_TRUE(a.ok() && b.ok());
-    EXPECT_EQ(std::memcmp(&a->stats, &b->stats, sizeof(PairStats)), 0);  // bit for bit
+    EXPECT_EQ(std::memcmp(&a->stats, &b->stats, sizeof(ErrorStats)), 0);  // bit for bit
     // The streamed output equals one Apply over the whole tensor.
     std::vector<float> streamed;
     ASSERT_TRUE(QuantizeTensor(

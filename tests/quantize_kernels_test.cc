@@ -48,7 +48,7 @@ void ExpectSameBits(const std::vector<float>& want, const std::vector<float>& go
 // Counts and maxima exactly; the sums up to the order of summation: relative
 // 1e-12 of the sum of the terms' magnitudes, more for long inputs (the
 // reference's running sum itself errs by up to count * 2^-53 relative).
-void ExpectSameStats(const PairStats& w, const PairStats& g) {
+void ExpectSameStats(const ErrorStats& w, const ErrorStats& g) {
   EXPECT_EQ(w.count, g.count);
   EXPECT_EQ(w.nan_inputs, g.nan_inputs);
   EXPECT_EQ(w.inf_inputs, g.inf_inputs);
@@ -121,14 +121,14 @@ TEST(QuantizeRef, IntScaleZeroPointAndShortBlock) {
   EXPECT_THAT(codes, ::testing::ElementsAre(3, 0, 3, 3, 1));
 }
 
-TEST(QuantizeRef, PairStatsByHand) {
+TEST(QuantizeRef, ErrorStatsByHand) {
   const std::vector<float> x = {1, -2, 0.5f, 3, kNaN, kInf, 1, 0};
   const std::vector<float> q = {1.25f, -2, 0, 4, kNaN, kInf, kInf, 0};
   CompareOptions o;
   o.relative_floor = 0.75f;
   o.subnormal_below = 1.5f;
   o.clip_above = 2.5f;
-  PairStats s;
+  ErrorStats s;
   ComparePairsRef(x, q, o, s);
   // Measured: the first four and (0, 0); e = 0.25, 0, -0.5, 1, 0.
   EXPECT_EQ(s.count, 8u);
@@ -152,7 +152,7 @@ TEST(QuantizeRef, PairStatsByHand) {
   EXPECT_EQ(s.max_relative_error, 1.0 / 3);
 
   // No floor: x = 0 still has no relative error; Add sums and takes maxima.
-  PairStats t;
+  ErrorStats t;
   t.max_abs_error = 5;
   ComparePairsRef(std::vector<float>{0, 4}, std::vector<float>{0.5f, 3}, {}, t);
   EXPECT_EQ(t.relative_count, 1u);
@@ -160,7 +160,7 @@ TEST(QuantizeRef, PairStatsByHand) {
   EXPECT_EQ(t.max_abs_error, 5.0);        // kept: above 1
   EXPECT_EQ(t.sum_squared_error, 1.25);   // 0.25 + 1
   EXPECT_EQ(t.zeroed, 0u);
-  s.Add(t);
+  s.Merge(t);
   EXPECT_EQ(s.count, 10u);
   EXPECT_EQ(s.relative_count, 4u);
   EXPECT_EQ(s.max_abs_error, 5.0);
@@ -317,7 +317,7 @@ TEST(QuantizeSimd, ComparePairsMatchesRef) {
         }
         const std::span<const float> x(xb.data() + offset, n), q(qb.data() + offset, n);
         const CompareOptions& o = options[variant];
-        PairStats want, got;
+        ErrorStats want, got;
         want.max_abs_error = got.max_abs_error = 1e-9;  // Add to existing stats
         want.count = got.count = 7;
         ComparePairsRef(x, q, o, want);
@@ -341,7 +341,7 @@ TEST(QuantizeSimd, ComparePairsLongInput) {
   CompareOptions o;
   o.relative_floor = 1;
   o.subnormal_below = 1;
-  PairStats want, got;
+  ErrorStats want, got;
   ComparePairsRef(x, q, o, want);
   ComparePairs(x, q, o, got);
   ExpectSameStats(want, got);

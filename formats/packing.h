@@ -32,6 +32,25 @@ absl::Status UnpackCodes(const Format& format, std::span<const uint8_t> bytes, s
 // Appends the storage of `codes` (each within format.bits) to `bytes`.
 void PackCodes(const Format& format, std::span<const uint32_t> codes, std::vector<uint8_t>* bytes);
 
+// Code i of the storage `bytes` (the layout above; i within its count).
+inline uint32_t CodeAt(const Format& format, std::span<const uint8_t> bytes, size_t i) {
+  switch (format.storage_bits()) {
+    case 4:
+      return (bytes[i / 2] >> ((i % 2) * 4)) & 0xF;
+    case 8:
+      return bytes[i];
+    case 16:
+      return uint32_t{bytes[2 * i]} | (uint32_t{bytes[2 * i + 1]} << 8);
+    default:
+      return uint32_t{bytes[4 * i]} | (uint32_t{bytes[4 * i + 1]} << 8) |
+             (uint32_t{bytes[4 * i + 2]} << 16) | (uint32_t{bytes[4 * i + 3]} << 24);
+  }
+}
+
+// Blocks of `block` elements along a row of `cols` (the last one short when
+// block does not divide cols, but stored whole: it keeps a scale of its own).
+inline int64_t BlocksPerRow(int64_t cols, int64_t block) { return (cols + block - 1) / block; }
+
 // Codes one per element, as an array of unsigned integers (what NumPy holds).
 // CodeBytes: the narrowest such integer that holds one code of `format`: 1,
 // 2 or 4 bytes (a 4-bit code takes a byte of its own).

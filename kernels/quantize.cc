@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <span>
 
+#include "formats/packing.h"
+
 namespace lowp {
 namespace kernels {
 
@@ -24,7 +26,6 @@ size_t DispatchComparePairs(const float* x, const float* q, size_t n, const Comp
 
 namespace {
 
-int64_t BlocksPerRow(int64_t cols, int64_t block) { return (cols + block - 1) / block; }
 
 // v clamped to [lo, hi]; a NaN v gives lo (the same as x86's maxps(v, lo)).
 float Clamp(float v, float lo, float hi) {

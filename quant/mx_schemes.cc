@@ -192,7 +192,7 @@ class MxScheme : public Scheme {
 
     if (stored != nullptr) {  // appended: a tensor pass calls Apply chunk by chunk
       for (size_t i = 0; i < n; ++i) {
-        const uint32_t c = CodeAt(bytes, element_.storage_bits(), i);
+        const uint32_t c = CodeAt(element_, bytes, i);
         stored->codes.push_back(is_int_ ? static_cast<int32_t>(static_cast<int8_t>(c & 0xFF))
                                         : static_cast<int32_t>(c));
       }

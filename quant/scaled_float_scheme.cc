@@ -104,7 +104,6 @@ class ScaledFloatScheme : public Scheme {
     std::vector<uint8_t> bytes;
     RoundTripSaturating(element_, scaled, out, bytes);
 
-    const int storage_bits = element_.storage_bits();
     const uint32_t magnitude_mask = element_.magnitude_mask();
     const uint32_t mantissa_mask = (uint32_t{1} << element_.mantissa_bits) - 1;
     uint64_t subnormal = 0;
@@ -116,7 +115,7 @@ class ScaledFloatScheme : public Scheme {
           continue;
         }
         out[i] = SaturateToFloat(out[i] * s);
-        const uint32_t m = CodeAt(bytes, storage_bits, i) & magnitude_mask;
+        const uint32_t m = CodeAt(element_, bytes, i) & magnitude_mask;
         if (m != 0 && m <= mantissa_mask && element_.has_subnormals()) ++subnormal;
       }
     }
@@ -125,7 +124,7 @@ class ScaledFloatScheme : public Scheme {
 
     if (stored != nullptr) {  // appended: a tensor pass calls Apply chunk by chunk
       for (size_t i = 0; i < n; ++i) {
-        stored->codes.push_back(static_cast<int32_t>(CodeAt(bytes, storage_bits, i)));
+        stored->codes.push_back(static_cast<int32_t>(CodeAt(element_, bytes, i)));
       }
       for (size_t r = 0; r < rows; ++r) stored->scales.push_back(row_scale(r));
     }

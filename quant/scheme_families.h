@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "formats/format.h"
+#include "formats/packing.h"
 #include "quant/scheme.h"
 
 namespace lowp::internal {
@@ -63,26 +64,6 @@ float StoreScale(const Format& format, float scale);
 // codes in the storage layout of formats/packing.h. Sizes must match.
 void RoundTripSaturating(const Format& format, std::span<const float> in, std::span<float> out,
                          std::vector<uint8_t>& codes);
-
-// Blocks per row of `cols` elements.
-inline int64_t BlocksPerRow(int64_t cols, int64_t block) { return (cols + block - 1) / block; }
-
-// The code of element `i` in the storage layout of formats/packing.h.
-inline uint32_t CodeAt(const std::vector<uint8_t>& bytes, int storage_bits, size_t i) {
-  switch (storage_bits) {
-    case 4:
-      return (bytes[i / 2] >> ((i % 2) * 4)) & 0xF;
-    case 8:
-      return bytes[i];
-    case 16:
-      return uint32_t{bytes[2 * i]} | (uint32_t{bytes[2 * i + 1]} << 8);
-    default: {
-      uint32_t c;
-      std::memcpy(&c, &bytes[4 * i], 4);
-      return c;
-    }
-  }
-}
 
 // The InvalidArgument for an option key the scheme does not take.
 absl::Status UnknownOption(absl::string_view base, absl::string_view key, absl::string_view valid);

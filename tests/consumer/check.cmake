@@ -15,10 +15,19 @@ foreach(step
     "${CMAKE_COMMAND};--install;${BUILD_DIR};--prefix;${WORK_DIR}/prefix"
     "${configure}"
     "${CMAKE_COMMAND};--build;${WORK_DIR}/build"
-    "${WORK_DIR}/build/consumer")
+    "${CMAKE_COMMAND};-E;env;LOWP_DATA_DIR=${WORK_DIR}/prefix/share/lowp;${WORK_DIR}/build/consumer")
   execute_process(COMMAND ${step} RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(NOT result EQUAL 0)
     message(FATAL_ERROR "step failed (${result}): ${step}\n${out}")
   endif()
+  set(last "${out}")
 endforeach()
+# The consumer's own line: the SQNR it measured on the installed checkpoint.
+if(DEFINED last)
+  string(STRIP "${last}" last)
+  message(STATUS "consumer: ${last}")
+  if(NOT last MATCHES "SQNR [0-9.]+ dB")
+    message(FATAL_ERROR "the consumer printed no SQNR: ${last}")
+  endif()
+endif()
 file(REMOVE_RECURSE "${WORK_DIR}")

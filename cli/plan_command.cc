@@ -205,7 +205,7 @@ void PrintPlan(const Plan& plan) {
                           "'s linear layers (", s.proxy_reason, ")"));
   }
   if (!plan.candidates.empty()) {
-    const PairStats& stats = plan.candidates.front().error.stats;
+    const ErrorStats& stats = plan.candidates.front().error.stats;
     if (stats.nan_inputs + stats.inf_inputs > 0) {
       line("", absl::StrCat(stats.nan_inputs, " NaN and ", stats.inf_inputs,
                             " infinite weights in the input, left out of every error"));

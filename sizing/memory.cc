@@ -218,7 +218,7 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
       {&job.kv, o.kv, "kv", true},
       {&job.grads, o.grads, "grads", job.training},
       {&job.master, o.master, "master", job.training && o.master != "none"},
-      {&job.opt_state, o.opt_state, "opt-state", job.training},
+      {&job.opt_state, o.opt_state, "opt_state", job.training},
   };
   for (const Slot& slot : slots) {
     if (!slot.wanted) continue;

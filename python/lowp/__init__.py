@@ -1,11 +1,11 @@
 """lowp: low-precision numerics for large-model work.
 
 The C++ library's bindings. Every result is the library's: conversions run
-its SIMD kernels, and the reports are the `lowp` commands' JSON as dicts, with
-the same fields (see `lowp CMD --help` and docs/). Keyword arguments of
-`quant_error`, `range_study`, `size` and `plan` are the command's options,
-with underscores for dashes (`compare_formats=True`, `relative_floor=1e-4`);
-lists become comma-separated values.
+its SIMD kernels, and the reports are the library's results as dicts with the
+fields of the `lowp` commands' JSON (see `lowp CMD --help` and docs/).
+Keyword arguments of `quant_error`, `range_study`, `size` and `plan` are the
+options' fields, typed (`compare_formats=True`, `relative_floor=1e-4`,
+`seq=8192`, `formats=["bf16", "nf4"]`); errors name them.
 
     import numpy as np, lowp
     codes = lowp.convert(np.float32([0.1, 300.0]), "fp8_e4m3fn")  # uint8 codes

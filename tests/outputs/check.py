@@ -63,6 +63,35 @@ def files_of(out, text):
     return rows
 
 
+def snapshot(root):
+    """The bytes of every file under tests/data: a command must not change one
+    (plan --html onto an input is refused; if that ever broke, the checkout's
+    data would be overwritten)."""
+    files = {}
+    for d, _, names in os.walk(os.path.join(root, "tests", "data")):
+        for name in names:
+            path = os.path.join(d, name)
+            with open(path, "rb") as f:
+                files[path] = f.read()
+    return files
+
+
+def restore_changed(files):
+    """Writes back any file of the snapshot that changed; returns their paths."""
+    changed = []
+    for path, data in files.items():
+        try:
+            with open(path, "rb") as f:
+                same = f.read() == data
+        except OSError:
+            same = False
+        if not same:
+            with open(path, "wb") as f:
+                f.write(data)
+            changed.append(path)
+    return changed
+
+
 def run_command(lowp, line, inp, out):
     for name in os.listdir(out):
         os.unlink(os.path.join(out, name))
@@ -110,10 +139,14 @@ def main():
             shutil.rmtree(args.expected, ignore_errors=True)
             os.makedirs(args.expected)
         seen, failed = set(), []
+        data = snapshot(ROOT)
         for name, produce in cases(args, inp, out):
             assert name not in seen, "two cases named " + name
             seen.add(name)
             got = produce()
+            for path in restore_changed(data):
+                print("%s: %s was changed by the command (restored)" % (name, path))
+                failed.append(name)
             path = os.path.join(args.expected, name + ".txt")
             if args.mode == "record":
                 with open(path, "w") as f:

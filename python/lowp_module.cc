@@ -265,10 +265,11 @@ void SizingSetters(SizingOptions* o, bool* mode_given, Setters* s) {
     o->mode = Value(ParseMode(Text(n, v)));
     *mode_given = true;
   };
-  for (auto [name, field] : {std::pair{"weights", &o->weights}, {"embed", &o->embed},
-                             {"grads", &o->grads}, {"master", &o->master},
-                             {"opt_state", &o->opt_state}, {"kv", &o->kv}}) {
-    (*s)[name] = [field](const std::string& n, const py::object& v) {
+  for (const auto& slot : {std::pair{"weights", &o->weights}, {"embed", &o->embed},
+                           {"grads", &o->grads}, {"master", &o->master},
+                           {"opt_state", &o->opt_state}, {"kv", &o->kv}}) {
+    std::string* field = slot.second;  // not a structured binding: clang 14 cannot capture one
+    (*s)[slot.first] = [field](const std::string& n, const py::object& v) {
       *field = Text(n, v);
       if (field->empty()) throw py::value_error(absl::StrCat(n, " is empty"));
     };

@@ -1,5 +1,6 @@
 #include "formats/packing.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -66,7 +67,9 @@ TEST(Packing, CodeArraysRoundTripThroughTheStorage) {
     for (size_t itemsize : {size_t{1}, size_t{2}, size_t{4}, size_t{8}}) {
       if (itemsize < CodeBytes(f)) continue;
       std::vector<uint8_t> items(codes.size() * itemsize);
-      for (size_t i = 0; i < codes.size(); ++i) std::memcpy(&items[i * itemsize], &codes[i], 4);
+      for (size_t i = 0; i < codes.size(); ++i) {
+        std::memcpy(&items[i * itemsize], &codes[i], std::min<size_t>(itemsize, 4));  // little-endian
+      }
       std::vector<uint8_t> storage(packed.size(), 0xAA);
       ASSERT_TRUE(StoreCodes(f, items.data(), itemsize, codes.size(), storage).ok());
       EXPECT_EQ(storage, packed) << name << " from " << itemsize << "-byte codes";

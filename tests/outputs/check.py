@@ -9,6 +9,14 @@ to expected/ or compares with what is there. Each case keeps the exit code,
 stdout, stderr and the size and SHA-256 of every file the command wrote;
 temporary paths are written $IN and $OUT. A refactor must leave all of it
 equal: `check` lists every case that differs, with a diff, and exits 1.
+
+The last bits of the double sums (SQNR, RMSE, cosine) depend on the SIMD
+target the kernels dispatch to (kernels/quantize.h), so a machine whose best
+target is not the recording machine's (or the sanitized build, AVX2 only)
+prints other last digits. A case that is not equal byte for byte passes when
+it is equal but for numbers with a fraction or exponent that agree to a
+relative 1e-9 (integers, hashes, names and messages exactly; whitespace may
+differ, since tables pad to the widest cell); `--exact` refuses that too.
 """
 import argparse, difflib, hashlib, json, os, re, shlex, shutil, struct, subprocess, sys, tempfile
 
@@ -43,6 +51,37 @@ def write_inputs(d):
     np.save(os.path.join(d, "a.npy"), finite[:3 * 70].astype(np.float32).reshape(3, 70))
     np.save(os.path.join(d, "h.npy"), finite[:256].astype(np.float16).reshape(4, 64))
     np.save(os.path.join(d, "d.npy"), finite[1000:1100])
+
+
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def tokens(text):
+    parts, last = [], 0
+    for m in NUMBER.finditer(text):
+        parts.append(("t", " ".join(text[last:m.start()].split())))
+        parts.append(("n", m.group()))
+        last = m.end()
+    parts.append(("t", " ".join(text[last:].split())))
+    return [p for p in parts if p != ("t", "")]
+
+
+def nearly_equal(want, got):
+    """Equal but for the last digits of non-integer numbers (see above)."""
+    a, b = tokens(want), tokens(got)
+    if len(a) != len(b):
+        return False
+    for (kind_a, x), (kind_b, y) in zip(a, b):
+        if kind_a != kind_b:
+            return False
+        if x == y:
+            continue
+        if kind_a == "t" or not any(c in x + y for c in ".eE"):
+            return False  # text, or an integer
+        fx, fy = float(x), float(y)
+        if abs(fx - fy) > 1e-9 * max(abs(fx), abs(fy)):
+            return False
+    return True
 
 
 def slug(line):
@@ -126,6 +165,7 @@ def main():
     ap.add_argument("--lowp", required=True)
     ap.add_argument("--python")
     ap.add_argument("--expected", default=os.path.join(HERE, "expected"))
+    ap.add_argument("--exact", action="store_true", help="byte for byte, no tolerance")
     ap.add_argument("mode", choices=["record", "check"])
     args = ap.parse_args()
     args.lowp = os.path.abspath(args.lowp)
@@ -138,7 +178,7 @@ def main():
         if args.mode == "record":
             shutil.rmtree(args.expected, ignore_errors=True)
             os.makedirs(args.expected)
-        seen, failed = set(), []
+        seen, failed, near = set(), [], []
         data = snapshot(ROOT)
         for name, produce in cases(args, inp, out):
             assert name not in seen, "two cases named " + name
@@ -153,6 +193,9 @@ def main():
                     f.write(got)
                 continue
             want = open(path).read() if os.path.exists(path) else ""
+            if got != want and not args.exact and want and nearly_equal(want, got):
+                near.append(name)
+                continue
             if got != want:
                 failed.append(name)
                 sys.stdout.writelines(difflib.unified_diff(
@@ -162,8 +205,9 @@ def main():
             stale = sorted(n for n in set(kept) - seen if args.python or n.startswith("cli-"))
             for name in stale:
                 print("expected/%s.txt: no such case any more" % name)
-            print("%d cases, %d differ%s" % (len(seen), len(failed),
-                  "" if not failed else ": " + ", ".join(failed)))
+            print("%d cases, %d equal but for the last digits of double sums, %d differ%s" %
+                  (len(seen), len(near), len(failed),
+                   "" if not failed else ": " + ", ".join(failed)))
             return 1 if failed or stale else 0
         print("recorded %d cases in %s" % (len(seen), args.expected))
         return 0

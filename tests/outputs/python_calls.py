@@ -58,7 +58,9 @@ def calls(inp, out, root):
         ("size lora", lambda: lowp.size(model="llama-3.1-8b", mode="lora", lora_targets=["q", "v"], lora_rank=8, headroom=0.05)),
         ("plan", lambda: lowp.plan(model="llama-3.1-8b", mode="inference", device=["rtx-4090", "h100-sxm"])),
         ("plan tensors", lambda: lowp.plan(model="llama-3.1-8b", mode="qlora", formats=["nf4", "q4_0"], tensors=[bf16], select="*mlp*")),
-        ("plan html", lambda: (lowp.plan(model="llama-3.1-8b", mode="inference", html=os.path.join(out, "p.html")), open(os.path.join(out, "p.html"), "rb").read().__len__())[1]),
+        # The report itself (paths in it are written $OUT, $ROOT), not its size: the
+        # bundled checkpoint's absolute path is in it.
+        ("plan html", lambda: (lowp.plan(model="llama-3.1-8b", mode="inference", html=os.path.join(out, "p.html")), open(os.path.join(out, "p.html")).read())[1]),
         ("read_tensors", lambda: lowp.read_tensors(bf16, "*layers.0.*")),
         ("bundled_checkpoint", lambda: os.path.relpath(lowp.bundled_checkpoint(), root)),
         ("error convert", lambda: lowp.convert(values, "bogus")),

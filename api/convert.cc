@@ -128,14 +128,6 @@ absl::StatusOr<Format> FindNamed(absl::string_view field, const std::string& nam
   return f;
 }
 
-// One code per element from the storage layout, in place: `out` holds the
-// storage first (the leading StorageBytes), then is spread to CodeBytes each.
-void Spread(const Format& f, size_t count, std::span<uint8_t> out) {
-  if (f.storage_bits() != 4) return;  // already one code per unit
-  // Back to front, so that no code is overwritten before it is read.
-  for (size_t i = count; i-- > 0;) out[i] = (out[i / 2] >> (4 * (i % 2))) & 0xF;
-}
-
 absl::Status CheckOut(const Format& to, size_t count, bool packed, std::span<uint8_t> out) {
   const size_t want = packed ? StorageBytes(to, count) : count * CodeBytes(to);
   if (packed && to.storage_bits() != 4) {
@@ -181,7 +173,7 @@ absl::Status EncodeValues(const Format& to, std::span<const float> values,
   if (absl::Status s = CheckOut(to, values.size(), packed, out); !s.ok()) return s;
   const size_t storage = StorageBytes(to, values.size());
   if (absl::Status s = EncodeArray(to, values, out.first(storage), options); !s.ok()) return s;
-  if (!packed) Spread(to, values.size(), out);
+  if (!packed) LoadCodes(to, out.first(storage), values.size(), out.data());  // in place
   return absl::OkStatus();
 }
 
@@ -193,7 +185,7 @@ absl::Status EncodeHalfValues(std::span<const uint16_t> fp16, const Format& to,
       !s.ok()) {
     return s;
   }
-  if (!packed) Spread(to, fp16.size(), out);
+  if (!packed) LoadCodes(to, out.first(storage), fp16.size(), out.data());  // in place
   return absl::OkStatus();
 }
 

@@ -110,10 +110,7 @@ absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
   if (!o.sizing.weights.empty()) {
     return OptionError("weights", "plan compares weight formats; list them with `formats`");
   }
-  if (o.threads < 0 || o.threads > kMaxThreads) {
-    return OptionError(absl::StrCat("threads ", o.threads),
-                       absl::StrCat("want 0 (all) to ", kMaxThreads));
-  }
+  if (absl::Status s = CheckThreads(o.threads); !s.ok()) return s;
   absl::StatusOr<ModelConfig> model = FindModel(o.model);
   if (!model.ok()) return OptionError("model", model.status().message());
   PlanOptions options;
@@ -129,7 +126,7 @@ absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
   options.select = o.select;
   options.measure.threads = o.threads;
   options.progress = o.progress;
-  if (o.html && o.html->empty()) return OptionError(o.html_label, "empty file name");
+  if (o.html && o.html->empty()) return OptionError("html", "empty file name");
   if (o.html) {
     std::vector<std::string> inputs = o.tensor_files;
     if (inputs.empty()) {

@@ -30,7 +30,7 @@ struct PlanJobOptions {
   int threads = 0;
   // Also write the HTML report to this file (whole or not at all; never over
   // an input), showing `html_command` as what made it; `html_label` names the
-  // file in messages ("html", or the command line's "--html").
+  // file in the messages of writing it ("html", or the command line's "--html").
   std::optional<std::string> html;
   std::string html_command;
   std::string html_label = "html";

@@ -22,14 +22,6 @@
 namespace lowp::api {
 namespace {
 
-absl::Status CheckThreads(int threads) {
-  if (threads < 0 || threads > kMaxThreads) {
-    return OptionError(absl::StrCat("threads ", threads),
-                       absl::StrCat("want 0 (all) to ", kMaxThreads));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<TensorSet> Open(const TensorInputs& inputs) {
   if (inputs.files.empty()) return TensorSet::FromViews(inputs.arrays);
   return TensorSet::OpenAll(inputs.files);
@@ -89,6 +81,14 @@ void Step(const ProgressFn& progress, size_t total, const std::string& name) {
 }
 
 }  // namespace
+
+absl::Status CheckThreads(int threads) {
+  if (threads < 0 || threads > kMaxThreads) {
+    return OptionError(absl::StrCat("threads ", threads),
+                       absl::StrCat("want 0 (all) to ", kMaxThreads));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<QuantErrorResult> QuantError(const QuantErrorOptions& o) {
   absl::StatusOr<MeasureOptions> options = Measure(o.relative_floor, o.histogram, o.threads);

@@ -32,6 +32,8 @@ struct TensorInputs {
 };
 
 inline constexpr int kMaxThreads = 1024;
+// OK for 0 (every core) to kMaxThreads, else an option error naming `threads`.
+absl::Status CheckThreads(int threads);
 
 struct QuantErrorOptions {
   TensorInputs inputs;

@@ -22,11 +22,9 @@ namespace lowp::cli {
 namespace {
 
 // An options struct's field as the command line's flag: seq -> --seq,
-// lora_rank -> --lora-rank, output -> --out (a label given as a flag, --html,
-// stays).
+// lora_rank -> --lora-rank, output -> --out.
 std::string Flag(absl::string_view field) {
   if (field == "output") return "--out";
-  if (absl::StartsWith(field, "-")) return std::string(field);  // named as a flag already
   std::string flag = absl::StrCat("--", field);
   for (char& c : flag) {
     if (c == '_') c = '-';

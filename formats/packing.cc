@@ -136,12 +136,13 @@ void LoadCodes(const Format& format, std::span<const uint8_t> storage, size_t co
   const int unit = format.storage_bits();
   uint8_t* out = static_cast<uint8_t*>(codes);
   if (unit == 4) {
-    for (size_t i = 0; i < count; ++i) out[i] = (storage[i / 2] >> (4 * (i % 2))) & 0xF;
+    // Back to front: in place, byte i / 2 is read before byte i is written.
+    for (size_t i = count; i-- > 0;) out[i] = (storage[i / 2] >> (4 * (i % 2))) & 0xF;
     return;
   }
   // Every other layout is one code per unit of CodeBytes(format) bytes
   // (storage_bits() is 8, 16 or 32), little-endian as this machine.
-  std::memcpy(out, storage.data(), std::min(storage.size(), count * CodeBytes(format)));
+  std::memmove(out, storage.data(), std::min(storage.size(), count * CodeBytes(format)));
 }
 
 }  // namespace lowp

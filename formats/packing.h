@@ -62,7 +62,8 @@ size_t CodeBytes(const Format& format);
 absl::Status StoreCodes(const Format& format, const void* codes, size_t itemsize, size_t count,
                         std::span<uint8_t> storage);
 // The reverse for codes the storage holds: `count` codes into `codes`, in
-// unsigned integers of CodeBytes(format) bytes.
+// unsigned integers of CodeBytes(format) bytes. `codes` may start where
+// `storage` does (codes spread in place over their own storage).
 void LoadCodes(const Format& format, std::span<const uint8_t> storage, size_t count, void* codes);
 
 }  // namespace lowp

@@ -151,12 +151,6 @@ class Keywords {
       if (!value.is_none()) it->second(name, value);
     }
   }
-  bool Has(const std::string& name) const {
-    for (const auto& [n, v] : items_) {
-      if (n == name && !v.is_none()) return true;
-    }
-    return false;
-  }
   // The call as Python would write it: lowp.plan(model='x', ...).
   std::string Call() const {
     std::vector<std::string> parts;

@@ -16,7 +16,7 @@
 #include "io/bundled.h"
 #include "io/output_file.h"
 #include "sizing/devices.h"
-#include "sizing/model.h"
+#include "model/config.h"
 
 namespace lowp::api {
 namespace {

@@ -42,6 +42,7 @@ int RangeCommand(const std::vector<std::string>& argv);
 int SizeCommand(const std::vector<std::string>& argv);
 int DevicesCommand(const std::vector<std::string>& argv);
 int PlanCommand(const std::vector<std::string>& argv);
+int EvalCommand(const std::vector<std::string>& argv);
 
 extern const char kFormatsHelp[];
 extern const char kConvertHelp[];
@@ -52,6 +53,7 @@ extern const char kRangeHelp[];
 extern const char kSizeHelp[];
 extern const char kDevicesHelp[];
 extern const char kPlanHelp[];
+extern const char kEvalHelp[];
 
 }  // namespace lowp::cli
 

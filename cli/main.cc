@@ -26,6 +26,7 @@ constexpr char kUsage[] =
     "  size         memory to train or serve a model, per component and device\n"
     "  devices      list the device catalog (memory, bandwidth, datasheet)\n"
     "  plan         per weight format: memory and devices beside measured error\n"
+    "  eval         what emulated formats do to the model's outputs: KL, top-1, perplexity\n"
     "\n"
     "'lowp <command> --help' describes a command.\n";
 
@@ -56,7 +57,8 @@ int Main(int argc, char** argv) {
                         {"range", kRangeHelp, RangeCommand},
                         {"size", kSizeHelp, SizeCommand},
                         {"devices", kDevicesHelp, DevicesCommand},
-                        {"plan", kPlanHelp, PlanCommand}};
+                        {"plan", kPlanHelp, PlanCommand},
+                        {"eval", kEvalHelp, EvalCommand}};
   for (const auto& c : commands) {
     if (command != c.name) continue;
     if (wants_help) return std::fputs(c.help, stdout), 0;

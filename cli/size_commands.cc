@@ -20,7 +20,7 @@
 #include "nlohmann/json.hpp"
 #include "sizing/devices.h"
 #include "sizing/memory.h"
-#include "sizing/model.h"
+#include "model/config.h"
 
 namespace lowp::cli {
 

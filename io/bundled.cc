@@ -30,4 +30,25 @@ absl::StatusOr<std::string> BundledCheckpoint() {
                                           " (set LOWP_DATA_DIR or give `tensors`)"));
 }
 
+absl::StatusOr<std::string> BundledModel() {
+  constexpr char kDir[] = "stories260K-hf";
+  std::vector<std::string> places;
+  if (const char* dir = std::getenv("LOWP_DATA_DIR"); dir != nullptr && *dir != '\0') {
+    places.push_back(absl::StrCat(dir, "/", kDir));
+    places.push_back(absl::StrCat(dir, "/../", kDir));
+  } else {
+    places.push_back(absl::StrCat(LOWP_INSTALLED_DATA_DIR, "/", kDir));
+    places.push_back(absl::StrCat(LOWP_SOURCE_DATA_DIR, "/../", kDir));
+  }
+  for (const std::string& path : places) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path + "/config.json", ec)) {
+      return std::filesystem::path(path).lexically_normal().string();
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("the bundled model is in none of ",
+                                          absl::StrJoin(places, ", "),
+                                          " (set LOWP_DATA_DIR or give `model`)"));
+}
+
 }  // namespace lowp

@@ -13,6 +13,11 @@ namespace lowp {
 // NotFound naming the places looked in.
 absl::StatusOr<std::string> BundledCheckpoint();
 
+// The bundled model in Hugging Face layout (stories260K-hf: config.json and
+// model.safetensors), the evaluator's default: $LOWP_DATA_DIR/stories260K-hf
+// (or its parent's) if set, else the installed copy, else the source tree's.
+absl::StatusOr<std::string> BundledModel();
+
 }  // namespace lowp
 
 #endif  // LOWP_IO_BUNDLED_H_

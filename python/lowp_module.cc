@@ -488,6 +488,129 @@ py::object RangeStudy(const py::object& data, const py::kwargs& kwargs) {
   return Run<api::RangeStudyResult>([&] { return api::RangeStudy(o); });
 }
 
+// Token ids from an integer array-like: [sequences, length] (or [length],
+// one sequence, `*one_d` set). ValueError for another shape or dtype, or an
+// id outside int32's range.
+api::TokenArray TokensFrom(const std::string& name, const py::handle& v, bool* one_d) {
+  py::array a = py::array::ensure(v);
+  if (!a) throw py::error_already_set();
+  const char kind = a.dtype().kind();
+  if (kind != 'i' && kind != 'u') {
+    throw py::value_error(absl::StrCat(name, ": want an integer array of token ids, not dtype ",
+                                       std::string(py::str(a.dtype()))));
+  }
+  if (a.ndim() != 1 && a.ndim() != 2) {
+    throw py::value_error(absl::StrCat(name, ": want [sequences, length] or [length], not ",
+                                       a.ndim(), " dimensions"));
+  }
+  *one_d = a.ndim() == 1;
+  py::array_t<int64_t, py::array::c_style | py::array::forcecast> ids(a);
+  if (!ids) throw py::error_already_set();
+  api::TokenArray out;
+  out.length = a.ndim() == 1 ? a.shape(0) : a.shape(1);
+  if (ids.size() == 0 || out.length == 0) throw py::value_error(name + ": no tokens");
+  out.ids.resize(static_cast<size_t>(ids.size()));
+  const int64_t* data = ids.data();
+  for (size_t i = 0; i < out.ids.size(); ++i) {
+    if (data[i] < 0 || data[i] > INT32_MAX) {
+      throw py::value_error(absl::StrCat(name, ": token ", data[i], " at sequence ",
+                                         i / out.length, ", position ", i % out.length,
+                                         " is not a token id"));
+    }
+    out.ids[i] = static_cast<int32_t>(data[i]);
+  }
+  return out;
+}
+
+std::string ModelArg(const py::object& model) {
+  return model.is_none() ? std::string() : PathText(model);
+}
+
+py::object ForwardCall(const py::object& model, const py::object& tokens,
+                       const py::object& threads) {
+  bool one_d = false;
+  const api::TokenArray ids = TokensFrom("tokens", tokens, &one_d);
+  const int n_threads = threads.is_none() ? 0 : static_cast<int>(Int("threads", threads));
+  const std::string path = ModelArg(model);
+  absl::StatusOr<std::vector<float>> logits;
+  {
+    py::gil_scoped_release release;
+    logits = api::ForwardLogits(path, {}, ids, n_threads);
+  }
+  std::vector<float> values = Value(std::move(logits));
+  const int64_t sequences = static_cast<int64_t>(ids.ids.size()) / ids.length;
+  const int64_t vocab = static_cast<int64_t>(values.size()) / (sequences * ids.length);
+  std::vector<py::ssize_t> shape;
+  if (!one_d) shape.push_back(sequences);
+  shape.push_back(ids.length);
+  shape.push_back(vocab);
+  py::array_t<float> out(shape);
+  std::memcpy(out.mutable_data(), values.data(), values.size() * sizeof(float));
+  return out;
+}
+
+py::object SampleCall(const py::object& model, int64_t count, int64_t length,
+                      double temperature, uint64_t seed, const py::object& threads) {
+  SampleOptions o;
+  o.count = count;
+  o.length = length;
+  o.temperature = temperature;
+  o.seed = seed;
+  o.threads = threads.is_none() ? 0 : static_cast<int>(Int("threads", threads));
+  const std::string path = ModelArg(model);
+  absl::StatusOr<api::TokenArray> tokens;
+  {
+    py::gil_scoped_release release;
+    tokens = api::Sample(path, {}, o);
+  }
+  api::TokenArray t = Value(std::move(tokens));
+  py::array_t<int32_t> out({static_cast<py::ssize_t>(count), static_cast<py::ssize_t>(length)});
+  std::memcpy(out.mutable_data(), t.ids.data(), t.ids.size() * sizeof(int32_t));
+  return out;
+}
+
+// A site's list: a str ("a,b") or a list of str.
+Setter SiteInto(std::string* field) {
+  return [field](const std::string& n, const py::object& v) {
+    *field = absl::StrJoin(Names(n, v), ",");
+  };
+}
+
+py::object EvalCall(const py::kwargs& kwargs) {
+  api::EvalOptions o;
+  Setters s;
+  s["model"] = [&](const std::string&, const py::object& v) { o.model = ModelArg(v); };
+  s["tensors"] = [&](const std::string& n, const py::object& v) { o.tensors = Paths(n, v); };
+  s["tokens"] = [&](const std::string& n, const py::object& v) {
+    if (IsPath(v)) {
+      o.tokens_file = PathText(v);
+    } else {
+      bool one_d = false;
+      o.token_array = TokensFrom(n, v, &one_d);
+    }
+  };
+  s["sample"] = [&](const std::string& n, const py::object& v) {
+    if (py::isinstance<py::tuple>(v) && py::len(v) == 2) {
+      const py::tuple t = v.cast<py::tuple>();
+      o.sample = absl::StrCat(Int(n, t[0]), ":", Int(n, t[1]));
+    } else {
+      o.sample = Text(n, v);
+    }
+  };
+  s["seed"] = [&](const std::string& n, const py::object& v) {
+    const int64_t seed = Int(n, v);
+    if (seed < 0) throw py::value_error("seed: want a number >= 0");
+    o.seed = static_cast<uint64_t>(seed);
+  };
+  s["weights"] = SiteInto(&o.weights);
+  s["activations"] = SiteInto(&o.activations);
+  s["kv"] = SiteInto(&o.kv);
+  s["compute"] = SiteInto(&o.compute);
+  s["threads"] = IntInto(&o.threads);
+  Keywords("eval", kwargs).Apply(s);
+  return Run<api::EvalResult>([&] { return api::Eval(o); });
+}
+
 ConvertOptions ReadConvertOptions(const std::optional<std::string>& rounding,
                                   const std::optional<std::string>& overflow,
                                   const std::optional<std::string>& subnormals,
@@ -681,6 +804,23 @@ PYBIND11_MODULE(_lowp, m) {
   m.def("plan", &PlanCall,
         "`lowp plan --json`: model=..., mode=..., formats=[...], device=[...], "
         "tensors=[paths], select='*mlp*', html='report.html', and size()'s options.");
+  m.def("forward", &ForwardCall, py::arg("model") = py::none(), py::arg("tokens"),
+        py::kw_only(), py::arg("threads") = py::none(),
+        "float32 logits of a model (a Hugging Face directory; None: the bundled stories260K-hf) "
+        "for integer tokens [sequences, length] -> [sequences, length, vocab] (1-D: [length, "
+        "vocab]).");
+  m.def("sample", &SampleCall, py::arg("model") = py::none(), py::kw_only(),
+        py::arg("count") = 1, py::arg("length") = 64, py::arg("temperature") = 1.0,
+        py::arg("seed") = 0, py::arg("threads") = py::none(),
+        "Token sequences [count, length] sampled from the float32 model, BOS first "
+        "(temperature 0: greedy).");
+  m.def("eval", &EvalCall,
+        "`lowp eval --json`: model=dir, tensors=[paths], tokens=array or .npy path, "
+        "sample='N:LEN', seed=0, weights=[...], activations=[...], kv=[...], compute=[...], "
+        "threads=0.");
+  m.def(
+      "bundled_model", [] { return Value(BundledModel()); },
+      "Directory of the bundled model in Hugging Face layout (stories260K-hf).");
   m.def(
       "bundled_checkpoint", [] { return Value(BundledCheckpoint()); },
       "Path of the bundled real checkpoint (stories260K in float32; $LOWP_DATA_DIR overrides).");

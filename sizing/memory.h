@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "sizing/devices.h"
-#include "sizing/model.h"
+#include "model/config.h"
 
 namespace lowp {
 

@@ -23,7 +23,7 @@
 #include "quant/measure.h"
 #include "sizing/devices.h"
 #include "sizing/memory.h"
-#include "sizing/model.h"
+#include "model/config.h"
 
 namespace lowp {
 

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "formats/option_error.h"
 #include "sizing/memory.h"
-#include "sizing/model.h"
+#include "model/config.h"
 
 namespace lowp {
 namespace {

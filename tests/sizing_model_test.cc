@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sizing/model.h"
+#include "model/config.h"
 
 namespace lowp {
 namespace {

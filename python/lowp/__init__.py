@@ -12,19 +12,25 @@ options' fields, typed (`compare_formats=True`, `relative_floor=1e-4`,
     lowp.decode(codes, "fp8_e4m3fn")                               # float32 values
     lowp.quant_error(weights, "int4-g128")["aggregates"][0]["sqnr_db"]
     lowp.size(model="llama-3.1-70b", mode="inference", weights="int4-g128")
+    lowp.eval(weights=["bf16", "int4-g128"], kv="fp8_e4m3fn")["candidates"][0]["kl_mean"]
+    lowp.forward(lowp.bundled_model(), tokens)                     # float32 logits
 """
 
 from ._lowp import (  # noqa: F401
     bundled_checkpoint,
+    bundled_model,
     convert,
     decode,
     devices,
+    eval,
     formats,
+    forward,
     plan,
     quant_error,
     quantize,
     range_study,
     read_tensors,
+    sample,
     schemes,
     size,
 )

@@ -12,7 +12,7 @@
 #include "formats/reference.h"
 #include "io/bundled.h"
 #include "kernels/convert.h"
-#include "sizing/model.h"
+#include "model/config.h"
 
 int main() {
   const absl::StatusOr<lowp::Format> f = lowp::FindFormat("fp8_e4m3fn");

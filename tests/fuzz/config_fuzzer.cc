@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "sizing/model.h"
+#include "model/config.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace lowp::fuzz {

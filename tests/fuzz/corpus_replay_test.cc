@@ -15,7 +15,7 @@
 #include "io/npy.h"
 #include "io/safetensors.h"
 #include "quant/scheme.h"
-#include "sizing/model.h"
+#include "model/config.h"
 
 namespace lowp::fuzz {
 int FuzzSafetensors(const uint8_t* data, size_t size);

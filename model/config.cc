@@ -1,4 +1,4 @@
-#include "sizing/model.h"
+#include "model/config.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -224,8 +224,10 @@ absl::string_view Described(const Json& value) {
 // default, so a caller reads a group of fields and checks once.
 class FieldReader {
  public:
-  FieldReader(const Json& top, const Json* text, absl::string_view source)
-      : top_(top), text_(text), source_(source) {}
+  // `prefix` names a nested object in messages ("rope_scaling.").
+  FieldReader(const Json& top, const Json* text, absl::string_view source,
+              std::string prefix = "")
+      : top_(top), text_(text), source_(source), prefix_(std::move(prefix)) {}
 
   const absl::Status& status() const { return status_; }
 
@@ -297,6 +299,41 @@ class FieldReader {
     return value->get<std::string>();
   }
 
+  // A finite number; nullopt when absent, null or bad.
+  std::optional<double> OptionalNumber(const std::string& key) {
+    std::string where;
+    const Json* value = Find(key, &where);
+    if (value == nullptr || value->is_null()) return std::nullopt;
+    if (!value->is_number() || !std::isfinite(value->get<double>())) {
+      Fail(where, absl::StrCat("is ", Described(*value), ", not a finite number"));
+      return std::nullopt;
+    }
+    return value->get<double>();
+  }
+
+  // An object; null when absent or null (an error when another type).
+  const Json* OptionalObject(const std::string& key) {
+    std::string where;
+    const Json* value = Find(key, &where);
+    if (value == nullptr || value->is_null()) return nullptr;
+    if (!value->is_object()) {
+      Fail(where, absl::StrCat("is ", Described(*value), ", not an object"));
+      return nullptr;
+    }
+    return value;
+  }
+
+  // Keeps another reader's error unless an earlier one is kept.
+  void Adopt(const absl::Status& status) {
+    if (status_.ok()) status_ = status;
+  }
+
+  // Whether the key is present (null included).
+  bool Has(const std::string& key) const {
+    std::string where;
+    return Find(key, &where) != nullptr;
+  }
+
   // Records an error about `field` unless an earlier one is kept.
   void Fail(absl::string_view field, absl::string_view message) {
     if (status_.ok()) status_ = FieldError(source_, field, message);
@@ -312,7 +349,7 @@ class FieldReader {
         return &*it;
       }
     }
-    *where = key;
+    *where = prefix_ + key;
     auto it = top_.find(key);
     return it == top_.end() ? nullptr : &*it;
   }
@@ -320,6 +357,7 @@ class FieldReader {
   const Json& top_;
   const Json* text_;
   absl::string_view source_;
+  std::string prefix_;
   absl::Status status_;
 };
 
@@ -338,27 +376,118 @@ struct Family {
   // 128), not to hidden_size / num_attention_heads, so a config without it
   // is ambiguous and is refused rather than guessed.
   bool requires_head_dim = false;
+  // Gemma: RMSNorm scales by 1 + w, embeddings are multiplied by
+  // sqrt(hidden_size), the activation is read from hidden_activation and is
+  // tanh-approximated GELU unless it says otherwise.
+  bool gemma = false;
+  // Hugging Face's default when config.json has no sliding_window key (a
+  // null one means no window), and whether use_sliding_window gates it.
+  int64_t default_window = 0;
+  bool window_gated = false;
+  SlidingLayers sliding_layers = SlidingLayers::kAll;
+  double default_rope_theta = 10000;
 };
 
 constexpr Family kFamilies[] = {
     {.model_type = "llama", .reads_attention_bias = true},
-    {.model_type = "mistral"},
-    {.model_type = "qwen2", .attention_bias = true},
+    {.model_type = "mistral", .default_window = 4096},
+    {.model_type = "qwen2",
+     .attention_bias = true,
+     .default_window = 4096,
+     .window_gated = true,
+     .sliding_layers = SlidingLayers::kFrom},
     {.model_type = "qwen3",
      .reads_attention_bias = true,
      .qk_norm = true,
-     .requires_head_dim = true},
+     .requires_head_dim = true,
+     .default_window = 4096,
+     .window_gated = true,
+     .sliding_layers = SlidingLayers::kFrom},
     {.model_type = "gemma",
      .tie_default = true,
      .reads_attention_bias = true,
-     .requires_head_dim = true},
+     .requires_head_dim = true,
+     .gemma = true},
     {.model_type = "gemma2",
      .tie_default = true,
      .reads_attention_bias = true,
      .norms_per_layer = 4,
-     .requires_head_dim = true},
-    {.model_type = "mixtral", .mixture_of_experts = true},
+     .requires_head_dim = true,
+     .gemma = true,
+     .default_window = 4096,
+     .sliding_layers = SlidingLayers::kEven},
+    {.model_type = "mixtral", .mixture_of_experts = true, .default_rope_theta = 1e6},
 };
+
+// The forward-pass fields of a config.json (ModelConfig's last group).
+void ReadForwardFields(FieldReader& fields, const Family& family, const std::string& source,
+                       ModelConfig& m) {
+  m.rms_norm_eps = fields.OptionalNumber("rms_norm_eps").value_or(1e-6);
+  if (m.rms_norm_eps < 0) fields.Fail("rms_norm_eps", "is negative");
+  m.rope_theta = fields.OptionalNumber("rope_theta").value_or(family.default_rope_theta);
+  if (!(m.rope_theta > 0)) fields.Fail("rope_theta", "must be positive");
+  if (const Json* rope = fields.OptionalObject("rope_scaling"); rope != nullptr) {
+    FieldReader scaling(*rope, nullptr, source, "rope_scaling.");
+    std::optional<std::string> type = scaling.OptionalString("rope_type");
+    if (!type.has_value()) type = scaling.OptionalString("type");
+    m.rope_scaling.type = type.value_or("");
+    if (m.rope_scaling.type == "default") m.rope_scaling.type.clear();
+    RopeScaling& r = m.rope_scaling;
+    r.factor = scaling.OptionalNumber("factor").value_or(1);
+    r.low_freq_factor = scaling.OptionalNumber("low_freq_factor").value_or(1);
+    r.high_freq_factor = scaling.OptionalNumber("high_freq_factor").value_or(4);
+    r.original_max_position_embeddings =
+        scaling.OptionalSize("original_max_position_embeddings").value_or(8192);
+    if (!scaling.status().ok()) {
+      fields.Adopt(scaling.status());
+    } else if (!(r.factor > 0) || !(r.low_freq_factor > 0) ||
+               !(r.high_freq_factor > r.low_freq_factor)) {
+      fields.Fail("rope_scaling", "needs factor > 0 and high_freq_factor > low_freq_factor > 0");
+    }
+  }
+  if (family.gemma) {
+    m.norm_adds_one = true;
+    m.scale_embeddings = true;
+    m.activation = fields.OptionalString("hidden_activation").value_or("gelu_pytorch_tanh");
+  } else {
+    m.activation = fields.OptionalString("hidden_act").value_or("silu");
+  }
+  const bool windowed = !family.window_gated || fields.Bool("use_sliding_window", false);
+  std::string where;
+  if (windowed && (family.default_window > 0 || family.mixture_of_experts)) {
+    // Present and null: no window; absent: the config class's default.
+    if (fields.Has("sliding_window")) {
+      m.sliding_window = fields.OptionalSize("sliding_window").value_or(0);
+    } else {
+      m.sliding_window = family.default_window;
+    }
+  }
+  m.sliding_layers = family.sliding_layers;
+  if (m.sliding_layers == SlidingLayers::kFrom) {
+    m.first_sliding_layer = fields.OptionalSize("max_window_layers").value_or(28);
+  }
+  if (absl::string_view(family.model_type) == "gemma2") {
+    m.query_pre_attn_scalar = fields.OptionalNumber("query_pre_attn_scalar").value_or(224);
+    if (!(m.query_pre_attn_scalar > 0)) fields.Fail("query_pre_attn_scalar", "must be positive");
+    m.attn_logit_softcapping =
+        fields.Has("attn_logit_softcapping")
+            ? fields.OptionalNumber("attn_logit_softcapping").value_or(0)
+            : 50.0;
+    m.final_logit_softcapping =
+        fields.Has("final_logit_softcapping")
+            ? fields.OptionalNumber("final_logit_softcapping").value_or(0)
+            : 30.0;
+    if (m.attn_logit_softcapping < 0) fields.Fail("attn_logit_softcapping", "is negative");
+    if (m.final_logit_softcapping < 0) fields.Fail("final_logit_softcapping", "is negative");
+  }
+  if (const std::optional<double> bos = fields.OptionalNumber("bos_token_id"); bos.has_value()) {
+    if (*bos < 0 || *bos != std::floor(*bos) || *bos > 1e12) {
+      fields.Fail("bos_token_id", "is not a token id");
+    } else {
+      m.bos_token_id = static_cast<int64_t>(*bos);
+    }
+  }
+}
 
 std::string SupportedModelTypes() {
   std::vector<std::string> names;
@@ -425,6 +554,8 @@ absl::StatusOr<ModelConfig> ReadFields(FieldReader& fields, absl::string_view so
   }
   m.qk_norm = family->qk_norm;
   m.norms_per_layer = family->norms_per_layer;
+  ReadForwardFields(fields, *family, std::string(source), m);
+  if (!fields.status().ok()) return fields.status();
   if (absl::Status s = CheckModel(m, source); !s.ok()) return s;
   return m;
 }
@@ -654,6 +785,19 @@ absl::StatusOr<ModelConfig> FindModel(absl::string_view preset_or_path) {
   return absl::InvalidArgumentError(
       absl::StrCat("model \"", preset_or_path, "\" is neither a preset (",
                    absl::StrJoin(names, ", "), ") nor a config.json file"));
+}
+
+bool SlidingLayer(const ModelConfig& model, int64_t layer) {
+  if (model.sliding_window <= 0) return false;
+  switch (model.sliding_layers) {
+    case SlidingLayers::kAll:
+      return true;
+    case SlidingLayers::kEven:
+      return layer % 2 == 0;
+    case SlidingLayers::kFrom:
+      return layer >= model.first_sliding_layer;
+  }
+  return true;
 }
 
 absl::Status ValidateModel(const ModelConfig& model) {

@@ -1,13 +1,14 @@
-// Model shapes for the memory model: a decoder-only transformer described by
-// the fields of a Hugging Face config.json, the tensors it holds, and their
-// parameter counts by component.
+// The model description shared by the memory model (sizing/) and the forward
+// pass (model/forward.h): a decoder-only transformer described by the fields
+// of a Hugging Face config.json, the tensors it holds, and their parameter
+// counts by component.
 //
 // The tensors are listed with their shapes and how tensor parallelism splits
 // them, so that the memory model can price each one in its own format (a
 // quantization scheme's bits depend on the matrix shape through its groups)
 // and on each device's shard.
-#ifndef LOWP_SIZING_MODEL_H_
-#define LOWP_SIZING_MODEL_H_
+#ifndef LOWP_MODEL_CONFIG_H_
+#define LOWP_MODEL_CONFIG_H_
 
 #include <cstdint>
 #include <string>
@@ -17,6 +18,24 @@
 #include "absl/strings/string_view.h"
 
 namespace lowp {
+
+// config.json's rope_scaling. Parsing keeps any type (the memory model does
+// not care); the forward pass implements none, linear and llama3 and refuses
+// the others by name.
+struct RopeScaling {
+  std::string type;  // "" (none or "default"), "linear", "llama3", or another name
+  double factor = 1;
+  double low_freq_factor = 1;   // llama3
+  double high_freq_factor = 4;  // llama3
+  int64_t original_max_position_embeddings = 8192;  // llama3
+};
+
+// Which layers a sliding window applies to.
+enum class SlidingLayers {
+  kAll,    // Mistral, Mixtral
+  kEven,   // Gemma 2: layers 0, 2, 4, ... (the others attend globally)
+  kFrom,   // Qwen2 with use_sliding_window: layers >= max_window_layers
+};
 
 struct ModelConfig {
   std::string name;        // preset name, or the config file's path
@@ -44,7 +63,28 @@ struct ModelConfig {
   // The training graph keeps dropout masks (Korthikanti et al.'s GPT); the
   // Llama family trains without dropout.
   bool dropout = false;
+
+  // What the forward pass needs beyond the shapes (config.json's names and
+  // Hugging Face's defaults; the memory model ignores them).
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000;
+  RopeScaling rope_scaling;
+  std::string activation = "silu";  // hidden_act / hidden_activation
+  bool norm_adds_one = false;       // Gemma's RMSNorm: x * (1 + w)
+  bool scale_embeddings = false;    // Gemma: embeddings times sqrt(hidden_size)
+  // Attention over the last `sliding_window` positions (the query's own
+  // included) in the layers SlidingLayer names; 0: no window.
+  int64_t sliding_window = 0;
+  SlidingLayers sliding_layers = SlidingLayers::kAll;
+  int64_t first_sliding_layer = 0;  // kFrom: Qwen2's max_window_layers
+  double query_pre_attn_scalar = 0;  // Gemma 2: scores scaled by its -1/2 power; 0: head_dim
+  double attn_logit_softcapping = 0;   // Gemma 2: scores = c tanh(scores / c); 0: none
+  double final_logit_softcapping = 0;  // Gemma 2: the same on the logits
+  int64_t bos_token_id = 1;
 };
+
+// Whether decoder layer `layer` attends through the sliding window.
+bool SlidingLayer(const ModelConfig& model, int64_t layer);
 
 // The layer a tensor belongs to, for parameter counts by component.
 enum class Component { kEmbedding, kAttention, kMlp, kRouter, kNorm, kLmHead };
@@ -122,4 +162,4 @@ absl::Status ValidateModel(const ModelConfig& model);
 
 }  // namespace lowp
 
-#endif  // LOWP_SIZING_MODEL_H_
+#endif  // LOWP_MODEL_CONFIG_H_

@@ -1,0 +1,412 @@
+#include "api/eval.h"
+
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/match.h"
+#include "kernels/thread_pool.h"
+#include "api/json.h"
+#include "api/quant.h"
+#include "formats/format.h"
+#include "formats/option_error.h"
+#include "io/bundled.h"
+#include "io/tensor_set.h"
+
+namespace lowp::api {
+namespace {
+
+constexpr size_t kMaxCandidates = 256;
+constexpr int64_t kMaxSequences = int64_t{1} << 20;
+
+absl::StatusOr<std::string> ModelPath(const std::string& model) {
+  if (!model.empty()) return model;
+  absl::StatusOr<std::string> bundled = BundledModel();
+  if (!bundled.ok()) return OptionError("model", bundled.status().message());
+  return bundled;
+}
+
+// The items of a comma-separated list, trimmed; "none" kept as "".
+std::vector<std::string> Items(const std::string& list) {
+  std::vector<std::string> out;
+  for (absl::string_view item : absl::StrSplit(list, ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    out.push_back(item == "none" ? "" : std::string(item));
+  }
+  return out;
+}
+
+absl::StatusOr<std::shared_ptr<const Scheme>> SchemeFor(const std::string& field,
+                                                        const std::string& name) {
+  absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(name);
+  if (!scheme.ok()) return OptionError(field, absl::StrCat(name, ": ", scheme.status().message()));
+  return std::shared_ptr<const Scheme>(*std::move(scheme));
+}
+
+struct WeightCandidate {
+  std::string spec;
+  std::vector<WeightRule> rules;
+};
+
+// `weights`: plain schemes are candidates of their own; a run of
+// PATTERN=SCHEME items is one candidate.
+absl::StatusOr<std::vector<WeightCandidate>> WeightCandidates(const std::string& list) {
+  std::vector<WeightCandidate> out;
+  bool in_rules = false;
+  for (const std::string& item : Items(list)) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || item.find(':') < eq) {
+      in_rules = false;
+      WeightCandidate c;
+      c.spec = item;
+      if (!item.empty()) {
+        absl::StatusOr<std::shared_ptr<const Scheme>> s = SchemeFor("weights", item);
+        if (!s.ok()) return s.status();
+        c.rules.push_back({"", *std::move(s)});
+      }
+      out.push_back(std::move(c));
+      continue;
+    }
+    const std::string pattern = item.substr(0, eq), scheme = item.substr(eq + 1);
+    if (pattern.empty() || scheme.empty()) {
+      return OptionError("weights", absl::StrCat("'", item, "' is not PATTERN=SCHEME"));
+    }
+    if (!in_rules) out.push_back({});
+    in_rules = true;
+    WeightCandidate& c = out.back();
+    c.spec = c.spec.empty() ? item : absl::StrCat(c.spec, ",", item);
+    if (scheme != "none") {
+      absl::StatusOr<std::shared_ptr<const Scheme>> s = SchemeFor("weights", scheme);
+      if (!s.ok()) return s.status();
+      c.rules.push_back({pattern, *std::move(s)});
+    } else {
+      c.rules.push_back({pattern, nullptr});
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::shared_ptr<const Scheme>>>> SchemeList(
+    const std::string& field, const std::string& list) {
+  std::vector<std::pair<std::string, std::shared_ptr<const Scheme>>> out;
+  for (const std::string& item : Items(list)) {
+    if (item.empty()) {
+      out.push_back({"", nullptr});
+      continue;
+    }
+    absl::StatusOr<std::shared_ptr<const Scheme>> s = SchemeFor(field, item);
+    if (!s.ok()) return s.status();
+    out.push_back({item, *std::move(s)});
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::optional<Format>>>> FormatList(
+    const std::string& list) {
+  std::vector<std::pair<std::string, std::optional<Format>>> out;
+  for (const std::string& item : Items(list)) {
+    if (item.empty()) {
+      out.push_back({"", std::nullopt});
+      continue;
+    }
+    absl::StatusOr<Format> f = FindFormat(item);
+    if (!f.ok()) return OptionError("compute", absl::StrCat(item, ": ", f.status().message()));
+    if (!f->is_float()) {
+      return OptionError("compute", absl::StrCat(item, " is not a floating format"));
+    }
+    out.push_back({f->name, *f});
+  }
+  return out;
+}
+
+absl::StatusOr<TokenArray> ReadTokens(const std::string& path) {
+  absl::StatusOr<TensorSet> set = TensorSet::Open(path);
+  if (!set.ok()) return OptionError("tokens", set.status().message());
+  if (set->tensors().size() != 1) {
+    return OptionError("tokens", absl::StrCat(path, ": holds ", set->tensors().size(),
+                                              " tensors; want one array of token ids"));
+  }
+  const TensorView& t = set->tensors()[0];
+  if (t.dtype != DType::kI32 && t.dtype != DType::kI64) {
+    return OptionError("tokens", absl::StrCat(path, ": token ids are ", DTypeName(t.dtype),
+                                              "; want int32 or int64"));
+  }
+  if (t.shape.empty() || t.shape.size() > 2 || t.elements() == 0) {
+    return OptionError("tokens", absl::StrCat(path, ": shape [", absl::StrJoin(t.shape, ", "),
+                                              "]; want [sequences, length] or [length]"));
+  }
+  TokenArray out;
+  out.length = t.shape.back();
+  out.ids.resize(static_cast<size_t>(t.elements()));
+  for (size_t i = 0; i < out.ids.size(); ++i) {
+    int64_t v = 0;
+    if (t.dtype == DType::kI32) {
+      int32_t x;
+      std::memcpy(&x, t.bytes.data() + 4 * i, 4);
+      v = x;
+    } else {
+      std::memcpy(&v, t.bytes.data() + 8 * i, 8);
+    }
+    if (v < 0 || v > INT32_MAX) {
+      return OptionError("tokens", absl::StrCat(path, ": token ", v, " at sequence ",
+                                                i / out.length, ", position ", i % out.length,
+                                                " is not a token id"));
+    }
+    out.ids[i] = static_cast<int32_t>(v);
+  }
+  if (absl::Status s = set->CheckIntact(); !s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<std::pair<int64_t, int64_t>> ParseSample(const std::string& text) {
+  std::pair<std::string, std::string> parts = absl::StrSplit(text, absl::MaxSplits(':', 1));
+  int64_t n = 0, len = 0;
+  if (!absl::SimpleAtoi(parts.first, &n) || !absl::SimpleAtoi(parts.second, &len) || n < 1 ||
+      len < 2 || n > kMaxSequences || len > kMaxSequences) {
+    return OptionError("sample", absl::StrCat("'", text, "' is not N:LEN (N sequences of LEN tokens, ",
+                                              "1 <= N, 2 <= LEN <= ", kMaxSequences, ")"));
+  }
+  return std::make_pair(n, len);
+}
+
+nlohmann::json DistributionJson(const Distribution& d) {
+  return {{"mean", JsonNumber(d.mean)},     {"rms", JsonNumber(d.rms)},
+          {"min", JsonNumber(d.min)},       {"p1", JsonNumber(d.p1)},
+          {"p5", JsonNumber(d.p5)},         {"p10", JsonNumber(d.p10)},
+          {"median", JsonNumber(d.median)}, {"p90", JsonNumber(d.p90)},
+          {"p95", JsonNumber(d.p95)},       {"p99", JsonNumber(d.p99)},
+          {"max", JsonNumber(d.max)}};
+}
+
+nlohmann::json CensusJson(const Census& census) {
+  nlohmann::json out = nlohmann::json::object();
+  for (int i = 0; i < kSiteCount; ++i) {
+    const SiteCounts& s = census.sites[i];
+    if (s.values == 0) continue;
+    out[std::string(SiteName(static_cast<Site>(i)))] = {{"values", s.values},
+                                                        {"overflow", s.overflow},
+                                                        {"saturated", s.saturated},
+                                                        {"flushed", s.flushed},
+                                                        {"nonfinite", s.nonfinite}};
+  }
+  return out;
+}
+
+nlohmann::json NullableName(const std::string& s) {
+  return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s);
+}
+
+}  // namespace
+
+const std::vector<std::string>& DefaultEvalWeights() {
+  static const auto* list = new std::vector<std::string>{
+      "fp16",      "bf16", "fp8_e4m3fn", "fp8_e4m3fn-channel", "int8-channel",
+      "int4-g128", "nf4",  "mxfp4",      "q4_0"};
+  return *list;
+}
+
+absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& o) {
+  const bool any = !o.weights.empty() || !o.activations.empty() || !o.kv.empty() ||
+                   !o.compute.empty();
+  absl::StatusOr<std::vector<WeightCandidate>> weights =
+      WeightCandidates(any ? o.weights : absl::StrJoin(DefaultEvalWeights(), ","));
+  if (!weights.ok()) return weights.status();
+  auto activations = SchemeList("activations", o.activations);
+  if (!activations.ok()) return activations.status();
+  auto kv = SchemeList("kv", o.kv);
+  if (!kv.ok()) return kv.status();
+  auto compute = FormatList(o.compute);
+  if (!compute.ok()) return compute.status();
+  const size_t count = weights->size() * activations->size() * kv->size() * compute->size();
+  if (count > kMaxCandidates) {
+    return OptionError("weights", absl::StrCat(count, " candidates (every combination of the ",
+                                               "site lists), above the limit of ", kMaxCandidates));
+  }
+  std::vector<EvalCandidate> out;
+  for (const WeightCandidate& w : *weights) {
+    for (const auto& [a_name, a] : *activations) {
+      for (const auto& [kv_name, kv_scheme] : *kv) {
+        for (const auto& [c_name, c] : *compute) {
+          EvalCandidate e;
+          e.weights = w.spec;
+          for (const WeightRule& rule : w.rules) {
+            // "PATTERN=none" keeps those matrices in float32: a rule with no
+            // scheme that wins the match and quantizes nothing.
+            e.weight_rules.push_back(rule);
+          }
+          e.activations = a_name;
+          e.kv = kv_name;
+          e.compute = c_name;
+          e.emulation.activations = a;
+          e.emulation.kv = kv_scheme;
+          e.emulation.compute = c;
+          std::vector<std::string> parts;
+          const bool only_weights = a_name.empty() && kv_name.empty() && c_name.empty();
+          if (!w.spec.empty()) parts.push_back(only_weights ? w.spec : "w=" + w.spec);
+          if (!a_name.empty()) parts.push_back("a=" + a_name);
+          if (!kv_name.empty()) parts.push_back("kv=" + kv_name);
+          if (!c_name.empty()) parts.push_back("compute=" + c_name);
+          e.label = parts.empty() ? "fp32" : absl::StrJoin(parts, " ");
+          out.push_back(std::move(e));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
+  if (absl::Status s = CheckThreads(o.threads); !s.ok()) return s;
+  absl::StatusOr<std::vector<EvalCandidate>> candidates = EvalCandidates(o);
+  if (!candidates.ok()) return candidates.status();
+  absl::StatusOr<std::string> path = ModelPath(o.model);
+  if (!path.ok()) return path.status();
+  absl::StatusOr<ModelWeights> model = OpenModel(*path, o.tensors);
+  if (!model.ok()) return model.status();
+  EvalResult result;
+  result.model = *path;
+  result.config = model->config;
+  TokenArray tokens;
+  if (!o.tokens_file.empty()) {
+    absl::StatusOr<TokenArray> read = ReadTokens(o.tokens_file);
+    if (!read.ok()) return read.status();
+    tokens = *std::move(read);
+    result.tokens = o.tokens_file;
+  } else if (!o.token_array.ids.empty()) {
+    tokens = o.token_array;
+    result.tokens = "array";
+  } else {
+    absl::StatusOr<std::pair<int64_t, int64_t>> sample = ParseSample(o.sample);
+    if (!sample.ok()) return sample.status();
+    SampleOptions s;
+    s.count = sample->first;
+    s.length = sample->second;
+    s.seed = o.seed;
+    s.threads = o.threads;
+    absl::StatusOr<std::vector<int32_t>> ids = SampleTokens(*model, s);
+    if (!ids.ok()) return ids.status();
+    tokens.ids = *std::move(ids);
+    tokens.length = s.length;
+    result.tokens = absl::StrCat("sampled ", o.sample, " seed ", o.seed);
+  }
+  if (tokens.length < 2) {
+    return OptionError("tokens", "sequences need at least 2 tokens (one prediction)");
+  }
+  absl::StatusOr<EvalReport> report =
+      Evaluate(*model, tokens.ids, tokens.length, *candidates, o.threads, o.progress);
+  if (!report.ok()) {
+    if (absl::StrContains(report.status().message(), "is not a token id")) {
+      return OptionError("tokens", report.status().message());
+    }
+    return report.status();
+  }
+  result.report = *std::move(report);
+  return result;
+}
+
+nlohmann::json ToJson(const EvalResult& r) {
+  nlohmann::json j;
+  j["model"] = r.model;
+  j["model_config"] = ModelJson(r.config);
+  j["tokens"] = r.tokens;
+  const EvalReport& e = r.report;
+  j["sequences"] = e.sequences;
+  j["sequence_length"] = e.sequence_length;
+  j["positions"] = e.positions;
+  j["predictions"] = e.predictions;
+  j["reference"] = {{"cross_entropy", JsonNumber(e.reference_cross_entropy)},
+                    {"perplexity", JsonNumber(e.reference_perplexity)},
+                    {"nonfinite_values", e.reference_census.nonfinite()}};
+  nlohmann::json list = nlohmann::json::array();
+  for (const CandidateResult& c : e.candidates) {
+    nlohmann::json x;
+    x["label"] = c.candidate.label;
+    x["weights"] = NullableName(c.candidate.weights);
+    x["activations"] = NullableName(c.candidate.activations);
+    x["kv"] = NullableName(c.candidate.kv);
+    x["compute"] = NullableName(c.candidate.compute);
+    if (c.weights.tensors.empty()) {
+      x["weight_matrices"] = 0;
+      x["weights_bits_per_weight"] = nullptr;
+      x["weights_sqnr_db"] = nullptr;
+    } else {
+      x["weight_matrices"] = c.weights.tensors.size();
+      x["weights_bits_per_weight"] = JsonNumber(c.weights.total.bits_per_weight());
+      x["weights_sqnr_db"] = JsonNumber(c.weights.total.sqnr_db());
+    }
+    x["kl_mean"] = JsonNumber(c.kl.mean);
+    x["kl_median"] = JsonNumber(c.kl.median);
+    x["kl_p90"] = JsonNumber(c.kl.p90);
+    x["kl_p99"] = JsonNumber(c.kl.p99);
+    x["kl_max"] = JsonNumber(c.kl.max);
+    x["top1_agreement"] = c.top1_agreement;
+    x["delta_p"] = DistributionJson(c.delta_p);
+    x["cross_entropy"] = JsonNumber(c.cross_entropy);
+    x["perplexity"] = JsonNumber(c.perplexity);
+    x["perplexity_ratio"] = JsonNumber(c.perplexity / e.reference_perplexity);
+    x["nonfinite_positions"] = c.nonfinite_positions;
+    nlohmann::json layers = nlohmann::json::array();
+    for (double v : c.layer_relative_rmse) layers.push_back(JsonNumber(v));
+    x["layer_relative_rmse"] = layers;
+    x["census"] = CensusJson(c.census);
+    list.push_back(std::move(x));
+  }
+  j["candidates"] = list;
+  j["perplexity"] = JsonNumber(e.reference_perplexity);
+  return j;
+}
+
+absl::StatusOr<std::vector<float>> ForwardLogits(const std::string& model,
+                                                 const std::vector<std::string>& tensors,
+                                                 const TokenArray& tokens, int threads) {
+  if (absl::Status s = CheckThreads(threads); !s.ok()) return s;
+  absl::StatusOr<std::string> path = ModelPath(model);
+  if (!path.ok()) return path.status();
+  absl::StatusOr<ModelWeights> w = OpenModel(*path, tensors);
+  if (!w.ok()) return w.status();
+  if (tokens.length < 1 || tokens.ids.empty() || tokens.ids.size() % tokens.length != 0) {
+    return OptionError("tokens", "want a non-empty [sequences, length] array");
+  }
+  const int64_t V = w->config.vocab_size;
+  const size_t sequences = tokens.ids.size() / tokens.length;
+  for (size_t i = 0; i < tokens.ids.size(); ++i) {
+    if (tokens.ids[i] < 0 || tokens.ids[i] >= V) {
+      return OptionError("tokens", absl::StrCat("token ", tokens.ids[i], " at sequence ",
+                                                i / tokens.length, ", position ",
+                                                i % tokens.length, " is not below vocab_size (",
+                                                V, ")"));
+    }
+  }
+  std::vector<float> logits(tokens.ids.size() * V);
+  std::vector<absl::Status> errors(sequences);
+  ParallelFor(sequences, ResolveThreads(threads), [&](size_t s) {
+    KvCache cache;
+    errors[s] = Forward(*w, {}, std::span<const int32_t>(tokens.ids).subspan(s * tokens.length,
+                                                                            tokens.length),
+                        cache, std::span<float>(logits).subspan(s * tokens.length * V,
+                                                                tokens.length * V));
+  });
+  for (const absl::Status& s : errors) {
+    if (!s.ok()) return s;
+  }
+  return logits;
+}
+
+absl::StatusOr<TokenArray> Sample(const std::string& model,
+                                  const std::vector<std::string>& tensors,
+                                  const SampleOptions& options) {
+  if (absl::Status s = CheckThreads(options.threads); !s.ok()) return s;
+  absl::StatusOr<std::string> path = ModelPath(model);
+  if (!path.ok()) return path.status();
+  absl::StatusOr<ModelWeights> w = OpenModel(*path, tensors);
+  if (!w.ok()) return w.status();
+  absl::StatusOr<std::vector<int32_t>> ids = SampleTokens(*w, options);
+  if (!ids.ok()) return ids.status();
+  return TokenArray{*std::move(ids), options.length};
+}
+
+}  // namespace lowp::api

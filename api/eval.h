@@ -1,0 +1,87 @@
+// What a format does to the model's outputs (`lowp eval`, lowp.eval): the
+// float32 model and its emulated variants on the same tokens, compared
+// position by position (eval/evaluate.h); and the forward pass and sampler
+// themselves (lowp.forward, lowp.sample).
+#ifndef LOWP_API_EVAL_H_
+#define LOWP_API_EVAL_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "eval/evaluate.h"
+#include "eval/sample.h"
+#include "model/config.h"
+#include "nlohmann/json.hpp"
+
+namespace lowp::api {
+
+// Token ids in memory: [sequences, length] row-major.
+struct TokenArray {
+  std::vector<int32_t> ids;
+  int64_t length = 0;
+};
+
+struct EvalOptions {
+  // A Hugging Face snapshot directory, a config.json or a preset (then
+  // `tensors` is required); empty: the bundled stories260K-hf.
+  std::string model;
+  std::vector<std::string> tensors;
+  // The tokens: `tokens_file` (.npy of int32/int64, [sequences, length] or
+  // [length]), else `token_array` when it holds ids, else `sample` sequences
+  // drawn from the float32 model ("N:LEN", BOS first, temperature 1, `seed`).
+  std::string tokens_file;
+  TokenArray token_array;
+  std::string sample = "16:128";
+  uint64_t seed = 0;
+  // The sites, each a comma-separated list of candidates ("none" or an empty
+  // list: float32); the candidates are every combination. In `weights` a run
+  // of PATTERN=SCHEME items is one candidate, its rules tried in order
+  // ("*.mlp.down_proj.weight=q8_0,*=int4-g128"); a plain SCHEME takes the
+  // decoder layers' linear layers. With no site given, `weights` is
+  // DefaultEvalWeights().
+  std::string weights;
+  std::string activations;  // schemes on the input of each linear layer, per token row
+  std::string kv;           // schemes on each cached key and value vector
+  std::string compute;      // floating formats every site's result is rounded to
+  int threads = 0;
+  std::function<void(int64_t done, int64_t total)> progress;
+};
+
+// fp16, bf16, fp8_e4m3fn, fp8_e4m3fn-channel, int8-channel, int4-g128, nf4,
+// mxfp4, q4_0.
+const std::vector<std::string>& DefaultEvalWeights();
+
+struct EvalResult {
+  std::string model;   // as given or found (the bundled model's directory)
+  ModelConfig config;
+  std::string tokens;  // where they came from: the file, "array", or "sampled N:LEN seed S"
+  EvalReport report;
+};
+
+// Errors name the option (model, tensors, tokens, sample, weights,
+// activations, kv, compute, threads), the file and tensor, or the position
+// of a bad token.
+absl::StatusOr<EvalResult> Eval(const EvalOptions& options);
+nlohmann::json ToJson(const EvalResult& result);
+
+// The candidates a set of site lists makes (what Eval runs), for tests and
+// the plan.
+absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& options);
+
+// The float32 logits of `tokens` ([sequences, length]): [sequences, length,
+// vocab_size].
+absl::StatusOr<std::vector<float>> ForwardLogits(const std::string& model,
+                                                 const std::vector<std::string>& tensors,
+                                                 const TokenArray& tokens, int threads);
+
+// Sequences sampled from the float32 model (eval/sample.h).
+absl::StatusOr<TokenArray> Sample(const std::string& model,
+                                  const std::vector<std::string>& tensors,
+                                  const SampleOptions& options);
+
+}  // namespace lowp::api
+
+#endif  // LOWP_API_EVAL_H_

@@ -1,0 +1,189 @@
+// lowp eval: what emulated formats do to the model's outputs.
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "api/eval.h"
+#include "api/text.h"
+#include "cli/commands.h"
+#include "cli/shared.h"
+#include "cli/table.h"
+
+namespace lowp::cli {
+
+const char kEvalHelp[] =
+    "usage: lowp eval [--model DIR | --model CONFIG --tensors FILES] [--tokens FILE.npy |\n"
+    "                 --sample N:LEN] [--seed S] [--weights LIST] [--activations LIST]\n"
+    "                 [--kv LIST] [--compute LIST] [--layers] [--census] [--json | --csv]\n"
+    "                 [--threads N] [--quiet]\n"
+    "\n"
+    "Runs the model in float32 and each candidate (emulated sites) on the same\n"
+    "tokens and compares their next-token distributions position by position:\n"
+    "KL(P_ref || P_q) in nats (mean, median, p90, p99, max), top-1 agreement, delta p\n"
+    "of the next token (q - p), both models' perplexity over positions 1..L-1, and\n"
+    "per layer the relative RMSE of the hidden state (--layers). NaN or inf counts\n"
+    "per site (--census) and makes KL infinite.\n"
+    "--model: a Hugging Face directory (config.json + model.safetensors or its\n"
+    "  index), or a config.json / preset with --tensors; default: the bundled\n"
+    "  stories260K-hf (llama, 292,800 parameters, vocab 512).\n"
+    "--tokens: .npy of int32/int64 ids, [sequences, length] or [length]; else\n"
+    "  --sample N:LEN (default 16:128) sequences sampled from the float32 model at\n"
+    "  temperature 1, BOS first, seeded by --seed (default 0).\n"
+    "Sites (comma-separated candidates, 'none' = float32; every combination runs):\n"
+    "  --weights      schemes on the decoder layers' linear layers; PATTERN=SCHEME\n"
+    "                 items in a row make one candidate with per-tensor globs\n"
+    "                 ('*.mlp.down_proj.weight=q8_0,*=int4-g128'; '*' also takes the\n"
+    "                 embedding and lm_head). Default when no site is given:\n"
+    "                 fp16,bf16,fp8_e4m3fn,fp8_e4m3fn-channel,int8-channel,int4-g128,\n"
+    "                 nf4,mxfp4,q4_0.\n"
+    "  --activations  schemes on the input of every linear layer, one row per token\n"
+    "                 (int8-channel: per-token absmax int8; fp8_e4m3fn-tensor: one\n"
+    "                 scale per sequence; mxfp8: blocks along the reduction dim).\n"
+    "  --kv           schemes on each cached key (after RoPE) and value, one row\n"
+    "                 per token and kv head.\n"
+    "  --compute      formats every matmul output and elementwise result is rounded\n"
+    "                 to (nearest even; fp16 overflows to inf), counted per site.\n"
+    "--threads: sequences run in parallel, 0 (default) takes every core; results\n"
+    "  do not depend on it.\n";
+
+namespace {
+
+std::string Sci(double v) {
+  if (std::isnan(v)) return "-";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return absl::StrFormat("%.3e", v);
+}
+
+std::string Fixed(double v, int digits) {
+  if (std::isnan(v)) return "-";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return absl::StrFormat("%.*f", digits, v);
+}
+
+void PrintResult(const api::EvalResult& r, Output output, bool layers, bool census) {
+  const EvalReport& e = r.report;
+  std::vector<Row> rows = {{"candidate", "bits/w", "w SQNR dB", "KL mean", "KL median", "KL p99",
+                            "KL max", "top-1", "dp rms", "ppl", "ppl ratio", "nonfinite"}};
+  for (const CandidateResult& c : e.candidates) {
+    const bool quantized = !c.weights.tensors.empty();
+    rows.push_back({c.candidate.label,
+                    quantized ? absl::StrFormat("%.4g", c.weights.total.bits_per_weight()) : "32",
+                    quantized ? api::SqnrText(c.weights.total.sqnr_db()) : "-",
+                    Sci(c.kl.mean), Sci(c.kl.median), Sci(c.kl.p99), Sci(c.kl.max),
+                    api::PercentText(c.top1_agreement), Sci(c.delta_p.rms),
+                    Fixed(c.perplexity, 4), Fixed(c.perplexity / e.reference_perplexity, 5),
+                    std::to_string(c.nonfinite_positions)});
+  }
+  if (output == Output::kCsv) {
+    PrintCsv(rows);
+    return;
+  }
+  std::printf("model     %s (%s, %lld layers, hidden %lld, vocab %lld)\n", r.model.c_str(),
+              r.config.model_type.c_str(), static_cast<long long>(r.config.num_layers),
+              static_cast<long long>(r.config.hidden_size),
+              static_cast<long long>(r.config.vocab_size));
+  std::printf("tokens    %s: %lld sequences x %lld = %llu positions\n", r.tokens.c_str(),
+              static_cast<long long>(e.sequences), static_cast<long long>(e.sequence_length),
+              static_cast<unsigned long long>(e.positions));
+  std::printf("reference float32 perplexity %.4f (cross-entropy %.5f nats over %llu predictions)\n",
+              e.reference_perplexity, e.reference_cross_entropy,
+              static_cast<unsigned long long>(e.predictions));
+  std::printf("units     KL in nats, KL(P_ref || P_q) per position; top-1: positions whose\n"
+              "          argmax agrees; dp: q(next) - p(next); bits/w and w SQNR over the\n"
+              "          quantized matrices ('-': weights in float32)\n\n");
+  PrintTable(rows, {0});
+  if (layers) {
+    std::printf("\nrelative RMSE of the hidden state after each layer, ||h_q - h|| / ||h||\n");
+    std::vector<Row> table;
+    Row header = {"candidate"};
+    for (int64_t l = 0; l < r.config.num_layers; ++l) header.push_back(absl::StrCat("layer ", l));
+    table.push_back(header);
+    for (const CandidateResult& c : e.candidates) {
+      Row row = {c.candidate.label};
+      for (double v : c.layer_relative_rmse) row.push_back(Sci(v));
+      table.push_back(row);
+    }
+    PrintTable(table, {0});
+  }
+  if (census) {
+    std::printf("\ncensus: values per site and what the compute format did to them (candidates\n"
+                "with a compute format or a non-finite value)\n");
+    std::vector<Row> table = {
+        {"candidate", "site", "values", "overflow", "saturated", "flushed", "nonfinite"}};
+    for (const CandidateResult& c : e.candidates) {
+      // Only where something can have happened: a compute format, or a
+      // non-finite value.
+      if (c.candidate.compute.empty() && c.census.nonfinite() == 0) continue;
+      for (int i = 0; i < kSiteCount; ++i) {
+        const SiteCounts& s = c.census.sites[i];
+        if (s.values == 0) continue;
+        table.push_back({c.candidate.label, std::string(SiteName(static_cast<Site>(i))),
+                         std::to_string(s.values), std::to_string(s.overflow),
+                         std::to_string(s.saturated), std::to_string(s.flushed),
+                         std::to_string(s.nonfinite)});
+      }
+    }
+    PrintTable(table, {0, 1});
+  }
+}
+
+}  // namespace
+
+int EvalCommand(const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> args = Args::Parse(
+      argv,
+      {"model", "tensors", "tokens", "sample", "seed", "weights", "activations", "kv", "compute",
+       "threads"},
+      {"json", "csv", "layers", "census", "quiet"});
+  if (!args.ok()) return Fail(args.status());
+  if (!args->positional().empty()) {
+    return Fail(absl::InvalidArgumentError("eval takes no positional arguments; see --help"));
+  }
+  absl::StatusOr<Output> output = ParseOutput(*args);
+  if (!output.ok()) return Fail(output.status());
+  api::EvalOptions o;
+  absl::StatusOr<int> threads = ParseThreads(*args);
+  if (!threads.ok()) return Fail(threads.status());
+  o.threads = *threads;
+  o.model = args->Value("model").value_or("");
+  if (std::optional<std::string> t = args->Value("tensors")) o.tensors = SplitNames(*t);
+  o.tokens_file = args->Value("tokens").value_or("");
+  if (std::optional<std::string> s = args->Value("sample")) {
+    if (!o.tokens_file.empty()) {
+      return Fail(absl::InvalidArgumentError("give --tokens or --sample, not both"));
+    }
+    o.sample = *s;
+  }
+  if (std::optional<std::string> s = args->Value("seed")) {
+    if (!absl::SimpleAtoi(*s, &o.seed)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--seed '", *s, "': want a number >= 0")));
+    }
+  }
+  o.weights = args->Value("weights").value_or("");
+  o.activations = args->Value("activations").value_or("");
+  o.kv = args->Value("kv").value_or("");
+  o.compute = args->Value("compute").value_or("");
+  std::optional<Progress> line;
+  const bool quiet = args->Has("quiet");
+  o.progress = [&line, quiet](int64_t done, int64_t total) {
+    if (!line) line.emplace(static_cast<size_t>(total), quiet);
+    line->Step(absl::StrCat("sequence ", done));
+  };
+  absl::StatusOr<api::EvalResult> result = api::Eval(o);
+  line.reset();
+  if (!result.ok()) return Fail(result.status());
+  if (*output == Output::kJson) {
+    EmitJson(api::ToJson(*result));
+    return 0;
+  }
+  PrintResult(*result, *output, args->Has("layers"), args->Has("census"));
+  return 0;
+}
+
+}  // namespace lowp::cli

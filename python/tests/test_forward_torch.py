@@ -1,0 +1,265 @@
+"""`lowp.forward` and `lowp.sample` against an independent float64 PyTorch
+oracle (torch_reference.py, written from the architectures' formulas), on
+small random models of every supported family and on the bundled real model
+stories260K-hf, whose greedy story must be llama2.c's expected output.
+
+Torch is an oracle only: without it these tests skip, unless
+LOWP_REQUIRE_TORCH=1 (then a missing torch is an error).
+"""
+
+import functools
+import os
+
+import numpy as np
+import pytest
+
+if os.environ.get("LOWP_REQUIRE_TORCH") == "1":
+    import torch
+else:
+    torch = pytest.importorskip("torch")
+
+import lowp  # noqa: E402
+import torch_reference as ref  # noqa: E402
+
+torch.set_num_threads(2)
+
+DATA = os.environ.get("LOWP_TEST_DATA", os.path.join(os.path.dirname(__file__), "../../tests/data"))
+STORIES = os.path.join(DATA, "stories260K-hf")
+TOKENIZER = os.path.join(DATA, "stories260K", "tok512.bin")
+
+# float32 against float64: per position, the largest logit error relative to
+# the largest |logit| there. float32 rounding gives ~1e-6; a wrong formula
+# gives 1e-2 or more.
+TOLERANCE = 1e-4
+
+# llama2.c's test_all.py `expected_stdout` (karpathy/llama2.c, commit
+# 350e04fe35433e6d2941dce5a1f53308f87058eb, test_all.py): what
+# `./run stories260K.bin -z tok512.bin -t 0.0 -n 200` prints, its trailing
+# newline stripped.
+LLAMA2C_STEPS = 200
+LLAMA2C_EXPECTED = (
+    b"Once upon a time, there was a little girl named Lily. She loved to play outside in the park. "
+    b"One day, she saw a big, red ball. She wanted to play with it, but it was too high.\n"
+    b"Lily's mom said, \"Lily, let's go to the park.\" Lily was sad and didn't know what to do. "
+    b"She said, \"I want to play with your ball, but I can't find it.\"\n"
+    b"Lily was sad and didn't know what to do. She said, \"I'm sorry, Lily. I didn't know what to do.\"\n"
+    b"Lily didn't want to help her mom, so she"
+)
+
+
+def check_close(ours, reference, label):
+    """Assert the relative error bound, printing the measured number."""
+    err = ref.relative_error(ours, reference)
+    print(f"\n{label}: max relative logit error {err:.3g}")
+    assert err <= TOLERANCE, f"{label}: max relative logit error {err:.3g} > {TOLERANCE:g}"
+    return err
+
+
+# ------------------------------------------------------------ random models
+
+
+def config(model_type, architecture, **fields):
+    """A small config.json: 4 heads, 2 kv heads, vocab 101 (odd on purpose),
+    every setting the oracle reads written out (no family defaults relied on
+    unless a case leaves a field out on purpose)."""
+    base = {
+        "architectures": [architecture], "model_type": model_type,
+        "vocab_size": 101, "hidden_size": 48, "intermediate_size": 88,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "max_position_embeddings": 256,
+        "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": False,
+        "hidden_act": "silu", "torch_dtype": "float32",
+    }
+    base.update(fields)
+    return {k: v for k, v in base.items() if v is not ...}  # `...`: leave the field out
+
+
+GELU = {"hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh"}
+
+CASES = {
+    # head_dim absent: hidden / heads = 12
+    "llama": config("llama", "LlamaForCausalLM", attention_bias=False, mlp_bias=False, rope_scaling=None),
+    "llama_biases_llama3_rope": config(
+        "llama", "LlamaForCausalLM", hidden_size=64, head_dim=16, attention_bias=True, mlp_bias=True,
+        rope_theta=500000.0,
+        # L0 = 64 puts head_dim 16's wavelengths in all three bands (< 16, 16..64, > 64)
+        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                      "high_freq_factor": 4.0, "original_max_position_embeddings": 64}),
+    # the older spelling "type"
+    "llama_linear_rope": config("llama", "LlamaForCausalLM", head_dim=8,
+                                rope_scaling={"type": "linear", "factor": 4.0}),
+    "llama_tied": config("llama", "LlamaForCausalLM", tie_word_embeddings=True),
+    "mistral_window": config("mistral", "MistralForCausalLM", num_hidden_layers=3, head_dim=16,
+                             rope_theta=1000000.0, sliding_window=8),
+    # sliding_window set but use_sliding_window false: no window anywhere
+    "qwen2": config("qwen2", "Qwen2ForCausalLM", rms_norm_eps=1e-6, use_sliding_window=False,
+                    sliding_window=8, max_window_layers=1),
+    # layers 1 and 2 windowed, layer 0 not
+    "qwen2_window": config("qwen2", "Qwen2ForCausalLM", num_hidden_layers=3, use_sliding_window=True,
+                           sliding_window=8, max_window_layers=1),
+    # heads * head_dim = 64 != hidden 48
+    "qwen3": config("qwen3", "Qwen3ForCausalLM", head_dim=16, rope_theta=1000000.0,
+                    attention_bias=False, use_sliding_window=False, sliding_window=None),
+    # tie_word_embeddings left out: gemma's default is tied (the file has no lm_head)
+    "gemma": config("gemma", "GemmaForCausalLM", head_dim=16, rms_norm_eps=1e-6,
+                    tie_word_embeddings=..., **GELU),
+    # softcaps small enough to bend the scores and the logits
+    "gemma2_softcap_window": config(
+        "gemma2", "Gemma2ForCausalLM", num_hidden_layers=3, head_dim=16, rms_norm_eps=1e-6,
+        tie_word_embeddings=True, query_pre_attn_scalar=24, attn_logit_softcapping=4.0,
+        final_logit_softcapping=10.0, sliding_window=8, **GELU),
+    "mixtral_4x2": config("mixtral", "MixtralForCausalLM", hidden_size=32, intermediate_size=40, head_dim=8,
+                          num_local_experts=4, num_experts_per_tok=2, sliding_window=16),
+}
+
+
+def make_model(tmp_path, name, shards=1):
+    cfg = CASES[name]
+    seed = list(CASES).index(name)
+    tensors = ref.random_model(cfg, seed)
+    ref.save_model(tmp_path, cfg, tensors, shards=shards)
+    return cfg, seed
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_random_model_matches_oracle(tmp_path, name):
+    cfg, seed = make_model(tmp_path, name)
+    rng = np.random.default_rng(100 + seed)
+    # int32 and int64 inputs alternate over the cases
+    tokens = rng.integers(0, cfg["vocab_size"], size=(2, 24)).astype(np.int32 if seed % 2 else np.int64)
+    ours = lowp.forward(tmp_path, tokens)  # os.PathLike
+    assert ours.dtype == np.float32 and ours.shape == (2, 24, cfg["vocab_size"])
+    theirs = ref.forward(*ref.load_model(tmp_path), tokens)
+    # the logits are O(1-10): a test on a degenerate (all ~0) model would prove little
+    assert 1.0 < float(theirs.abs().max()) < 100.0
+    check_close(ours, theirs.numpy(), name)
+
+
+# Each case's distinguishing setting switched off (same weights): the oracle's
+# logits must move by far more than TOLERANCE, or the case would not test it.
+FEATURE_OFF = {
+    "llama_biases_llama3_rope": {"rope_scaling": None},
+    "llama_linear_rope": {"rope_scaling": None},
+    "mistral_window": {"sliding_window": None},
+    "qwen2": {"use_sliding_window": True},  # the ignored window would have mattered
+    "qwen2_window": {"use_sliding_window": False},
+    "gemma2_softcap_window:attn": {"attn_logit_softcapping": None},
+    "gemma2_softcap_window:final": {"final_logit_softcapping": None},
+    "gemma2_softcap_window:window": {"sliding_window": None},
+    "mixtral_4x2": {"num_experts_per_tok": 4},
+}
+
+
+@pytest.mark.parametrize("key", list(FEATURE_OFF))
+def test_oracle_case_exercises_its_feature(key):
+    """No lowp: the oracle alone, on the case's random weights."""
+    name = key.split(":")[0]
+    cfg = CASES[name]
+    weights = {k: torch.from_numpy(a.astype(np.float64))
+               for k, a in ref.random_model(cfg, list(CASES).index(name)).items()}
+    tokens = np.random.default_rng(0).integers(0, cfg["vocab_size"], size=(2, 24))
+    on = ref.forward(cfg, weights, tokens).numpy()
+    off = ref.forward({**cfg, **FEATURE_OFF[key]}, weights, tokens).numpy()
+    err = ref.relative_error(off, on)
+    assert err > 100 * TOLERANCE, f"{key}: {FEATURE_OFF[key]} moves the logits only {err:.3g}"
+
+
+def test_sharded_model_equals_single_file(tmp_path):
+    """model.safetensors.index.json + shards: the same logits, bit for bit."""
+    single, sharded = tmp_path / "single", tmp_path / "sharded"
+    cfg, _ = make_model(single, "llama_biases_llama3_rope")
+    make_model(sharded, "llama_biases_llama3_rope", shards=3)
+    assert not (sharded / "model.safetensors").exists()
+    tokens = np.random.default_rng(7).integers(0, cfg["vocab_size"], size=(2, 24))
+    np.testing.assert_array_equal(lowp.forward(str(sharded), tokens), lowp.forward(str(single), tokens))
+
+
+# ------------------------------------------------------------ the bundled model
+
+
+@functools.lru_cache(maxsize=None)
+def stories():
+    return ref.load_model(STORIES)
+
+
+@functools.lru_cache(maxsize=None)
+def oracle_greedy(length):
+    """The oracle's greedy chain from BOS (about 5 s for 201 tokens: every
+    step is a full forward pass, no cache to get wrong)."""
+    return ref.greedy(*stories(), length)
+
+
+def test_stories_config_is_what_the_oracle_reads():
+    cfg, weights = stories()
+    s = ref.Spec(cfg)
+    assert (s.family, s.hidden, s.layers, s.heads, s.kv_heads, s.head_dim, s.vocab) == ("llama", 64, 5, 8, 4, 8, 512)
+    assert (s.eps, s.tied, s.qkv_bias) == (1e-5, False, False)
+    assert set(weights) == set(ref.tensor_shapes(cfg))
+
+
+def test_oracle_greedy_story_is_llama2c_expected_output():
+    """Oracle self-check, no lowp: the float64 forward pass of stories260K-hf,
+    greedy from BOS, printed as run.c prints, is llama2.c's expected text.
+    run.c -n 200 forwards positions 0..199 and prints the token sampled at
+    each, so 200 pieces: 201 tokens counting BOS."""
+    pieces = ref.load_llama2c_vocab(TOKENIZER)
+    tokens = oracle_greedy(LLAMA2C_STEPS + 1)
+    assert ref.llama2c_output(pieces, tokens, LLAMA2C_STEPS) == LLAMA2C_EXPECTED
+
+
+def test_stories_sampled_and_fixed_tokens_match_oracle():
+    sampled = lowp.sample(STORIES, count=4, length=64, seed=1)
+    assert sampled.dtype == np.int32 and sampled.shape == (4, 64)
+    assert np.all(sampled[:, 0] == 1) and sampled.min() >= 0 and sampled.max() < 512
+    np.testing.assert_array_equal(lowp.sample(STORIES, count=4, length=64, seed=1), sampled)  # seeded
+    assert len({row.tobytes() for row in sampled}) > 1  # the rows are not one stream repeated
+
+    fixed = np.random.default_rng(2024).integers(0, 512, size=(2, 96)).astype(np.int64)
+    fixed[:, 0] = 1
+    for label, tokens in (("stories260K sampled 4x64", sampled), ("stories260K fixed 2x96", fixed)):
+        ours = lowp.forward(STORIES, tokens)
+        assert ours.dtype == np.float32 and ours.shape == tokens.shape + (512,)
+        check_close(ours, ref.forward(*stories(), tokens).numpy(), label)
+
+    # 1-D tokens give [seq_len, vocab], the same numbers as the row of a batch
+    one = lowp.forward(STORIES, fixed[1])
+    assert one.shape == (96, 512)
+    check_close(one, ref.forward(*stories(), fixed[1]).numpy(), "stories260K 1-D")
+
+
+def test_stories_greedy_sample_is_oracle_greedy_chain():
+    """temperature 0: each token is the oracle's argmax after the ones
+    before it. One oracle pass over lowp's tokens suffices: if every token is
+    the argmax of its prefix, the two chains are the same chain."""
+    tokens = lowp.sample(STORIES, count=1, length=200, temperature=0.0)
+    assert tokens.shape == (1, 200) and tokens[0, 0] == 1
+    logits = ref.forward(*stories(), tokens[0]).numpy()
+    argmax = np.argmax(logits[:-1], axis=-1)  # first maximum: ties to the lowest id
+    mismatch = np.flatnonzero(argmax != tokens[0, 1:])
+    assert mismatch.size == 0, f"greedy token {mismatch[0] + 1} is not the oracle's argmax"
+    # the margins are wide enough that float32 and float64 argmaxes agree
+    np.testing.assert_array_equal(tokens[0], oracle_greedy(LLAMA2C_STEPS + 1)[:200])
+
+
+def test_stories_greedy_story_is_llama2c_expected_output():
+    """lowp's greedy tokens printed as run.c prints them (see the oracle
+    self-check for why 201 tokens mirror -n 200)."""
+    pieces = ref.load_llama2c_vocab(TOKENIZER)
+    tokens = lowp.sample(STORIES, count=1, length=LLAMA2C_STEPS + 1, temperature=0.0)[0]
+    assert ref.llama2c_output(pieces, tokens, LLAMA2C_STEPS) == LLAMA2C_EXPECTED
+
+
+def test_forward_is_thread_count_independent():
+    tokens = np.random.default_rng(5).integers(0, 512, size=(3, 80))
+    logits = [lowp.forward(STORIES, tokens, threads=n) for n in (1, 2, 3)]
+    for n, other in zip((2, 3), logits[1:]):
+        assert np.array_equal(logits[0], other), f"threads={n} differs from threads=1"
+
+
+def test_bad_tokens_are_value_errors():
+    with pytest.raises(ValueError):
+        lowp.forward(STORIES, np.array([[1, 512]]))  # vocab_size is 512
+    with pytest.raises(ValueError):
+        lowp.forward(STORIES, np.array([[1, -1]]))
+    with pytest.raises(ValueError):
+        lowp.forward(STORIES, np.ones((1, 2, 3), dtype=np.int64))

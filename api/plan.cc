@@ -9,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "api/eval.h"
 #include "api/json.h"
 #include "api/plan_html.h"
 #include "api/text.h"
@@ -50,6 +52,18 @@ nlohmann::json ToJson(const Plan& plan) {
   a["skipped"] = s.skipped;
   a["select"] = plan.options.select;
   j["accuracy"] = a;
+  if (plan.eval) {
+    const PlanEval& e = *plan.eval;
+    j["eval"] = {{"model", e.model},
+                 {"tokens", e.tokens},
+                 {"positions", e.positions},
+                 {"reference_perplexity", JsonNumber(e.reference_perplexity)},
+                 {"proxy", e.proxy},
+                 {"proxy_reason", e.proxy ? nlohmann::json(e.proxy_reason) : nlohmann::json()}};
+  } else {
+    j["eval"] = nullptr;
+  }
+  j["pareto_on"] = plan.eval ? "kl_mean" : "relative_rmse";
   j["pareto_size_tolerance"] = kParetoSizeTolerance;
   j["candidates"] = nlohmann::json::array();
   for (const PlanCandidate& c : plan.candidates) {
@@ -66,6 +80,16 @@ nlohmann::json ToJson(const Plan& plan) {
     cj["relative_rmse"] = JsonNumber(c.relative_rmse());
     cj["clipped_fraction"] = JsonNumber(c.clipped_fraction());
     cj["overflow_fraction"] = JsonNumber(c.overflow_fraction());
+    if (c.end_to_end) {
+      const PlanCandidate::EndToEnd& x = *c.end_to_end;
+      cj["end_to_end"] = {{"kl_mean", JsonNumber(x.kl_mean)},
+                          {"kl_p99", JsonNumber(x.kl_p99)},
+                          {"top1_agreement", JsonNumber(x.top1_agreement)},
+                          {"perplexity", JsonNumber(x.perplexity)},
+                          {"perplexity_ratio", JsonNumber(x.perplexity_ratio)}};
+    } else {
+      cj["end_to_end"] = nullptr;
+    }
     cj["pareto"] = c.pareto;
     cj["error"] = QuantReportJson(c.error, plan.options.measure.relative_floor, false);
     cj["devices"] = nlohmann::json::array();
@@ -106,6 +130,67 @@ nlohmann::json ToJson(const Plan& plan) {
 }
 
 
+namespace {
+
+// Whether two configs describe the same network (names aside).
+bool SameShape(const ModelConfig& a, const ModelConfig& b) {
+  return a.model_type == b.model_type && a.hidden_size == b.hidden_size &&
+         a.intermediate_size == b.intermediate_size && a.num_layers == b.num_layers &&
+         a.num_heads == b.num_heads && a.num_kv_heads == b.num_kv_heads &&
+         a.head_dim == b.head_dim && a.vocab_size == b.vocab_size &&
+         a.num_experts == b.num_experts;
+}
+
+// lowp eval with each candidate's format on the linear layers; the Pareto
+// front is then taken on mean KL.
+absl::Status AddEndToEnd(const PlanJobOptions& o, Plan& plan) {
+  EvalOptions e;
+  e.model = o.eval_model;
+  e.sample = o.eval_sample;
+  e.seed = o.eval_seed;
+  e.threads = o.threads;
+  std::vector<std::string> formats;
+  for (const PlanCandidate& c : plan.candidates) formats.push_back(c.format);
+  e.weights = absl::StrJoin(formats, ",");
+  absl::StatusOr<EvalResult> r = Eval(e);
+  if (!r.ok()) {
+    const std::string field = OptionOf(r.status()).value_or("");
+    if (field == "model") return OptionError("eval_model", r.status().message());
+    if (field == "sample") return OptionError("eval_sample", r.status().message());
+    return r.status();
+  }
+  PlanEval pe;
+  pe.model = r->model;
+  pe.tokens = r->tokens;
+  pe.positions = r->report.positions;
+  pe.reference_perplexity = r->report.reference_perplexity;
+  pe.proxy = !SameShape(r->config, plan.model);
+  if (pe.proxy) {
+    pe.proxy_reason = absl::StrCat("measured on ", r->config.model_type, " with ",
+                                   r->config.num_layers, " layers of width ",
+                                   r->config.hidden_size, ", not ", plan.model.name);
+  }
+  plan.eval = pe;
+  std::vector<double> bytes, kl;
+  for (size_t i = 0; i < plan.candidates.size(); ++i) {
+    const CandidateResult& c = r->report.candidates[i];
+    PlanCandidate::EndToEnd x;
+    x.kl_mean = c.kl.mean;
+    x.kl_p99 = c.kl.p99;
+    x.top1_agreement = c.top1_agreement;
+    x.perplexity = c.perplexity;
+    x.perplexity_ratio = c.perplexity / r->report.reference_perplexity;
+    plan.candidates[i].end_to_end = x;
+    bytes.push_back(static_cast<double>(plan.candidates[i].weight_bytes));
+    kl.push_back(x.kl_mean);
+  }
+  const std::vector<bool> pareto = ParetoOptimal(bytes, kl);
+  for (size_t i = 0; i < pareto.size(); ++i) plan.candidates[i].pareto = pareto[i];
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
   if (!o.sizing.weights.empty()) {
     return OptionError("weights", "plan compares weight formats; list them with `formats`");
@@ -138,6 +223,9 @@ absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
   }
   absl::StatusOr<Plan> plan = MakePlan(*model, options);
   if (!plan.ok()) return plan.status();
+  if (o.eval) {
+    if (absl::Status s = AddEndToEnd(o, *plan); !s.ok()) return s;
+  }
   if (o.html) {
     const std::string page = PlanHtml(*plan, o.html_command);
     absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(*o.html, o.html_label);
@@ -181,6 +269,14 @@ std::vector<std::string> PlanCells(const Plan& plan, const PlanCandidate& c, siz
       c.error.stats.measured > 0 ? absl::StrFormat("%.3g", c.error.max_abs_error()) : "-",
       PercentText(c.clipped_fraction())};
   if (PlanAnyOverflow(plan)) cells.push_back(PercentText(c.overflow_fraction()));
+  if (plan.eval) {
+    const PlanCandidate::EndToEnd& x = *c.end_to_end;
+    cells.push_back(std::isfinite(x.kl_mean) ? absl::StrFormat("%.3g", x.kl_mean) : "inf");
+    cells.push_back(PercentText(x.top1_agreement));
+    cells.push_back(std::isfinite(x.perplexity_ratio)
+                        ? absl::StrFormat("%+.2f%%", 100 * (x.perplexity_ratio - 1))
+                        : "inf");
+  }
   return cells;
 }
 

@@ -34,10 +34,20 @@ struct PlanJobOptions {
   std::optional<std::string> html;
   std::string html_command;
   std::string html_label = "html";
+  // Also run lowp eval with each candidate format on the linear layers:
+  // KL, top-1 and perplexity beside the memory, and the Pareto front on KL.
+  // `eval_model` is a Hugging Face directory (empty: the bundled
+  // stories260K-hf); tokens sampled as `eval_sample` ("N:LEN") with
+  // `eval_seed`.
+  bool eval = false;
+  std::string eval_model;
+  std::string eval_sample = "16:128";
+  uint64_t eval_seed = 0;
   ProgressFn progress;
 };
 
-// Errors name the field (model, formats X, device, tensors, select, html).
+// Errors name the field (model, formats X, device, tensors, select, html,
+// eval_model, eval_sample).
 absl::StatusOr<Plan> PlanJob(const PlanJobOptions& options);
 nlohmann::json ToJson(const Plan& plan);
 

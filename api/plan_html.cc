@@ -218,14 +218,21 @@ struct Box {
   bool Overlaps(const Box& b) const { return x0 < b.x1 && b.x0 < x1 && y0 < b.y1 && b.y0 < y1; }
 };
 
+// Error against bits per weight: mean KL divergence of the model's outputs
+// when the plan has them (lowp plan --eval), else the weights' relative RMSE.
 std::string ErrorChart(const Plan& plan) {
   const std::vector<PlanCandidate>& candidates = plan.candidates;
+  const bool kl = plan.eval.has_value();
+  auto metric = [kl](const PlanCandidate& c) {
+    return kl ? c.end_to_end->kl_mean : c.relative_rmse();
+  };
+  auto tick = [kl](double v) { return kl ? absl::StrFormat("%g", v) : PercentText(v); };
   double min_bits = INFINITY, max_bits = 0, min_error = INFINITY, max_error = 0;
   bool exact = false, unbounded = false;  // an error of 0; of inf or NaN
   for (const PlanCandidate& c : candidates) {
     min_bits = std::min(min_bits, c.linear_bits_per_parameter);
     max_bits = std::max(max_bits, c.linear_bits_per_parameter);
-    const double e = c.relative_rmse();
+    const double e = metric(c);
     exact |= e == 0;
     unbounded |= !std::isfinite(e);
     if (e > 0 && std::isfinite(e)) {
@@ -255,14 +262,15 @@ std::string ErrorChart(const Plan& plan) {
            (std::log10(error) - y_low) / (y_high - y_low) * (decades_bottom - decades_top);
   };
 
-  std::string svg = SvgStart("error versus bits per weight with the Pareto front");
+  std::string svg = SvgStart(kl ? "mean KL divergence versus bits per weight with the Pareto front"
+                                : "error versus bits per weight with the Pareto front");
   std::vector<Box> taken;  // by tick labels, points and point labels
   for (double k = std::floor(y_low); k <= y_high; ++k) {
     for (double m : {1, 2, 5}) {
       const double error = m * std::pow(10, k);
       if (std::log10(error) < y_low || std::log10(error) > y_high) continue;
       if (m > 1 && y_high - y_low > 3) continue;  // decades alone
-      const std::string label = PercentText(error);
+      const std::string label = tick(error);
       absl::StrAppend(&svg, Line(left, y(error), right, y(error), "grid"),
                       Text(left - 6, y(error) + 4, label, "end"));
       taken.push_back({left - 6 - TextWidth(label), y(error) - 7, left - 6, y(error) + 6});
@@ -281,7 +289,10 @@ std::string ErrorChart(const Plan& plan) {
       &svg, Line(left, bottom + 9, right, bottom + 9, "axis"),
       Text((left + right) / 2, bottom + 41,
            "bits per weight of the linear layers, scales included (log scale)", "middle"),
-      Text(16, (top + bottom) / 2, "relative RMSE (log scale; lower is better)", "middle", -90));
+      Text(16, (top + bottom) / 2,
+           kl ? "mean KL divergence of the outputs, nats (log scale; lower is better)"
+              : "relative RMSE (log scale; lower is better)",
+           "middle", -90));
   absl::StrAppend(&svg, "<circle cx=\"", left + 5, "\" cy=\"13\" r=\"5\" class=\"optimal\"/>\n",
                   Text(left + 16, 17, "Pareto-optimal"), "<circle cx=\"", left + 135,
                   "\" cy=\"13\" r=\"5\" class=\"dominated\"/>\n", Text(left + 146, 17, "dominated"),
@@ -290,7 +301,7 @@ std::string ErrorChart(const Plan& plan) {
 
   std::vector<std::pair<double, double>> front;  // (x, y) of the optimal points
   for (const PlanCandidate& c : candidates) {
-    if (c.pareto) front.emplace_back(x(c.linear_bits_per_parameter), y(c.relative_rmse()));
+    if (c.pareto) front.emplace_back(x(c.linear_bits_per_parameter), y(metric(c)));
   }
   std::sort(front.begin(), front.end());
   if (!front.empty()) {
@@ -308,7 +319,7 @@ std::string ErrorChart(const Plan& plan) {
   // points are labelled first, and drawn first so that a dominated ring on
   // one stays visible.
   for (const PlanCandidate& c : candidates) {
-    const double px = x(c.linear_bits_per_parameter), py = y(c.relative_rmse());
+    const double px = x(c.linear_bits_per_parameter), py = y(metric(c));
     taken.push_back({px - 5, py - 5, px + 5, py + 5});
   }
   std::vector<size_t> order(candidates.size());
@@ -316,7 +327,7 @@ std::string ErrorChart(const Plan& plan) {
   std::stable_partition(order.begin(), order.end(), [&](size_t i) { return candidates[i].pareto; });
   for (size_t i : order) {
     const PlanCandidate& c = candidates[i];
-    const double error = c.relative_rmse();
+    const double error = metric(c);
     const double px = x(c.linear_bits_per_parameter), py = y(error);
     const std::string label = absl::StrCat(c.format, error == 0          ? " (exact)"
                                                      : std::isinf(error) ? " (overflow)"
@@ -344,10 +355,11 @@ std::string ErrorChart(const Plan& plan) {
     absl::StrAppend(
         &svg, "<g class=\"point\" data-format=\"", Escape(c.format), "\">\n",
         absl::StrFormat("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" class=\"%s\"><title>%s: %s "
-                        "bits/w, rel RMSE %s, SQNR %s dB</title></circle>\n",
+                        "bits/w, rel RMSE %s, SQNR %s dB%s</title></circle>\n",
                         px, py, c.pareto ? "optimal" : "dominated", Escape(c.format),
                         absl::StrFormat("%.4g", c.linear_bits_per_parameter),
-                        PercentText(c.relative_rmse()), SqnrText(c.sqnr_db())),
+                        PercentText(c.relative_rmse()), SqnrText(c.sqnr_db()),
+                        kl ? absl::StrFormat(", KL %g", metric(c)) : ""),
         chosen < 2 ? "" : Line(px + 5 * side, py, px + 8 * side, label_y, "leader"),
         Text(px + 9 * side, label_y + 4, label, side > 0 ? "start" : "end"), "</g>\n");
   }
@@ -382,6 +394,11 @@ std::string DeviceTable(const Plan& plan, size_t d) {
                                        "max abs err",
                                        "clipped"};
   if (overflow) headings.push_back("overflow");
+  if (plan.eval) {
+    for (const char* h : {"mean KL (nats)", "top-1 agreement", "perplexity change"}) {
+      headings.push_back(h);
+    }
+  }
   headings.push_back("Pareto");
   for (const std::string& heading : headings) absl::StrAppend(&html, "<th>", heading, "</th>");
   absl::StrAppend(&html, "</tr>\n");
@@ -436,14 +453,29 @@ std::string PlanHtml(const Plan& plan, const std::string& command) {
                     "). The error columns and chart say what each format does to them, not to "
                     "the model's own weights.</p>\n");
   }
+  if (plan.eval) {
+    const PlanEval& e = *plan.eval;
+    absl::StrAppend(&html, "<p><b>Outputs</b> measured by lowp eval on ", Escape(e.model),
+                    ", tokens ", Escape(e.tokens), " (", Grouped(static_cast<int64_t>(e.positions)),
+                    " positions): each format on the linear layers against the float32 model "
+                    "(perplexity ", absl::StrFormat("%.4f", e.reference_perplexity), ").</p>\n");
+    if (e.proxy) {
+      absl::StrAppend(&html, "<p class=\"proxy\"><b>The outputs are a proxy:</b> ",
+                      Escape(e.proxy_reason), ".</p>\n");
+    }
+  }
+  const std::string chart_caption =
+      plan.eval ? "Mean KL divergence KL(P<sub>float32</sub> || P<sub>format</sub>) of the "
+                  "next-token distributions, nats per position. Pareto-optimal: no other format "
+                  "is as small (within "
+                : "Relative RMSE = ||q - x|| / ||x|| over the measured tensors. Pareto-optimal: "
+                  "no other format is as small (within ";
   absl::StrAppend(&html,
                   "<h2>Memory per device</h2>\n<p class=\"caption\">The most loaded device of the "
                   "layout, by component, for each format; the dashed lines are each device's "
                   "capacity (after headroom).</p>\n",
                   MemoryChart(plan),
-                  "<h2>Error versus bits per weight</h2>\n<p class=\"caption\">Relative RMSE = "
-                  "||q - x|| / ||x|| over the measured tensors. Pareto-optimal: no other format "
-                  "is as small (within ",
+                  "<h2>Error versus bits per weight</h2>\n<p class=\"caption\">", chart_caption,
                   kParetoSizeTolerance * 100, "%) and as accurate, and better in one.</p>\n",
                   ErrorChart(plan));
   for (size_t d = 0; d < plan.options.devices.size(); ++d) {

@@ -30,6 +30,7 @@ const char kPlanHelp[] =
     "                 [--formats F,F,...] [--device D[,D...]] [--tensors FILE[,FILE...] ...]\n"
     "                 [--select PATTERN] [sizing options as in lowp size]\n"
     "                 [--json | --csv] [--html report.html] [--quiet] [--threads N]\n"
+    "                 [--eval [--eval-model DIR] [--eval-sample N:LEN] [--eval-seed S]]\n"
     "\n"
     "For each candidate format of the decoder's linear weights, side by side: bits per\n"
     "weight with scales, weight bytes, memory per device, whether the job fits the\n"
@@ -53,6 +54,12 @@ const char kPlanHelp[] =
     "  --html FILE       also write a self-contained report (table and two SVG charts)\n"
     "  --quiet           no progress line on stderr (shown only when it is a terminal)\n"
     "  --threads N       per tensor, 0 (default) takes every core\n"
+    "  --eval            also the model's outputs with each format on its linear layers\n"
+    "                    ('lowp eval'): mean KL divergence from the float32 model, top-1\n"
+    "                    agreement, perplexity change; the Pareto front is then on KL\n"
+    "  --eval-model DIR  the Hugging Face model evaluated (default the bundled\n"
+    "                    stories260K-hf; a proxy when it is not --model's shape)\n"
+    "  --eval-sample N:LEN, --eval-seed S   the sampled tokens (16:128, seed 0)\n"
     "The KV cache stays in the bf16 reference's format, so the rows differ in their\n"
     "weights alone. Memory conventions: docs/sizing.md; metrics: lowp quant-error --help.\n";
 
@@ -79,6 +86,9 @@ std::vector<Row> TableRows(const Plan& plan, size_t d) {
                             inference ? "max ctx" : "max seq", inference ? "max seqs" : "max batch",
                             "tok/s", "SQNR dB", "rel RMSE", "max err", "clipped"}};
   if (overflow) rows[0].push_back("overflow");
+  if (plan.eval) {
+    for (const char* h : {"KL mean", "top-1", "ppl"}) rows[0].push_back(h);
+  }
   rows[0].push_back("Pareto");
   for (const PlanCandidate& c : plan.candidates) {
     Row row = PlanCells(plan, c, d, [](int64_t v) { return absl::StrCat(v); });
@@ -125,7 +135,13 @@ std::vector<Row> CsvRows(const Plan& plan) {
                             "measured_elements",
                             "pareto",
                             "proxy",
-                            "reason"}};
+                            "reason",
+                            "kl_mean",
+                            "kl_p99",
+                            "top1_agreement",
+                            "perplexity",
+                            "perplexity_ratio",
+                            "eval_proxy"}};
   for (const PlanCandidate& c : plan.candidates) {
     for (const PlanFit& f : c.fits) {
       const SizingReport& r = f.report;
@@ -166,7 +182,13 @@ std::vector<Row> CsvRows(const Plan& plan) {
                       absl::StrCat(c.error.stats.measured),
                       Bool(c.pareto),
                       Bool(plan.source.proxy),
-                      f.reason});
+                      f.reason,
+                      c.end_to_end ? Exact(c.end_to_end->kl_mean) : "",
+                      c.end_to_end ? Exact(c.end_to_end->kl_p99) : "",
+                      c.end_to_end ? Exact(c.end_to_end->top1_agreement) : "",
+                      c.end_to_end ? Exact(c.end_to_end->perplexity) : "",
+                      c.end_to_end ? Exact(c.end_to_end->perplexity_ratio) : "",
+                      plan.eval ? Bool(plan.eval->proxy) : ""});
     }
   }
   return rows;
@@ -214,6 +236,13 @@ void PrintPlan(const Plan& plan) {
   if (!s.skipped.empty()) {
     line("", absl::StrCat("not floating, not measured: ", absl::StrJoin(s.skipped, ", ")));
   }
+  if (plan.eval) {
+    const PlanEval& e = *plan.eval;
+    line("outputs", absl::StrFormat("measured by lowp eval on %s, tokens %s (%d positions); "
+                                    "float32 perplexity %.4f",
+                                    e.model, e.tokens, e.positions, e.reference_perplexity));
+    if (e.proxy) line("", absl::StrCat("a PROXY: ", e.proxy_reason));
+  }
   line("units", "GB = 10^9 bytes; bits/w: bits per weight of the linear layers, scales included;");
   line("", "GB/device: the most loaded device; devices: a lower bound, the whole job divided");
   line("", "evenly; max ctx: tokens per sequence at the batch given, max seqs: sequences per");
@@ -222,6 +251,10 @@ void PrintPlan(const Plan& plan) {
   line("", "|q - x|; clipped: share of weights clamped (overflow: turned to inf or NaN, which");
   line("", "makes the error infinite); * Pareto-optimal: no other format is as small (within");
   line("", "0.1%) and as accurate, and better in one. Definitions: docs/plan.md");
+  if (plan.eval) {
+    line("", "KL mean: KL(P_float32 || P_format) in nats per position; top-1: positions whose");
+    line("", "argmax agrees; ppl: perplexity change; Pareto on KL mean");
+  }
   const int64_t devices = o.dp * o.tp * o.pp;
   for (size_t d = 0; d < plan.options.devices.size(); ++d) {
     const Device& device = plan.options.devices[d];
@@ -245,11 +278,13 @@ void PrintPlan(const Plan& plan) {
 
 int PlanCommand(const std::vector<std::string>& argv) {
   std::vector<std::string> value_options = SizingValueOptions();
-  for (const char* o : {"device", "formats", "tensors", "select", "html", "threads"}) {
+  for (const char* o : {"device", "formats", "tensors", "select", "html", "threads", "eval-model",
+                        "eval-sample", "eval-seed"}) {
     value_options.push_back(o);
   }
   absl::StatusOr<Args> args = Args::Parse(
-      argv, value_options, {"sequence-parallel", "no-flash-attention", "json", "csv", "quiet"});
+      argv, value_options,
+      {"sequence-parallel", "no-flash-attention", "json", "csv", "quiet", "eval"});
   if (!args.ok()) return Fail(args.status());
   if (!args->positional().empty() && !args->Value("tensors")) {
     return Fail(absl::InvalidArgumentError(absl::StrCat(
@@ -284,6 +319,20 @@ int PlanCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<int> threads = ParseThreads(*args);
   if (!threads.ok()) return Fail(threads.status());
   options.threads = *threads;
+  options.eval = args->Has("eval");
+  for (const char* o : {"eval-model", "eval-sample", "eval-seed"}) {
+    if (!options.eval && args->Value(o)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--", o, " needs --eval")));
+    }
+  }
+  options.eval_model = args->Value("eval-model").value_or("");
+  options.eval_sample = args->Value("eval-sample").value_or(options.eval_sample);
+  if (std::optional<std::string> seed = args->Value("eval-seed")) {
+    if (!absl::SimpleAtoi(*seed, &options.eval_seed)) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--eval-seed '", *seed, "': want a number >= 0")));
+    }
+  }
   options.html = args->Value("html");
   options.html_label = "--html";
   // The command line as a shell would take it back.

@@ -344,6 +344,11 @@ py::object Size(const py::kwargs& kwargs) {
   return Run<SizingReport>([&] { return api::Size(o); });
 }
 
+// A model path, or "" (the bundled model) for None.
+std::string ModelArg(const py::object& model) {
+  return model.is_none() ? std::string() : PathText(model);
+}
+
 py::object PlanCall(const py::kwargs& kwargs) {
   const Keywords keywords("plan", kwargs);
   api::PlanJobOptions o;
@@ -358,6 +363,14 @@ py::object PlanCall(const py::kwargs& kwargs) {
     o.select = absl::StrJoin(Names(n, v), ",");
   };
   s["threads"] = IntInto(&o.threads);
+  s["eval"] = [&](const std::string& n, const py::object& v) { o.eval = Bool(n, v); };
+  s["eval_model"] = [&](const std::string&, const py::object& v) { o.eval_model = ModelArg(v); };
+  s["eval_sample"] = TextInto(&o.eval_sample);
+  s["eval_seed"] = [&](const std::string& n, const py::object& v) {
+    const int64_t seed = Int(n, v);
+    if (seed < 0) throw py::value_error("eval_seed: want a number >= 0");
+    o.eval_seed = static_cast<uint64_t>(seed);
+  };
   s["html"] = [&](const std::string& n, const py::object& v) {
     if (!IsPath(v)) WrongType(n, "a path", v);
     o.html = PathText(v);
@@ -520,10 +533,6 @@ api::TokenArray TokensFrom(const std::string& name, const py::handle& v, bool* o
     out.ids[i] = static_cast<int32_t>(data[i]);
   }
   return out;
-}
-
-std::string ModelArg(const py::object& model) {
-  return model.is_none() ? std::string() : PathText(model);
 }
 
 py::object ForwardCall(const py::object& model, const py::object& tokens,
@@ -803,7 +812,8 @@ PYBIND11_MODULE(_lowp, m) {
         "compare_formats=True with formats=[...].");
   m.def("plan", &PlanCall,
         "`lowp plan --json`: model=..., mode=..., formats=[...], device=[...], "
-        "tensors=[paths], select='*mlp*', html='report.html', and size()'s options.");
+        "tensors=[paths], select='*mlp*', html='report.html', eval=True (eval_model=dir, "
+        "eval_sample='16:128', eval_seed=0), and size()'s options.");
   m.def("forward", &ForwardCall, py::arg("model") = py::none(), py::arg("tokens"),
         py::kw_only(), py::arg("threads") = py::none(),
         "float32 logits of a model (a Hugging Face directory; None: the bundled stories260K-hf) "

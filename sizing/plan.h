@@ -105,13 +105,37 @@ struct PlanCandidate {
   double clipped_fraction() const;
   double overflow_fraction() const;
 
-  // ParetoOptimal over (weight_bytes, relative_rmse) of all candidates.
+  // The model's own outputs with its linear layers in this format, from
+  // lowp eval (api::PlanJob with `eval`); empty without.
+  struct EndToEnd {
+    double kl_mean = 0, kl_p99 = 0;  // nats; +inf with a non-finite logit
+    double top1_agreement = 0;       // fraction of positions
+    double perplexity = 0;
+    double perplexity_ratio = 0;     // perplexity / the float32 model's
+  };
+  std::optional<EndToEnd> end_to_end;
+
+  // ParetoOptimal over (weight_bytes, relative_rmse) of all candidates, or
+  // over (weight_bytes, end_to_end->kl_mean) when the plan has them.
   bool pareto = false;
   std::vector<PlanFit> fits;  // one per device, in PlanOptions order
 };
 
+// Where the end-to-end columns were measured.
+struct PlanEval {
+  std::string model;   // the evaluated model's directory
+  std::string tokens;  // "sampled 16:128 seed 0", a file
+  uint64_t positions = 0;
+  double reference_perplexity = 0;
+  // Not the planned model (the bundled stories260K-hf for a 70B preset):
+  // its outputs then stand in for the planned model's.
+  bool proxy = false;
+  std::string proxy_reason;
+};
+
 struct Plan {
   ModelConfig model;
+  std::optional<PlanEval> eval;
   PlanOptions options;  // formats filled in, no progress callback
   std::string kv;       // the KV cache's format for every candidate
   PlanSource source;

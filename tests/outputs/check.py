@@ -51,6 +51,13 @@ def write_inputs(d):
     np.save(os.path.join(d, "a.npy"), finite[:3 * 70].astype(np.float32).reshape(3, 70))
     np.save(os.path.join(d, "h.npy"), finite[:256].astype(np.float16).reshape(4, 64))
     np.save(os.path.join(d, "d.npy"), finite[1000:1100])
+    # Token ids for lowp eval: 3 sequences of 24 from the LCG, BOS first; and
+    # one id past the bundled model's vocabulary (512).
+    ids = np.array([(v * 1e6) % 512 for v in values[100:172]], dtype=np.int64).reshape(3, 24)
+    ids[:, 0] = 1
+    np.save(os.path.join(d, "tokens.npy"), ids.astype(np.int32))
+    ids[1, 5] = 512
+    np.save(os.path.join(d, "badtokens.npy"), ids)
 
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -161,6 +168,10 @@ def cases(args, inp, out):
 
 
 def main():
+    # One OpenBLAS kernel on every x86-64 CPU with AVX2, so that the forward
+    # pass's sums (lowp eval, plan --eval) are the same bits wherever the
+    # cases run; without it each CPU family has its own sgemm kernel.
+    os.environ["OPENBLAS_CORETYPE"] = "Haswell"
     ap = argparse.ArgumentParser()
     ap.add_argument("--lowp", required=True)
     ap.add_argument("--python")

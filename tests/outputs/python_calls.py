@@ -60,6 +60,18 @@ def calls(inp, out, root):
         ("plan tensors", lambda: lowp.plan(model="llama-3.1-8b", mode="qlora", formats=["nf4", "q4_0"], tensors=[bf16], select="*mlp*")),
         # The report itself (paths in it are written $OUT, $ROOT), not its size: the
         # bundled checkpoint's absolute path is in it.
+        ("eval", lambda: lowp.eval(tokens=np.load(os.path.join(inp, "tokens.npy")), weights=["bf16", "int4-g128"], kv="none,fp8_e4m3fn")),
+        ("eval sample", lambda: lowp.eval(sample=(2, 16), weights="q8_0", compute=["bf16"])),
+        ("forward", lambda: np.round(lowp.forward(None, np.load(os.path.join(inp, "tokens.npy")))[:, :3, :4], 3).tolist()),
+        ("forward 1-d", lambda: lowp.forward(lowp.bundled_model(), [1, 2, 3]).shape),
+        ("sample", lambda: lowp.sample(count=2, length=12, seed=3).tolist()),
+        ("sample greedy", lambda: lowp.sample(count=1, length=12, temperature=0).tolist()),
+        ("plan eval", lambda: lowp.plan(model="llama-3.1-8b", mode="inference", eval=True, formats=["bf16", "q4_0"])),
+        ("error eval weights", lambda: lowp.eval(weights="bogus")),
+        ("error eval tokens", lambda: lowp.eval(tokens=[[1, 600]])),
+        ("error eval keyword", lambda: lowp.eval(bogus=1)),
+        ("error forward tokens", lambda: lowp.forward(None, np.zeros((2, 2, 2), np.int32))),
+        ("error plan eval_sample", lambda: lowp.plan(model="llama-3.1-8b", mode="inference", eval=True, eval_sample="x")),
         ("plan html", lambda: (lowp.plan(model="llama-3.1-8b", mode="inference", html=os.path.join(out, "p.html")), open(os.path.join(out, "p.html")).read())[1]),
         ("read_tensors", lambda: lowp.read_tensors(bf16, "*layers.0.*")),
         ("bundled_checkpoint", lambda: os.path.relpath(lowp.bundled_checkpoint(), root)),

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <system_error>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +21,7 @@
 #include "io/output_file.h"
 #include "sizing/devices.h"
 #include "model/config.h"
+#include "model/weights.h"
 
 namespace lowp::api {
 namespace {
@@ -208,6 +211,15 @@ absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
     options.devices.push_back(*device);
   }
   options.tensor_files = o.tensor_files;
+  std::error_code ec;
+  const bool snapshot = std::filesystem::is_directory(o.model, ec);
+  // A snapshot directory's own weights are what the error is measured on,
+  // and what is evaluated.
+  if (snapshot && options.tensor_files.empty()) {
+    absl::StatusOr<std::vector<std::string>> files = SnapshotCheckpoint(o.model);
+    if (!files.ok()) return files.status();
+    options.tensor_files = *files;
+  }
   options.select = o.select;
   options.measure.threads = o.threads;
   options.progress = o.progress;
@@ -224,7 +236,9 @@ absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
   absl::StatusOr<Plan> plan = MakePlan(*model, options);
   if (!plan.ok()) return plan.status();
   if (o.eval) {
-    if (absl::Status s = AddEndToEnd(o, *plan); !s.ok()) return s;
+    PlanJobOptions eval = o;
+    if (eval.eval_model.empty() && snapshot) eval.eval_model = o.model;
+    if (absl::Status s = AddEndToEnd(eval, *plan); !s.ok()) return s;
   }
   if (o.html) {
     const std::string page = PlanHtml(*plan, o.html_command);

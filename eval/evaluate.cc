@@ -71,18 +71,20 @@ absl::StatusOr<EvalReport> Evaluate(const ModelWeights& reference,
       errors[s] = status;
       return;
     }
-    // The reference's log-probabilities and argmax per position.
-    std::vector<std::vector<double>> ref_logp(length);
+    // The reference's argmax and cross-entropy per position; its
+    // log-probabilities are recomputed per candidate from its logits, so
+    // that a sequence holds logits, not [length, vocab] doubles.
     std::vector<int64_t> ref_top(length);
+    std::vector<double> ref_logp;
     for (int64_t t = 0; t < length; ++t) {
       std::span<const float> row(ref_logits.data() + t * V, V);
-      if (!LogSoftmax(row, ref_logp[t])) {
+      if (!LogSoftmax(row, ref_logp)) {
         errors[s] = absl::InternalError(absl::StrCat(
             "the float32 reference gives a non-finite logit at sequence ", s, ", position ", t));
         return;
       }
       ref_top[t] = ArgMax(row);
-      if (t + 1 < length) ref_ce[s] -= ref_logp[t][seq[t + 1]];
+      if (t + 1 < length) ref_ce[s] -= ref_logp[seq[t + 1]];
     }
     std::vector<double> scratch;
     for (size_t k = 0; k < n_cand; ++k) {
@@ -99,8 +101,9 @@ absl::StatusOr<EvalReport> Evaluate(const ModelWeights& reference,
       }
       for (int64_t t = 0; t < length; ++t) {
         const int64_t next = t + 1 < length ? seq[t + 1] : -1;
+        LogSoftmax(std::span<const float>(ref_logits.data() + t * V, V), ref_logp);
         PositionMetrics m = ComparePosition(
-            ref_logp[t], ref_top[t], std::span<const float>(logits.data() + t * V, V), next,
+            ref_logp, ref_top[t], std::span<const float>(logits.data() + t * V, V), next,
             scratch);
         r.top1 += m.top1;
         r.nonfinite += !m.finite;

@@ -779,12 +779,22 @@ absl::StatusOr<ModelConfig> FindModel(absl::string_view preset_or_path) {
   }
   const std::string path(preset_or_path);
   std::error_code error;
+  // A Hugging Face snapshot directory: its config.json.
+  if (std::filesystem::is_directory(path, error)) {
+    const std::string config = path + "/config.json";
+    if (!std::filesystem::exists(config, error)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": a directory without config.json"));
+    }
+    absl::StatusOr<ModelConfig> m = ReadModelConfig(config);
+    if (m.ok()) m->name = path;
+    return m;
+  }
   if (std::filesystem::exists(path, error)) return ReadModelConfig(path);
   std::vector<std::string> names;
   for (const ModelConfig& m : ModelPresets()) names.push_back(m.name);
   return absl::InvalidArgumentError(
-      absl::StrCat("model \"", preset_or_path, "\" is neither a preset (",
-                   absl::StrJoin(names, ", "), ") nor a config.json file"));
+      absl::StrCat("model \"", preset_or_path, "\" is not a preset (",
+                   absl::StrJoin(names, ", "), "), a config.json file or a directory with one"));
 }
 
 bool SlidingLayer(const ModelConfig& model, int64_t layer) {

@@ -154,7 +154,9 @@ absl::StatusOr<ModelConfig> ReadModelConfig(const std::string& path);
 
 // Built-in models with their config.json values (llama-3.1-8b, ...).
 const std::vector<ModelConfig>& ModelPresets();
-// A preset by name (case-insensitive), or else a path to a config.json.
+// A preset by name (case-insensitive), or else a path to a config.json or to
+// a Hugging Face snapshot directory holding one (the model is then named by
+// the directory).
 absl::StatusOr<ModelConfig> FindModel(absl::string_view preset_or_path);
 
 // Checks the fields of a config built in code (the same rules as parsing).

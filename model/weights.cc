@@ -208,39 +208,32 @@ absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& c, const TensorSet& 
   return w;
 }
 
+absl::StatusOr<std::vector<std::string>> SnapshotCheckpoint(const std::string& dir) {
+  std::error_code ec;
+  for (const char* name : {"model.safetensors.index.json", "model.safetensors"}) {
+    const std::string path = dir + "/" + name;
+    if (std::filesystem::exists(path, ec)) return std::vector<std::string>{path};
+  }
+  return OptionError("tensors", absl::StrCat(dir, " has neither model.safetensors.index.json nor ",
+                                             "model.safetensors; give the checkpoint's files"));
+}
+
 absl::StatusOr<ModelWeights> OpenModel(const std::string& model,
                                        const std::vector<std::string>& tensors) {
   std::error_code ec;
   std::vector<std::string> files = tensors;
-  absl::StatusOr<ModelConfig> config;
-  if (std::filesystem::is_directory(model, ec)) {
-    const std::string dir = model + "/";
-    if (!std::filesystem::exists(dir + "config.json", ec)) {
-      return OptionError("model", absl::StrCat(model, ": a directory without config.json"));
-    }
-    config = ReadModelConfig(dir + "config.json");
-    if (files.empty()) {
-      for (const char* name : {"model.safetensors.index.json", "model.safetensors"}) {
-        if (std::filesystem::exists(dir + name, ec)) {
-          files.push_back(dir + name);
-          break;
-        }
-      }
-      if (files.empty()) {
-        return OptionError("tensors",
-                           absl::StrCat(model, " has neither model.safetensors.index.json nor ",
-                                        "model.safetensors; give the checkpoint's files"));
-      }
-    }
-  } else {
-    config = FindModel(model);
-    if (config.ok() && files.empty()) {
+  absl::StatusOr<ModelConfig> config = FindModel(model);
+  if (!config.ok()) return OptionError("model", config.status().message());
+  if (files.empty()) {
+    if (!std::filesystem::is_directory(model, ec)) {
       return OptionError("tensors",
                          absl::StrCat(model, " names no checkpoint: give its tensor files, or a "
                                              "directory with config.json and model.safetensors"));
     }
+    absl::StatusOr<std::vector<std::string>> found = SnapshotCheckpoint(model);
+    if (!found.ok()) return found.status();
+    files = *found;
   }
-  if (!config.ok()) return config.status();
   absl::StatusOr<TensorSet> set = TensorSet::OpenAll(files);
   if (!set.ok()) return set.status();
   return LoadWeights(*config, *set);

@@ -88,6 +88,10 @@ absl::StatusOr<ModelWeights> LoadWeights(const ModelConfig& config, const Tensor
 absl::StatusOr<ModelWeights> OpenModel(const std::string& model,
                                        const std::vector<std::string>& tensors);
 
+// The checkpoint of a snapshot directory: model.safetensors.index.json, else
+// model.safetensors; an option error on "tensors" when it has neither.
+absl::StatusOr<std::vector<std::string>> SnapshotCheckpoint(const std::string& dir);
+
 // Which scheme each matrix gets. A rule with an empty pattern applies to the
 // linear layers; otherwise to every matrix whose name matches the pattern
 // (MatchesPattern globs: the embedding and lm_head included). The first rule

@@ -289,7 +289,7 @@ TEST(FindModelTest, PathOrError) {
   absl::StatusOr<ModelConfig> unknown = FindModel("llama-9-1t");
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(unknown.status().message(),
-              AllOf(HasSubstr("llama-9-1t"), HasSubstr("neither a preset"),
+              AllOf(HasSubstr("llama-9-1t"), HasSubstr("is not a preset"),
                     HasSubstr("llama-3.1-8b"), HasSubstr("gpt3-175b")));
 }
 

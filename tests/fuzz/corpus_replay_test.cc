@@ -16,6 +16,8 @@
 #include "io/safetensors.h"
 #include "quant/scheme.h"
 #include "model/config.h"
+#include "model/weights.h"
+#include "io/tensor_set.h"
 
 namespace lowp::fuzz {
 int FuzzSafetensors(const uint8_t* data, size_t size);
@@ -25,7 +27,24 @@ int FuzzConfig(const uint8_t* data, size_t size);
 int FuzzNames(const uint8_t* data, size_t size);
 int FuzzArgs(const uint8_t* data, size_t size);
 int ArgsExitCode(const uint8_t* data, size_t size);
+int FuzzModel(const uint8_t* data, size_t size);
 namespace {
+
+// Whether a model fuzz input (4-byte config length, config.json,
+// safetensors) loads for the forward pass.
+bool ModelLoads(const std::vector<uint8_t>& bytes) {
+  if (bytes.size() < 4) return false;
+  const uint32_t n = bytes[0] | bytes[1] << 8 | bytes[2] << 16 | uint32_t{bytes[3]} << 24;
+  if (n > bytes.size() - 4) return false;
+  absl::StatusOr<ModelConfig> config = ParseModelConfig(
+      absl::string_view(reinterpret_cast<const char*>(bytes.data() + 4), n), "seed");
+  if (!config.ok()) return false;
+  absl::StatusOr<ParsedSafetensors> parsed =
+      ParseSafetensors(std::span<const uint8_t>(bytes).subspan(4 + n), "seed");
+  if (!parsed.ok()) return false;
+  absl::StatusOr<TensorSet> set = TensorSet::FromViews(parsed->tensors);
+  return set.ok() && LoadWeights(*config, *set).ok();
+}
 
 // Whether the parser of `target` accepts `bytes`: for names, as a format or
 // a scheme; for args, whether the command exits with 0.
@@ -36,6 +55,7 @@ bool Accepts(const std::string& target, const std::vector<uint8_t>& bytes) {
   if (target == "config") return ParseModelConfig(text, "seed").ok();
   if (target == "names") return FindFormat(text).ok() || ParseScheme(text).ok();
   if (target == "args") return ArgsExitCode(bytes.data(), bytes.size()) == 0;
+  if (target == "model") return ModelLoads(bytes);
   return ParseSafetensorsIndex(bytes, "seed").ok();
 }
 
@@ -75,6 +95,7 @@ TEST(FuzzCorpusReplayTest, Index) { EXPECT_GE(Replay("index", FuzzIndex), 5); }
 TEST(FuzzCorpusReplayTest, Config) { EXPECT_GE(Replay("config", FuzzConfig), 20); }
 TEST(FuzzCorpusReplayTest, Names) { EXPECT_GE(Replay("names", FuzzNames), 40); }
 TEST(FuzzCorpusReplayTest, Args) { EXPECT_GE(Replay("args", FuzzArgs), 40); }
+TEST(FuzzCorpusReplayTest, Model) { EXPECT_GE(Replay("model", FuzzModel), 6); }
 
 }  // namespace
 }  // namespace lowp::fuzz

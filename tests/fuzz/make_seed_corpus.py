@@ -287,3 +287,63 @@ for i, (command, words) in enumerate(VALID):
     write(ar, "valid_%02d_%s" % (i, command.replace("-", "_")), args(command, *words))
 for name, command, words in BAD:
     write(ar, "bad_" + name, args(command, *words))
+
+# The model target: a 4-byte little-endian config length, config.json, then a
+# safetensors file with every tensor the config implies (data: the byte
+# pattern, so some float32 values are huge, NaN or inf).
+md = "model"
+SMALL = dict(model_type="llama", hidden_size=4, intermediate_size=3, num_hidden_layers=2,
+             num_attention_heads=2, num_key_value_heads=1, head_dim=2, vocab_size=5)
+
+
+def model_tensors(c):
+    h, i, v, d = c["hidden_size"], c["intermediate_size"], c["vocab_size"], c["head_dim"]
+    q, kv = c["num_attention_heads"] * d, c["num_key_value_heads"] * d
+    out = [("model.embed_tokens.weight", [v, h]), ("model.norm.weight", [h])]
+    if not c.get("tie_word_embeddings", c["model_type"].startswith("gemma")):
+        out.append(("lm_head.weight", [v, h]))
+    for layer in range(c["num_hidden_layers"]):
+        p = "model.layers.%d." % layer
+        norms = ["input_layernorm", "post_attention_layernorm"]
+        if c["model_type"] == "gemma2":
+            norms += ["pre_feedforward_layernorm", "post_feedforward_layernorm"]
+        out += [(p + n + ".weight", [h]) for n in norms]
+        for name, rows, cols in (("q", q, h), ("k", kv, h), ("v", kv, h), ("o", h, q)):
+            out.append((p + "self_attn.%s_proj.weight" % name, [rows, cols]))
+            if c["model_type"] == "qwen2" and name != "o":
+                out.append((p + "self_attn.%s_proj.bias" % name, [rows]))
+        if c["model_type"] == "qwen3":
+            out += [(p + "self_attn.q_norm.weight", [d]), (p + "self_attn.k_norm.weight", [d])]
+        if c["model_type"] == "mixtral":
+            out.append((p + "block_sparse_moe.gate.weight", [c["num_local_experts"], h]))
+            for e in range(c["num_local_experts"]):
+                x = p + "block_sparse_moe.experts.%d." % e
+                out += [(x + "w1.weight", [i, h]), (x + "w3.weight", [i, h]),
+                        (x + "w2.weight", [h, i])]
+        else:
+            out += [(p + "mlp.gate_proj.weight", [i, h]), (p + "mlp.up_proj.weight", [i, h]),
+                    (p + "mlp.down_proj.weight", [h, i])]
+    return out
+
+
+def model_seed(c, tensors=None):
+    text = config(**c).encode()
+    body = safetensors([(n, "F32", s) for n, s in (tensors or model_tensors(c))])
+    return struct.pack("<I", len(text)) + text + body
+
+
+write(md, "valid_llama", model_seed(SMALL))
+write(md, "valid_qwen2_window", model_seed(dict(SMALL, model_type="qwen2", use_sliding_window=True,
+                                                sliding_window=2, max_window_layers=1)))
+write(md, "valid_qwen3", model_seed(dict(SMALL, model_type="qwen3")))
+write(md, "valid_gemma2", model_seed(dict(SMALL, model_type="gemma2", sliding_window=2,
+                                          attn_logit_softcapping=5.0,
+                                          final_logit_softcapping=3.0)))
+write(md, "valid_mixtral", model_seed(dict(SMALL, model_type="mixtral", num_local_experts=3,
+                                           num_experts_per_tok=2)))
+write(md, "valid_llama3_rope", model_seed(dict(SMALL, rope_scaling=dict(
+    rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+    original_max_position_embeddings=2))))
+write(md, "bad_missing_lm_head", model_seed(SMALL, model_tensors(SMALL)[:2]))
+write(md, "bad_kv_shape", model_seed(dict(SMALL, num_key_value_heads=2),
+                                     model_tensors(SMALL)))

@@ -84,11 +84,13 @@ void PrintResult(const api::EvalResult& r, Output output, bool layers, bool cens
     PrintCsv(rows);
     return;
   }
-  std::printf("model     %s (%s, %lld layers, hidden %lld, vocab %lld)\n", r.model.c_str(),
+  std::printf("model     %s (%s, %lld layers, hidden %lld, vocab %lld)\n",
+              Printable(ShortPath(r.model)).c_str(),
               r.config.model_type.c_str(), static_cast<long long>(r.config.num_layers),
               static_cast<long long>(r.config.hidden_size),
               static_cast<long long>(r.config.vocab_size));
-  std::printf("tokens    %s: %lld sequences x %lld = %llu positions\n", r.tokens.c_str(),
+  std::printf("tokens    %s: %lld sequences x %lld = %llu positions\n",
+              Printable(ShortPath(r.tokens)).c_str(),
               static_cast<long long>(e.sequences), static_cast<long long>(e.sequence_length),
               static_cast<unsigned long long>(e.positions));
   std::printf("reference float32 perplexity %.4f (cross-entropy %.5f nats over %llu predictions)\n",

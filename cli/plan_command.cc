@@ -240,7 +240,8 @@ void PrintPlan(const Plan& plan) {
     const PlanEval& e = *plan.eval;
     line("outputs", absl::StrFormat("measured by lowp eval on %s, tokens %s (%d positions); "
                                     "float32 perplexity %.4f",
-                                    e.model, e.tokens, e.positions, e.reference_perplexity));
+                                    ShortPath(e.model), e.tokens, e.positions,
+                                    e.reference_perplexity));
     if (e.proxy) line("", absl::StrCat("a PROXY: ", e.proxy_reason));
   }
   line("units", "GB = 10^9 bytes; bits/w: bits per weight of the linear layers, scales included;");

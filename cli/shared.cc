@@ -4,8 +4,10 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -19,6 +21,13 @@
 #include "sizing/devices.h"
 
 namespace lowp::cli {
+
+std::string ShortPath(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::proximate(path, ec);
+  return ec || p.empty() || p.string().starts_with("..") ? path : p.string();
+}
+
 namespace {
 
 // An options struct's field as the command line's flag: seq -> --seq,

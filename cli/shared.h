@@ -27,6 +27,10 @@ using api::TbPerS;
 // The message of a library error with the options it names written as
 // flags: an option error's leading field (formats/option_error.h) and any
 // `field` in its text (seq -> --seq, lora_rank -> --lora-rank).
+// `path` relative to the current directory when it lies under it (the
+// bundled data's absolute path, shown short); else as it is.
+std::string ShortPath(const std::string& path);
+
 std::string FlagMessage(const absl::Status& status);
 
 // Prints `j` (two-space indented) on stdout.

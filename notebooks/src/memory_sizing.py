@@ -224,9 +224,18 @@ e = next(c["error"] for c in plan["candidates"] if c["format"] == "fp8_e4m3fn")
 print(f"\nfp8_e4m3fn (a plain cast, no scale) on the measured weights: {e['subnormal']:,} of {e['elements']:,} "
       f"subnormal ({e['subnormal'] / e['elements']:.1%}), {e['zeroed']:,} zeroed")
 
+def dominates(d, c):  # d no larger (sizes within 0.1% count as equal) and no less accurate, better in one
+    bd, bc = d["linear_bits_per_parameter"], c["linear_bits_per_parameter"]
+    return (bd <= bc * 1.001 and d["relative_rmse"] <= c["relative_rmse"]
+            and (bd < bc * 0.999 or d["relative_rmse"] < c["relative_rmse"]))
+print("Pareto front: " + ", ".join(f"{c['format']} {c['relative_rmse']:.2%}" for c in plan["candidates"] if c["pareto"]))
+print("dominated: " + "; ".join(
+    f"{c['format']} by " + ", ".join(d["format"] for d in plan["candidates"] if dominates(d, c))
+    for c in plan["candidates"] if not c["pareto"]))
+
 cands = plan["candidates"]
 fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 4.2))
-LABEL_AT = {"int4-g128": (-10, 22), "mxfp4": (28, 14), "nf4": (32, -2), "q4_0": (18, -20)}  # points
+LABEL_AT = {"int4-g128": (-36, -22), "mxfp4": (28, 14), "nf4": (32, -2), "q4_0": (18, -20)}  # points
 for c in cands:
     x, y = c["linear_bits_per_parameter"], 100 * c["relative_rmse"]
     if c["pareto"]:
@@ -267,12 +276,13 @@ plt.show()
 """)
 
 md(r"""
-On the left, the Pareto front runs from bf16 (0.18%) through int8 with a per-channel scale (0.74%)
-to the 4-bit formats (about 10% to 13%). fp8 e4m3fn as a plain cast, with no scale, is dominated:
-int8-channel costs the same bits and loses less, because without a scale many of the small
-stories260K weights fall into e4m3fn's subnormal range, where it has fewer significant bits
-(10.2% of them here, and 1,593 become zero; `bf16_vs_fp16.ipynb` shows the ranges). nf4 is dominated
-by q4_0 at the same 4.5 bits. These errors are a proxy: they were measured on a 260K-parameter
+On the left, the Pareto front runs from bf16 (0.18%) through int8 with a per-channel scale (0.60%)
+to int4-g128 (10.71% at 4.125 bits) and q4_0 (8.43% at 4.5 bits). fp8 e4m3fn as a plain cast, with
+no scale, is dominated: int8-channel costs the same bits and loses less, because without a scale
+many of the small stories260K weights fall into e4m3fn's subnormal range, where it has fewer
+significant bits (10.2% of them here, and 1,593 become zero; `bf16_vs_fp16.ipynb` shows the
+ranges). nf4 is dominated by q4_0 at the same 4.5 bits, and mxfp4 (11.54%) by int4-g128, which
+stores fewer bits and loses less. These errors are a proxy: they were measured on a 260K-parameter
 model's 64-wide layers, not on Llama 3.1 70B's weights; pass the real checkpoint
 (`tensors=[...]`) to measure the model itself. On the right, the memory is exact: bf16 needs two
 80 GB devices, every 8-bit and 4-bit format fits one, and none fits a 24 GB RTX 4090.

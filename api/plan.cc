@@ -155,6 +155,11 @@ absl::Status AddEndToEnd(const PlanJobOptions& o, Plan& plan) {
   std::vector<std::string> formats;
   for (const PlanCandidate& c : plan.candidates) formats.push_back(c.format);
   e.weights = absl::StrJoin(formats, ",");
+  if (o.progress) {
+    e.progress = [&o](int64_t done, int64_t total) {
+      o.progress(static_cast<size_t>(total), absl::StrCat("eval: sequence ", done));
+    };
+  }
   absl::StatusOr<EvalResult> r = Eval(e);
   if (!r.ok()) {
     const std::string field = OptionOf(r.status()).value_or("");

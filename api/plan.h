@@ -43,6 +43,8 @@ struct PlanJobOptions {
   std::string eval_model;
   std::string eval_sample = "16:128";
   uint64_t eval_seed = 0;
+  // Before each tensor measured, then (with `eval`) after each sequence
+  // evaluated, with that phase's total.
   ProgressFn progress;
 };
 

@@ -346,9 +346,15 @@ int PlanCommand(const std::vector<std::string>& argv) {
         &options.html_command, " ",
         plain ? word : absl::StrCat("'", absl::StrReplaceAll(word, {{"'", "'\\''"}}), "'"));
   }
+  // One line per phase: the tensors measured, then the sequences evaluated.
   std::optional<Progress> progress;
+  size_t phase_total = 0;
   options.progress = [&](size_t total, const std::string& name) {
-    if (!progress) progress.emplace(total, args->Has("quiet"));
+    if (!progress || total != phase_total) {
+      progress.reset();
+      progress.emplace(total, args->Has("quiet"));
+      phase_total = total;
+    }
     progress->Step(name);
   };
   absl::StatusOr<Plan> plan = api::PlanJob(options);

@@ -8,8 +8,17 @@ the quant-error tables instead: median input bytes/s per scheme, input and
 thread count with its ratio to memcpy of the same bytes in the same run, the
 goal ratios, and the stories260K checkpoint's wall time. With several files
 every figure is the median over the files of each run's median (and the
-goal table lists each run's ratio)."""
+goal table lists each run's ratio).
+
+Given forward_bench's JSON and bench/torch_forward.py's (both in Google
+Benchmark's layout, taken in the same run), makes the forward tables: prefill
+tokens/s of lowp beside PyTorch with their ratio and each one's GFLOP/s as a
+fraction of the best square sgemm at the same threads, the sgemm rates, where
+the 1B shape's forward time goes (each product at its shape's sgemm rate),
+and the added cost of each emulated site. With several files of one program
+every figure is the median over the files."""
 import json
+import re
 import statistics
 import sys
 
@@ -213,9 +222,159 @@ def quant_main(paths):
             print(line)
 
 
+# --- forward_bench and bench/torch_forward.py ---------------------------------
+
+FORWARD_PREFIXES = ("forward/", "torch/", "torch-split:", "sgemm")
+WIDE = "llama-3.2-1b-shape-2l"
+# The products of one 128-token prefill of the 1B shape (2 layers), by the
+# sgemm case of their shape: q and o, k and v, gate and up, down per layer,
+# the scores and values products per head and layer, lm_head once.
+WIDE_PRODUCTS = [
+    ("q_proj, o_proj", "sgemm/128x2048x2048", 2 * 2),
+    ("k_proj, v_proj", "sgemm/128x512x2048", 2 * 2),
+    ("gate_proj, up_proj", "sgemm/128x8192x2048", 2 * 2),
+    ("down_proj", "sgemm/128x2048x8192", 2),
+    ("scores (q k^T per head)", "sgemm/128x128x64", 32 * 2),
+    ("probabilities x values", "sgemm-nn/128x64x128", 32 * 2),
+    ("lm_head", "sgemm/128x128256x2048", 1),
+]
+
+
+def is_forward(runs):
+    return any(b["run_name"].startswith(FORWARD_PREFIXES) for b in runs["benchmarks"])
+
+
+def forward_medians(runs):
+    """case -> the median entry (time in ms and counters) of one file."""
+    out = {}
+    for b in runs["benchmarks"]:
+        if b.get("aggregate_name", "median") != "median" or b.get("error_occurred"):
+            continue
+        name = b["run_name"].split("/min_time")[0]
+        scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b["time_unit"]]
+        out[name] = dict(b, ms=b["real_time"] * scale)
+    return out
+
+
+def forward_main(paths):
+    files = [json.load(open(p)) for p in paths]
+    runs = [forward_medians(f) for f in files]
+
+    def get(case, field):  # the median over files of each file's median
+        return median_over([r[case].get(field) for r in runs if case in r])
+
+    for path, f in zip(paths, files):
+        c = f.get("context", {})
+        load = c.get("load_avg")
+        print(f"{path}: {c.get('executable', '')}, OpenBLAS core {c.get('openblas_core')} "
+              f"(OPENBLAS_CORETYPE {c.get('OPENBLAS_CORETYPE')}), load average "
+              + (" ".join(f"{x:.2f}" for x in load) if load else "?")
+              + (f", torch {c['torch']}" if "torch" in c else ""))
+    print()
+    cases = []
+    for r in runs:
+        for k in r:
+            if k not in cases:
+                cases.append(k)
+
+    def threads_of(case):
+        return int(re.search(r"threads:(\d+)$", case).group(1))
+
+    def peak(t):  # the best square sgemm measured at t threads
+        rates = [get(c, "gflops") for c in (f"sgemm-nn/2048x2048x2048/threads:{t}",
+                                            f"sgemm-blas-threads:{t}/2048x2048x2048")]
+        rates = [x for x in rates if x is not None]
+        return max(rates) if rates else None
+
+    print("Prefill of 128 tokens per sequence: tokens/s, lowp beside PyTorch in the same run "
+          "(torch: set_num_threads(T) and OpenBLAS T threads; best split: the fastest of that, "
+          "OpenMP 1 + BLAS T and OpenMP T + BLAS 1); GFLOP/s as a fraction of the best "
+          "2048^3 sgemm at the same threads")
+    print()
+    print("| model | seqs | threads | lowp tokens/s | torch tokens/s | lowp / torch | "
+          "torch, best split | lowp / best | lowp GFLOP/s | lowp / sgemm peak | "
+          "torch / sgemm peak | logits mean lowp, torch |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for case in cases:
+        if not case.startswith("forward/") or "/none/" not in case:
+            continue
+        rest = case[len("forward/"):]
+        model, _, seqs, _, threads = rest.split("/")
+        torch_case = "torch/" + rest
+        lowp = get(case, "tokens_per_second")
+        torch = get(torch_case, "tokens_per_second")
+        t = threads.split(":")[1]
+        splits = [(get(c, "tokens_per_second"),
+                   f"omp{t}-blas{t}" if c == torch_case else c.split("/")[0].split(":")[1])
+                  for c in cases if c == torch_case
+                  or (c.startswith("torch-split:") and c.endswith("/" + rest))]
+        best, best_name = max(splits) if splits else (None, None)
+        gflops = get(case, "gflops")
+        p = peak(threads_of(case))
+        tg = get(torch_case, "gflops")
+        cells = [model, seqs.split(":")[1], threads.split(":")[1], f"{lowp:.0f}",
+                 "" if torch is None else f"{torch:.0f}",
+                 "" if torch is None else f"{lowp / torch:.2f}x",
+                 "" if best is None or len(splits) == 1 else f"{best:.0f} ({best_name})",
+                 "" if best is None or len(splits) == 1 else f"{lowp / best:.2f}x",
+                 f"{gflops:.1f}",
+                 "" if p is None else f"{gflops / p:.2f}",
+                 "" if p is None or tg is None else f"{tg / p:.2f}",
+                 f"{get(case, 'logits_mean'):.6g}"
+                 + ("" if torch is None else f", {get(torch_case, 'logits_mean'):.6g}")]
+        print("| " + " | ".join(cells) + " |")
+
+    sgemm = [c for c in cases if c.startswith("sgemm")]
+    if sgemm:
+        print()
+        print("sgemm GFLOP/s (MxNxK; sgemm/ is C = A B^T as for a linear layer, sgemm-nn/ "
+              "C = A B; threads:2 is two one-thread products at once, sgemm-blas-threads:2 "
+              "one product on OpenBLAS's two threads)")
+        print()
+        print("| case | GFLOP/s |")
+        print("|---|---:|")
+        for c in sgemm:
+            print(f"| {c} | {get(c, 'gflops'):.1f} |")
+
+    none = f"forward/{WIDE}/none/seqs:1/tokens:128/threads:1"
+    if any(none in r for r in runs) and all(any(f"{s}/threads:1" in r for r in runs)
+                                            for _, s, _ in WIDE_PRODUCTS):
+        measured = get(none, "ms")
+        print()
+        print(f"Where the time of one {WIDE} forward goes (1 thread, {measured:.1f} ms "
+              "measured): each product's flops at its shape's sgemm rate in the same run")
+        print()
+        print("| products | shape | count | ms at sgemm rate | share of the forward |")
+        print("|---|---|---:|---:|---:|")
+        total = 0
+        for label, s, count in WIDE_PRODUCTS:
+            m, n, k = (int(x) for x in s.split("/")[1].split("x"))
+            ms = count * 2 * m * n * k / (get(f"{s}/threads:1", "gflops") * 1e9) * 1e3
+            total += ms
+            print(f"| {label} | {m}x{n}x{k} | {count} | {ms:.1f} | {ms / measured:.1%} |")
+        print(f"| all products | | | {total:.1f} | {total / measured:.1%} |")
+        print(f"| the rest (norms, RoPE, softmax, SiLU, copies) | | | {measured - total:.1f} | "
+              f"{(measured - total) / measured:.1%} |")
+
+    emulated = [c for c in cases if c.startswith(f"forward/{WIDE}/") and "/none/" not in c]
+    if emulated:
+        print()
+        print(f"Added cost of each emulated site, {WIDE}, 1 sequence, 1 thread: each iteration "
+              "runs the emulated forward and the plain one (none), paired; "
+              "added: the median over the pairs")
+        print()
+        print("| site | ms per forward | none, paired (ms) | tokens/s | added ms | added cost |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for c in emulated:
+            print(f"| {c.split('/')[2]} | {get(c, 'ms'):.1f} | {get(c, 'none_ms'):.1f} | "
+                  f"{get(c, 'tokens_per_second'):.1f} | {get(c, 'added_ms'):+.1f} | "
+                  f"{get(c, 'added_cost') * 100:+.1f}% |")
+
 if __name__ == "__main__":
     first = json.load(open(sys.argv[1]))
-    if is_quant(first):
+    if is_forward(first):
+        forward_main(sys.argv[1:])
+    elif is_quant(first):
         quant_main(sys.argv[1:])
     else:
         main(sys.argv[1])

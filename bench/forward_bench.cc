@@ -1,0 +1,430 @@
+// Throughput of the float32 forward pass (model/forward.h) on prefill, beside
+// OpenBLAS's own sgemm on the shapes that pass multiplies, in the same run:
+//   forward/MODEL/EMULATION/seqs:S/tokens:128/threads:T
+//       S sequences of 128 tokens, each a fresh KvCache from position 0, run
+//       as api::ForwardLogits runs them: ParallelFor over the sequences on
+//       lowp's pool with T threads, one BLAS thread per sequence (so S=1 runs
+//       on one thread whatever T is). Counters: tokens_per_second, gflops
+//       (flops_per_token x tokens / s) and flops_per_token = 2 x (the decoder
+//       layers' linear parameters + lm_head's) + 4 x tokens x head_dim x
+//       heads x layers (the scores and values products, computed over the
+//       whole [tokens, tokens] square as the pass does), logits_mean (of the
+//       first sequence: the same model in bench/torch_forward.py gives the
+//       same value).
+//     MODEL: stories260K, the bundled model (tests/data/stories260K-hf,
+//       io/bundled.h), or llama-3.2-1b-shape-2l, Llama 3.2 1B's shapes
+//       (hidden 2048, intermediate 8192, 32 heads, 8 kv heads, head_dim 64,
+//       vocab 128256, tied embeddings, rope_theta 5e5, eps 1e-5; no
+//       rope_scaling) with 2 decoder layers and seeded N(0, 0.02^2) weights,
+//       norms 1, built in memory.
+//     EMULATION: none, or one emulated site: activations=SCHEME, kv=SCHEME
+//       (quant/scheme.h names), compute=FORMAT (formats FindFormat). The
+//       emulated cases (1B shape, 1 sequence, 1 thread) run paired with
+//       none: each iteration runs the emulated forward (timed) and the plain
+//       one, in alternating order; counters none_ms (the plain forwards' mean
+//       time in the same iterations), added_ms and added_cost (the median
+//       over the pairs of emulated - plain and emulated / plain - 1).
+//   sgemm/MxNxK/threads:T
+//       cblas_sgemm(RowMajor, NoTrans, Trans) as the pass calls it for a
+//       linear layer, C[M, N] = A[M, K] B[N, K]^T (for the 1B shape's own
+//       matrices where they have the shape); with T=2 two products run at
+//       once on the pool (shared B, own A and C), one BLAS thread each, as
+//       two sequences do. sgemm-nn/... is C = A[M, K] B[K, N] (the
+//       attention's probabilities x values, and the square 2048^3:
+//       bench/report.py divides the forward's gflops by the best square
+//       rate at the same threads, this or sgemm-blas-threads).
+//   sgemm-blas-threads:2/2048x2048x2048
+//       the square product on OpenBLAS's own two threads (how PyTorch uses
+//       the library); set back to one BLAS thread afterwards.
+// The OpenBLAS kernel the library picked (openblas_get_corename; Debian's
+// 0.3.21 picks Prescott on CPUs it does not know unless OPENBLAS_CORETYPE is
+// set) and its config are in the JSON context.
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "formats/format.h"
+#include "io/bundled.h"
+#include "kernels/thread_pool.h"
+#include "model/config.h"
+#include "model/forward.h"
+#include "model/weights.h"
+#include "quant/scheme.h"
+
+namespace lowp {
+namespace {
+
+constexpr int64_t kTokens = 128;
+constexpr char kBundled[] = "stories260K";
+constexpr char kWide[] = "llama-3.2-1b-shape-2l";
+
+// Llama 3.2 1B's config.json values, 2 layers.
+ModelConfig WideConfig() {
+  ModelConfig c;
+  c.name = kWide;
+  c.model_type = "llama";
+  c.hidden_size = 2048;
+  c.intermediate_size = 8192;
+  c.num_layers = 2;
+  c.num_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = 64;
+  c.vocab_size = 128256;
+  c.max_position_embeddings = 131072;
+  c.tie_word_embeddings = true;
+  c.rope_theta = 500000;
+  c.rms_norm_eps = 1e-5;
+  c.bos_token_id = 128000;
+  return c;
+}
+
+// `n` seeded N(0, 0.02^2) values, drawn in chunks of 2^20 on the pool (chunk
+// c from seed + c: the values never depend on the thread count).
+Values Normal(int64_t n, uint32_t seed) {
+  auto v = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
+  constexpr int64_t kChunk = int64_t{1} << 20;
+  const size_t chunks = static_cast<size_t>((n + kChunk - 1) / kChunk);
+  ParallelFor(chunks, 0, [&](size_t c) {
+    std::mt19937 rng(seed + static_cast<uint32_t>(c));
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    const int64_t begin = static_cast<int64_t>(c) * kChunk;
+    const int64_t end = std::min(n, begin + kChunk);
+    for (int64_t i = begin; i < end; ++i) (*v)[i] = normal(rng);
+  });
+  return v;
+}
+
+Values Ones(int64_t n) {
+  return std::make_shared<std::vector<float>>(static_cast<size_t>(n), 1.0f);
+}
+
+Matrix RandomMatrix(std::string name, int64_t rows, int64_t cols, uint32_t seed) {
+  return Matrix{std::move(name), rows, cols, Normal(rows * cols, seed), nullptr};
+}
+
+ModelWeights WideWeights() {
+  ModelWeights w;
+  w.config = WideConfig();
+  const ModelConfig& c = w.config;
+  if (absl::Status s = ValidateModel(c); !s.ok()) {
+    std::fprintf(stderr, "forward_bench: %s\n", std::string(s.message()).c_str());
+    std::exit(1);
+  }
+  const int64_t D = c.hidden_size, I = c.intermediate_size;
+  const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+  uint32_t seed = 1000;
+  w.embed = RandomMatrix("model.embed_tokens.weight", c.vocab_size, D, seed += 1000);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    LayerWeights l;
+    l.input_norm = Ones(D);
+    l.post_attention_norm = Ones(D);
+    l.q = RandomMatrix(p + "self_attn.q_proj.weight", q, D, seed += 1000);
+    l.k = RandomMatrix(p + "self_attn.k_proj.weight", kv, D, seed += 1000);
+    l.v = RandomMatrix(p + "self_attn.v_proj.weight", kv, D, seed += 1000);
+    l.o = RandomMatrix(p + "self_attn.o_proj.weight", D, q, seed += 1000);
+    l.gate = RandomMatrix(p + "mlp.gate_proj.weight", I, D, seed += 1000);
+    l.up = RandomMatrix(p + "mlp.up_proj.weight", I, D, seed += 1000);
+    l.down = RandomMatrix(p + "mlp.down_proj.weight", D, I, seed += 1000);
+    w.layers.push_back(std::move(l));
+  }
+  w.final_norm = Ones(D);
+  w.lm_head = w.embed;  // tied
+  w.lm_head.name = "lm_head.weight";
+  return w;
+}
+
+// The model by name, made (or read) on first use, then kept.
+const ModelWeights& Model(const std::string& name) {
+  static std::unique_ptr<ModelWeights> bundled, wide;
+  if (name == kWide) {
+    if (wide == nullptr) wide = std::make_unique<ModelWeights>(WideWeights());
+    return *wide;
+  }
+  if (bundled == nullptr) {
+    absl::StatusOr<std::string> dir = BundledModel();
+    absl::StatusOr<ModelWeights> w =
+        dir.ok() ? OpenModel(*dir, {}) : absl::StatusOr<ModelWeights>(dir.status());
+    if (!w.ok()) {
+      std::fprintf(stderr, "forward_bench: %s\n", std::string(w.status().message()).c_str());
+      std::exit(1);
+    }
+    bundled = std::make_unique<ModelWeights>(*std::move(w));
+  }
+  return *bundled;
+}
+
+// Executed flops per token of a prefill of `tokens` from position 0.
+double FlopsPerToken(const ModelConfig& c, int64_t tokens) {
+  const int64_t D = c.hidden_size, I = c.intermediate_size;
+  const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+  const int64_t linear = q * D + 2 * kv * D + D * q + 3 * I * D;  // per layer
+  const double params = static_cast<double>(linear * c.num_layers + c.vocab_size * D);
+  const double attention =
+      4.0 * static_cast<double>(tokens * c.head_dim * c.num_heads * c.num_layers);
+  return 2 * params + attention;
+}
+
+// Token i of the run (sequence s, position t: i = s * 128 + t), the same
+// formula as bench/torch_forward.py.
+std::vector<int32_t> Tokens(int64_t sequences, int64_t vocab) {
+  std::vector<int32_t> ids(static_cast<size_t>(sequences * kTokens));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = static_cast<int32_t>((static_cast<uint64_t>(i) * 2654435761u + 1) %
+                                  static_cast<uint64_t>(vocab));
+  }
+  return ids;
+}
+
+const Emulation kNone;
+
+struct Site1 {
+  std::string label;  // "none", "activations=int8-channel", ...
+  Emulation emulation;
+};
+
+Site1 ParseSite(const std::string& label) {
+  Site1 out{label, {}};
+  if (label == "none") return out;
+  const size_t eq = label.find('=');
+  const std::string field = label.substr(0, eq), value = label.substr(eq + 1);
+  if (field == "compute") {
+    absl::StatusOr<Format> f = FindFormat(value);
+    if (!f.ok()) {
+      std::fprintf(stderr, "forward_bench: %s\n", std::string(f.status().message()).c_str());
+      std::exit(1);
+    }
+    out.emulation.compute = *f;
+    return out;
+  }
+  absl::StatusOr<std::unique_ptr<Scheme>> s = ParseScheme(value);
+  if (!s.ok()) {
+    std::fprintf(stderr, "forward_bench: %s\n", std::string(s.status().message()).c_str());
+    std::exit(1);
+  }
+  std::shared_ptr<const Scheme> scheme(*std::move(s));
+  (field == "kv" ? out.emulation.kv : out.emulation.activations) = std::move(scheme);
+  return out;
+}
+
+void ForwardCase(benchmark::State& state, std::string model, std::string site, int64_t sequences,
+                 int threads) {
+  const ModelWeights& w = Model(model);
+  const Site1 s = ParseSite(site);
+  const int64_t V = w.config.vocab_size;
+  const std::vector<int32_t> ids = Tokens(sequences, V);
+  std::vector<float> logits(static_cast<size_t>(sequences * kTokens * V));
+  std::vector<absl::Status> errors(static_cast<size_t>(sequences));
+  for (auto _ : state) {
+    ParallelFor(static_cast<size_t>(sequences), threads, [&](size_t q) {
+      KvCache cache;
+      errors[q] =
+          Forward(w, s.emulation, std::span<const int32_t>(ids).subspan(q * kTokens, kTokens),
+                  cache, std::span<float>(logits).subspan(q * kTokens * V, kTokens * V));
+    });
+    for (const absl::Status& e : errors) {
+      if (!e.ok()) {
+        state.SkipWithError(std::string(e.message()).c_str());
+        return;
+      }
+    }
+    benchmark::ClobberMemory();
+  }
+  double sum = 0;
+  for (int64_t i = 0; i < kTokens * V; ++i) sum += logits[i];
+  const double tokens = static_cast<double>(sequences * kTokens);
+  const double flops = FlopsPerToken(w.config, kTokens);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * sequences * kTokens);
+  state.counters["tokens_per_second"] =
+      benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["gflops"] =
+      benchmark::Counter(tokens * flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flops_per_token"] = flops;
+  state.counters["logits_mean"] = sum / static_cast<double>(kTokens * V);
+}
+
+// One emulated site against none, paired: every iteration runs the forward
+// with the site and without (in alternating order: site first on even
+// iterations, none first on odd ones), each on its own clock; the
+// iteration's time is the emulated forward's. Counters: none_ms (the plain
+// forwards of the same iterations, mean), added_ms and added_cost (the
+// median over iterations of emulated - plain and emulated / plain - 1), so
+// that a slow spell of this shared machine falls on both sides of a pair.
+void SiteCase(benchmark::State& state, std::string model, std::string site) {
+  const ModelWeights& w = Model(model);
+  const Site1 s = ParseSite(site);
+  const int64_t V = w.config.vocab_size;
+  const std::vector<int32_t> ids = Tokens(1, V);
+  std::vector<float> logits(static_cast<size_t>(kTokens * V));
+  std::vector<double> differences, ratios;
+  double none_seconds = 0;
+  auto run = [&](const Emulation& e) -> double {
+    KvCache cache;
+    const auto start = std::chrono::steady_clock::now();
+    const absl::Status status = Forward(w, e, ids, cache, logits);
+    benchmark::ClobberMemory();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!status.ok()) state.SkipWithError(std::string(status.message()).c_str());
+    return status.ok() ? seconds : -1;
+  };
+  for (auto _ : state) {
+    const bool site_first = differences.size() % 2 == 0;
+    const double a = run(site_first ? s.emulation : kNone);
+    const double b = run(site_first ? kNone : s.emulation);
+    if (a < 0 || b < 0) return;
+    const double emulated = site_first ? a : b, plain = site_first ? b : a;
+    state.SetIterationTime(emulated);
+    none_seconds += plain;
+    differences.push_back(emulated - plain);
+    ratios.push_back(emulated / plain - 1);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  const double flops = FlopsPerToken(w.config, kTokens);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kTokens);
+  state.counters["tokens_per_second"] = benchmark::Counter(
+      static_cast<double>(kTokens), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["gflops"] =
+      benchmark::Counter(kTokens * flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flops_per_token"] = flops;
+  state.counters["none_ms"] =
+      benchmark::Counter(none_seconds * 1e3, benchmark::Counter::kAvgIterations);
+  state.counters["added_ms"] = median(differences) * 1e3;
+  state.counters["added_cost"] = median(ratios);
+}
+
+// B for an sgemm case: the 1B shape's own matrix of that shape, else random.
+const float* SgemmB(int64_t rows, int64_t cols, bool transposed, std::vector<float>& own) {
+  if (transposed) {
+    const ModelWeights& w = Model(kWide);
+    for (const Matrix* m :
+         {&w.layers[0].q, &w.layers[0].k, &w.layers[0].gate, &w.layers[0].down, &w.lm_head}) {
+      if (m->rows == rows && m->cols == cols) return m->values->data();
+    }
+  }
+  own = *Normal(rows * cols, 7);
+  return own.data();
+}
+
+void Sgemm(benchmark::State& state, bool transposed, int64_t m, int64_t n, int64_t k, int threads,
+           int blas_threads) {
+  std::vector<float> own_b;
+  const float* b = transposed ? SgemmB(n, k, true, own_b) : SgemmB(k, n, false, own_b);
+  std::vector<std::vector<float>> a(threads), c(threads);
+  for (int t = 0; t < threads; ++t) {
+    a[t] = *Normal(m * k, 11 + t);
+    c[t].assign(static_cast<size_t>(m * n), 0.0f);
+  }
+  const blasint ldb = static_cast<blasint>(transposed ? k : n);
+  openblas_set_num_threads(blas_threads);
+  for (auto _ : state) {
+    ParallelFor(static_cast<size_t>(threads), threads, [&](size_t t) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, transposed ? CblasTrans : CblasNoTrans,
+                  static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), 1.0f,
+                  a[t].data(), static_cast<blasint>(k), b, ldb, 0.0f, c[t].data(),
+                  static_cast<blasint>(n));
+    });
+    benchmark::ClobberMemory();
+  }
+  openblas_set_num_threads(1);
+  const double flops = 2.0 * static_cast<double>(m * n * k) * threads;
+  state.counters["gflops"] =
+      benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Wall-clock time (the paired site cases: their own clock, manual time, at
+// least 2 s of emulated forwards per repetition);
+// repetitions from --benchmark_repetitions (the README's runs use 3),
+// aggregates only.
+template <class... Args>
+benchmark::internal::Benchmark* Register(bool manual_time, const std::string& name,
+                                         Args&&... args) {
+  benchmark::internal::Benchmark* b =
+      benchmark::RegisterBenchmark(name.c_str(), std::forward<Args>(args)...);
+  if (manual_time) {
+    b->UseManualTime();
+  } else {
+    b->UseRealTime();
+  }
+  return b->MinTime(manual_time ? 2.0 : 0.5)
+      ->ReportAggregatesOnly(true)
+      ->Unit(benchmark::kMillisecond);
+}
+
+std::string ForwardName(const std::string& model, const std::string& site, int64_t sequences,
+                        int threads) {
+  return "forward/" + model + "/" + site + "/seqs:" + std::to_string(sequences) +
+         "/tokens:" + std::to_string(kTokens) + "/threads:" + std::to_string(threads);
+}
+
+void RegisterAll() {
+  const int all = AvailableCpus();
+  // Cheap cases first: the bundled model, then the sgemm shapes, then the
+  // wide model (its weights, 1.5 GB, are drawn on first use).
+  for (int threads : {1, all}) {
+    Register(false, ForwardName(kBundled, "none", 8, threads), ForwardCase, kBundled, "none", 8,
+             threads);
+  }
+  // The linear layers of the 1B shape at 128 tokens (q and o, k and v,
+  // gate and up, down, lm_head), the attention's per-head products, and the
+  // square.
+  struct Shape {
+    bool transposed;
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{true, 128, 2048, 2048},   {true, 128, 512, 2048},
+                          {true, 128, 8192, 2048},   {true, 128, 2048, 8192},
+                          {true, 128, 128256, 2048}, {true, 128, 128, 64},
+                          {false, 128, 64, 128},     {false, 2048, 2048, 2048}};
+  for (int threads : {1, all}) {
+    for (const Shape& s : shapes) {
+      const std::string name = std::string(s.transposed ? "sgemm/" : "sgemm-nn/") +
+                               std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+                               std::to_string(s.k) + "/threads:" + std::to_string(threads);
+      Register(false, name, Sgemm, s.transposed, s.m, s.n, s.k, threads, 1);
+    }
+  }
+  if (all > 1) {
+    Register(false, "sgemm-blas-threads:" + std::to_string(all) + "/2048x2048x2048", Sgemm, false,
+             int64_t{2048}, int64_t{2048}, int64_t{2048}, 1, all);
+  }
+  Register(false, ForwardName(kWide, "none", 1, 1), ForwardCase, kWide, "none", 1, 1);
+  if (all > 1) {
+    Register(false, ForwardName(kWide, "none", 1, all), ForwardCase, kWide, "none", 1, all);
+    Register(false, ForwardName(kWide, "none", all, all), ForwardCase, kWide, "none", all, all);
+  }
+  for (const char* site : {"activations=int8-channel", "activations=mxfp8", "kv=fp8_e4m3fn",
+                           "kv=int8-channel", "compute=fp16", "compute=bf16"}) {
+    Register(true, ForwardName(kWide, site, 1, 1), SiteCase, kWide, site);
+  }
+}
+
+}  // namespace
+}  // namespace lowp
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  openblas_set_num_threads(1);
+  benchmark::AddCustomContext("openblas_core", openblas_get_corename());
+  benchmark::AddCustomContext("openblas_config", openblas_get_config());
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  benchmark::AddCustomContext("OPENBLAS_CORETYPE", coretype != nullptr ? coretype : "(unset)");
+  lowp::RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -257,12 +257,10 @@ def forward_medians(runs):
 
 
 def forward_main(paths):
+    """Files of forward_bench and torch_forward.py; the k-th file of each
+    program make run k. Each figure is the median over runs of that run's
+    own figure (a ratio: of the two programs' figures in the same run)."""
     files = [json.load(open(p)) for p in paths]
-    runs = [forward_medians(f) for f in files]
-
-    def get(case, field):  # the median over files of each file's median
-        return median_over([r[case].get(field) for r in runs if case in r])
-
     for path, f in zip(paths, files):
         c = f.get("context", {})
         load = c.get("load_avg")
@@ -271,6 +269,28 @@ def forward_main(paths):
               + (" ".join(f"{x:.2f}" for x in load) if load else "?")
               + (f", torch {c['torch']}" if "torch" in c else ""))
     print()
+    is_torch = [f.get("context", {}).get("executable", "").endswith("torch_forward.py")
+                for f in files]
+    lowp_runs = [forward_medians(f) for f, t in zip(files, is_torch) if not t]
+    torch_runs = [forward_medians(f) for f, t in zip(files, is_torch) if t]
+    # Run k: the k-th file of each program (a run without a torch file has
+    # no torch figures).
+    runs = [dict(**l, **(torch_runs[k] if k < len(torch_runs) else {}))
+            for k, l in enumerate(lowp_runs)]
+    runs_note = f"median of {len(runs)} runs" if len(runs) > 1 else "one run"
+
+    def at(r, case, field):
+        return r[case].get(field) if case in r else None
+
+    def over_runs(fn):  # the median over runs of fn(run), where defined
+        return median_over([fn(r) for r in runs])
+
+    def get(case, field):
+        return over_runs(lambda r: at(r, case, field))
+
+    def quotient(a, b):
+        return None if a is None or b is None else a / b
+
     cases = []
     for r in runs:
         for k in r:
@@ -280,95 +300,140 @@ def forward_main(paths):
     def threads_of(case):
         return int(re.search(r"threads:(\d+)$", case).group(1))
 
-    def peak(t):  # the best square sgemm measured at t threads
-        rates = [get(c, "gflops") for c in (f"sgemm-nn/2048x2048x2048/threads:{t}",
-                                            f"sgemm-blas-threads:{t}/2048x2048x2048")]
+    def peak(r, t):  # the best square sgemm measured at t threads in run r
+        rates = [at(r, c, "gflops") for c in (f"sgemm-nn/2048x2048x2048/threads:{t}",
+                                               f"sgemm-blas-threads:{t}/2048x2048x2048")]
         rates = [x for x in rates if x is not None]
         return max(rates) if rates else None
 
-    print("Prefill of 128 tokens per sequence: tokens/s, lowp beside PyTorch in the same run "
+    def fmt(v, spec, unit=""):
+        return "" if v is None else f"{v:{spec}}{unit}"
+
+    print(f"Prefill of 128 tokens per sequence, {runs_note}: tokens/s, lowp beside PyTorch "
           "(torch: set_num_threads(T) and OpenBLAS T threads; best split: the fastest of that, "
           "OpenMP 1 + BLAS T and OpenMP T + BLAS 1); GFLOP/s as a fraction of the best "
-          "2048^3 sgemm at the same threads")
+          "2048^3 sgemm at the same threads in the same run")
     print()
+    per_run = len(runs) > 1
     print("| model | seqs | threads | lowp tokens/s | torch tokens/s | lowp / torch | "
           "torch, best split | lowp / best | lowp GFLOP/s | lowp / sgemm peak | "
-          "torch / sgemm peak | logits mean lowp, torch |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "torch / sgemm peak | logits mean lowp, torch |"
+          + (" lowp / torch per run |" if per_run else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|" + ("---|" if per_run else ""))
     for case in cases:
         if not case.startswith("forward/") or "/none/" not in case:
             continue
         rest = case[len("forward/"):]
         model, _, seqs, _, threads = rest.split("/")
-        torch_case = "torch/" + rest
-        lowp = get(case, "tokens_per_second")
-        torch = get(torch_case, "tokens_per_second")
         t = threads.split(":")[1]
-        splits = [(get(c, "tokens_per_second"),
-                   f"omp{t}-blas{t}" if c == torch_case else c.split("/")[0].split(":")[1])
-                  for c in cases if c == torch_case
-                  or (c.startswith("torch-split:") and c.endswith("/" + rest))]
-        best, best_name = max(splits) if splits else (None, None)
-        gflops = get(case, "gflops")
-        p = peak(threads_of(case))
-        tg = get(torch_case, "gflops")
-        cells = [model, seqs.split(":")[1], threads.split(":")[1], f"{lowp:.0f}",
-                 "" if torch is None else f"{torch:.0f}",
-                 "" if torch is None else f"{lowp / torch:.2f}x",
-                 "" if best is None or len(splits) == 1 else f"{best:.0f} ({best_name})",
-                 "" if best is None or len(splits) == 1 else f"{lowp / best:.2f}x",
-                 f"{gflops:.1f}",
-                 "" if p is None else f"{gflops / p:.2f}",
-                 "" if p is None or tg is None else f"{tg / p:.2f}",
-                 f"{get(case, 'logits_mean'):.6g}"
-                 + ("" if torch is None else f", {get(torch_case, 'logits_mean'):.6g}")]
+        torch_case = "torch/" + rest
+        split_cases = [c for c in cases
+                       if c.startswith("torch-split:") and c.endswith("/" + rest)]
+
+        def best(r):  # (tokens/s, split) of the fastest torch case of a run with splits
+            if not any(c in r for c in split_cases):
+                return (None, None)
+            found = [(at(r, c, "tokens_per_second"),
+                      f"omp{t}-blas{t}" if c == torch_case else c.split("/")[0].split(":")[1])
+                     for c in [torch_case] + split_cases if at(r, c, "tokens_per_second")]
+            return max(found) if found else (None, None)
+
+        best_names = sorted({best(r)[1] for r in runs if best(r)[1] is not None})
+        best_name = ", ".join(best_names)
+
+        def ratio(r):
+            return quotient(at(r, case, "tokens_per_second"), at(r, torch_case, "tokens_per_second"))
+
+        has_splits = bool(split_cases)
+        cells = [
+            model, seqs.split(":")[1], t, fmt(get(case, "tokens_per_second"), ".0f"),
+            fmt(get(torch_case, "tokens_per_second"), ".0f"), fmt(over_runs(ratio), ".2f", "x"),
+            "" if not has_splits else
+            fmt(over_runs(lambda r: best(r)[0]), ".0f") + f" ({best_name})",
+            "" if not has_splits else
+            fmt(over_runs(lambda r: quotient(at(r, case, "tokens_per_second"), best(r)[0])),
+                ".2f", "x"),
+            fmt(get(case, "gflops"), ".1f"),
+            fmt(over_runs(lambda r: quotient(at(r, case, "gflops"), peak(r, int(t)))), ".2f"),
+            fmt(over_runs(lambda r: quotient(at(r, torch_case, "gflops"), peak(r, int(t)))),
+                ".2f"),
+            fmt(get(case, "logits_mean"), ".6g")
+            + ("" if get(torch_case, "logits_mean") is None
+               else f", {get(torch_case, 'logits_mean'):.6g}")]
+        if per_run:
+            cells.append(", ".join(fmt(ratio(r), ".2f") for r in runs))
         print("| " + " | ".join(cells) + " |")
 
     sgemm = [c for c in cases if c.startswith("sgemm")]
     if sgemm:
         print()
-        print("sgemm GFLOP/s (MxNxK; sgemm/ is C = A B^T as for a linear layer, sgemm-nn/ "
-              "C = A B; threads:2 is two one-thread products at once, sgemm-blas-threads:2 "
-              "one product on OpenBLAS's two threads)")
+        print(f"sgemm GFLOP/s, {runs_note} (MxNxK; sgemm/ is C = A B^T as for a linear layer, "
+              "sgemm-nn/ C = A B; threads:2 is two one-thread products at once, "
+              "sgemm-blas-threads:2 one product on OpenBLAS's two threads)")
         print()
-        print("| case | GFLOP/s |")
-        print("|---|---:|")
+        print("| case | GFLOP/s |" + (" per run |" if per_run else ""))
+        print("|---|---:|" + ("---|" if per_run else ""))
         for c in sgemm:
-            print(f"| {c} | {get(c, 'gflops'):.1f} |")
+            line = f"| {c} | {fmt(get(c, 'gflops'), '.1f')} |"
+            if per_run:
+                line += " " + ", ".join(fmt(at(r, c, "gflops"), ".1f") for r in runs) + " |"
+            print(line)
 
     none = f"forward/{WIDE}/none/seqs:1/tokens:128/threads:1"
-    if any(none in r for r in runs) and all(any(f"{s}/threads:1" in r for r in runs)
-                                            for _, s, _ in WIDE_PRODUCTS):
-        measured = get(none, "ms")
+    products = [(label, s, count, [int(x) for x in s.split("/")[1].split("x")])
+                for label, s, count in WIDE_PRODUCTS]
+
+    def product_ms(r, s, count, mnk):
+        rate = at(r, f"{s}/threads:1", "gflops")
+        m, n, k = mnk
+        return None if rate is None else count * 2 * m * n * k / (rate * 1e9) * 1e3
+
+    def all_products(r):
+        parts = [product_ms(r, s, count, mnk) for _, s, count, mnk in products]
+        return None if None in parts else sum(parts)
+
+    if get(none, "ms") is not None and over_runs(all_products) is not None:
         print()
-        print(f"Where the time of one {WIDE} forward goes (1 thread, {measured:.1f} ms "
-              "measured): each product's flops at its shape's sgemm rate in the same run")
+        print(f"Where the time of one {WIDE} forward goes (1 thread, {get(none, 'ms'):.1f} ms "
+              f"measured, {runs_note}): each product's flops at its shape's sgemm rate in the "
+              "same run, as a share of that run's forward")
         print()
         print("| products | shape | count | ms at sgemm rate | share of the forward |")
         print("|---|---|---:|---:|---:|")
-        total = 0
-        for label, s, count in WIDE_PRODUCTS:
-            m, n, k = (int(x) for x in s.split("/")[1].split("x"))
-            ms = count * 2 * m * n * k / (get(f"{s}/threads:1", "gflops") * 1e9) * 1e3
-            total += ms
-            print(f"| {label} | {m}x{n}x{k} | {count} | {ms:.1f} | {ms / measured:.1%} |")
-        print(f"| all products | | | {total:.1f} | {total / measured:.1%} |")
-        print(f"| the rest (norms, RoPE, softmax, SiLU, copies) | | | {measured - total:.1f} | "
-              f"{(measured - total) / measured:.1%} |")
+        for label, s, count, mnk in products:
+            ms = over_runs(lambda r: product_ms(r, s, count, mnk))
+            share = over_runs(lambda r: quotient(product_ms(r, s, count, mnk), at(r, none, "ms")))
+            print(f"| {label} | {'x'.join(map(str, mnk))} | {count} | {fmt(ms, '.1f')} | "
+                  f"{fmt(share, '.1%')} |")
+        share = over_runs(lambda r: quotient(all_products(r), at(r, none, "ms")))
+        print(f"| all products | | | {fmt(over_runs(all_products), '.1f')} | {fmt(share, '.1%')} |")
+        rest = over_runs(lambda r: None if all_products(r) is None or at(r, none, "ms") is None
+                         else at(r, none, "ms") - all_products(r))
+        print(f"| the rest (norms, RoPE, softmax, SiLU, copies) | | | {fmt(rest, '.1f')} | "
+              f"{fmt(None if share is None else 1 - share, '.1%')} |")
 
     emulated = [c for c in cases if c.startswith(f"forward/{WIDE}/") and "/none/" not in c]
     if emulated:
         print()
-        print(f"Added cost of each emulated site, {WIDE}, 1 sequence, 1 thread: each iteration "
-              "runs the emulated forward and the plain one (none), paired; "
+        print(f"Added cost of each emulated site, {WIDE}, 1 sequence, 1 thread, {runs_note}: "
+              "each iteration runs the emulated forward and the plain one (none), paired; "
               "added: the median over the pairs")
         print()
-        print("| site | ms per forward | none, paired (ms) | tokens/s | added ms | added cost |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print("| site | ms per forward | none, paired (ms) | tokens/s | added ms | added cost |"
+              + (" added cost per run |" if per_run else ""))
+        print("|---|---:|---:|---:|---:|---:|" + ("---|" if per_run else ""))
         for c in emulated:
-            print(f"| {c.split('/')[2]} | {get(c, 'ms'):.1f} | {get(c, 'none_ms'):.1f} | "
-                  f"{get(c, 'tokens_per_second'):.1f} | {get(c, 'added_ms'):+.1f} | "
-                  f"{get(c, 'added_cost') * 100:+.1f}% |")
+            cost = get(c, "added_cost")
+            line = (f"| {c.split('/')[2]} | {fmt(get(c, 'ms'), '.1f')} | "
+                    f"{fmt(get(c, 'none_ms'), '.1f')} | {fmt(get(c, 'tokens_per_second'), '.1f')} | "
+                    f"{fmt(get(c, 'added_ms'), '+.1f')} | "
+                    f"{fmt(None if cost is None else cost * 100, '+.1f', '%')} |")
+            if per_run:
+                line += " " + ", ".join(
+                    fmt(None if at(r, c, "added_cost") is None else at(r, c, "added_cost") * 100,
+                        "+.1f", "%") for r in runs) + " |"
+            print(line)
+
 
 if __name__ == "__main__":
     first = json.load(open(sys.argv[1]))

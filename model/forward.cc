@@ -57,7 +57,8 @@ class Pass {
   // site produced.
   void Round(Site site, std::span<float> x) {
     if (e_.compute.has_value()) {
-      before_.assign(x.begin(), x.end());
+      // The values before rounding only for the census's counts.
+      if (census_ != nullptr) before_.assign(x.begin(), x.end());
       codes_.resize(StorageBytes(*e_.compute, x.size()));
       RunOptions run;
       run.threads = 1;
@@ -246,10 +247,10 @@ class Pass {
            int64_t n, std::vector<float>& out) {
     Linear(gate, in, n, gate_, Site::kGateProj);
     Linear(up, in, n, up_, Site::kUpProj);
+    // The activation chosen once, not per element.
     const std::string& act = c_.activation;
-    for (float& x : gate_) {
-      x = act == "gelu_pytorch_tanh" ? GeluTanh(x) : act == "gelu" ? GeluErf(x) : Silu(x);
-    }
+    float (*const f)(float) = act == "gelu_pytorch_tanh" ? GeluTanh : act == "gelu" ? GeluErf : Silu;
+    for (float& x : gate_) x = f(x);
     Round(Site::kAct, gate_);
     for (size_t i = 0; i < gate_.size(); ++i) gate_[i] *= up_[i];
     Round(Site::kActMul, gate_);

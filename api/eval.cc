@@ -8,7 +8,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/match.h"
 #include "kernels/thread_pool.h"
 #include "api/json.h"
 #include "api/quant.h"
@@ -173,6 +172,22 @@ absl::StatusOr<std::pair<int64_t, int64_t>> ParseSample(const std::string& text)
   return std::make_pair(n, len);
 }
 
+// Every id below the model's vocabulary: an option error on "tokens" naming
+// the first that is not (Evaluate and Forward check too, as a library
+// contract; this gives the front ends the field).
+absl::Status CheckTokenIds(const TokenArray& tokens, int64_t vocab) {
+  for (size_t i = 0; i < tokens.ids.size(); ++i) {
+    if (tokens.ids[i] < 0 || tokens.ids[i] >= vocab) {
+      return OptionError("tokens", absl::StrCat("token ", tokens.ids[i], " at sequence ",
+                                                i / tokens.length, ", position ",
+                                                i % tokens.length,
+                                                " is not a token id of the model (vocab_size ",
+                                                vocab, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 nlohmann::json DistributionJson(const Distribution& d) {
   return {{"mean", JsonNumber(d.mean)},     {"rms", JsonNumber(d.rms)},
           {"min", JsonNumber(d.min)},       {"p1", JsonNumber(d.p1)},
@@ -233,11 +248,9 @@ absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& o) 
         for (const auto& [c_name, c] : *compute) {
           EvalCandidate e;
           e.weights = w.spec;
-          for (const WeightRule& rule : w.rules) {
-            // "PATTERN=none" keeps those matrices in float32: a rule with no
-            // scheme that wins the match and quantizes nothing.
-            e.weight_rules.push_back(rule);
-          }
+          // "PATTERN=none" is a rule with no scheme: it wins the match and
+          // keeps those matrices in float32.
+          e.weight_rules = w.rules;
           e.activations = a_name;
           e.kv = kv_name;
           e.compute = c_name;
@@ -296,14 +309,10 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
   if (tokens.length < 2) {
     return OptionError("tokens", "sequences need at least 2 tokens (one prediction)");
   }
+  if (absl::Status s = CheckTokenIds(tokens, model->config.vocab_size); !s.ok()) return s;
   absl::StatusOr<EvalReport> report =
       Evaluate(*model, tokens.ids, tokens.length, *candidates, o.threads, o.progress);
-  if (!report.ok()) {
-    if (absl::StrContains(report.status().message(), "is not a token id")) {
-      return OptionError("tokens", report.status().message());
-    }
-    return report.status();
-  }
+  if (!report.ok()) return report.status();
   result.report = *std::move(report);
   return result;
 }
@@ -373,14 +382,7 @@ absl::StatusOr<std::vector<float>> ForwardLogits(const std::string& model,
   }
   const int64_t V = w->config.vocab_size;
   const size_t sequences = tokens.ids.size() / tokens.length;
-  for (size_t i = 0; i < tokens.ids.size(); ++i) {
-    if (tokens.ids[i] < 0 || tokens.ids[i] >= V) {
-      return OptionError("tokens", absl::StrCat("token ", tokens.ids[i], " at sequence ",
-                                                i / tokens.length, ", position ",
-                                                i % tokens.length, " is not below vocab_size (",
-                                                V, ")"));
-    }
-  }
+  if (absl::Status s = CheckTokenIds(tokens, V); !s.ok()) return s;
   std::vector<float> logits(tokens.ids.size() * V);
   std::vector<absl::Status> errors(sequences);
   ParallelFor(sequences, ResolveThreads(threads), [&](size_t s) {

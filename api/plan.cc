@@ -146,9 +146,9 @@ bool SameShape(const ModelConfig& a, const ModelConfig& b) {
 
 // lowp eval with each candidate's format on the linear layers; the Pareto
 // front is then taken on mean KL.
-absl::Status AddEndToEnd(const PlanJobOptions& o, Plan& plan) {
+absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model, Plan& plan) {
   EvalOptions e;
-  e.model = o.eval_model;
+  e.model = model;
   e.sample = o.eval_sample;
   e.seed = o.eval_seed;
   e.threads = o.threads;
@@ -241,9 +241,9 @@ absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
   absl::StatusOr<Plan> plan = MakePlan(*model, options);
   if (!plan.ok()) return plan.status();
   if (o.eval) {
-    PlanJobOptions eval = o;
-    if (eval.eval_model.empty() && snapshot) eval.eval_model = o.model;
-    if (absl::Status s = AddEndToEnd(eval, *plan); !s.ok()) return s;
+    // A snapshot directory evaluates itself unless another model is named.
+    const std::string model = o.eval_model.empty() && snapshot ? o.model : o.eval_model;
+    if (absl::Status s = AddEndToEnd(o, model, *plan); !s.ok()) return s;
   }
   if (o.html) {
     const std::string page = PlanHtml(*plan, o.html_command);

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "codecs/ggml.h"
 
 namespace lowp {
 
@@ -32,21 +33,28 @@ enum class DType : uint8_t {
   kF64,
   kF8E4M3,  // OCP e4m3fn: no infinities, NaN = S.1111.111
   kF8E5M2,  // IEEE-like e5m2 with infinities
+  kF8E8M0,  // OCP e8m0: an exponent only, 2^(code - 127); 0xFF is NaN
+  kGgml,    // blocks of a ggml type (GGUF files): TensorView::ggml says which
 };
 
-absl::string_view DTypeName(DType dtype);                  // "F32"
-absl::StatusOr<DType> ParseDType(absl::string_view name);  // "F32" -> kF32
-size_t DTypeBytes(DType dtype);                            // 1, 2, 4 or 8
-bool IsFloating(DType dtype);                              // F8.., F16, BF16, F32, F64
-// All dtypes, for tests and listings.
+absl::string_view DTypeName(DType dtype);                  // "F32"; "GGML" for kGgml
+absl::StatusOr<DType> ParseDType(absl::string_view name);  // "F32" -> kF32 (never kGgml)
+size_t DTypeBytes(DType dtype);                            // 1, 2, 4 or 8; 0 for kGgml
+bool IsFloating(DType dtype);                              // F8.., F16, BF16, F32, F64, kGgml
+// All element dtypes (every one but kGgml), for tests and listings.
 std::vector<DType> AllDTypes();
 
 struct TensorView {
   std::string name;
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;      // empty for a scalar
-  std::span<const uint8_t> bytes;  // element data; size = elements() * DTypeBytes(dtype)
+  std::span<const uint8_t> bytes;  // element data; size = elements() * DTypeBytes(dtype),
+                                   // or whole blocks of `ggml` for kGgml
   std::string file;                // where it came from, for messages
+  const ggml::TypeInfo* ggml = nullptr;  // for kGgml: the block type
+
+  // "F32", or the ggml type's name ("q4_K") for blocks.
+  std::string type_name() const;
 
   int64_t elements() const;  // product of shape (1 for a scalar)
   // The tensor as a matrix [rows, cols]: cols is the last dimension (the
@@ -62,9 +70,18 @@ absl::StatusOr<int64_t> ShapeElements(std::span<const int64_t> shape, absl::stri
 
 // Reads elements [first, first + out.size()) of `tensor` as float32: exact for
 // F8/F16/BF16/F32 and integers up to 2^24 in magnitude, nearest-even for F64
-// and larger integers; BOOL is 0 or 1. InvalidArgument if the range is outside
-// the tensor.
+// and larger integers; BOOL is 0 or 1; ggml blocks as ggml's to_float
+// decodes them (whole blocks are decoded, the range need not be aligned).
+// InvalidArgument if the range is outside the tensor or a ggml type lowp
+// cannot decode.
 absl::Status ReadAsFloat32(const TensorView& tensor, int64_t first, std::span<float> out);
+
+// The bytes that hold elements [first, first + count) (whole blocks for
+// ggml types), for releasing pages. Clipped to the tensor.
+std::span<const uint8_t> ElementBytes(const TensorView& tensor, int64_t first, int64_t count);
+
+// Bytes of `elements` elements of the tensor's type (whole blocks for ggml).
+uint64_t TypeBytes(const TensorView& tensor, int64_t elements);
 
 }  // namespace lowp
 

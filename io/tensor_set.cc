@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
+#include "io/gguf.h"
 #include "io/npy.h"
 #include "io/safetensors.h"
 
@@ -42,6 +43,36 @@ bool GlobMatches(absl::string_view glob, absl::string_view name) {
   }
   while (g < glob.size() && glob[g] == '*') ++g;
   return g == glob.size();
+}
+
+// GGUF tensors as views: the shape row-major (ne reversed, as safetensors
+// and NumPy write it), plain element types as their dtype, block types as
+// kGgml.
+std::vector<TensorView> GgufViews(const ParsedGguf& gguf, std::span<const uint8_t> file,
+                                  const std::string& path) {
+  std::vector<TensorView> views;
+  for (const GgufTensorInfo& t : gguf.tensors) {
+    TensorView v;
+    v.name = t.name;
+    v.file = path;
+    v.shape.assign(t.ne.rbegin(), t.ne.rend());
+    v.bytes = file.subspan(gguf.data_offset + t.offset, t.bytes);
+    switch (t.type->type) {
+      case ggml::Type::kF32: v.dtype = DType::kF32; break;
+      case ggml::Type::kF16: v.dtype = DType::kF16; break;
+      case ggml::Type::kBF16: v.dtype = DType::kBF16; break;
+      case ggml::Type::kF64: v.dtype = DType::kF64; break;
+      case ggml::Type::kI8: v.dtype = DType::kI8; break;
+      case ggml::Type::kI16: v.dtype = DType::kI16; break;
+      case ggml::Type::kI32: v.dtype = DType::kI32; break;
+      case ggml::Type::kI64: v.dtype = DType::kI64; break;
+      default:
+        v.dtype = DType::kGgml;
+        v.ggml = t.type;
+    }
+    views.push_back(std::move(v));
+  }
+  return views;
 }
 
 }  // namespace
@@ -103,15 +134,21 @@ absl::StatusOr<TensorSet> TensorSet::Open(const std::string& path) {
     return set;
   }
   const bool safetensors = absl::EndsWith(path, ".safetensors");
-  if (!safetensors && !absl::EndsWith(path, ".npy")) {
+  const bool gguf = absl::EndsWith(path, ".gguf");
+  if (!safetensors && !gguf && !absl::EndsWith(path, ".npy")) {
     return absl::InvalidArgumentError(
         absl::StrCat(path,
                      ": unknown kind of tensor file (expected *.safetensors, "
-                     "*.safetensors.index.json or *.npy)"));
+                     "*.safetensors.index.json, *.gguf or *.npy)"));
   }
   absl::StatusOr<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
   if (!file.ok()) return file.status();
-  if (safetensors) {
+  if (gguf) {
+    absl::StatusOr<ParsedGguf> parsed = ParseGguf((*file)->bytes(), path);
+    if (!parsed.ok()) return parsed.status();
+    set.tensors_ = GgufViews(*parsed, (*file)->bytes(), path);
+    set.gguf_ = std::make_shared<const ParsedGguf>(std::move(*parsed));
+  } else if (safetensors) {
     absl::StatusOr<ParsedSafetensors> parsed = ParseSafetensors((*file)->bytes(), path);
     if (!parsed.ok()) return parsed.status();
     set.tensors_ = std::move(parsed->tensors);
@@ -141,6 +178,7 @@ absl::StatusOr<TensorSet> TensorSet::OpenAll(const std::vector<std::string>& pat
       all.tensors_.push_back(std::move(view));
     }
     if (first) all.metadata_ = std::move(set->metadata_);
+    if (all.gguf_ == nullptr) all.gguf_ = std::move(set->gguf_);
     first = false;
     for (auto& file : set->files_) all.files_.push_back(std::move(file));
   }
@@ -153,6 +191,10 @@ absl::StatusOr<TensorSet> TensorSet::FromViews(std::vector<TensorView> views) {
   for (const TensorView& v : views) {
     if (!names.insert(v.name).second) {
       return absl::InvalidArgumentError(absl::StrCat("tensor \"", v.name, "\" is given twice"));
+    }
+    if (v.dtype == DType::kGgml) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor \"", v.name, "\": ggml blocks come only from GGUF files"));
     }
     absl::StatusOr<int64_t> elements = ShapeElements(v.shape, v.name);
     if (!elements.ok()) return elements.status();

@@ -1,6 +1,7 @@
 // The tensors of one or more files, memory-mapped read-only: a .safetensors
 // file, a sharded checkpoint (model.safetensors.index.json and its shards), a
-// NumPy .npy file. A checkpoint larger than RAM streams through: the data is
+// GGUF file (llama.cpp's; block types are DType::kGgml views), a NumPy .npy
+// file. A checkpoint larger than RAM streams through: the data is
 // read from the mapping on demand and Release() drops a tensor's pages once
 // it has been processed.
 #ifndef LOWP_IO_TENSOR_SET_H_
@@ -18,12 +19,13 @@
 namespace lowp {
 
 class MappedFile;  // io/mapped_file.h
+struct ParsedGguf;  // io/gguf.h
 
 class TensorSet {
  public:
   // Opens `path` by its name: "*.safetensors", "*.safetensors.index.json"
-  // (every shard it names, checked against the index), "*.npy" (one tensor
-  // named after the file's stem). Errors name the file and, where one is at
+  // (every shard it names, checked against the index), "*.gguf", "*.npy"
+  // (one tensor named after the file's stem). Errors name the file and, where one is at
   // fault, the tensor.
   static absl::StatusOr<TensorSet> Open(const std::string& path);
   // Several paths into one set; a tensor name seen twice is an error.
@@ -41,6 +43,9 @@ class TensorSet {
   const std::vector<TensorView>& tensors() const { return tensors_; }
   // The safetensors "__metadata__" of the (first) file, if any.
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // The header of the (first) GGUF file, typed metadata and tensor infos;
+  // null when the set holds no GGUF file.
+  const ParsedGguf* gguf() const { return gguf_.get(); }
 
   // Drops the pages of `tensor` from this process's memory (madvise); the
   // view stays valid and re-reads the file if used again.
@@ -63,6 +68,7 @@ class TensorSet {
   std::vector<std::unique_ptr<MappedFile>> files_;
   std::vector<TensorView> tensors_;
   std::map<std::string, std::string> metadata_;
+  std::shared_ptr<const ParsedGguf> gguf_;
 };
 
 // Tensor name patterns: comma-separated globs ('*' any run, '?' one

@@ -133,10 +133,7 @@ class Driver {
   // Hands the bytes of chunks [first, first + count) to options_.release.
   void Release(int64_t first, int64_t count) const {
     if (!options_.release) return;
-    const size_t size = DTypeBytes(tensor_.dtype);
-    const size_t begin = static_cast<size_t>(first * chunk_rows_ * cols_) * size;
-    options_.release(
-        tensor_.bytes.subspan(begin, static_cast<size_t>(Elements(first, count)) * size));
+    options_.release(ElementBytes(tensor_, first * chunk_rows_ * cols_, Elements(first, count)));
   }
 
   // F64 elements of the chunk that are finite but beyond float32's range.

@@ -37,8 +37,7 @@ absl::StatusOr<Census> TakeCensus(const TensorView& tensor, const RangeOptions& 
     chunk.resize(std::min(kChunk, tensor.elements() - first));
     if (absl::Status s = ReadAsFloat32(tensor, first, chunk); !s.ok()) return s;
     if (options.release) {
-      const size_t size = DTypeBytes(tensor.dtype);
-      options.release(tensor.bytes.subspan(first * size, chunk.size() * size));
+      options.release(ElementBytes(tensor, first, static_cast<int64_t>(chunk.size())));
     }
     for (float x : chunk) {
       if (!std::isfinite(x)) continue;

@@ -1,0 +1,112 @@
+// llama.cpp's tensor types (ggml_type): what each stores per block, and the
+// codecs that write and read those bytes exactly as ggml does.
+//
+// Encode is ggml's reference quantizer without an importance matrix, the one
+// ggml_quantize_chunk runs (quantize_row_*_ref; quantize_iq4_nl and
+// quantize_iq4_xs for the i-quants): every float32 operation in ggml's order,
+// so the bytes equal ggml's own when ggml is built without floating-point
+// contraction (its q2_K, q4_K and q5_K bytes differ when a compiler fuses a
+// multiply and an add). Decode is ggml's to_float (dequantize_row_*).
+// Checked against ggml on 2M elements per type (tests/data/ggml holds
+// vectors ggml made).
+#ifndef LOWP_CODECS_GGML_H_
+#define LOWP_CODECS_GGML_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace lowp::ggml {
+
+// ggml_type ids as GGUF files store them (ggml.h).
+enum class Type : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ8_1 = 9,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kQ8_K = 15,
+  kIQ2_XXS = 16,
+  kIQ2_XS = 17,
+  kIQ3_XXS = 18,
+  kIQ1_S = 19,
+  kIQ4_NL = 20,
+  kIQ3_S = 21,
+  kIQ2_S = 22,
+  kIQ4_XS = 23,
+  kI8 = 24,
+  kI16 = 25,
+  kI32 = 26,
+  kI64 = 27,
+  kF64 = 28,
+  kIQ1_M = 29,
+  kBF16 = 30,
+  kTQ1_0 = 34,
+  kTQ2_0 = 35,
+  kMXFP4 = 39,
+  kNVFP4 = 40,
+  kQ1_0 = 41,
+  kQ2_0 = 42,
+};
+
+struct TypeInfo {
+  Type type;
+  absl::string_view name;  // ggml_type_name: "q4_K", "iq4_xs", "f16"
+  int64_t block;           // elements per block (1 for plain element types)
+  int64_t bytes;           // bytes per block
+  bool can_decode;         // lowp decodes it (Decode)
+  bool can_encode;         // lowp writes it (Encode)
+};
+
+// The type with id `id`, or null for an id ggml does not define or has
+// removed (4, 5, 31-33, 36-38: Q4_2, Q4_3, the interleaved Q4_0_x_y and
+// IQ4_NL_x_y), or beyond the last.
+const TypeInfo* FindType(uint32_t id);
+// By ggml's name, ASCII case ignored ("Q4_K" finds q4_K); null if none.
+const TypeInfo* FindType(absl::string_view name);
+const TypeInfo& Info(Type type);
+// Every type ggml defines, in id order.
+std::span<const TypeInfo> AllTypes();
+
+// Bytes of a row of `elements` elements: elements / block * bytes. The caller
+// checks that elements is a multiple of block.
+inline int64_t RowBytes(const TypeInfo& info, int64_t elements) {
+  return elements / info.block * info.bytes;
+}
+
+// Encodes in.size() elements (a multiple of the type's block) into `out`
+// (exactly RowBytes bytes). Inputs must be finite: ggml's quantizers give
+// undefined bytes for NaN and Inf (the schemes substitute zeros). Adds to
+// `clipped`, when not null, the elements whose final code ggml clamped to
+// the end of its range. InvalidArgument for a type lowp cannot encode or
+// sizes that do not fit.
+absl::Status Encode(Type type, std::span<const float> in, std::span<uint8_t> out,
+                    uint64_t* clipped = nullptr);
+
+// Decodes whole blocks: out.size() elements (a multiple of the block) from
+// in.size() == RowBytes bytes. Any bytes decode (a NaN or Inf scale gives
+// NaN or Inf). InvalidArgument for a type lowp cannot decode or sizes that
+// do not fit.
+absl::Status Decode(Type type, std::span<const uint8_t> in, std::span<float> out);
+
+// IEEE binary16 conversions as ggml's GGML_FP32_TO_FP16 (nearest-even,
+// overflow to infinity, NaN to a quiet NaN of the same sign) and
+// GGML_FP16_TO_FP32.
+uint16_t Fp32ToFp16(float x);
+float Fp16ToFp32(uint16_t h);
+
+}  // namespace lowp::ggml
+
+#endif  // LOWP_CODECS_GGML_H_

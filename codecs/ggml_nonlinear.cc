@@ -1,0 +1,292 @@
+// ggml's codebook types: iq4_nl and iq4_xs (a 16-value non-uniform grid,
+// quantize_iq4_nl / quantize_iq4_xs with ntry = 7 and no importance, as
+// ggml_quantize_chunk runs them) and ggml's own MXFP4 and NVFP4 (e2m1 codes
+// chosen by best_index_mxfp4, whose strict `<` keeps the first of two equally
+// near codes: ties go to the smaller magnitude, where OCP's conversion rounds
+// to even).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "codecs/ggml_blocks.h"
+#include "codecs/ggml_ops.h"
+
+namespace lowp::ggml::internal {
+namespace {
+
+constexpr float kGroupMaxEps = 1e-15f;  // GROUP_MAX_EPS
+constexpr int kIq4Tries = 7;
+
+// best_index_int8: the nearest grid value by bisection, the upper one on a
+// tie; values beyond either end take the end (counted in `clipped`).
+int BestIndex(float x, uint64_t* clipped) {
+  const int8_t* val = kIq4Values;
+  if (x <= val[0]) {
+    if (clipped != nullptr && x < val[0]) ++*clipped;
+    return 0;
+  }
+  if (x >= val[15]) {
+    if (clipped != nullptr && x > val[15]) ++*clipped;
+    return 15;
+  }
+  int ml = 0, mu = 15;
+  while (mu - ml > 1) {
+    const int mav = (ml + mu) / 2;
+    if (x < val[mav]) {
+      mu = mav;
+    } else {
+      ml = mav;
+    }
+  }
+  return x - val[mu - 1] < val[mu] - x ? mu - 1 : mu;
+}
+
+// One 32-element group's scale (quantize_row_iq4_nl_impl's inner search),
+// its codes in L. Returns 0 for a group of zeros (L untouched).
+float Iq4GroupScale(const float* xb, uint8_t* L) {
+  float weight[32];
+  for (int j = 0; j < 32; ++j) weight[j] = xb[j] * xb[j];
+  float amax = 0, max = 0;
+  for (int j = 0; j < 32; ++j) {
+    const float ax = std::fabs(xb[j]);
+    if (ax > amax) {
+      amax = ax;
+      max = xb[j];
+    }
+  }
+  if (amax < kGroupMaxEps) return 0;
+  const int8_t* values = kIq4Values;
+  float d = -max / values[0];
+  float id = 1 / d;
+  float sumqx = 0, sumq2 = 0;
+  for (int j = 0; j < 32; ++j) {
+    const float al = id * xb[j];
+    const int l = BestIndex(al, nullptr);
+    L[j] = static_cast<uint8_t>(l);
+    const float q = values[l];
+    const float w = weight[j];
+    sumqx += w * q * xb[j];
+    sumq2 += w * q * q;
+  }
+  d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+  float best = d * sumqx;
+  for (int itry = -kIq4Tries; itry <= kIq4Tries; ++itry) {
+    id = (itry + values[0]) / max;
+    sumqx = sumq2 = 0;
+    for (int j = 0; j < 32; ++j) {
+      const float al = id * xb[j];
+      const float q = values[BestIndex(al, nullptr)];
+      const float w = weight[j];
+      sumqx += w * q * xb[j];
+      sumq2 += w * q * q;
+    }
+    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+      d = sumqx / sumq2;
+      best = d * sumqx;
+    }
+  }
+  return d;
+}
+
+void PackNibbles(const uint8_t* L, int n, uint8_t* q4) {
+  for (int i = 0; i < n / 32; ++i) {
+    for (int j = 0; j < 16; ++j) {
+      q4[16 * i + j] = static_cast<uint8_t>(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
+    }
+  }
+}
+
+// best_index_mxfp4: the first code of least |value * e - x|.
+uint8_t BestFp4(float x, float e, uint64_t& clipped) {
+  int best_index = 0;
+  float best_err = std::fabs(kFp4Values[0] * e - x);
+  for (int i = 1; i < 16; ++i) {
+    const float err = std::fabs(kFp4Values[i] * e - x);
+    if (err < best_err) {
+      best_index = i;
+      best_err = err;
+    }
+  }
+  clipped += std::fabs(x) > 12 * e;
+  return static_cast<uint8_t>(best_index);
+}
+
+// ggml_e8m0_to_fp32_half: 2^(e - 128), the denormals for e < 2.
+float E8m0Half(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  return std::bit_cast<float>(bits);
+}
+
+// ggml_ue4m3_to_fp32: an unsigned e4m3 scale at half its value; 0 and 0x7F
+// (and, by the formula, every code) decode without NaN.
+float Ue4m3Half(uint8_t x) {
+  if (x == 0 || x == 0x7F) return 0.0f;
+  const int exp = (x >> 3) & 0xF;
+  const int man = x & 0x7;
+  const float raw = exp == 0 ? std::ldexp(static_cast<float>(man), -9)
+                             : std::ldexp(1.0f + static_cast<float>(man) / 8.0f, exp - 7);
+  return raw * 0.5f;
+}
+
+// ggml_fp32_to_ue4m3: rounds half up on the mantissa's first dropped bit,
+// saturates at 448 (0x7E), flushes what is below half the least subnormal.
+uint8_t ToUe4m3(float x) {
+  if (!(x > 0.0f)) return 0;
+  if (x > 448.0f) x = 448.0f;
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  const int fp32_exp = static_cast<int>((bits >> 23) & 0xFF) - 127;
+  const int fp32_man = static_cast<int>((bits >> 20) & 0x7);
+  int exp = fp32_exp + 7;
+  if (exp <= 0) {
+    int man = TruncToInt(x * 512.0f + 0.5f);
+    if (man > 7) man = 7;
+    if (man < 1) return 0;
+    return static_cast<uint8_t>(man);
+  }
+  if (exp >= 15) return 0x7E;
+  int man = fp32_man + static_cast<int>((bits >> 19) & 1);
+  if (man > 7) {
+    man = 0;
+    if (++exp >= 15) return 0x7E;
+  }
+  return static_cast<uint8_t>((exp << 3) | man);
+}
+
+}  // namespace
+
+void EncodeIq4Nl(const float* x, uint8_t* out, uint64_t& clipped) {
+  BlockIq4Nl b;
+  uint8_t L[32];
+  const float scale = Iq4GroupScale(x, L);
+  b.d = ToHalf(scale);
+  const float id = scale ? 1 / scale : 0;
+  for (int j = 0; j < 32; ++j) L[j] = static_cast<uint8_t>(BestIndex(id * x[j], &clipped));
+  PackNibbles(L, 32, b.qs);
+  StoreBlock(b, out);
+}
+
+void EncodeIq4Xs(const float* x, uint8_t* out, uint64_t& clipped) {
+  BlockIq4Xs b;
+  uint8_t L[kSuperBlock];
+  float scales[8];
+  float max_scale = 0, amax_scale = 0;
+  for (int ib = 0; ib < 8; ++ib) {
+    scales[ib] = Iq4GroupScale(x + 32 * ib, L + 32 * ib);
+    const float abs_d = std::fabs(scales[ib]);
+    if (abs_d > amax_scale) {
+      amax_scale = abs_d;
+      max_scale = scales[ib];
+    }
+  }
+  b.scales_h = 0;
+  std::memset(b.scales_l, 0, sizeof(b.scales_l));
+  const float d = -max_scale / 32;
+  b.d = ToHalf(d);
+  const float id = d ? 1 / d : 0.f;
+  for (int ib = 0; ib < 8; ++ib) {
+    int l = NearestInt(id * scales[ib]);
+    l = l < -32 ? -32 : l > 31 ? 31 : l;
+    const float dl = d * l;
+    const float idl = dl ? 1 / dl : 0.f;
+    for (int j = 0; j < 32; ++j) {
+      L[32 * ib + j] = static_cast<uint8_t>(BestIndex(idl * x[32 * ib + j], &clipped));
+    }
+    l += 32;
+    const uint8_t l_l = l & 0xf;
+    const uint8_t l_h = static_cast<uint8_t>(l >> 4);
+    if (ib % 2 == 0) {
+      b.scales_l[ib / 2] = l_l;
+    } else {
+      b.scales_l[ib / 2] = static_cast<uint8_t>(b.scales_l[ib / 2] | (l_l << 4));
+    }
+    b.scales_h = static_cast<uint16_t>(b.scales_h | (l_h << 2 * (ib % 8)));
+  }
+  PackNibbles(L, kSuperBlock, b.qs);
+  StoreBlock(b, out);
+}
+
+// e = floor(log2(amax)) - 2 + 127 (0 for a block of zeros); codes against
+// the half scale 2^(e - 128) with kFp4Values doubled.
+void EncodeMxfp4(const float* x, uint8_t* out, uint64_t& clipped) {
+  BlockMxfp4 b;
+  float amax = 0.0f;
+  for (int j = 0; j < 32; ++j) {
+    if (amax < std::fabs(x[j])) amax = std::fabs(x[j]);
+  }
+  b.e = amax > 0.0f
+            ? static_cast<uint8_t>(TruncToInt(std::floor(std::log2(amax)) - 2 + 127))
+            : 0;
+  const float d = E8m0Half(b.e);
+  for (int j = 0; j < 16; ++j) {
+    const uint8_t lo = BestFp4(x[j], d, clipped);
+    const uint8_t hi = BestFp4(x[j + 16], d, clipped);
+    b.qs[j] = static_cast<uint8_t>(lo | (hi << 4));
+  }
+  StoreBlock(b, out);
+}
+
+// Each 16-element sub-block: scale = ue4m3(amax / 6), codes as MXFP4's.
+void EncodeNvfp4(const float* x, uint8_t* out, uint64_t& clipped) {
+  BlockNvfp4 b;
+  for (int s = 0; s < 4; ++s) {
+    const float* xb = x + 16 * s;
+    float amax = 0.0f;
+    for (int j = 0; j < 16; ++j) {
+      if (amax < std::fabs(xb[j])) amax = std::fabs(xb[j]);
+    }
+    b.d[s] = ToUe4m3(amax / 6.0f);
+    const float d = Ue4m3Half(b.d[s]);
+    for (int j = 0; j < 8; ++j) {
+      const uint8_t lo = BestFp4(xb[j], d, clipped);
+      const uint8_t hi = BestFp4(xb[j + 8], d, clipped);
+      b.qs[8 * s + j] = static_cast<uint8_t>(lo | (hi << 4));
+    }
+  }
+  StoreBlock(b, out);
+}
+
+void DecodeIq4Nl(const uint8_t* in, float* y) {
+  const auto b = LoadBlock<BlockIq4Nl>(in);
+  const float d = Half(b.d);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * kIq4Values[b.qs[j] & 0xf];
+    y[j + 16] = d * kIq4Values[b.qs[j] >> 4];
+  }
+}
+
+void DecodeIq4Xs(const uint8_t* in, float* y) {
+  const auto b = LoadBlock<BlockIq4Xs>(in);
+  const float d = Half(b.d);
+  for (int ib = 0; ib < 8; ++ib) {
+    const int ls = ((b.scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((b.scales_h >> 2 * ib) & 3) << 4);
+    const float dl = d * (ls - 32);
+    const uint8_t* qs = b.qs + 16 * ib;
+    for (int j = 0; j < 16; ++j) {
+      y[j] = dl * kIq4Values[qs[j] & 0xf];
+      y[j + 16] = dl * kIq4Values[qs[j] >> 4];
+    }
+    y += 32;
+  }
+}
+
+void DecodeMxfp4(const uint8_t* in, float* y) {
+  const auto b = LoadBlock<BlockMxfp4>(in);
+  const float d = E8m0Half(b.e);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = kFp4Values[b.qs[j] & 0x0F] * d;
+    y[j + 16] = kFp4Values[b.qs[j] >> 4] * d;
+  }
+}
+
+void DecodeNvfp4(const uint8_t* in, float* y) {
+  const auto b = LoadBlock<BlockNvfp4>(in);
+  for (int s = 0; s < 4; ++s) {
+    const float d = Ue4m3Half(b.d[s]);
+    for (int j = 0; j < 8; ++j) {
+      y[16 * s + j] = kFp4Values[b.qs[8 * s + j] & 0x0F] * d;
+      y[16 * s + j + 8] = kFp4Values[b.qs[8 * s + j] >> 4] * d;
+    }
+  }
+}
+
+}  // namespace lowp::ggml::internal

@@ -1,0 +1,79 @@
+// Internal: the scalar operations every ggml codec shares, each the same
+// float32 operation ggml performs, and block (de)serialization.
+#ifndef LOWP_CODECS_GGML_OPS_H_
+#define LOWP_CODECS_GGML_OPS_H_
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+#include "codecs/ggml.h"
+
+namespace lowp::ggml::internal {
+
+// ggml's nearest_int: adds 1.5 * 2^23 and reads the integer out of the
+// mantissa. Round-half-even for |x| <= 2^22; beyond that it gives what ggml's
+// trick gives (ggml only asserts the bound in debug builds).
+inline int NearestInt(float x) {
+  const float shifted = x + 12582912.f;
+  const int32_t bits = std::bit_cast<int32_t>(shifted);
+  return (bits & 0x007fffff) - 0x00400000;
+}
+
+// ggml's (intN_t) / (uintN_t) casts of a float: truncation toward zero, as
+// x86 computes it for values beyond the target (cvttss2si then the low bits).
+inline int32_t TruncToInt(float x) {
+  if (!(x > -2147483648.0f && x < 2147483648.0f)) return INT32_MIN;  // cvttss2si's indefinite
+  return static_cast<int32_t>(x);
+}
+
+template <typename Block>
+Block LoadBlock(const uint8_t* bytes) {
+  Block block;
+  std::memcpy(&block, bytes, sizeof(Block));
+  return block;
+}
+
+template <typename Block>
+void StoreBlock(const Block& block, uint8_t* bytes) {
+  std::memcpy(bytes, &block, sizeof(Block));
+}
+
+inline float Half(uint16_t h) { return Fp16ToFp32(h); }
+inline uint16_t ToHalf(float x) { return Fp32ToFp16(x); }
+
+// The codecs of one family: x and y are one block's elements.
+void EncodeQ4_0(const float* x, uint8_t* out, uint64_t& clipped);
+void EncodeQ4_1(const float* x, uint8_t* out, uint64_t& clipped);
+void EncodeQ5_0(const float* x, uint8_t* out, uint64_t& clipped);
+void EncodeQ5_1(const float* x, uint8_t* out, uint64_t& clipped);
+void EncodeQ8_0(const float* x, uint8_t* out, uint64_t& clipped);
+void DecodeQ4_0(const uint8_t* in, float* y);
+void DecodeQ4_1(const uint8_t* in, float* y);
+void DecodeQ5_0(const uint8_t* in, float* y);
+void DecodeQ5_1(const uint8_t* in, float* y);
+void DecodeQ8_0(const uint8_t* in, float* y);
+
+void EncodeQ2_K(const float* x, uint8_t* out, uint64_t& clipped);
+void EncodeQ3_K(const float* x, uint8_t* out, uint64_t& clipped);
+void EncodeQ4_K(const float* x, uint8_t* out, uint64_t& clipped);
+void EncodeQ5_K(const float* x, uint8_t* out, uint64_t& clipped);
+void EncodeQ6_K(const float* x, uint8_t* out, uint64_t& clipped);
+void DecodeQ2_K(const uint8_t* in, float* y);
+void DecodeQ3_K(const uint8_t* in, float* y);
+void DecodeQ4_K(const uint8_t* in, float* y);
+void DecodeQ5_K(const uint8_t* in, float* y);
+void DecodeQ6_K(const uint8_t* in, float* y);
+
+void EncodeIq4Nl(const float* x, uint8_t* out, uint64_t& clipped);
+void EncodeIq4Xs(const float* x, uint8_t* out, uint64_t& clipped);
+void EncodeMxfp4(const float* x, uint8_t* out, uint64_t& clipped);
+void EncodeNvfp4(const float* x, uint8_t* out, uint64_t& clipped);
+void DecodeIq4Nl(const uint8_t* in, float* y);
+void DecodeIq4Xs(const uint8_t* in, float* y);
+void DecodeMxfp4(const uint8_t* in, float* y);
+void DecodeNvfp4(const uint8_t* in, float* y);
+
+}  // namespace lowp::ggml::internal
+
+#endif  // LOWP_CODECS_GGML_OPS_H_

@@ -110,6 +110,7 @@ nlohmann::json QuantReportJson(const QuantReport& r, float relative_floor, bool 
   nlohmann::json j;
   j["tensor"] = r.tensor;
   j["scheme"] = r.scheme;
+  if (!r.applied.empty()) j["applied"] = r.applied;
   if (!r.dtype.empty()) j["dtype"] = r.dtype;
   if (r.tensor != "(all)") j["shape"] = r.shape;
   j["elements"] = r.elements;

@@ -4,16 +4,20 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/json.h"
 #include "formats/format.h"
 #include "formats/option_error.h"
+#include "io/gguf.h"
+#include "io/gguf_names.h"
 #include "io/safetensors.h"
 #include "io/tensor_set.h"
 #include "kernels/convert.h"
@@ -90,9 +94,128 @@ absl::Status CheckThreads(int threads) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// An integer metadata value of a GGUF file, if it has one.
+std::optional<int64_t> GgufInt(const TensorSet& set, const std::string& key) {
+  if (set.gguf() == nullptr) return std::nullopt;
+  const GgufValue* v = set.gguf()->Find(key);
+  if (v == nullptr) return std::nullopt;
+  switch (v->type) {
+    case GgufType::kU8:
+    case GgufType::kU16:
+    case GgufType::kU32:
+    case GgufType::kU64:
+      return static_cast<int64_t>(v->u);
+    case GgufType::kI8:
+    case GgufType::kI16:
+    case GgufType::kI32:
+    case GgufType::kI64:
+      return v->i;
+    default:
+      return std::nullopt;
+  }
+}
+
+// The head count llama.cpp's converter permuted a q or k tensor's rows with,
+// if the tensor is one and the file says.
+std::optional<int64_t> RopeHeads(const TensorSet& set, const std::string& name) {
+  const bool q = absl::EndsWith(name, ".attn_q.weight");
+  const bool k = absl::EndsWith(name, ".attn_k.weight");
+  if ((!q && !k) || set.gguf() == nullptr) return std::nullopt;
+  const GgufValue* arch = set.gguf()->Find("general.architecture");
+  if (arch == nullptr || arch->type != GgufType::kString) return std::nullopt;
+  const std::string prefix = absl::StrCat(arch->s, ".attention.head_count");
+  std::optional<int64_t> heads = GgufInt(set, prefix);
+  if (k) {
+    if (std::optional<int64_t> kv = GgufInt(set, prefix + "_kv"); kv.has_value()) heads = kv;
+  }
+  return heads;
+}
+
+absl::StatusOr<QuantErrorResult> ReferenceError(const QuantErrorOptions& o,
+                                                const MeasureOptions& options) {
+  if (!o.schemes.empty()) {
+    return OptionError("scheme", "is not taken with a reference: the stored tensors are measured",
+                       " ");
+  }
+  absl::StatusOr<TensorSet> set = Open(o.inputs);
+  if (!set.ok()) return set.status();
+  absl::StatusOr<TensorSet> reference = TensorSet::OpenAll(o.reference);
+  if (!reference.ok()) return reference.status();
+  absl::StatusOr<std::vector<const TensorView*>> selected =
+      Select(*set, o.tensors, o.inputs.files);
+  if (!selected.ok()) return selected.status();
+  std::map<std::string, const TensorView*> by_name;
+  for (const TensorView& t : reference->tensors()) by_name[t.name] = &t;
+
+  QuantErrorResult r;
+  r.reference = true;
+  r.relative_floor = options.relative_floor;
+  r.histogram = options.histogram;
+  std::map<std::string, QuantReport> by_type;
+  QuantReport all;
+  all.tensor = "(all)";
+  all.scheme = "(file)";
+  for (const TensorView* t : *selected) {
+    Step(o.progress, selected->size(), t->name);
+    auto it = by_name.find(t->name);
+    if (it == by_name.end()) {
+      if (std::optional<std::string> hf = HuggingFaceName(t->name); hf.has_value()) {
+        it = by_name.find(*hf);
+      }
+    }
+    if (it == by_name.end()) {
+      r.unmatched.push_back(t->name);
+      continue;
+    }
+    const TensorView& original = *it->second;
+    if (!IsFloating(t->dtype) || !IsFloating(original.dtype)) {
+      r.skipped.push_back(t->name);
+      continue;
+    }
+    MeasureOptions measure = options;
+    measure.release = [&](std::span<const uint8_t> bytes) {
+      set->Release(bytes);
+      reference->Release(bytes);
+    };
+    absl::StatusOr<QuantReport> report = CompareTensors(original, *t, measure);
+    if (!report.ok()) return report.status();
+    ReferenceMatch match{original.name, false};
+    if (std::optional<int64_t> heads = RopeHeads(*set, t->name); heads.has_value()) {
+      const std::vector<int64_t> order = LlamaRopeRowOrder(t->rows(), *heads);
+      if (!order.empty()) {
+        absl::StatusOr<QuantReport> permuted = CompareTensors(original, *t, measure, order);
+        if (!permuted.ok()) return permuted.status();
+        if (permuted->stats.sum_squared_error < report->stats.sum_squared_error) {
+          report = std::move(permuted);
+          match.rope_permuted = true;
+        }
+      }
+    }
+    if (absl::Status s = set->CheckIntact(); !s.ok()) return s;
+    if (absl::Status s = reference->CheckIntact(); !s.ok()) return s;
+    QuantReport& type = by_type[report->scheme];
+    type.tensor = "(all)";
+    type.scheme = report->scheme;
+    type.Add(*report);
+    all.Add(*report);
+    if (!o.summary) {
+      r.results.push_back(std::move(*report));
+      r.matches.push_back(std::move(match));
+    }
+  }
+  for (auto& [name, report] : by_type) r.aggregates.push_back(std::move(report));
+  r.aggregates.push_back(std::move(all));
+  return r;
+}
+
+}  // namespace
+
 absl::StatusOr<QuantErrorResult> QuantError(const QuantErrorOptions& o) {
   absl::StatusOr<MeasureOptions> options = Measure(o.relative_floor, o.histogram, o.threads);
   if (!options.ok()) return options.status();
+  if (!o.reference.empty()) return ReferenceError(o, *options);
   absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> schemes = ParseSchemes(o.schemes);
   if (!schemes.ok()) return schemes.status();
   absl::StatusOr<TensorSet> set = Open(o.inputs);
@@ -123,6 +246,14 @@ nlohmann::json ToJson(const QuantErrorResult& r) {
     j["aggregates"].push_back(QuantReportJson(q, r.relative_floor, r.histogram));
   }
   j["skipped"] = r.skipped;
+  if (r.reference) {
+    for (size_t i = 0; i < r.results.size() && i < r.matches.size(); ++i) {
+      j["results"][i]["reference"] = r.matches[i].reference;
+      j["results"][i]["rows"] = r.matches[i].rope_permuted ? "llama.cpp q/k permutation undone"
+                                                           : "as stored";
+    }
+    j["unmatched"] = r.unmatched;
+  }
   return j;
 }
 
@@ -156,13 +287,19 @@ absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& o) {
   for (const TensorView& t : set->tensors()) {
     const bool q = IsFloating(t.dtype) && MatchesPattern(o.tensors, t.name);
     // The output dtype must hold the dequantized values: float inputs of 8
-    // bits (F8_*) and F64 go to F32 under "same".
+    // bits (F8_*), F64 and ggml blocks go to F32 under "same".
     DType dtype = t.dtype;
     if (q) {
       dtype = out_dtype.value_or(t.dtype);
-      if (dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2 || dtype == DType::kF64) {
+      if (dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2 || dtype == DType::kF8E8M0 ||
+          dtype == DType::kF64 || dtype == DType::kGgml) {
         dtype = DType::kF32;
       }
+    }
+    if (dtype == DType::kGgml) {
+      return OptionError("tensors", absl::StrCat("tensor \"", t.name, "\" of ", t.file, " is ",
+                                                 t.type_name(), " blocks, which a safetensors file",
+                                                 " cannot hold: select it with --tensors"));
     }
     entries.push_back({t.name, dtype, t.shape});
     quantized.push_back(q);

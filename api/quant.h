@@ -37,7 +37,13 @@ absl::Status CheckThreads(int threads);
 
 struct QuantErrorOptions {
   TensorInputs inputs;
-  std::vector<std::string> schemes;  // names (lowp schemes), at least one
+  std::vector<std::string> schemes;  // names (lowp schemes), at least one; none with reference
+  // Files of the original checkpoint (safetensors, sharded, a float GGUF).
+  // When set, each input tensor is taken as the stored, quantized form of its
+  // counterpart there (same name, or llama.cpp's name mapped to Hugging
+  // Face's) and its decoded values are measured against it: what a GGUF file
+  // lost against the weights it was made from.
+  std::vector<std::string> reference;
   std::string tensors;               // comma-separated globs on names; empty: all
   bool summary = false;              // only the rows over all tensors
   double relative_floor = 1e-3;      // relative errors over |x| >= this, in [0, float32 max]
@@ -46,10 +52,23 @@ struct QuantErrorOptions {
   ProgressFn progress;
 };
 
+// With a reference: which original tensor a stored one was measured
+// against, and in which row order.
+struct ReferenceMatch {
+  std::string reference;  // its name in the reference
+  // True when llama.cpp's q/k row permutation (LlamaRopeRowOrder) was undone:
+  // attn_q/attn_k are compared under both orders and the closer one kept.
+  bool rope_permuted = false;
+};
+
 struct QuantErrorResult {
   std::vector<QuantReport> results;     // per tensor and scheme (empty with summary)
-  std::vector<QuantReport> aggregates;  // per scheme, tensor "(all)"
+  std::vector<QuantReport> aggregates;  // per scheme, tensor "(all)"; with a reference
+                                        // per stored type, then scheme "(file)" over all
   std::vector<std::string> skipped;     // selected but not floating
+  bool reference = false;               // measured against a reference
+  std::vector<ReferenceMatch> matches;  // with a reference: one per result
+  std::vector<std::string> unmatched;   // with a reference: tensors with no counterpart
   float relative_floor = 1e-3f;
   bool histogram = false;
 };

@@ -28,11 +28,20 @@ const char kQuantErrorHelp[] =
     "usage: lowp quant-error FILES... --scheme S[,S...] [--tensors PATTERN]\n"
     "                        [--json | --csv] [--summary] [--relative-floor F]\n"
     "                        [--histogram] [--threads N] [--quiet]\n"
+    "       lowp quant-error FILE.gguf --reference ORIGINAL[,...] [options]\n"
     "\n"
     "Quantizes every floating tensor of FILES (.safetensors, a sharded\n"
-    "checkpoint's .safetensors.index.json, .npy) with each scheme, reads it back\n"
-    "and reports the error: a row per tensor and scheme, then one per scheme over\n"
-    "all tensors (tensor \"(all)\", every metric weighted by element count).\n"
+    "checkpoint's .safetensors.index.json, .gguf, .npy) with each scheme, reads it\n"
+    "back and reports the error: a row per tensor and scheme, then one per scheme\n"
+    "over all tensors (tensor \"(all)\", every metric weighted by element count).\n"
+    "GGUF tensors of llama.cpp's block types are read decoded, as ggml does.\n"
+    "--reference: no scheme; each tensor of FILE as stored (q4_K blocks, f16, ...)\n"
+    "is measured against its original in ORIGINAL (safetensors, sharded, a float\n"
+    "GGUF): same name, or llama.cpp's mapped to Hugging Face's (blk.N.attn_q.weight\n"
+    "-> model.layers.N.self_attn.q_proj.weight). attn_q/attn_k are compared both\n"
+    "as stored and with llama.cpp's q/k row permutation undone, and the closer\n"
+    "kept (column rows). Rows per stored type, then \"(file)\" over all; tensors\n"
+    "with no counterpart are listed on stderr (JSON: unmatched).\n"
     "Metrics (x input, q dequantized, e = q - x, over elements where both are\n"
     "finite): mse, rmse, sqnr_db = 10 log10(sum x^2 / sum e^2), max_abs_error,\n"
     "mean_abs_error, max/mean/rms relative error |e|/|x| over |x| >= F (default\n"
@@ -80,7 +89,7 @@ std::string Num(double v) {
 
 Row ReportRow(const QuantReport& r) {
   return {r.tensor,
-          r.scheme,
+          r.applied.empty() ? r.scheme : absl::StrCat(r.scheme, "->", r.applied),
           std::to_string(r.elements),
           absl::StrFormat("%.4g", r.bits_per_weight()),
           Num(r.rmse()),
@@ -120,10 +129,24 @@ void PrintReports(const api::QuantErrorResult& r, Output output) {
     return;
   }
   std::vector<Row> rows = {kReportHeader};
-  for (const QuantReport& q : r.results) rows.push_back(ReportRow(q));
-  for (const QuantReport& q : r.aggregates) rows.push_back(ReportRow(q));
+  if (r.reference) rows[0].insert(rows[0].end(), {"reference", "rows"});
+  for (size_t i = 0; i < r.results.size(); ++i) {
+    rows.push_back(ReportRow(r.results[i]));
+    if (r.reference && i < r.matches.size()) {
+      rows.back().push_back(r.matches[i].reference);
+      rows.back().push_back(r.matches[i].rope_permuted ? "unpermuted" : "as stored");
+    }
+  }
+  for (const QuantReport& q : r.aggregates) {
+    rows.push_back(ReportRow(q));
+    if (r.reference) rows.back().insert(rows.back().end(), {"", ""});
+  }
   PrintRows(rows, output);
   PrintSkipped(r.skipped);
+  if (!r.unmatched.empty()) {
+    std::fprintf(stderr, "lowp: %zu tensor(s) have no counterpart in the reference: %s\n",
+                 r.unmatched.size(), Printable(absl::StrJoin(r.unmatched, ", ")).c_str());
+  }
 }
 
 // --relative-floor as typed: a number >= 0 within float32's range.
@@ -185,8 +208,9 @@ int SchemesCommand(const std::vector<std::string>& argv) {
 }
 
 int QuantErrorCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = Args::Parse(argv, {"scheme", "tensors", "relative-floor", "threads"},
-                                          {"json", "csv", "histogram", "summary", "quiet"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, {"scheme", "reference", "tensors", "relative-floor", "threads"},
+                  {"json", "csv", "histogram", "summary", "quiet"});
   if (!args.ok()) return Fail(args.status());
   if (args->positional().empty()) {
     return Fail(absl::InvalidArgumentError("quant-error needs input files; see --help"));
@@ -202,9 +226,20 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
   options.relative_floor = *floor;
   options.histogram = args->Has("histogram");
   options.summary = args->Has("summary");
-  absl::StatusOr<std::vector<std::string>> schemes = SchemeNames(*args);
-  if (!schemes.ok()) return Fail(schemes.status());
-  options.schemes = *schemes;
+  if (std::optional<std::string> reference = args->Value("reference")) {
+    if (args->Has("scheme")) {
+      return Fail(absl::InvalidArgumentError(
+          "--scheme and --reference exclude each other: with --reference the stored tensors "
+          "are measured"));
+    }
+    absl::StatusOr<std::vector<std::string>> files = SplitNames(*reference);
+    if (!files.ok()) return Fail(files.status());
+    options.reference = *files;
+  } else {
+    absl::StatusOr<std::vector<std::string>> schemes = SchemeNames(*args);
+    if (!schemes.ok()) return Fail(schemes.status());
+    options.schemes = *schemes;
+  }
   options.inputs.files = args->positional();
   options.tensors = args->Value("tensors").value_or("");
   std::optional<Progress> line;

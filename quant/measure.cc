@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "kernels/thread_pool.h"
 
 namespace lowp {
@@ -185,7 +186,10 @@ absl::Status Measure(const TensorView& tensor, const Scheme& scheme, const Measu
   report = QuantReport{};
   report.tensor = tensor.name;
   report.scheme = scheme.name();
-  report.dtype = std::string(DTypeName(tensor.dtype));
+  if (std::string applied = scheme.AppliedName(tensor.cols()); applied != scheme.name()) {
+    report.applied = std::move(applied);
+  }
+  report.dtype = tensor.type_name();
   report.shape = tensor.shape;
   if (!IsFloating(tensor.dtype)) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor.name, "' in ", tensor.file,
@@ -282,6 +286,62 @@ void QuantReport::Add(const QuantReport& other) {
   stats.Merge(other.stats);
   counts.Add(other.counts);
   for (const auto& [key, n] : other.histogram) histogram[key] += n;
+}
+
+absl::StatusOr<QuantReport> CompareTensors(const TensorView& original, const TensorView& stored,
+                                           const MeasureOptions& options,
+                                           std::span<const int64_t> row_of) {
+  const auto fail = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", stored.name, "' of ", stored.file,
+                                                   " against '", original.name, "' of ",
+                                                   original.file, ": ", why));
+  };
+  if (!IsFloating(original.dtype) || !IsFloating(stored.dtype)) {
+    return fail(absl::StrCat("types ", original.type_name(), " and ", stored.type_name(),
+                             " are not both floating"));
+  }
+  if (original.shape != stored.shape) {
+    return fail(absl::StrCat("shapes [", absl::StrJoin(original.shape, ", "), "] and [",
+                             absl::StrJoin(stored.shape, ", "), "] differ"));
+  }
+  const int64_t rows = stored.rows(), cols = stored.cols();
+  if (!row_of.empty() && static_cast<int64_t>(row_of.size()) != rows) {
+    return fail("the row order does not cover the rows");
+  }
+  QuantReport report;
+  report.tensor = stored.name;
+  report.scheme = stored.type_name();
+  report.dtype = original.type_name();
+  report.shape = stored.shape;
+  report.elements = static_cast<uint64_t>(stored.elements());
+  report.storage_bits = static_cast<uint64_t>(stored.bytes.size()) * 8;
+  CompareOptions compare;
+  compare.relative_floor = options.relative_floor;
+  // Whole rows at a time, about kBatchElements per step.
+  const int64_t step = cols > 0 ? std::max<int64_t>(1, kBatchElements / cols) : rows;
+  std::vector<float> x, q;
+  for (int64_t first = 0; first < rows && cols > 0; first += step) {
+    const int64_t n = std::min(step, rows - first);
+    x.resize(static_cast<size_t>(n * cols));
+    q.resize(x.size());
+    if (absl::Status s = ReadAsFloat32(stored, first * cols, q); !s.ok()) return s;
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t source = row_of.empty() ? first + r : row_of[static_cast<size_t>(first + r)];
+      if (absl::Status s = ReadAsFloat32(
+              original, source * cols,
+              std::span<float>(x).subspan(static_cast<size_t>(r * cols), static_cast<size_t>(cols)));
+          !s.ok()) {
+        return s;
+      }
+    }
+    for (size_t i = 0; i < x.size(); ++i) report.stats.Observe(x[i], q[i], compare);
+    if (options.histogram) AddHistogram(x, q, report.histogram);
+    if (options.release) {
+      options.release(ElementBytes(stored, first * cols, n * cols));
+      if (row_of.empty()) options.release(ElementBytes(original, first * cols, n * cols));
+    }
+  }
+  return report;
 }
 
 absl::StatusOr<QuantReport> MeasureTensor(const TensorView& tensor, const Scheme& scheme,

@@ -54,7 +54,10 @@ struct MeasureOptions {
 struct QuantReport {
   std::string tensor;  // "(all)" for an aggregate
   std::string scheme;
-  std::string dtype;  // of the input tensor
+  // What the scheme stored this tensor as when that is not `scheme`
+  // (llama.cpp's fallback for a row 256 does not divide: "q5_0"); else empty.
+  std::string applied;
+  std::string dtype;  // of the input tensor ("q4_K" for a GGUF tensor of that type)
   std::vector<int64_t> shape;
   uint64_t elements = 0;
   uint64_t storage_bits = 0;
@@ -94,6 +97,17 @@ struct QuantReport {
 // for a non-floating dtype.
 absl::StatusOr<QuantReport> MeasureTensor(const TensorView& tensor, const Scheme& scheme,
                                           const MeasureOptions& options = {});
+
+// The error of a tensor as a file stores it (`stored`: GGUF blocks decoded as
+// ggml does, F16, ...) against the original it was made from: stored's
+// values are the reconstruction of original's, element by element, rows
+// taken in the order `row_of` gives (stored row r is compared with original
+// row row_of[r]; empty: the same order). The report's scheme is stored's type
+// name and its storage stored's bytes. InvalidArgument naming both when the
+// shapes differ or either is not floating.
+absl::StatusOr<QuantReport> CompareTensors(const TensorView& original, const TensorView& stored,
+                                           const MeasureOptions& options,
+                                           std::span<const int64_t> row_of = {});
 
 // Quantizes a floating tensor and hands its dequantized values to `sink` in
 // order, in pieces (a few MiB each); also fills `report`, as MeasureTensor.

@@ -52,6 +52,9 @@ struct StoredChunk {
   // One per block for schemes that store one, else empty: the integer zero
   // point of asymmetric schemes, ggml q4_1's m (the block minimum, fp16).
   std::vector<float> offsets;
+  // The storage bytes, for schemes stored in a real layout (the llama.cpp
+  // types of codecs/ggml.h: ggml's blocks, row after row); else empty.
+  std::vector<uint8_t> bytes;
 };
 
 // A tensor-wide quantity some schemes need before quantizing any chunk (a
@@ -76,6 +79,13 @@ class Scheme {
 
   // Canonical name with its options ("int4-g128:scale=bf16").
   const std::string& name() const { return name_; }
+  // What rows of `cols` elements are actually stored as: name(), except for
+  // llama.cpp's super-block types on rows 256 does not divide, which take
+  // llama.cpp's fallback ("q5_0" for q4_K, "f16").
+  virtual std::string AppliedName(int64_t cols) const {
+    (void)cols;
+    return name_;
+  }
 
   // Storage of `rows` x `cols` elements in bits: codes, scales, zero points
   // and tensor-wide scales, as the deployed format lays them out.
@@ -121,7 +131,9 @@ class Scheme {
 //               mxfp4, mxint8; :scale=floor (OCP) | round-up
 //   NVFP4       nvfp4
 //   NF4         nf4, nf4:double-quant
-//   llama.cpp   q8_0, q4_0, q4_1, q5_0
+//   llama.cpp   q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K,
+//               iq4_nl, iq4_xs, ggml-mxfp4, ggml-nvfp4 (case of the letters
+//               ignored)
 // InvalidArgument naming the part that is wrong.
 absl::StatusOr<std::unique_ptr<Scheme>> ParseScheme(absl::string_view name);
 

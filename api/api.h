@@ -8,6 +8,7 @@
 //   QuantError(), Quantize(), RangeStudy() api/quant.h
 //   Size(), CompareFormats()               api/size.h
 //   PlanJob()                              api/plan.h
+//   Tensors()                              api/tensors.h
 #ifndef LOWP_API_API_H_
 #define LOWP_API_API_H_
 
@@ -17,5 +18,6 @@
 #include "api/plan.h"
 #include "api/quant.h"
 #include "api/size.h"
+#include "api/tensors.h"
 
 #endif  // LOWP_API_API_H_

@@ -43,6 +43,7 @@ int SizeCommand(const std::vector<std::string>& argv);
 int DevicesCommand(const std::vector<std::string>& argv);
 int PlanCommand(const std::vector<std::string>& argv);
 int EvalCommand(const std::vector<std::string>& argv);
+int TensorsCommand(const std::vector<std::string>& argv);
 
 extern const char kFormatsHelp[];
 extern const char kConvertHelp[];
@@ -54,6 +55,7 @@ extern const char kSizeHelp[];
 extern const char kDevicesHelp[];
 extern const char kPlanHelp[];
 extern const char kEvalHelp[];
+extern const char kTensorsHelp[];
 
 }  // namespace lowp::cli
 

@@ -18,6 +18,7 @@ constexpr char kUsage[] =
     "\n"
     "commands:\n"
     "  formats      list the format catalog (--json for every field)\n"
+    "  tensors      list the tensors of checkpoint files (safetensors, GGUF, .npy)\n"
     "  convert      convert a raw file of codes from one format to another\n"
     "  schemes      list the quantization schemes and their exact rules\n"
     "  quant-error  quantize checkpoint tensors and report the error per scheme\n"
@@ -58,7 +59,8 @@ int Main(int argc, char** argv) {
                         {"size", kSizeHelp, SizeCommand},
                         {"devices", kDevicesHelp, DevicesCommand},
                         {"plan", kPlanHelp, PlanCommand},
-                        {"eval", kEvalHelp, EvalCommand}};
+                        {"eval", kEvalHelp, EvalCommand},
+                        {"tensors", kTensorsHelp, TensorsCommand}};
   for (const auto& c : commands) {
     if (command != c.name) continue;
     if (wants_help) return std::fputs(c.help, stdout), 0;

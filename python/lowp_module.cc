@@ -467,8 +467,9 @@ api::TensorInputs Inputs(const py::object& data, std::vector<py::array>& keep) {
 
 py::object QuantError(const py::object& data, const py::object& scheme, const py::kwargs& kwargs) {
   api::QuantErrorOptions o;
-  o.schemes = Names("scheme", scheme);
+  if (!scheme.is_none()) o.schemes = Names("scheme", scheme);
   Setters s;
+  s["reference"] = [&](const std::string& n, const py::object& v) { o.reference = Paths(n, v); };
   s["tensors"] = [&](const std::string& n, const py::object& v) {
     o.tensors = absl::StrJoin(Names(n, v), ",");
   };
@@ -483,6 +484,14 @@ py::object QuantError(const py::object& data, const py::object& scheme, const py
   std::vector<py::array> keep;
   o.inputs = Inputs(data, keep);
   return Run<api::QuantErrorResult>([&] { return api::QuantError(o); });
+}
+
+py::object TensorsCall(const py::object& files, const std::string& tensors, bool metadata) {
+  api::TensorsOptions o;
+  o.files = Paths("files", files);
+  o.tensors = tensors;
+  o.metadata = metadata;
+  return Run<api::TensorsResult>([&] { return api::Tensors(o); });
 }
 
 py::object RangeStudy(const py::object& data, const py::kwargs& kwargs) {
@@ -797,10 +806,16 @@ PYBIND11_MODULE(_lowp, m) {
   m.def("decode", &Decode, py::arg("codes"), py::arg("fmt"), py::kw_only(),
         py::arg("packed") = false, py::arg("count") = py::none(),
         "Codes of format `fmt` -> float32 values, exactly.");
-  m.def("quant_error", &QuantError, py::arg("data"), py::arg("scheme"),
+  m.def("quant_error", &QuantError, py::arg("data"), py::arg("scheme") = py::none(),
         "`lowp quant-error --json` on a checkpoint path (or list of paths), an array, or a "
         "dict of arrays; scheme: a name or a list; keywords tensors='*.q_proj*', summary=True, "
-        "relative_floor=1e-3, histogram=True, threads=0.");
+        "relative_floor=1e-3, histogram=True, threads=0; reference=PATH(s) instead of scheme: "
+        "each tensor of data (a GGUF file) as stored against its original there.");
+  m.def("tensors", &TensorsCall, py::arg("files"), py::kw_only(), py::arg("tensors") = "",
+        py::arg("metadata") = false,
+        "`lowp tensors --json`: each tensor of the files (safetensors, GGUF, .npy) with its "
+        "type, shape, bytes and bits per weight; metadata=True adds GGUF's typed key/value "
+        "pairs or safetensors' __metadata__.");
   m.def("range_study", &RangeStudy, py::arg("data"),
         "`lowp range --json` on a checkpoint path, an array or a dict of arrays (formats=[...], "
         "fraction=0.999, tensors=..., threads=0).");

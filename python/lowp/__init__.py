@@ -33,6 +33,7 @@ from ._lowp import (  # noqa: F401
     sample,
     schemes,
     size,
+    tensors,
 )
 
 
@@ -56,4 +57,5 @@ __all__ = [
     "read_tensors",
     "schemes",
     "size",
+    "tensors",
 ]

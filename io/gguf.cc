@@ -290,7 +290,7 @@ absl::StatusOr<ParsedGguf> ParseGguf(std::span<const uint8_t> file, absl::string
     if (*version == 1) {
       return r.Error("GGUF version 1 (32-bit counts) is not supported: lowp reads versions 2 and 3");
     }
-    if ((*version & 0xFFFF) == 0) {
+    if (*version != 0 && (*version & 0xFFFF) == 0) {
       return r.Error(absl::StrCat("GGUF version reads as 0x", absl::Hex(*version),
                                   ": a big-endian file, which lowp does not read"));
     }
@@ -408,23 +408,25 @@ absl::StatusOr<ParsedGguf> ParseGguf(std::span<const uint8_t> file, absl::string
                                 ", past the end of the file (", file.size(), " bytes)"));
   }
   const uint64_t data_size = file.size() - gguf.data_offset;
-  std::vector<const GgufTensorInfo*> by_offset;
+  std::vector<const GgufTensorInfo*> by_offset;  // the tensors holding bytes
   for (const GgufTensorInfo& t : gguf.tensors) {
     if (t.offset > data_size || t.bytes > data_size - t.offset) {
       return r.Error(absl::StrCat("tensor ", Quote(t.name), ": its ", t.bytes, " bytes at data offset ",
                                   t.offset, " run past the end of the file (the data section holds ",
                                   data_size, " bytes)"));
     }
-    by_offset.push_back(&t);
+    if (t.bytes > 0) by_offset.push_back(&t);
   }
   std::stable_sort(by_offset.begin(), by_offset.end(),
                    [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
-  for (size_t i = 1; i < by_offset.size(); ++i) {
-    const GgufTensorInfo& prev = *by_offset[i - 1];
-    if (prev.bytes > 0 && by_offset[i]->bytes > 0 && prev.offset + prev.bytes > by_offset[i]->offset) {
-      return r.Error(absl::StrCat("tensors ", Quote(prev.name), " and ", Quote(by_offset[i]->name),
+  // Each tensor must begin at or after the furthest end of those before it.
+  const GgufTensorInfo* furthest = nullptr;
+  for (const GgufTensorInfo* t : by_offset) {
+    if (furthest != nullptr && furthest->offset + furthest->bytes > t->offset) {
+      return r.Error(absl::StrCat("tensors ", Quote(furthest->name), " and ", Quote(t->name),
                                   " overlap in the data section"));
     }
+    if (furthest == nullptr || t->offset + t->bytes > furthest->offset + furthest->bytes) furthest = t;
   }
   return gguf;
 }

@@ -11,6 +11,7 @@
 
 #include "absl/strings/string_view.h"
 #include "formats/format.h"
+#include "io/gguf.h"
 #include "gtest/gtest.h"
 #include "io/npy.h"
 #include "io/safetensors.h"
@@ -28,6 +29,7 @@ int FuzzNames(const uint8_t* data, size_t size);
 int FuzzArgs(const uint8_t* data, size_t size);
 int ArgsExitCode(const uint8_t* data, size_t size);
 int FuzzModel(const uint8_t* data, size_t size);
+int FuzzGguf(const uint8_t* data, size_t size);
 namespace {
 
 // Whether a model fuzz input (4-byte config length, config.json,
@@ -56,6 +58,7 @@ bool Accepts(const std::string& target, const std::vector<uint8_t>& bytes) {
   if (target == "names") return FindFormat(text).ok() || ParseScheme(text).ok();
   if (target == "args") return ArgsExitCode(bytes.data(), bytes.size()) == 0;
   if (target == "model") return ModelLoads(bytes);
+  if (target == "gguf") return ParseGguf(bytes, "seed.gguf").ok();
   return ParseSafetensorsIndex(bytes, "seed").ok();
 }
 
@@ -96,6 +99,7 @@ TEST(FuzzCorpusReplayTest, Config) { EXPECT_GE(Replay("config", FuzzConfig), 20)
 TEST(FuzzCorpusReplayTest, Names) { EXPECT_GE(Replay("names", FuzzNames), 40); }
 TEST(FuzzCorpusReplayTest, Args) { EXPECT_GE(Replay("args", FuzzArgs), 40); }
 TEST(FuzzCorpusReplayTest, Model) { EXPECT_GE(Replay("model", FuzzModel), 6); }
+TEST(FuzzCorpusReplayTest, Gguf) { EXPECT_GE(Replay("gguf", FuzzGguf), 20); }
 
 }  // namespace
 }  // namespace lowp::fuzz

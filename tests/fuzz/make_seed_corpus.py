@@ -347,3 +347,177 @@ write(md, "valid_llama3_rope", model_seed(dict(SMALL, rope_scaling=dict(
 write(md, "bad_missing_lm_head", model_seed(SMALL, model_tensors(SMALL)[:2]))
 write(md, "bad_kv_shape", model_seed(dict(SMALL, num_key_value_heads=2),
                                      model_tensors(SMALL)))
+
+gg = "gguf"
+GGML_DATA = os.path.join(HERE, "..", "data", "ggml")
+# ggml type id: (block elements, block bytes), as codecs/ggml_types.cc lists them.
+GGML_TYPES = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24),
+              8: (32, 34), 9: (32, 36), 10: (256, 84), 11: (256, 110), 12: (256, 144),
+              13: (256, 176), 14: (256, 210), 15: (256, 292), 16: (256, 66), 17: (256, 74),
+              18: (256, 98), 19: (256, 50), 20: (32, 18), 21: (256, 110), 22: (256, 82),
+              23: (256, 136), 24: (1, 1), 25: (1, 2), 26: (1, 4), 27: (1, 8), 28: (1, 8),
+              29: (256, 56), 30: (1, 2), 34: (256, 54), 35: (256, 66), 39: (32, 17),
+              40: (64, 36), 41: (128, 18), 42: (64, 18)}
+U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64 = range(13)
+SCALAR = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: "<f",
+          BOOL: "<B", U64: "<Q", I64: "<q", F64: "<d"}
+
+
+def gstr(s):
+    b = s if isinstance(s, bytes) else s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def gvalue(t, v):
+    """v for ARR: (element type, [elements])."""
+    if t == STR:
+        return gstr(v)
+    if t == ARR:
+        et, items = v
+        return struct.pack("<IQ", et, len(items)) + b"".join(gvalue(et, x) for x in items)
+    return struct.pack(SCALAR[t], v)
+
+
+def gguf(kvs=(), tensors=(), version=3, alignment=32, pad_end=False):
+    """kvs: (key, type, value); tensors: (name, ne, type id, data bytes or None for
+    a byte pattern of the right size[, data offset]); data laid out in order, each
+    aligned (at the given offset if there is one)."""
+    head = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs))
+    head += b"".join(gstr(k) + struct.pack("<I", t) + gvalue(t, v) for k, t, v in kvs)
+    data = b""
+    for name, ne, tid, payload, *offset in tensors:
+        if payload is None:
+            n = 1
+            for d in ne:
+                n *= d
+            block, size = GGML_TYPES[tid]
+            payload = bytes((i * 29 + 7) & 0xFF for i in range(n // block * size))
+        data += b"\0" * (-len(data) % alignment)
+        head += gstr(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        head += struct.pack("<IQ", tid, offset[0] if offset else len(data))
+        data += payload
+    if tensors or pad_end:
+        head += b"\0" * (-len(head) % alignment)
+    return head + data
+
+
+def read_gguf(path):
+    """The tensors of a ggml-written file: {name: (ne, type id, bytes)}."""
+    with open(path, "rb") as f:
+        b = f.read()
+    pos = 8
+    n_tensors, n_kv = struct.unpack_from("<QQ", b, pos)
+    pos += 16
+
+    def skip(t):
+        nonlocal pos
+        if t == STR:
+            (n,) = struct.unpack_from("<Q", b, pos)
+            pos += 8 + n
+        elif t == ARR:
+            et, n = struct.unpack_from("<IQ", b, pos)
+            pos += 12
+            for _ in range(n):
+                skip(et)
+        else:
+            pos += struct.calcsize(SCALAR[t])
+
+    for _ in range(n_kv):
+        skip(STR)
+        (t,) = struct.unpack_from("<I", b, pos)
+        pos += 4
+        skip(t)
+    infos = []
+    for _ in range(n_tensors):
+        (n,) = struct.unpack_from("<Q", b, pos)
+        name = b[pos + 8:pos + 8 + n].decode()
+        pos += 8 + n
+        (dims,) = struct.unpack_from("<I", b, pos)
+        ne = list(struct.unpack_from("<%dQ" % dims, b, pos + 4))
+        pos += 4 + 8 * dims
+        tid, offset = struct.unpack_from("<IQ", b, pos)
+        pos += 12
+        infos.append((name, ne, tid, offset))
+    data = pos + (-pos % 32)
+    out = {}
+    for name, ne, tid, offset in infos:
+        n = 1
+        for d in ne:
+            n *= d
+        block, size = GGML_TYPES[tid]
+        out[name] = (ne, tid, b[data + offset:data + offset + n // block * size])
+    return out
+
+
+# The ggml-written files: metadata.gguf as it is; of known-answers.gguf (290 KB)
+# the first row of each T.q (ggml's bytes; the corpus stays under -max_len).
+with open(os.path.join(GGML_DATA, "metadata.gguf"), "rb") as f:
+    write(gg, "valid_ggml_metadata", f.read())
+known = read_gguf(os.path.join(GGML_DATA, "known-answers.gguf"))
+rows = []
+for name in sorted(known):
+    ne, tid, payload = known[name]
+    if name.endswith(".q"):
+        rows.append((name, [ne[0]], tid, payload[:len(payload) // ne[1]]))
+write(gg, "valid_ggml_known_answer_rows", gguf([("general.architecture", STR, "llama")], rows))
+
+ALL_KINDS = [("k.u8", U8, 200), ("k.i8", I8, -100), ("k.u16", U16, 60000), ("k.i16", I16, -30000),
+             ("k.u32", U32, 4000000000), ("k.i32", I32, -2000000000), ("k.f32", F32, 0.5),
+             ("k.bool", BOOL, 1), ("k.str", STR, "h\xe9llo \"q\" \\ \x01"), ("k.empty", STR, ""),
+             ("k.u64", U64, (1 << 64) - 1), ("k.i64", I64, -(1 << 63)), ("k.f64", F64, -2.5),
+             ("k.arr.u8", ARR, (U8, [1, 2, 255])), ("k.arr.bool", ARR, (BOOL, [1, 0])),
+             ("k.arr.str", ARR, (STR, ["a", "", "bc"])), ("k.arr.f64", ARR, (F64, [0.1, 1e300])),
+             ("k.arr.empty", ARR, (I32, []))]
+write(gg, "valid_every_value_type", gguf(ALL_KINDS))
+write(gg, "valid_empty", gguf())
+write(gg, "valid_v2", gguf([("general.name", STR, "v2")], [("w", [4, 2], 0, None)], version=2))
+write(gg, "valid_no_tensors_unpadded", gguf([("a", U8, 1)]))
+write(gg, "valid_no_tensors_padded", gguf([("a", U8, 1)], pad_end=True))
+write(gg, "valid_alignment_64", gguf([("general.alignment", U32, 64)],
+                                     [("a", [3], 0, None), ("b", [5], 1, None),
+                                      ("c", [32], 8, None)], alignment=64))
+write(gg, "valid_alignment_1", gguf([("general.alignment", U32, 1)],
+                                    [("a", [3], 24, None), ("b", [1], 0, None)], alignment=1))
+nested = (ARR, [(ARR, [(U8, [1, 2]), (U8, [])]), (ARR, [(STR, ["x"])])])
+write(gg, "valid_nested_arrays", gguf([("n", ARR, nested)]))
+deep = (U8, [7])
+for _ in range(7):
+    deep = (ARR, [deep])
+write(gg, "valid_nested_8_deep", gguf([("n", ARR, deep)]))
+write(gg, "valid_zero_dim", gguf([], [("z", [0, 4], 0, b""), ("q", [32, 0], 2, b""),
+                                      ("s", [], 0, None)]))
+write(gg, "valid_4d_plain_types", gguf([], [("f64", [2, 1, 1, 2], 28, None), ("i8", [3], 24, None),
+                                            ("i16", [3], 25, None), ("i32", [3], 26, None),
+                                            ("i64", [3], 27, None), ("bf16", [4, 2], 30, None),
+                                            ("f16", [4], 1, None)]))
+# One block of every ggml type (random bytes; those lowp does not decode too).
+write(gg, "valid_one_block_each_type",
+      gguf([], [("t%d" % tid, [block], tid, None) for tid, (block, _) in sorted(GGML_TYPES.items())]))
+write(gg, "valid_q_rows", gguf([], [("q4k", [256, 2], 12, None), ("q80", [64, 3], 8, None),
+                                    ("nv", [64], 40, None), ("mx", [32, 1, 2], 39, None)]))
+
+good = gguf([("general.architecture", STR, "llama"), ("a", ARR, (U8, [1, 2]))],
+            [("w", [4], 0, None)])
+write(gg, "bad_magic", b"GGUS" + good[4:])
+write(gg, "bad_version_1", good[:4] + struct.pack("<I", 1) + good[8:])
+write(gg, "bad_version_big_endian", good[:4] + struct.pack(">I", 3) + good[8:])
+write(gg, "bad_truncated", good[:-3])
+write(gg, "bad_n_kv_huge", b"GGUF" + struct.pack("<IQQ", 3, 0, 1 << 63))
+write(gg, "bad_string_length", b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + gstr("k") +
+      struct.pack("<IQ", STR, (1 << 64) - 1))
+write(gg, "bad_array_count", b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + gstr("k") +
+      struct.pack("<IIQ", ARR, ARR, (1 << 64) - 1))
+write(gg, "bad_value_type", b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + gstr("k") +
+      struct.pack("<IB", 13, 0))
+write(gg, "bad_bool", gguf([("b", BOOL, 2)]))
+write(gg, "bad_duplicate_key", gguf([("k", U8, 1), ("k", U8, 2)]))
+write(gg, "bad_duplicate_tensor", gguf([], [("w", [4], 0, None), ("w", [4], 0, None)]))
+write(gg, "bad_alignment_48", gguf([("general.alignment", U32, 48)]))
+write(gg, "bad_alignment_u64", gguf([("general.alignment", U64, 32)]))
+write(gg, "bad_removed_type", gguf([], [("w", [32], 4, b"\0" * 20)]))
+write(gg, "bad_q4_k_row", gguf([], [("w", [128, 2], 12, b"\0" * 288)]))
+write(gg, "bad_overlap", gguf([], [("a", [16], 0, None), ("b", [8], 0, None, 32)]))
+write(gg, "bad_offset_unaligned", gguf([], [("a", [16], 0, None, 16)]))
+write(gg, "bad_offset_overflow", gguf([], [("a", [8], 0, None, (1 << 64) - 32)]))
+write(gg, "bad_dims_wrap_to_zero", gguf([], [("w", [1 << 32, 1 << 32], 0, b"")]))
+write(gg, "bad_deep", gguf([("n", ARR, (ARR, [deep]))]))

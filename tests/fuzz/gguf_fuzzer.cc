@@ -1,0 +1,162 @@
+// libFuzzer target: ParseGguf over arbitrary file images. On success every
+// metadata value is walked (FormatGgufValue, Elements() recursively) and every
+// tensor is viewed as TensorSet::Open views it (io/tensor_set.cc's GgufViews)
+// and read with ReadAsFloat32 (at most kMaxDecode elements from each end).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "io/gguf.h"
+#include "io/tensor.h"
+#include "tests/fuzz/fuzz_check.h"
+
+namespace lowp::fuzz {
+namespace {
+
+constexpr int64_t kMaxDecode = 1024;
+
+// A metadata value and its elements, down to the scalars.
+void Walk(const GgufValue& v, int depth) {
+  Check(depth <= kMaxGgufArrayDepth, "arrays nested deeper than the limit");
+  const std::string text = FormatGgufValue(v, 4);
+  Check(!text.empty(), "FormatGgufValue gave nothing");
+  const std::vector<GgufValue> elements = v.Elements();
+  if (v.type != GgufType::kArray) {
+    Check(elements.empty(), "a scalar has elements");
+    if (v.type == GgufType::kBool) Check(v.u <= 1, "bool value not 0 or 1");
+    return;
+  }
+  Check(text.front() == '[' && text.back() == ']', "an array is not formatted as [...]");
+  Check(elements.size() == v.count, "Elements() disagrees with the count");
+  for (const GgufValue& e : elements) {
+    Check(e.type == v.element_type, "an element of another type");
+    Walk(e, depth + 1);
+  }
+}
+
+// As GgufViews in io/tensor_set.cc.
+TensorView View(const ParsedGguf& gguf, const GgufTensorInfo& t, std::span<const uint8_t> file) {
+  TensorView v;
+  v.name = t.name;
+  v.file = "fuzz.gguf";
+  v.shape.assign(t.ne.rbegin(), t.ne.rend());
+  v.bytes = file.subspan(gguf.data_offset + t.offset, t.bytes);
+  switch (t.type->type) {
+    case ggml::Type::kF32: v.dtype = DType::kF32; break;
+    case ggml::Type::kF16: v.dtype = DType::kF16; break;
+    case ggml::Type::kBF16: v.dtype = DType::kBF16; break;
+    case ggml::Type::kF64: v.dtype = DType::kF64; break;
+    case ggml::Type::kI8: v.dtype = DType::kI8; break;
+    case ggml::Type::kI16: v.dtype = DType::kI16; break;
+    case ggml::Type::kI32: v.dtype = DType::kI32; break;
+    case ggml::Type::kI64: v.dtype = DType::kI64; break;
+    default:
+      v.dtype = DType::kGgml;
+      v.ggml = t.type;
+  }
+  return v;
+}
+
+bool SameBits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+void CheckDecode(const TensorView& v, int64_t elements) {
+  const bool decodes = v.dtype != DType::kGgml || v.ggml->can_decode;
+  const int64_t n = std::min(elements, kMaxDecode);
+  std::vector<float> out(static_cast<size_t>(n) + 1);
+  const std::span<float> first_n(out.data(), static_cast<size_t>(n));
+  const absl::Status first = ReadAsFloat32(v, 0, first_n);
+  if (!decodes) {
+    if (n > 0) Check(absl::IsInvalidArgument(first), "a type lowp cannot decode was read");
+    return;
+  }
+  Check(first.ok(), "ReadAsFloat32 of the first elements failed");
+  if (n > 2) {  // an unaligned range decodes to the same values as the whole
+    std::vector<float> inner(static_cast<size_t>(n) - 2);
+    Check(ReadAsFloat32(v, 1, inner).ok(), "ReadAsFloat32 of an inner range failed");
+    Check(SameBits(inner, first_n.subspan(1, inner.size())), "an inner range decodes differently");
+  }
+  Check(ReadAsFloat32(v, elements - n, first_n).ok(), "ReadAsFloat32 of the last elements failed");
+  Check(!ReadAsFloat32(v, elements - n, out).ok(), "ReadAsFloat32 past the end succeeded");
+}
+
+}  // namespace
+
+int FuzzGguf(const uint8_t* data, size_t size) {
+  const std::span<const uint8_t> file(data, size);
+  absl::StatusOr<ParsedGguf> parsed = ParseGguf(file, "fuzz.gguf");
+  if (!parsed.ok()) {
+    CheckError(parsed.status(), "fuzz.gguf");
+    Check(absl::IsInvalidArgument(parsed.status()), "error is not InvalidArgument");
+    return 0;
+  }
+  const ParsedGguf& gguf = *parsed;
+  Check(gguf.version == 2 || gguf.version == 3, "version");
+  Check(gguf.alignment > 0 && (gguf.alignment & (gguf.alignment - 1)) == 0,
+        "alignment not a power of two");
+  Check(gguf.data_offset % gguf.alignment == 0, "data section not aligned");
+  std::set<std::string> keys;
+  for (const GgufKeyValue& kv : gguf.metadata) {
+    Check(keys.insert(kv.key).second, "a key appears twice");
+    Check(gguf.Find(kv.key) == &kv.value, "Find does not find the key");
+    Walk(kv.value, 0);
+  }
+  if (const GgufValue* a = gguf.Find("general.alignment"); a != nullptr) {
+    Check(a->type == GgufType::kU32 && a->u == gguf.alignment, "general.alignment not honored");
+  } else {
+    Check(gguf.alignment == 32, "default alignment not 32");
+  }
+  std::set<std::string> names;
+  std::vector<std::pair<uint64_t, uint64_t>> extents;
+  for (const GgufTensorInfo& t : gguf.tensors) {
+    Check(names.insert(t.name).second, "a tensor name appears twice");
+    Check(t.name.size() <= kMaxGgufNameBytes, "a tensor name is too long");
+    Check(t.ne.size() <= kMaxGgufDims, "too many dimensions");
+    Check(t.type != nullptr, "no type");
+    Check(t.offset % gguf.alignment == 0, "tensor offset not aligned");
+    const absl::StatusOr<int64_t> elements = ShapeElements(t.ne, t.name);
+    Check(elements.ok(), "the dimensions of a parsed tensor are invalid");
+    Check(*elements == t.elements, "elements disagrees with the dimensions");
+    Check((t.ne.empty() ? 1 : t.ne[0]) % t.type->block == 0, "rows are not whole blocks");
+    Check(t.bytes == static_cast<uint64_t>(t.elements / t.type->block) *
+                         static_cast<uint64_t>(t.type->bytes),
+          "bytes disagree with the type and dimensions");
+    Check(gguf.data_offset <= size && t.offset <= size - gguf.data_offset &&
+              t.bytes <= size - gguf.data_offset - t.offset,
+          "tensor bytes outside the file");
+    if (t.bytes > 0) extents.emplace_back(t.offset, t.offset + t.bytes);
+
+    const TensorView v = View(gguf, t, file);
+    Check(v.elements() == t.elements, "the view's elements() disagrees");
+    Check(v.bytes.size() == t.bytes && TypeBytes(v, t.elements) == t.bytes,
+          "the view's bytes disagree with its type");
+    if (!v.bytes.empty()) {
+      Check(v.bytes.data() >= file.data() && v.bytes.data() + v.bytes.size() <= file.data() + size,
+            "view bytes outside the file");
+    }
+    CheckDecode(v, t.elements);
+  }
+  // No two tensors with bytes share any.
+  std::sort(extents.begin(), extents.end());
+  for (size_t i = 1; i < extents.size(); ++i) {
+    Check(extents[i - 1].second <= extents[i].first, "two tensors overlap");
+  }
+  return 0;
+}
+
+}  // namespace lowp::fuzz
+
+#ifndef LOWP_FUZZ_REPLAY
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return lowp::fuzz::FuzzGguf(data, size);
+}
+#endif

@@ -111,6 +111,7 @@ nlohmann::json QuantReportJson(const QuantReport& r, float relative_floor, bool 
   j["tensor"] = r.tensor;
   j["scheme"] = r.scheme;
   if (!r.applied.empty()) j["applied"] = r.applied;
+  if (!r.applied_reason.empty()) j["applied_reason"] = r.applied_reason;
   if (!r.dtype.empty()) j["dtype"] = r.dtype;
   if (r.tensor != "(all)") j["shape"] = r.shape;
   j["elements"] = r.elements;

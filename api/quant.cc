@@ -21,6 +21,7 @@
 #include "io/safetensors.h"
 #include "io/tensor_set.h"
 #include "kernels/convert.h"
+#include "quant/recipe.h"
 #include "quant/scheme.h"
 
 namespace lowp::api {
@@ -316,6 +317,7 @@ absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& o) {
   all.tensor = "(all)";
   all.scheme = scheme.name();
   std::vector<uint8_t> bytes;
+  const RecipeModel recipe_model = RecipeModel::Of(set->tensors());
   for (size_t i = 0; i < set->tensors().size(); ++i) {
     const TensorView& t = set->tensors()[i];
     Step(o.progress, set->tensors().size(), t.name);
@@ -335,7 +337,10 @@ absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& o) {
         return (*writer)->Write(bytes);
       };
       QuantReport report;
-      status = QuantizeTensor(t, scheme, *options, sink, &report);
+      RecipeChoice choice;
+      const Scheme& applied = SchemeForTensor(scheme, t, recipe_model, &choice);
+      status = QuantizeTensor(t, applied, *options, sink, &report);
+      NameForRecipe(scheme, choice, report);
       if (status.ok()) {
         all.Add(report);
         r.results.push_back(std::move(report));

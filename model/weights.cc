@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "formats/option_error.h"
+#include "quant/recipe.h"
 
 namespace lowp {
 namespace {
@@ -248,22 +249,36 @@ absl::StatusOr<ModelWeights> QuantizeWeights(const ModelWeights& weights,
   r = WeightReport{};
   r.total.tensor = "(all)";
   std::string scheme_names;
+  // The matrices as views: what a recipe reads the model's facts off.
+  std::vector<TensorView> views;
   for (const ModelWeights::Entry& entry : out.Matrices()) {
-    Matrix& m = *entry.matrix;
-    const Scheme* scheme = nullptr;
-    for (const WeightRule& rule : rules) {
-      if (rule.pattern.empty() ? entry.linear : MatchesPattern(rule.pattern, m.name)) {
-        scheme = rule.scheme.get();
-        break;
-      }
-    }
-    if (scheme == nullptr) continue;
+    const Matrix& m = *entry.matrix;
     TensorView view;
     view.name = m.name;
     view.dtype = DType::kF32;
     view.shape = {m.rows, m.cols};
     view.bytes = {reinterpret_cast<const uint8_t*>(m.values->data()),
                   m.values->size() * sizeof(float)};
+    views.push_back(std::move(view));
+  }
+  const RecipeModel recipe_model = RecipeModel::Of(views);
+  size_t index = 0;
+  for (const ModelWeights::Entry& entry : out.Matrices()) {
+    Matrix& m = *entry.matrix;
+    const TensorView& view = views[index++];
+    const Scheme* rule_scheme = nullptr;
+    for (const WeightRule& rule : rules) {
+      // A recipe without a pattern is a whole-model mix: it decides for the
+      // embeddings and the output too.
+      const bool whole = rule.pattern.empty() && AsRecipe(*rule.scheme) != nullptr;
+      if (rule.pattern.empty() ? entry.linear || whole : MatchesPattern(rule.pattern, m.name)) {
+        rule_scheme = rule.scheme.get();
+        break;
+      }
+    }
+    if (rule_scheme == nullptr) continue;
+    RecipeChoice choice;
+    const Scheme* scheme = &SchemeForTensor(*rule_scheme, view, recipe_model, &choice);
     auto q = std::make_shared<std::vector<float>>();
     q->reserve(m.values->size());
     MeasureOptions options;
@@ -277,11 +292,12 @@ absl::StatusOr<ModelWeights> QuantizeWeights(const ModelWeights& weights,
         },
         &tensor_report);
     if (!s.ok()) return s;
+    NameForRecipe(*rule_scheme, choice, tensor_report);
     m.values = std::move(q);
     r.total.Add(tensor_report);
     if (scheme_names.empty()) {
-      scheme_names = scheme->name();
-    } else if (scheme_names != scheme->name()) {
+      scheme_names = rule_scheme->name();
+    } else if (scheme_names != rule_scheme->name()) {
       scheme_names = "mixed";
     }
     r.tensors.push_back(std::move(tensor_report));

@@ -9,9 +9,10 @@
 //   - 32- and 64-element types quantize the short last block as if padded
 //     with zeros (like lowp's q4_0 family; ggml itself refuses such rows);
 //   - 256-element super-block types do what llama.cpp's quantizer does
-//     (llama_tensor_get_type's fallback): q2_K, q3_K and iq4_xs become
-//     iq4_nl, q4_K q5_0, q5_K q5_1, q6_K q8_0, and f16 when even that block
-//     does not divide the row. AppliedName() says what a row length gets.
+//     (tensor_type_fallback, llama.cpp 007dbbf): q2_K and q3_K become q4_0,
+//     iq4_xs iq4_nl, q4_K q5_0, q5_K q5_1, q6_K q8_0, and f16 when even that
+//     block does not divide the row. AppliedName() says what a row length
+//     gets.
 // NaN and +-Inf are encoded as 0 and come back unchanged.
 #include <algorithm>
 #include <cmath>
@@ -41,12 +42,12 @@ const CodecInfo kCodecs[] = {
      "llama.cpp q5_1 (ggml quantize_row_q5_1_ref): blocks of 32; d = (max - min) / 31 and"
      " m = min, both fp16; q = (uint8)((x - min) / d + 0.5) in 0..31; x = q * d + m. 24 bytes"
      " per block: 6 bits per weight."},
-    {"q2_K", ggml::Type::kQ2_K, ggml::Type::kIQ4_NL,
+    {"q2_K", ggml::Type::kQ2_K, ggml::Type::kQ4_0,
      "llama.cpp q2_K (quantize_row_q2_K_ref): super-blocks of 256 in 16 groups of 16; each"
      " group's scale and minimum by ggml's weighted search (make_qkx2_quants, |x| weights, 16"
      " trial scales, absolute error), quantized to 4 bits against fp16 d and dmin; codes 0..3;"
      " x = d * sc * q - dmin * m. 84 bytes per 256: 2.625 bits per weight."},
-    {"q3_K", ggml::Type::kQ3_K, ggml::Type::kIQ4_NL,
+    {"q3_K", ggml::Type::kQ3_K, ggml::Type::kQ4_0,
      "llama.cpp q3_K (quantize_row_q3_K_ref): super-blocks of 256 in 16 groups of 16;"
      " symmetric codes -4..3 refined by make_q3_quants (x^2 weights, up to 5 passes); 6-bit"
      " group scales against an fp16 d; x = d * (sc - 32) * (q - 4). 110 bytes per 256: 3.4375"

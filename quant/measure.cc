@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kernels/thread_pool.h"
+#include "quant/recipe.h"
 
 namespace lowp {
 namespace {
@@ -365,6 +366,7 @@ absl::StatusOr<SetReports> MeasureTensors(
     const std::function<void(size_t, const std::string&)>& progress, bool keep_results) {
   MeasureOptions measure = options;
   measure.release = [&set](std::span<const uint8_t> bytes) { set.Release(bytes); };
+  const RecipeModel model = RecipeModel::Of(set.tensors());
   SetReports r;
   for (const auto& scheme : schemes) {
     QuantReport all;
@@ -379,8 +381,11 @@ absl::StatusOr<SetReports> MeasureTensors(
       continue;
     }
     for (size_t s = 0; s < schemes.size(); ++s) {
-      absl::StatusOr<QuantReport> report = MeasureTensor(*tensor, *schemes[s], measure);
+      RecipeChoice choice;
+      const Scheme& applied = SchemeForTensor(*schemes[s], *tensor, model, &choice);
+      absl::StatusOr<QuantReport> report = MeasureTensor(*tensor, applied, measure);
       if (!report.ok()) return report.status();
+      NameForRecipe(*schemes[s], choice, *report);
       r.aggregates[s].Add(*report);
       if (keep_results) r.results.push_back(*std::move(report));
     }

@@ -57,6 +57,7 @@ struct QuantReport {
   // What the scheme stored this tensor as when that is not `scheme`
   // (llama.cpp's fallback for a row 256 does not divide: "q5_0"); else empty.
   std::string applied;
+  std::string applied_reason;  // for a recipe's choice: why, in llama.cpp's terms
   std::string dtype;  // of the input tensor ("q4_K" for a GGUF tensor of that type)
   std::vector<int64_t> shape;
   uint64_t elements = 0;

@@ -78,7 +78,7 @@ absl::Status UnknownOption(absl::string_view base, absl::string_view key, absl::
 namespace {
 
 constexpr internal::SchemeFactory kFactories[] = {
-    internal::MakeGgmlScheme,  internal::MakeGgmlCodecScheme,   internal::MakeNf4Scheme,         internal::MakeMxScheme,
+    internal::MakeRecipe,      internal::MakeGgmlScheme,        internal::MakeGgmlCodecScheme,   internal::MakeNf4Scheme,         internal::MakeMxScheme,
     internal::MakeNvfp4Scheme, internal::MakeScaledFloatScheme, internal::MakeIntScheme,
     internal::MakeCastScheme,
 };
@@ -121,7 +121,8 @@ const std::vector<SchemeFamily>& SchemeFamilies() {
     auto* all = new std::vector<SchemeFamily>;
     for (auto list : {internal::CastFamilies, internal::IntFamilies, internal::ScaledFloatFamilies,
                       internal::MxFamilies, internal::Nvfp4Families, internal::Nf4Families,
-                      internal::GgmlFamilies, internal::GgmlCodecFamilies}) {
+                      internal::GgmlFamilies, internal::GgmlCodecFamilies,
+                      internal::RecipeFamilies}) {
       for (SchemeFamily& family : list()) all->push_back(std::move(family));
     }
     return all;

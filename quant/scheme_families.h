@@ -43,6 +43,8 @@ absl::StatusOr<std::unique_ptr<Scheme>> MakeNf4Scheme(absl::string_view base,
                                                       const SchemeOptions& options);
 absl::StatusOr<std::unique_ptr<Scheme>> MakeGgmlScheme(absl::string_view base,
                                                        const SchemeOptions& options);
+absl::StatusOr<std::unique_ptr<Scheme>> MakeRecipe(absl::string_view base,
+                                                   const SchemeOptions& options);
 absl::StatusOr<std::unique_ptr<Scheme>> MakeGgmlCodecScheme(absl::string_view base,
                                                             const SchemeOptions& options);
 
@@ -55,6 +57,7 @@ std::vector<SchemeFamily> Nvfp4Families();
 std::vector<SchemeFamily> Nf4Families();
 std::vector<SchemeFamily> GgmlFamilies();
 std::vector<SchemeFamily> GgmlCodecFamilies();
+std::vector<SchemeFamily> RecipeFamilies();
 
 // "fp16" | "bf16" | "fp32" scale storage: the format, for ":scale=".
 absl::StatusOr<Format> ScaleFormat(absl::string_view name);

@@ -11,10 +11,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "formats/format.h"
 #include "formats/option_error.h"
+#include "quant/recipe.h"
 #include "quant/scheme.h"
 
 namespace lowp {
@@ -72,6 +74,13 @@ struct Job {
   const Scheme* kv = nullptr;
   const Scheme* host_grads = nullptr;  // fp32 gradients kept by optimizer offload
   std::vector<TensorSpec> input, layer, output;
+  // weights is a llama.cpp mix (quant/recipe.h): each linear layer priced
+  // as the mix stores it; with embed left to its default, every other weight
+  // too (embeddings and lm_head in the mix's types, norms, biases and router
+  // in f32), as a GGUF file holds them.
+  const Recipe* recipe = nullptr;
+  bool recipe_embed = false;
+  RecipeModel recipe_model;
 };
 
 // Stored bytes of `count` tensors of rows x cols in `scheme`, each tensor
@@ -79,6 +88,31 @@ struct Job {
 Wide TensorBytes(const Scheme& scheme, int64_t rows, int64_t cols, int64_t count = 1) {
   if (rows == 0 || cols == 0 || count == 0) return 0;
   return CeilDiv(Wide{scheme.StorageBits(rows, cols)}, 8) * count;
+}
+
+// The weights' scheme of tensor `t` (of layer `layer`, -1 outside the
+// layers): the mix's choice for it when the weights are a recipe, else the
+// weights' or the embeddings' format.
+const Scheme& WeightScheme(const Job& job, const TensorSpec& t, int64_t layer) {
+  const Scheme& plain = t.linear ? *job.weights : *job.embed;
+  if (job.recipe == nullptr) return plain;
+  if (!t.linear && !job.recipe_embed) return plain;
+  // The tensor as a checkpoint would name and shape it.
+  TensorView view;
+  const bool bias = absl::EndsWith(t.name, ".bias");
+  const std::string leaf = bias ? t.name : absl::StrCat(t.name, ".weight");
+  view.name = t.name == "embed_tokens"                 ? "model.embed_tokens.weight"
+              : t.component == Component::kLmHead      ? "lm_head.weight"
+              : layer < 0                              ? absl::StrCat("model.", leaf)
+                                                       : absl::StrCat("model.layers.", layer, ".", leaf);
+  if (t.count > 1) {
+    view.shape = {t.count, t.rows, t.cols};
+  } else if (t.rows == 1) {
+    view.shape = {t.cols};  // a norm's or a bias's vector
+  } else {
+    view.shape = {t.rows, t.cols};
+  }
+  return SchemeForTensor(*job.weights, view, job.recipe_model);
 }
 
 absl::StatusOr<const Scheme*> GetScheme(Job& job, const std::string& name,
@@ -190,6 +224,7 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
 
   // Formats, defaults first.
   if (o.weights.empty()) o.weights = o.mode == Mode::kQlora ? "nf4" : "bf16";
+  const bool embed_default = o.embed.empty();
   if (o.embed.empty()) o.embed = IsFloatCast(o.weights, 16) ? o.weights : "bf16";
   if (o.kv.empty()) o.kv = o.embed;
   if (job.training) {
@@ -230,6 +265,15 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
   job.input = InputTensors(model);
   job.layer = LayerTensors(model);
   job.output = OutputTensors(model);
+  job.recipe = AsRecipe(*job.weights);
+  if (job.recipe != nullptr) {
+    job.recipe_embed = embed_default;
+    job.recipe_model.layers = static_cast<int>(model.num_layers);
+    job.recipe_model.attention_v = static_cast<int>(model.num_layers);
+    job.recipe_model.gqa = model.num_heads / model.num_kv_heads;
+    job.recipe_model.has_output = !model.tie_word_embeddings;
+    job.recipe_model.experts = static_cast<int>(model.num_experts);
+  }
   if (job.adapters) {
     std::vector<std::string> known;
     for (const TensorSpec& t : job.layer) {
@@ -410,12 +454,24 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
   Wide gathered_largest = 0;  // the largest unit outside the layers
   Wide expert_weights = 0;
   Wide host_grads = 0;  // fp32 gradients on the host with optimizer offload
+  // The stage's layers are [first_layer, first_layer + layers).
+  const int64_t first_layer =
+      stage * (m.num_layers / l.pp) + std::min<int64_t>(stage, m.num_layers % l.pp);
   auto add = [&](const TensorSpec& t, int64_t multiplicity, bool in_layer) {
     int64_t rows, cols;
     Shard(t, l, m, rows, cols);
-    const Scheme& format = t.linear ? *job.weights : *job.embed;
-    const Wide one = TensorBytes(format, rows, cols, t.count);  // of one layer
-    const Wide w = one * multiplicity;
+    // Of one layer (the largest, when a mix stores layers differently), and
+    // of all `multiplicity` copies.
+    Wide one = TensorBytes(WeightScheme(job, t, in_layer ? first_layer : -1), rows, cols, t.count);
+    Wide w = one * multiplicity;
+    if (job.recipe != nullptr && in_layer) {
+      w = 0;
+      for (int64_t i = first_layer; i < first_layer + multiplicity; ++i) {
+        const Wide bytes = TensorBytes(WeightScheme(job, t, i), rows, cols, t.count);
+        w += bytes;
+        one = std::max(one, bytes);
+      }
+    }
     b.weights += w;
     if (t.count > 1) expert_weights += w;
     Wide gathered = one;  // this tensor of one layer, gathered, with its gradients
@@ -714,7 +770,9 @@ absl::StatusOr<SizingReport> EstimateMemory(const ModelConfig& model, const Sizi
   for (const TensorSpec& t : job.layer) {
     if (!t.linear) continue;
     linear_params += t.parameters() * model.num_layers;
-    linear_bytes += TensorBytes(*job.weights, t.rows, t.cols, t.count) * model.num_layers;
+    for (int64_t i = 0; i < model.num_layers; ++i) {
+      linear_bytes += TensorBytes(WeightScheme(job, t, i), t.rows, t.cols, t.count);
+    }
     if (IsTarget(job, t)) {
       r.trainable_parameters += o.lora_rank * (t.rows + t.cols) * t.count * model.num_layers;
       adapter_bytes += AdapterBytes(job, t, t.rows, t.cols) * model.num_layers;

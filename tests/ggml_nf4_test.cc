@@ -20,6 +20,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -57,11 +58,18 @@ TEST(GgmlNf4Names, ParseAndOptions) {
 TEST(GgmlNf4Names, FamiliesStateTheRules) {
   int ggml = 0;
   int nf4 = 0;
+  int mixes = 0;
   for (const SchemeFamily& family : SchemeFamilies()) {
-    if (family.family.find("llama.cpp") != std::string::npos) {
+    if (family.family == "llama.cpp mixes") {
+      ++mixes;
+      EXPECT_THAT(family.rule, HasSubstr("llama_tensor_get_type"));
+      EXPECT_THAT(family.rule, HasSubstr("fallback"));
+    } else if (family.family.find("llama.cpp") != std::string::npos) {
       ++ggml;
       EXPECT_THAT(family.rule, HasSubstr("bits per weight"));
-      EXPECT_THAT(family.rule, HasSubstr("padded with zeros"));
+      // What a row the block does not divide gets: zero padding, or (for
+      // the 256-element super-blocks) llama.cpp's fallback type.
+      EXPECT_THAT(family.rule, AnyOf(HasSubstr("padded with zeros"), HasSubstr("fallback")));
     }
     if (family.family.find("NF4") != std::string::npos) {
       ++nf4;
@@ -69,8 +77,10 @@ TEST(GgmlNf4Names, FamiliesStateTheRules) {
       EXPECT_THAT(family.rule, HasSubstr("create_dynamic_map"));
     }
   }
-  EXPECT_EQ(ggml, 4);
+  // q8_0 q4_0 q4_1 q5_0, then q5_1 q2_K..q6_K iq4_nl iq4_xs ggml-mxfp4 ggml-nvfp4.
+  EXPECT_EQ(ggml, 14);
   EXPECT_EQ(nf4, 1);
+  EXPECT_EQ(mixes, 1);
 }
 
 // ---------------------------------------------------------------- q8_0

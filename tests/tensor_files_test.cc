@@ -91,13 +91,15 @@ std::vector<uint8_t> ReadFile(const std::string& path) {
 // ---------------------------------------------------------------- dtypes
 
 TEST(DTypeTest, NamesSizesAndParse) {
-  EXPECT_EQ(AllDTypes().size(), 15u);
+  EXPECT_EQ(AllDTypes().size(), 16u);  // every dtype but kGgml
   for (DType d : AllDTypes()) {
     absl::StatusOr<DType> parsed = ParseDType(DTypeName(d));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, d);
   }
   EXPECT_EQ(DTypeName(DType::kF8E4M3), "F8_E4M3");
+  EXPECT_EQ(DTypeName(DType::kF8E8M0), "F8_E8M0");
+  EXPECT_FALSE(ParseDType("GGML").ok());  // blocks are never a safetensors dtype
   EXPECT_EQ(DTypeBytes(DType::kBF16), 2u);
   EXPECT_EQ(DTypeBytes(DType::kI64), 8u);
   EXPECT_EQ(DTypeBytes(DType::kBool), 1u);

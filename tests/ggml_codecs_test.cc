@@ -1,0 +1,476 @@
+// llama.cpp's world beyond the GGUF reader: the codecs' fp16 against the
+// reference, hand-worked blocks, every codec scheme as decode(encode(x)) and
+// the older ggml schemes equal to their codecs, llama.cpp's fallback on rows
+// the super-block does not divide, the recipes' rules, and the ggml-made
+// stories260K Q4_K_M file measured against its original: every tensor's type
+// and error equal to lowp's own Q4_K_M recipe, priced to the byte by size.
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "api/quant.h"
+#include "api/size.h"
+#include "api/tensors.h"
+#include "codecs/ggml.h"
+#include "formats/format.h"
+#include "formats/reference.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "io/gguf.h"
+#include "io/gguf_names.h"
+#include "io/tensor_set.h"
+#include "quant/measure.h"
+#include "quant/recipe.h"
+#include "quant/scheme.h"
+
+namespace lowp {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const std::string kData = LOWP_TEST_DATA_DIR;
+const std::string kGguf = kData + "/ggml/stories260K-Q4_K_M.gguf";
+const std::string kOriginal = kData + "/stories260K-hf/model.safetensors";
+
+uint32_t Bits(float x) { return std::bit_cast<uint32_t>(x); }
+
+// ---------------------------------------------------------------- fp16
+
+TEST(GgmlFp16, DecodesEveryCodeAsTheReference) {
+  const Format fp16 = *FindFormat("fp16");
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float mine = ggml::Fp16ToFp32(static_cast<uint16_t>(h));
+    const float ref = DecodeToFloat32(fp16, h);
+    if (std::isnan(ref)) {
+      EXPECT_TRUE(std::isnan(mine)) << h;
+    } else {
+      ASSERT_EQ(Bits(mine), Bits(ref)) << h;
+    }
+  }
+}
+
+// Every fp16 value, the midpoints between neighbours and one ulp either side
+// of them (the ties and near-ties of nearest-even), both signs.
+TEST(GgmlFp16, EncodesNearestEvenAsTheReference) {
+  const Format fp16 = *FindFormat("fp16");
+  std::vector<float> inputs;
+  for (uint32_t h = 0; h < 0x7c00; ++h) {
+    const float a = ggml::Fp16ToFp32(static_cast<uint16_t>(h));
+    const float b = ggml::Fp16ToFp32(static_cast<uint16_t>(h + 1));
+    const float mid = static_cast<float>((static_cast<double>(a) + b) / 2);
+    for (float x : {a, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e30f)}) {
+      inputs.push_back(x);
+      inputs.push_back(-x);
+    }
+  }
+  for (float x : {65519.99f, 65520.0f, 1e30f, INFINITY, 1e-30f, 0x1p-25f, 0x1.000002p-25f}) {
+    inputs.push_back(x);
+    inputs.push_back(-x);
+  }
+  for (float x : inputs) {
+    ASSERT_EQ(ggml::Fp32ToFp16(x), EncodeFloat32(fp16, x)) << x;
+  }
+  EXPECT_EQ(ggml::Fp32ToFp16(NAN) & 0x7c00, 0x7c00);
+  EXPECT_NE(ggml::Fp32ToFp16(NAN) & 0x3ff, 0);
+}
+
+// ---------------------------------------------------------------- types
+
+TEST(GgmlTypes, TableHasGgmlsBlockSizes) {
+  EXPECT_EQ(ggml::FindType(12)->name, "q4_K");
+  EXPECT_EQ(ggml::FindType("Q4_K")->bytes, 144);
+  EXPECT_EQ(ggml::FindType("iq4_xs")->bytes, 136);
+  EXPECT_EQ(ggml::FindType("nvfp4")->block, 64);
+  for (uint32_t removed : {4u, 5u, 31u, 32u, 33u, 36u, 37u, 38u, 43u}) {
+    EXPECT_EQ(ggml::FindType(removed), nullptr) << removed;
+  }
+  // Codecs refuse what they cannot do and sizes that do not fit.
+  std::vector<float> x(256);
+  std::vector<uint8_t> out(66);
+  EXPECT_THAT(ggml::Encode(ggml::Type::kIQ2_XXS, x, out).message(), HasSubstr("cannot encode"));
+  out.resize(143);
+  EXPECT_THAT(ggml::Encode(ggml::Type::kQ4_K, x, out).message(), HasSubstr("144 bytes"));
+  x.resize(100);
+  EXPECT_THAT(ggml::Decode(ggml::Type::kQ4_K, out, x).message(), HasSubstr("whole blocks"));
+}
+
+// ---------------------------------------------------------------- hand-worked blocks
+
+TEST(GgmlBlocks, Q5_1OfARampIsExact) {
+  std::vector<float> x(32);
+  for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j);
+  std::vector<uint8_t> b(24);
+  ASSERT_TRUE(ggml::Encode(ggml::Type::kQ5_1, x, b).ok());
+  // d = (31 - 0) / 31 = 1 (fp16 0x3c00), m = 0, q = j.
+  EXPECT_EQ(b[0] | b[1] << 8, 0x3c00);
+  EXPECT_EQ(b[2] | b[3] << 8, 0);
+  uint32_t qh;
+  std::memcpy(&qh, &b[4], 4);
+  EXPECT_EQ(qh, 0xffff0000u);  // elements 16..31 have bit 4
+  for (int j = 0; j < 16; ++j) EXPECT_EQ(b[8 + j], j | j << 4) << j;
+  std::vector<float> y(32);
+  ASSERT_TRUE(ggml::Decode(ggml::Type::kQ5_1, b, y).ok());
+  EXPECT_EQ(y, x);
+}
+
+TEST(GgmlBlocks, ZeroBlocks) {
+  std::vector<float> x(256, 0.0f);
+  // iq4_nl: scale 0, every code the grid's nearest to 0 (index 8, value 1).
+  std::vector<uint8_t> nl(18);
+  ASSERT_TRUE(ggml::Encode(ggml::Type::kIQ4_NL, std::span(x).first(32), nl).ok());
+  EXPECT_EQ(nl[0] | nl[1] << 8, 0);
+  for (int j = 2; j < 18; ++j) EXPECT_EQ(nl[j], 0x88);
+  // iq4_xs: d = -0/32 is -0.0, stored as 0x8000 as ggml stores it.
+  std::vector<uint8_t> xs(136);
+  ASSERT_TRUE(ggml::Encode(ggml::Type::kIQ4_XS, x, xs).ok());
+  EXPECT_EQ(xs[0] | xs[1] << 8, 0x8000);
+  // q6_K: the whole block is zero bytes.
+  std::vector<uint8_t> q6(210, 0xff);
+  ASSERT_TRUE(ggml::Encode(ggml::Type::kQ6_K, x, q6).ok());
+  EXPECT_EQ(q6, std::vector<uint8_t>(210, 0));
+  for (ggml::Type t : {ggml::Type::kQ2_K, ggml::Type::kQ3_K, ggml::Type::kQ4_K, ggml::Type::kQ5_K,
+                       ggml::Type::kQ6_K, ggml::Type::kIQ4_XS}) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(ggml::Info(t).bytes));
+    std::vector<float> y(256, 1.0f);
+    ASSERT_TRUE(ggml::Encode(t, x, bytes).ok());
+    ASSERT_TRUE(ggml::Decode(t, bytes, y).ok());
+    for (float v : y) EXPECT_EQ(v, 0.0f) << ggml::Info(t).name;
+  }
+}
+
+// ggml's MXFP4 keeps the first of two equally near codes (the smaller
+// magnitude); OCP's mxfp4 rounds to even: with amax 6 the scale is 1, and
+// 3.5 (between 3 = 0b101 and 4 = 0b110) and 0.75 (between 0.5 and 1) differ.
+TEST(GgmlBlocks, Mxfp4TiesDifferFromOcp) {
+  std::vector<float> x(32, 0.0f);
+  x[0] = 6.0f;
+  x[1] = 3.5f;
+  x[2] = -3.5f;
+  x[3] = 0.75f;
+  x[4] = 2.5f;  // between 2 (0b100) and 3 (0b101): both give 2
+  std::vector<float> ggml_out(32), ocp_out(32);
+  SchemeCounts counts;
+  (*ParseScheme("ggml-mxfp4"))->Apply(x, 32, {}, ggml_out, counts);
+  (*ParseScheme("mxfp4"))->Apply(x, 32, {}, ocp_out, counts);
+  EXPECT_THAT(std::vector<float>(ggml_out.begin(), ggml_out.begin() + 5),
+              ElementsAre(6.0f, 3.0f, -3.0f, 0.5f, 2.0f));
+  EXPECT_THAT(std::vector<float>(ocp_out.begin(), ocp_out.begin() + 5),
+              ElementsAre(6.0f, 4.0f, -4.0f, 1.0f, 2.0f));
+}
+
+// ---------------------------------------------------------------- schemes
+
+std::vector<float> Gaussian(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> x(n);
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
+// The fake-quant values of every codec scheme are Decode of the bytes it
+// stores, and the stored bytes are Encode's.
+TEST(GgmlCodecSchemes, FakeQuantIsDecodeOfEncode) {
+  const int64_t cols = 512;
+  const std::vector<float> x = Gaussian(4 * cols, 7, 0.05f);
+  for (const char* name : {"q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs",
+                           "ggml-mxfp4", "ggml-nvfp4"}) {
+    std::unique_ptr<Scheme> scheme = *ParseScheme(name);
+    std::vector<float> out(x.size()), decoded(x.size());
+    SchemeCounts counts;
+    StoredChunk stored;
+    scheme->Apply(x, cols, {}, out, counts, &stored);
+    const ggml::TypeInfo* t = ggml::FindType(
+        absl::string_view(name).substr(absl::StartsWith(name, "ggml-") ? 5 : 0));
+    ASSERT_NE(t, nullptr) << name;
+    std::vector<uint8_t> bytes(static_cast<size_t>(ggml::RowBytes(*t, 4 * cols)));
+    ASSERT_TRUE(ggml::Encode(t->type, x, bytes).ok());
+    EXPECT_EQ(stored.bytes, bytes) << name;
+    ASSERT_TRUE(ggml::Decode(t->type, bytes, decoded).ok());
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(Bits(out[i]), Bits(decoded[i])) << name << i;
+    EXPECT_EQ(scheme->StorageBits(4, cols), bytes.size() * 8) << name;
+  }
+}
+
+// lowp's first ggml schemes (their own code, written before the codecs)
+// give exactly the codecs' decode(encode(x)) on finite whole blocks.
+TEST(GgmlCodecSchemes, OlderSchemesEqualTheirCodecs) {
+  const int64_t cols = 256;
+  std::vector<float> x = Gaussian(8 * cols, 11, 0.02f);
+  for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j % 17) - 8;  // ties
+  for (auto [name, type] : {std::pair{"q8_0", ggml::Type::kQ8_0}, {"q4_0", ggml::Type::kQ4_0},
+                            {"q4_1", ggml::Type::kQ4_1}, {"q5_0", ggml::Type::kQ5_0}}) {
+    std::vector<float> out(x.size()), decoded(x.size());
+    SchemeCounts counts;
+    (*ParseScheme(name))->Apply(x, cols, {}, out, counts);
+    std::vector<uint8_t> bytes(static_cast<size_t>(ggml::RowBytes(ggml::Info(type), 8 * cols)));
+    ASSERT_TRUE(ggml::Encode(type, x, bytes).ok());
+    ASSERT_TRUE(ggml::Decode(type, bytes, decoded).ok());
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(Bits(out[i]), Bits(decoded[i])) << name << i;
+  }
+}
+
+TEST(GgmlCodecSchemes, NonFiniteInputsAreStoredAsZeroAndComeBack) {
+  std::vector<float> x = Gaussian(256, 3);
+  std::vector<float> zeroed = x;
+  x[5] = NAN;
+  x[77] = INFINITY;
+  zeroed[5] = zeroed[77] = 0.0f;
+  std::unique_ptr<Scheme> scheme = *ParseScheme("q4_K");
+  std::vector<float> out(256), ref(256);
+  SchemeCounts counts;
+  StoredChunk stored, stored_ref;
+  scheme->Apply(x, 256, {}, out, counts, &stored);
+  scheme->Apply(zeroed, 256, {}, ref, counts, &stored_ref);
+  EXPECT_EQ(stored.bytes, stored_ref.bytes);
+  EXPECT_TRUE(std::isnan(out[5]));
+  EXPECT_EQ(out[77], INFINITY);
+  for (int i = 0; i < 256; ++i) {
+    if (i != 5 && i != 77) EXPECT_EQ(out[i], ref[i]) << i;
+  }
+}
+
+// Rows 256 does not divide: llama.cpp's fallback (tensor_type_fallback).
+TEST(GgmlCodecSchemes, SuperBlocksFallBackAsLlamaCpp) {
+  struct Case {
+    const char* scheme;
+    int64_t cols;
+    const char* applied;
+  } const cases[] = {{"q4_K", 64, "q5_0"},   {"q5_K", 96, "q5_1"},   {"q6_K", 64, "q8_0"},
+                     {"q2_K", 64, "q4_0"},   {"q3_K", 32, "q4_0"},   {"iq4_xs", 64, "iq4_nl"},
+                     {"q4_K", 172, "f16"},   {"q4_K", 512, "q4_K"},  {"q5_1", 40, "q5_1"}};
+  for (const Case& c : cases) {
+    std::unique_ptr<Scheme> scheme = *ParseScheme(c.scheme);
+    EXPECT_EQ(scheme->AppliedName(c.cols), c.applied) << c.scheme << " " << c.cols;
+    const std::vector<float> x = Gaussian(static_cast<size_t>(2 * c.cols), 5, 0.1f);
+    std::vector<float> out(x.size()), want(x.size());
+    SchemeCounts counts;
+    scheme->Apply(x, c.cols, {}, out, counts);
+    if (std::string(c.applied) == "f16") {
+      for (size_t i = 0; i < x.size(); ++i) {
+        want[i] = ggml::Fp16ToFp32(ggml::Fp32ToFp16(x[i]));
+      }
+      EXPECT_EQ(scheme->StorageBits(2, c.cols), static_cast<uint64_t>(2 * c.cols * 16));
+    } else {
+      std::unique_ptr<Scheme> applied = *ParseScheme(c.applied);
+      applied->Apply(x, c.cols, {}, want, counts);
+      EXPECT_EQ(scheme->StorageBits(2, c.cols), applied->StorageBits(2, c.cols));
+    }
+    EXPECT_EQ(out, want) << c.scheme << " " << c.cols;
+  }
+}
+
+// ---------------------------------------------------------------- recipes
+
+std::string Choose(const char* recipe, const std::string& name, std::vector<int64_t> shape,
+                   const RecipeModel& model) {
+  std::unique_ptr<Scheme> scheme = *ParseScheme(recipe);
+  return AsRecipe(*scheme)->Choose(name, shape, model).scheme;
+}
+
+// llama_tensor_get_type's rules on a Llama-3-8B-like model: 32 layers, gqa 4.
+TEST(Recipes, LlamaRules) {
+  RecipeModel m;
+  m.layers = 32;
+  m.attention_v = 32;
+  m.gqa = 4;
+  m.has_output = true;
+  const auto v = [](int i) { return "model.layers." + std::to_string(i) + ".self_attn.v_proj.weight"; };
+  const auto down = [](int i) { return "blk." + std::to_string(i) + ".ffn_down.weight"; };
+  // use_more_bits(i, 32): i < 4, i >= 28, or (i - 4) % 3 == 2.
+  for (int i : {0, 3, 6, 9, 28, 31}) {
+    EXPECT_EQ(Choose("Q4_K_M", v(i), {1024, 4096}, m), "q6_K") << i;
+    EXPECT_EQ(Choose("Q4_K_M", down(i), {4096, 14336}, m), "q6_K") << i;
+  }
+  for (int i : {4, 5, 7, 25}) {
+    EXPECT_EQ(Choose("Q4_K_M", v(i), {1024, 4096}, m), "q4_K") << i;
+    EXPECT_EQ(Choose("Q4_K_M", down(i), {4096, 14336}, m), "q4_K") << i;
+  }
+  EXPECT_EQ(Choose("Q4_K_M", "lm_head.weight", {128256, 4096}, m), "q6_K");
+  EXPECT_EQ(Choose("Q4_K_M", "token_embd.weight", {128256, 4096}, m), "q4_K");
+  EXPECT_EQ(Choose("Q4_K_M", "model.layers.3.input_layernorm.weight", {4096}, m), "f32");
+  EXPECT_EQ(Choose("Q4_K_M", "model.layers.3.mlp.gate_proj.weight", {14336, 4096}, m), "q4_K");
+  EXPECT_EQ(Choose("Q8_0", "output.weight", {128256, 4096}, m), "q8_0");
+  EXPECT_EQ(Choose("Q6_K", "output.weight", {128256, 4096}, m), "q6_K");
+  // Q2_K: attn_v by the grouped-query ratio, ffn_down and attn_output q3_K.
+  EXPECT_EQ(Choose("Q2_K", v(10), {1024, 4096}, m), "q4_K");
+  EXPECT_EQ(Choose("Q2_K", down(10), {4096, 14336}, m), "q3_K");
+  EXPECT_EQ(Choose("Q2_K", "blk.1.attn_output.weight", {4096, 4096}, m), "q3_K");
+  EXPECT_EQ(Choose("Q2_K", "blk.1.attn_q.weight", {4096, 4096}, m), "q2_K");
+  // Q3_K_M: attn_v 0 and 1 q5_K, then q4_K; ffn_down below n/16 q5_K.
+  EXPECT_EQ(Choose("Q3_K_M", v(1), {1024, 4096}, m), "q5_K");
+  EXPECT_EQ(Choose("Q3_K_M", v(2), {1024, 4096}, m), "q4_K");
+  EXPECT_EQ(Choose("Q3_K_M", down(1), {4096, 14336}, m), "q5_K");
+  EXPECT_EQ(Choose("Q3_K_M", down(2), {4096, 14336}, m), "q4_K");
+  EXPECT_EQ(Choose("Q3_K_M", "blk.2.attn_output.weight", {4096, 4096}, m), "q4_K");
+  // Q4_K_S: attn_v below 4 and ffn_down below n/8 in q5_K.
+  EXPECT_EQ(Choose("Q4_K_S", v(3), {1024, 4096}, m), "q5_K");
+  EXPECT_EQ(Choose("Q4_K_S", v(4), {1024, 4096}, m), "q4_K");
+  // Tied embeddings: token_embd takes the output's rule.
+  RecipeModel tied = m;
+  tied.has_output = false;
+  EXPECT_EQ(Choose("Q4_K_M", "model.embed_tokens.weight", {128256, 4096}, tied), "q6_K");
+  // 70B (80 layers, grouped-query): attn_v in q3_K or q4_K becomes q5_K.
+  RecipeModel big = m;
+  big.layers = big.attention_v = 80;
+  EXPECT_EQ(Choose("Q4_K_S", v(10), {1024, 8192}, big), "q5_K");
+  // Mixtral-like 8 experts: attn_v and attn_k q8_0.
+  RecipeModel moe = m;
+  moe.experts = 8;
+  EXPECT_EQ(Choose("Q4_K_M", v(10), {1024, 4096}, moe), "q8_0");
+  EXPECT_EQ(Choose("Q4_K_M", "blk.0.attn_k.weight", {1024, 4096}, moe), "q8_0");
+  // Fallbacks: q8_0 output for rows of 64; f16 when llama.cpp has none.
+  EXPECT_EQ(Choose("Q4_K_M", "output.weight", {512, 64}, m), "q8_0");
+  EXPECT_EQ(Choose("Q8_0", "blk.0.ffn_down.weight", {64, 172}, m), "f16");
+  EXPECT_EQ(Choose("Q2_K", "blk.0.attn_q.weight", {64, 64}, m), "q4_0");
+}
+
+TEST(Recipes, ModelFactsFromTensorNames) {
+  const TensorSet set = *TensorSet::Open(kOriginal);
+  const RecipeModel m = RecipeModel::Of(set.tensors());
+  EXPECT_EQ(m.layers, 5);
+  EXPECT_EQ(m.attention_v, 5);
+  EXPECT_EQ(m.gqa, 2);
+  EXPECT_TRUE(m.has_output);
+  EXPECT_EQ(m.experts, 0);
+  const TensorSet gguf = *TensorSet::Open(kGguf);
+  const RecipeModel g = RecipeModel::Of(gguf.tensors());
+  EXPECT_EQ(g.layers, 5);
+  EXPECT_EQ(g.attention_v, 5);
+  EXPECT_EQ(g.gqa, 2);
+  EXPECT_TRUE(g.has_output);
+}
+
+// ---------------------------------------------------------------- the ggml-made file
+
+TEST(GgufReference, NamesMapAndRowOrder) {
+  EXPECT_EQ(*HuggingFaceName("blk.3.attn_q.weight"), "model.layers.3.self_attn.q_proj.weight");
+  EXPECT_EQ(*HuggingFaceName("blk.0.ffn_norm.weight"),
+            "model.layers.0.post_attention_layernorm.weight");
+  EXPECT_EQ(*HuggingFaceName("token_embd.weight"), "model.embed_tokens.weight");
+  EXPECT_EQ(*HuggingFaceName("output.weight"), "lm_head.weight");
+  EXPECT_EQ(*HuggingFaceName("blk.1.attn_k.bias"), "model.layers.1.self_attn.k_proj.bias");
+  EXPECT_FALSE(HuggingFaceName("blk.0.ffn_down_exps.weight").has_value());
+  EXPECT_FALSE(HuggingFaceName("rope_freqs.weight").has_value());
+  EXPECT_FALSE(HuggingFaceName("blk.x.attn_q.weight").has_value());
+  // Two heads of 4 rows: stored row 2b + a holds original row 2a + b.
+  EXPECT_THAT(LlamaRopeRowOrder(8, 2), ElementsAre(0, 2, 1, 3, 4, 6, 5, 7));
+  EXPECT_TRUE(LlamaRopeRowOrder(8, 3).empty());
+}
+
+// Every tensor of the file is matched, attn_q/attn_k only with the
+// converter's permutation undone, and each one's error equals lowp's Q4_K_M
+// on the original: same type chosen, same bytes, so the same values (the
+// double sums may differ in their last bits: different chunking).
+TEST(GgufReference, FileEqualsLowpsOwnRecipe) {
+  api::QuantErrorOptions ref;
+  ref.inputs.files = {kGguf};
+  ref.reference = {kOriginal};
+  const api::QuantErrorResult file = *api::QuantError(ref);
+  EXPECT_TRUE(file.unmatched.empty());
+  EXPECT_TRUE(file.skipped.empty());
+  api::QuantErrorOptions own;
+  own.inputs.files = {kOriginal};
+  own.schemes = {"Q4_K_M"};
+  const api::QuantErrorResult recipe = *api::QuantError(own);
+  std::map<std::string, const QuantReport*> by_name;
+  for (const QuantReport& r : recipe.results) by_name[r.tensor] = &r;
+  ASSERT_EQ(file.results.size(), 48u);
+  ASSERT_EQ(file.results.size(), recipe.results.size());
+  for (size_t i = 0; i < file.results.size(); ++i) {
+    const QuantReport& f = file.results[i];
+    const api::ReferenceMatch& m = file.matches[i];
+    const bool qk = absl::StrContains(f.tensor, "attn_q.") || absl::StrContains(f.tensor, "attn_k.");
+    EXPECT_EQ(m.rope_permuted, qk) << f.tensor;
+    const QuantReport& r = *by_name.at(m.reference);
+    // The type the file stores is the one lowp's recipe chose.
+    std::string type = f.scheme;
+    for (char& c : type) c = static_cast<char>(std::tolower(c));
+    EXPECT_EQ(type, r.applied) << f.tensor;
+    EXPECT_EQ(f.storage_bits, r.storage_bits) << f.tensor;
+    EXPECT_EQ(f.stats.measured, r.stats.measured);
+    EXPECT_EQ(f.stats.max_abs_error, r.stats.max_abs_error) << f.tensor;
+    EXPECT_EQ(f.stats.zeroed, r.stats.zeroed) << f.tensor;
+    EXPECT_NEAR(f.stats.sum_squared_error, r.stats.sum_squared_error,
+                1e-12 * r.stats.sum_squared_error + 1e-300) << f.tensor;
+  }
+  // Without undoing the permutation q and k would not match at all.
+  const TensorSet gguf = *TensorSet::Open(kGguf);
+  const TensorSet original = *TensorSet::Open(kOriginal);
+  const TensorView* q = nullptr;
+  const TensorView* q_ref = nullptr;
+  for (const TensorView& t : gguf.tensors()) if (t.name == "blk.0.attn_q.weight") q = &t;
+  for (const TensorView& t : original.tensors()) {
+    if (t.name == "model.layers.0.self_attn.q_proj.weight") q_ref = &t;
+  }
+  ASSERT_TRUE(q != nullptr && q_ref != nullptr);
+  const QuantReport as_stored = *CompareTensors(*q_ref, *q, {});
+  const QuantReport undone = *CompareTensors(*q_ref, *q, {}, LlamaRopeRowOrder(64, 8));
+  EXPECT_LT(as_stored.sqnr_db(), 0.0);  // worse than storing zeros
+
+  EXPECT_GT(undone.sqnr_db(), 25.0);
+}
+
+TEST(GgufReference, SizePricesTheMixToTheByte) {
+  api::TensorsOptions t;
+  t.files = {kGguf};
+  const api::TensorsResult listed = *api::Tensors(t);
+  EXPECT_EQ(listed.tensors.size(), 48u);
+  api::SizeOptions s;
+  s.model = kData + "/stories260K-hf";
+  s.sizing.mode = Mode::kInference;
+  s.sizing.weights = "Q4_K_M";
+  const SizingReport report = *api::Size(s);
+  EXPECT_EQ(static_cast<uint64_t>(report.whole.weights), listed.bytes);
+}
+
+TEST(GgufReference, ReferenceOptionsAreChecked) {
+  api::QuantErrorOptions o;
+  o.inputs.files = {kGguf};
+  o.reference = {kOriginal};
+  o.schemes = {"q4_K"};
+  EXPECT_THAT(api::QuantError(o).status().message(), HasSubstr("scheme"));
+  o.schemes.clear();
+  o.reference = {kData + "/ggml/none.safetensors"};
+  EXPECT_THAT(api::QuantError(o).status().message(), HasSubstr("none.safetensors"));
+  // A reference without the tensors: every one unmatched, listed.
+  o.reference = {kData + "/ggml/metadata.gguf"};
+  const api::QuantErrorResult r = *api::QuantError(o);
+  EXPECT_EQ(r.unmatched.size(), 48u);
+  EXPECT_TRUE(r.results.empty());
+}
+
+TEST(Tensors, ListsGgufTypesShapesAndMetadata) {
+  api::TensorsOptions o;
+  o.files = {kData + "/ggml/metadata.gguf"};
+  o.metadata = true;
+  const api::TensorsResult r = *api::Tensors(o);
+  ASSERT_EQ(r.tensors.size(), 3u);
+  EXPECT_EQ(r.tensors[0].type, "F32");
+  EXPECT_THAT(r.tensors[0].shape, ElementsAre(2, 3));  // ne [3, 2] reversed
+  EXPECT_EQ(r.tensors[2].type, "q8_0");
+  EXPECT_EQ(r.tensors[2].bytes, 136u);
+  EXPECT_DOUBLE_EQ(r.tensors[2].bits_per_weight, 8.5);
+  ASSERT_EQ(r.files.size(), 1u);
+  EXPECT_EQ(r.files[0].gguf_version, 3u);
+  EXPECT_EQ(r.files[0].alignment, 64u);
+  std::map<std::string, const api::MetadataEntry*> meta;
+  for (const api::MetadataEntry& m : r.files[0].metadata) meta[m.key] = &m;
+  EXPECT_EQ(meta.at("test.arr.string")->type, "array[string]");
+  EXPECT_EQ(meta.at("test.arr.string")->value[2], "ünicöde €");
+  EXPECT_EQ(meta.at("test.uint64")->value.get<uint64_t>(), 18000000000000000000ull);
+  EXPECT_EQ(meta.at("test.int8")->value.get<int>(), -100);
+  EXPECT_EQ(meta.at("test.bool")->value.get<bool>(), true);
+  o.tensors = "nothing*";
+  EXPECT_THAT(api::Tensors(o).status().message(), HasSubstr("matches no tensor"));
+}
+
+}  // namespace
+}  // namespace lowp

@@ -292,8 +292,7 @@ absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& o) {
     DType dtype = t.dtype;
     if (q) {
       dtype = out_dtype.value_or(t.dtype);
-      if (dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2 || dtype == DType::kF8E8M0 ||
-          dtype == DType::kF64 || dtype == DType::kGgml) {
+      if (DTypeBits(dtype) <= 8 || dtype == DType::kF64 || dtype == DType::kGgml) {
         dtype = DType::kF32;
       }
     }

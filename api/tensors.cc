@@ -68,7 +68,9 @@ absl::StatusOr<TensorsResult> Tensors(const TensorsOptions& o) {
   for (const std::string& path : o.files) {
     absl::StatusOr<TensorSet> set = TensorSet::Open(path);
     if (!set.ok()) return set.status();
-    FileEntry file{path, Format(path)};
+    FileEntry file;
+    file.path = path;
+    file.format = Format(path);
     if (const ParsedGguf* gguf = set->gguf(); gguf != nullptr) {
       file.gguf_version = gguf->version;
       file.alignment = gguf->alignment;

@@ -113,10 +113,10 @@ absl::StatusOr<Entry> ParseEntry(const std::string& name, const Json& value,
                        absl::StrCat("data_offsets [", entry.begin, ", ", entry.end,
                                     "] are out of order (end before begin)"));
   }
-  const uint64_t width = DTypeBytes(entry.view.dtype);
   const uint64_t count = static_cast<uint64_t>(*elements);
-  if (count > std::numeric_limits<uint64_t>::max() / width ||
-      count * width != entry.end - entry.begin) {
+  absl::StatusOr<uint64_t> bytes = DTypeStorageBytes(entry.view.dtype, count, "its data");
+  if (!bytes.ok()) return TensorError(file_name, name, bytes.status().message());
+  if (*bytes != entry.end - entry.begin) {
     return TensorError(
         file_name, name,
         absl::StrCat("shape [", absl::StrJoin(entry.view.shape, ", "), "] of ",
@@ -318,13 +318,15 @@ absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
     absl::StatusOr<int64_t> elements =
         ShapeElements(entry.shape, absl::StrCat(path, ": tensor \"", entry.name, "\""));
     if (!elements.ok()) return elements.status();
-    const uint64_t width = DTypeBytes(entry.dtype);
     const uint64_t count = static_cast<uint64_t>(*elements);
-    if (count > (std::numeric_limits<uint64_t>::max() - offset) / width) {
+    absl::StatusOr<uint64_t> bytes =
+        DTypeStorageBytes(entry.dtype, count, absl::StrCat(path, ": tensor \"", entry.name, "\""));
+    if (!bytes.ok()) return bytes.status();
+    if (*bytes > std::numeric_limits<uint64_t>::max() - offset) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": tensor \"", entry.name, "\": byte size overflows"));
     }
-    const uint64_t size = count * width;
+    const uint64_t size = *bytes;
     header[entry.name] = {{"dtype", std::string(DTypeName(entry.dtype))},
                           {"shape", entry.shape},
                           {"data_offsets", {offset, offset + size}}};

@@ -18,28 +18,32 @@ namespace {
 struct DTypeInfo {
   DType dtype;
   absl::string_view name;
-  size_t bytes;
+  size_t bytes;  // 0 below a byte
   bool floating;
+  size_t bits;
 };
 
-constexpr std::array<DTypeInfo, 17> kDTypes = {{
-    {DType::kBool, "BOOL", 1, false},
-    {DType::kU8, "U8", 1, false},
-    {DType::kI8, "I8", 1, false},
-    {DType::kU16, "U16", 2, false},
-    {DType::kI16, "I16", 2, false},
-    {DType::kU32, "U32", 4, false},
-    {DType::kI32, "I32", 4, false},
-    {DType::kU64, "U64", 8, false},
-    {DType::kI64, "I64", 8, false},
-    {DType::kF16, "F16", 2, true},
-    {DType::kBF16, "BF16", 2, true},
-    {DType::kF32, "F32", 4, true},
-    {DType::kF64, "F64", 8, true},
-    {DType::kF8E4M3, "F8_E4M3", 1, true},
-    {DType::kF8E5M2, "F8_E5M2", 1, true},
-    {DType::kF8E8M0, "F8_E8M0", 1, true},
-    {DType::kGgml, "GGML", 0, true},
+constexpr std::array<DTypeInfo, 20> kDTypes = {{
+    {DType::kBool, "BOOL", 1, false, 8},
+    {DType::kU8, "U8", 1, false, 8},
+    {DType::kI8, "I8", 1, false, 8},
+    {DType::kU16, "U16", 2, false, 16},
+    {DType::kI16, "I16", 2, false, 16},
+    {DType::kU32, "U32", 4, false, 32},
+    {DType::kI32, "I32", 4, false, 32},
+    {DType::kU64, "U64", 8, false, 64},
+    {DType::kI64, "I64", 8, false, 64},
+    {DType::kF16, "F16", 2, true, 16},
+    {DType::kBF16, "BF16", 2, true, 16},
+    {DType::kF32, "F32", 4, true, 32},
+    {DType::kF64, "F64", 8, true, 64},
+    {DType::kF8E4M3, "F8_E4M3", 1, true, 8},
+    {DType::kF8E5M2, "F8_E5M2", 1, true, 8},
+    {DType::kF8E8M0, "F8_E8M0", 1, true, 8},
+    {DType::kF4, "F4", 0, true, 4},
+    {DType::kF6E2M3, "F6_E2M3", 0, true, 6},
+    {DType::kF6E3M2, "F6_E3M2", 0, true, 6},
+    {DType::kGgml, "GGML", 0, true, 0},
 }};
 
 const DTypeInfo& Info(DType dtype) {
@@ -52,15 +56,24 @@ const DTypeInfo& Info(DType dtype) {
 // The catalog format that decodes a float dtype of 8 or 16 bits.
 const Format& CatalogFormat(DType dtype) {
   static const Format* const formats = [] {
-    static Format f[5];
+    static Format f[8];
     f[0] = *FindFormat("fp16");
     f[1] = *FindFormat("bf16");
     f[2] = *FindFormat("fp8_e4m3fn");
     f[3] = *FindFormat("fp8_e5m2");
     f[4] = *FindFormat("e8m0");
+    f[5] = *FindFormat("fp4_e2m1fn");
+    f[6] = *FindFormat("fp6_e2m3fn");
+    f[7] = *FindFormat("fp6_e3m2fn");
     return f;
   }();
   switch (dtype) {
+    case DType::kF4:
+      return formats[5];
+    case DType::kF6E2M3:
+      return formats[6];
+    case DType::kF6E3M2:
+      return formats[7];
     case DType::kF16:
       return formats[0];
     case DType::kBF16:
@@ -97,6 +110,34 @@ int64_t SaturatingProduct(std::span<const int64_t> dims) {
     if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
   }
   return n;
+}
+
+// F4 and F6 elements [first, first + out.size()): unpacked to one code per
+// byte (the catalog formats' storage for fp6; fp4 re-packed two a byte) and
+// decoded by the conversion kernels.
+absl::Status ReadSubByte(const TensorView& tensor, int64_t first, std::span<float> out) {
+  const size_t bits = DTypeBits(tensor.dtype);
+  std::vector<uint8_t> codes(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const uint64_t bit = (static_cast<uint64_t>(first) + i) * bits;
+    const size_t byte = static_cast<size_t>(bit / 8), shift = static_cast<size_t>(bit % 8);
+    uint32_t word = tensor.bytes[byte];
+    if (shift + bits > 8) word |= static_cast<uint32_t>(tensor.bytes[byte + 1]) << 8;
+    codes[i] = static_cast<uint8_t>((word >> shift) & ((1u << bits) - 1));
+  }
+  const Format& format = CatalogFormat(tensor.dtype);
+  std::vector<uint8_t> storage;
+  if (bits == 4) {
+    storage.assign((codes.size() + 1) / 2, 0);
+    for (size_t i = 0; i < codes.size(); ++i) storage[i / 2] |= codes[i] << ((i % 2) * 4);
+  } else {
+    storage = std::move(codes);
+  }
+  if (absl::Status s = DecodeArray(format, storage, out); !s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat(tensor.file, ": tensor \"", tensor.name, "\": ", s.message()));
+  }
+  return absl::OkStatus();
 }
 
 // Decodes the whole blocks that cover [first, first + out.size()), straight
@@ -162,6 +203,25 @@ absl::StatusOr<DType> ParseDType(absl::string_view name) {
 
 size_t DTypeBytes(DType dtype) { return Info(dtype).bytes; }
 
+size_t DTypeBits(DType dtype) { return Info(dtype).bits; }
+
+absl::StatusOr<uint64_t> DTypeStorageBytes(DType dtype, uint64_t count, absl::string_view what) {
+  const uint64_t bits = DTypeBits(dtype);
+  if (bits == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ggml blocks have no element size"));
+  }
+  if (count > std::numeric_limits<uint64_t>::max() / bits) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", count, " elements of ",
+                                                   DTypeName(dtype), " overflow a byte count"));
+  }
+  if (count * bits % 8 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", count, " elements of ",
+                                                   DTypeName(dtype), " are not whole bytes (",
+                                                   count * bits, " bits)"));
+  }
+  return count * bits / 8;
+}
+
 bool IsFloating(DType dtype) { return Info(dtype).floating; }
 
 std::vector<DType> AllDTypes() {
@@ -183,7 +243,7 @@ uint64_t TypeBytes(const TensorView& tensor, int64_t elements) {
     return static_cast<uint64_t>(elements) / static_cast<uint64_t>(tensor.ggml->block) *
            static_cast<uint64_t>(tensor.ggml->bytes);
   }
-  return static_cast<uint64_t>(elements) * DTypeBytes(tensor.dtype);
+  return (static_cast<uint64_t>(elements) * DTypeBits(tensor.dtype) + 7) / 8;
 }
 
 std::span<const uint8_t> ElementBytes(const TensorView& tensor, int64_t first, int64_t count) {
@@ -195,8 +255,9 @@ std::span<const uint8_t> ElementBytes(const TensorView& tensor, int64_t first, i
     begin = static_cast<uint64_t>(first) / block * bytes;
     end = (static_cast<uint64_t>(first + count) + block - 1) / block * bytes;
   } else {
-    begin = static_cast<uint64_t>(first) * DTypeBytes(tensor.dtype);
-    end = static_cast<uint64_t>(first + count) * DTypeBytes(tensor.dtype);
+    const uint64_t bits = DTypeBits(tensor.dtype);
+    begin = static_cast<uint64_t>(first) * bits / 8;
+    end = (static_cast<uint64_t>(first + count) * bits + 7) / 8;
   }
   end = std::min<uint64_t>(end, tensor.bytes.size());
   begin = std::min(begin, end);
@@ -242,12 +303,14 @@ absl::Status ReadAsFloat32(const TensorView& tensor, int64_t first, std::span<fl
         static_cast<uint64_t>(first) + out.size(), ") are outside its ", total, " elements"));
   }
   if (tensor.dtype == DType::kGgml) return ReadGgml(tensor, first, out);
-  if (tensor.bytes.size() != static_cast<uint64_t>(total) * width) {
+  if (tensor.bytes.size() != TypeBytes(tensor, total)) {
     return absl::InvalidArgumentError(absl::StrCat(tensor.file, ": tensor \"", tensor.name,
                                                    "\": holds ", tensor.bytes.size(),
-                                                   " bytes, its shape needs ", total * width));
+                                                   " bytes, its shape needs ",
+                                                   TypeBytes(tensor, total)));
   }
   if (out.empty()) return absl::OkStatus();
+  if (width == 0) return ReadSubByte(tensor, first, out);
   const std::span<const uint8_t> in =
       tensor.bytes.subspan(static_cast<size_t>(first) * width, out.size() * width);
   switch (tensor.dtype) {
@@ -296,6 +359,9 @@ absl::Status ReadAsFloat32(const TensorView& tensor, int64_t first, std::span<fl
     case DType::kI64:
       Convert<int64_t>(in.data(), out);
       return absl::OkStatus();
+    case DType::kF4:
+    case DType::kF6E2M3:
+    case DType::kF6E3M2:
     case DType::kGgml:
       break;  // handled above
   }

@@ -34,12 +34,16 @@ enum class DType : uint8_t {
   kF8E4M3,  // OCP e4m3fn: no infinities, NaN = S.1111.111
   kF8E5M2,  // IEEE-like e5m2 with infinities
   kF8E8M0,  // OCP e8m0: an exponent only, 2^(code - 127); 0xFF is NaN
+  kF4,      // OCP e2m1 (fp4_e2m1fn), two per byte, the first in the low nibble
+  kF6E2M3,  // OCP fp6 e2m3 / e3m2, four per three bytes: element i in bits
+  kF6E3M2,  //   [6i, 6i + 6) of the little-endian bit stream
   kGgml,    // blocks of a ggml type (GGUF files): TensorView::ggml says which
 };
 
 absl::string_view DTypeName(DType dtype);                  // "F32"; "GGML" for kGgml
 absl::StatusOr<DType> ParseDType(absl::string_view name);  // "F32" -> kF32 (never kGgml)
-size_t DTypeBytes(DType dtype);                            // 1, 2, 4 or 8; 0 for kGgml
+size_t DTypeBytes(DType dtype);  // 1, 2, 4 or 8; 0 for the sub-byte dtypes and kGgml
+size_t DTypeBits(DType dtype);   // 4, 6, 8, 16, 32 or 64; 0 for kGgml
 bool IsFloating(DType dtype);                              // F8.., F16, BF16, F32, F64, kGgml
 // All element dtypes (every one but kGgml), for tests and listings.
 std::vector<DType> AllDTypes();
@@ -80,8 +84,14 @@ absl::Status ReadAsFloat32(const TensorView& tensor, int64_t first, std::span<fl
 // ggml types), for releasing pages. Clipped to the tensor.
 std::span<const uint8_t> ElementBytes(const TensorView& tensor, int64_t first, int64_t count);
 
-// Bytes of `elements` elements of the tensor's type (whole blocks for ggml).
+// Bytes of `elements` elements of the tensor's type (whole blocks for ggml;
+// sub-byte dtypes rounded up to a whole byte).
 uint64_t TypeBytes(const TensorView& tensor, int64_t elements);
+
+// Bytes of `count` elements of `dtype` (not kGgml), or InvalidArgument naming
+// `what` when they overflow uint64 or a sub-byte dtype's bits are not whole
+// bytes (safetensors' rule: F4 needs an even count, F6 a multiple of 4).
+absl::StatusOr<uint64_t> DTypeStorageBytes(DType dtype, uint64_t count, absl::string_view what);
 
 }  // namespace lowp
 

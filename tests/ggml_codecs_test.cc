@@ -233,7 +233,9 @@ TEST(GgmlCodecSchemes, NonFiniteInputsAreStoredAsZeroAndComeBack) {
   EXPECT_TRUE(std::isnan(out[5]));
   EXPECT_EQ(out[77], INFINITY);
   for (int i = 0; i < 256; ++i) {
-    if (i != 5 && i != 77) EXPECT_EQ(out[i], ref[i]) << i;
+    if (i != 5 && i != 77) {
+      EXPECT_EQ(out[i], ref[i]) << i;
+    }
   }
 }
 

@@ -91,7 +91,7 @@ std::vector<uint8_t> ReadFile(const std::string& path) {
 // ---------------------------------------------------------------- dtypes
 
 TEST(DTypeTest, NamesSizesAndParse) {
-  EXPECT_EQ(AllDTypes().size(), 16u);  // every dtype but kGgml
+  EXPECT_EQ(AllDTypes().size(), 19u);  // every dtype but kGgml
   for (DType d : AllDTypes()) {
     absl::StatusOr<DType> parsed = ParseDType(DTypeName(d));
     ASSERT_TRUE(parsed.ok());
@@ -149,7 +149,7 @@ struct Misaligned {
     view.name = "t";
     view.file = "mem";
     view.dtype = dtype;
-    view.shape = {static_cast<int64_t>(raw.size() / DTypeBytes(dtype))};
+    view.shape = {static_cast<int64_t>(raw.size() * 8 / DTypeBits(dtype))};
     view.bytes = std::span<const uint8_t>(storage).subspan(1);
   }
 };
@@ -206,6 +206,43 @@ TEST(ReadAsFloat32Test, EveryDType) {
       ElementsAre(18446744073709551616.0f, 9007199254740992.0f));
   EXPECT_THAT(ReadAll(Misaligned(DType::kI64, Raw<int64_t>({-5, 16777217, 16777218})).view),
               ElementsAre(-5.0f, 16777216.0f, 16777218.0f));
+}
+
+// The dtypes safetensors added after its core set: F8_E8M0 one per byte, F4
+// two per byte (the first in the low nibble), F6 four per three bytes (the
+// little-endian bit stream).
+TEST(ReadAsFloat32Test, SubByteAndScaleDTypes) {
+  std::vector<float> e8m0 = ReadAll(Misaligned(DType::kF8E8M0, {127, 0, 254, 0xFF}).view);
+  EXPECT_THAT(std::vector<float>(e8m0.begin(), e8m0.begin() + 3),
+              ElementsAre(1.0f, std::ldexp(1.0f, -127), std::ldexp(1.0f, 127)));
+  EXPECT_TRUE(std::isnan(e8m0[3]));
+  Misaligned f4(DType::kF4, {0x21, 0xF7});
+  f4.view.shape = {4};
+  EXPECT_THAT(ReadAll(f4.view), ElementsAre(0.5f, 1.0f, 6.0f, -6.0f));
+  std::vector<float> two(2);
+  ASSERT_TRUE(ReadAsFloat32(f4.view, 1, two).ok());  // an odd start
+  EXPECT_THAT(two, ElementsAre(1.0f, 6.0f));
+  // Codes 8 (1.0), 1 (0.125), 63 (-7.5), 31 (7.5): 0x7FF048 little-endian.
+  Misaligned e2m3(DType::kF6E2M3, {0x48, 0xF0, 0x7F});
+  e2m3.view.shape = {4};
+  EXPECT_THAT(ReadAll(e2m3.view), ElementsAre(1.0f, 0.125f, -7.5f, 7.5f));
+  ASSERT_TRUE(ReadAsFloat32(e2m3.view, 1, two).ok());
+  EXPECT_THAT(two, ElementsAre(0.125f, -7.5f));
+  // e3m2 code 12 (0b001100) is 1.0, 28 (0b011100) 2^(7-3) = 16.
+  Misaligned e3m2(DType::kF6E3M2, {0x0C, 0x07, 0x00});  // 12 | 28 << 6
+  e3m2.view.shape = {4};
+  EXPECT_THAT(ReadAll(e3m2.view), ElementsAre(1.0f, 16.0f, 0.0f, 0.0f));
+}
+
+TEST(SafetensorsTest, SubByteDTypesMustFillWholeBytes) {
+  EXPECT_THAT(ParseError(R"({"w":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})", 2),
+              AllOf(HasSubstr("\"w\""), HasSubstr("not whole bytes")));
+  EXPECT_THAT(ParseError(R"({"w":{"dtype":"F6_E3M2","shape":[2],"data_offsets":[0,2]}})", 2),
+              HasSubstr("12 bits"));
+  EXPECT_THAT(ParseError(R"({"w":{"dtype":"F6_E2M3","shape":[4],"data_offsets":[0,4]}})", 4),
+              HasSubstr("hold 4 bytes"));
+  EXPECT_THAT(ParseError(R"({"w":{"dtype":"GGML","shape":[4],"data_offsets":[0,4]}})", 4),
+              HasSubstr("\"GGML\""));
 }
 
 TEST(ReadAsFloat32Test, PartialAndRangeErrors) {
@@ -478,7 +515,7 @@ TEST(SafetensorsWriterTest, RoundTripEveryDType) {
   std::vector<SafetensorsWriter::Entry> entries;
   int k = 0;
   for (DType d : AllDTypes()) {
-    entries.push_back({absl::StrCat("t.", DTypeName(d)), d, {k % 3 + 1, 3}});
+    entries.push_back({absl::StrCat("t.", DTypeName(d)), d, {k % 3 + 1, 4}});
     ++k;
   }
   entries.push_back({"scalar", DType::kF32, {}});
@@ -490,7 +527,8 @@ TEST(SafetensorsWriterTest, RoundTripEveryDType) {
   std::vector<std::vector<uint8_t>> contents;
   for (size_t i = 0; i < entries.size(); ++i) {
     const int64_t n = *ShapeElements(entries[i].shape, "x");
-    contents.push_back(Pattern(n * DTypeBytes(entries[i].dtype), static_cast<int>(i)));
+    contents.push_back(Pattern(*DTypeStorageBytes(entries[i].dtype, static_cast<uint64_t>(n), "x"),
+                               static_cast<int>(i)));
     // In pieces of 5 bytes, across tensor boundaries too.
   }
   std::vector<uint8_t> all;

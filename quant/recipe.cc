@@ -139,6 +139,12 @@ class LlamaRecipe final : public Recipe {
 
   RecipeChoice Choose(absl::string_view name, std::span<const int64_t> shape,
                       const RecipeModel& model) const override {
+    if (shape.size() >= 2 && name.find('.') == absl::string_view::npos) {
+      // An array with a name of its own ("array", a dict key), not a tensor of
+      // a model: llama.cpp has no rule for it.
+      return {default_type_, absl::StrCat("not a model tensor's name: ", info_.name,
+                                          "'s default ", default_type_)};
+    }
     if (!AllowsQuantization(name, shape.size())) {
       return {"f32", "not quantized (norm, 1-D or router): kept as f32"};
     }
@@ -340,8 +346,9 @@ std::vector<SchemeFamily> RecipeFamilies() {
            " (q2_K/q3_K -> q4_0, q4_K -> q5_0, q5_K -> q5_1, q6_K -> q8_0, iq4_xs -> iq4_nl;"
            " f16 when that block does not divide them either, or when llama.cpp has no fallback"
            " and fails). Norms, 1-D tensors and routers stay f32. Reports give each tensor's"
-           " type as applied; on its own (one tensor, no model) a mix quantizes with its default"
-           " type. The model's layer count, grouped-query ratio, experts and tied output are read"
+           " type as applied; a 2-D array whose name is not a model tensor's (no '.': a NumPy"
+           " array, a dict key) takes the mix's default type, as does a mix applied alone. The"
+           " model's layer count, grouped-query ratio, experts and tied output are read"
            " off the tensor names (llama.cpp's or Hugging Face's) and shapes.",
            ""}};
 }

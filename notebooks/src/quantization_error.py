@@ -11,8 +11,9 @@ md(r"""
 How much precision does each weight quantization scheme lose, and what does each bit of storage
 buy? This notebook quantizes two data sets with a representative set of `lowp`'s schemes (at
 least one of every family in `lowp.schemes()`: plain casts, symmetric and asymmetric integers per
-tensor, row and group, MSE-clipped integers, scaled FP8, OCP MX, NVFP4, bitsandbytes NF4 and
-llama.cpp's q8_0/q5_0/q4_1/q4_0) and measures the error of each with `lowp.quant_error`: the
+tensor, row and group, MSE-clipped integers, scaled FP8, OCP MX, NVFP4, bitsandbytes NF4,
+llama.cpp's legacy types q8_0/q5_1/q5_0/q4_1/q4_0, its k-quants q2_K to q6_K, iq4_nl and iq4_xs, ggml's
+own MXFP4 and NVFP4, and llama-quantize's per-tensor mixes such as Q4_K_M) and measures the error of each with `lowp.quant_error`: the
 bundled stories260K checkpoint (a real, small Llama) and a seeded Gaussian matrix of the shape and
 scale of an LLM weight. It plots signal-to-quantization-noise ratio (SQNR) against bits per weight
 with the Pareto front, checks the Gaussian results against the textbook noise model, shows which
@@ -65,22 +66,43 @@ SCHEMES = {
     "NF4 (bitsandbytes)": ["nf4", "nf4:double-quant"],
     "llama.cpp q8_0": ["q8_0"],
     "llama.cpp q5_0": ["q5_0"],
+    "llama.cpp q5_1": ["q5_1"],
     "llama.cpp q4_1": ["q4_1"],
     "llama.cpp q4_0": ["q4_0"],
+    "llama.cpp q2_K": ["q2_K"],
+    "llama.cpp q3_K": ["q3_K"],
+    "llama.cpp q4_K": ["q4_K"],
+    "llama.cpp q5_K": ["q5_K"],
+    "llama.cpp q6_K": ["q6_K"],
+    "llama.cpp iq4_nl": ["iq4_nl"],
+    "llama.cpp iq4_xs": ["iq4_xs"],
+    "llama.cpp ggml-mxfp4": ["ggml-mxfp4"],
+    "llama.cpp ggml-nvfp4": ["ggml-nvfp4"],
+    "llama.cpp mixes": ["Q4_K_M", "Q6_K", "Q8_0"],
 }
 FAMILIES = [f["family"] for f in lowp.schemes()]
 assert set(SCHEMES) == set(FAMILIES), (set(FAMILIES) ^ set(SCHEMES))
 FAMILY = {s: fam for fam, names in SCHEMES.items() for s in names}
-ALL = [s for fam in FAMILIES for s in SCHEMES[fam]]
+# A mix picks a type per tensor from the tensor's name and the model's layout, so it is measured
+# on the checkpoint only (its own section); ALL are the schemes that apply one rule to any tensor.
+MIXES = SCHEMES["llama.cpp mixes"]
+ALL = [s for fam in FAMILIES for s in SCHEMES[fam] if fam != "llama.cpp mixes"]
 
-# Colour groups for the plots: the four llama.cpp families share one.
+# Colour groups for the plots: the llama.cpp families share four, by kind of format.
+LLAMA_GROUPS = {"llama.cpp legacy (q8_0 q5_x q4_x)": ("q8_0", "q5_0", "q5_1", "q4_0", "q4_1"),
+                "llama.cpp k-quants (q2_K..q6_K)": ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K"),
+                "llama.cpp iq4 (iq4_nl iq4_xs)": ("iq4_nl", "iq4_xs"),
+                "ggml FP4 (ggml-mxfp4 ggml-nvfp4)": ("ggml-mxfp4", "ggml-nvfp4")}
 def group(s):
-    fam = FAMILY[s]
-    return "llama.cpp (q8_0 q5_0 q4_1 q4_0)" if fam.startswith("llama.cpp") else fam
+    if not FAMILY[s].startswith("llama.cpp"):
+        return FAMILY[s]
+    return next(g for g, members in LLAMA_GROUPS.items() if s in members)
 GROUPS = list(dict.fromkeys(group(s) for s in ALL))
-STYLE = {g: (c, m) for g, c, m in zip(GROUPS, plt.cm.tab10.colors, "o^vDsPX*h")}
+COLOURS = list(plt.cm.tab10.colors) + [plt.cm.Dark2.colors[5], plt.cm.Dark2.colors[6]]
+STYLE = {g: (c, m) for g, c, m in zip(GROUPS, COLOURS, "o^vDsPX*hp<>")}
+assert len(STYLE) == len(GROUPS)
 
-print(f"{len(ALL)} schemes from {len(FAMILIES)} families:")
+print(f"{len(ALL)} schemes from {len(FAMILIES) - 1} families, and {len(MIXES)} of llama.cpp's mixes:")
 for fam in FAMILIES:
     print(f"  {fam:43s} {', '.join(SCHEMES[fam])}")
 """)
@@ -132,6 +154,16 @@ fields as `lowp quant-error --json`. SQNR is `10 log10(Σx² / Σ(q − x)²)` i
 factor of two in RMS error. The aggregate sums signal and error over all tensors, so it is
 weighted by each tensor's energy: the embedding and the q/k projections (std 0.15 to 0.31,
 printed above) weigh more than the v/o projections (std 0.05 to 0.12).
+
+**llama.cpp's super-block types do not apply to stories260K.** q2_K to q6_K and iq4_xs quantize
+super-blocks of 256 values along a row, and stories260K's rows hold 64 or 172. On such rows
+`lowp` does what llama.cpp's `llama-quantize` does and substitutes a fallback type
+(q2_K, q3_K → q4_0; q4_K → q5_0; q5_K → q5_1; q6_K → q8_0; iq4_xs → iq4_nl), or f16 where 32 does
+not divide the row either (the 172-column `down_proj`); each result row says which type it
+*applied*. Their stories260K figures are therefore the fallback's, not the k-quant's: the table
+shows the applied types in their place, and the stories260K front, plots and rank correlation
+leave them out. The Gaussian's 4096-wide rows take every type as itself, and a later section
+measures the k-quants on stories260K's own values laid out in rows of 256.
 """)
 
 code(r"""
@@ -145,6 +177,20 @@ print(f"checkpoint: {len(CK['results'])} tensor x scheme rows in {t_ck:.1f} s; "
       f"gaussian: {len(ALL)} schemes x {GAUSS.size:,} values in {t_ga:.1f} s")
 assert len(CK["results"]) == len(TENSORS) * len(ALL) and not CK["skipped"]
 
+# The type each scheme applied to each shape of stories260K, where it is not the scheme itself
+APPLIED = {}
+for r in CK["results"]:
+    if r.get("applied", r["scheme"]) != r["scheme"]:
+        APPLIED.setdefault(r["scheme"], {})[f"{r['shape'][1]} cols"] = r["applied"]
+SUPER = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs"]
+assert sorted(APPLIED) == sorted(SUPER), APPLIED  # exactly the super-block types fall back here
+assert GAUSS.shape[1] % 256 == 0  # the Gaussian's rows take every type as itself
+NATIVE = [s for s in ALL if s not in APPLIED]  # the schemes stories260K measures as themselves
+applied_text = lambda s: " / ".join(f"{t} ({c})" for c, t in sorted(APPLIED[s].items(), key=lambda i: int(i[0].split()[0])))
+print("applied on stories260K instead of the super-block type:")
+for s in SUPER:
+    print(f"  {s:7s} -> {applied_text(s)}")
+
 AGG = {"stories260K": {r["scheme"]: r for r in CK["aggregates"]},
        "Gaussian": {r["scheme"]: r for r in GA["aggregates"]}}
 ORDER = sorted(ALL, key=lambda s: (-AGG["Gaussian"][s]["bits_per_weight"], -AGG["Gaussian"][s]["sqnr_db"]))
@@ -155,6 +201,9 @@ for s in ORDER:
     line = f"{s:28s}{FAMILY[s][:16]:17s}|"
     for d in AGG:
         r = AGG[d][s]
+        if d == "stories260K" and s in APPLIED:
+            line += f"{'fallback: ' + applied_text(s).replace(' cols', ''):>28s}  |"
+            continue
         line += f"{r['bits_per_weight']:9.3f}{r['sqnr_db']:9.2f}{r['clipped'] / r['measured']:9.3%}  |"
     print(line)
 """)
@@ -205,25 +254,33 @@ def pareto(points, tol=1e-3):
                         for m, (b2, s2) in points.items() if m != n)]
     return sorted(front, key=lambda n: points[n][0])
 
-POINTS = {d: {s: (AGG[d][s]["bits_per_weight"], AGG[d][s]["sqnr_db"]) for s in ALL} for d in AGG}
+POINTS = {d: {s: (AGG[d][s]["bits_per_weight"], AGG[d][s]["sqnr_db"])
+             for s in (NATIVE if d == "stories260K" else ALL)} for d in AGG}
 FRONT = {d: pareto(POINTS[d]) for d in AGG}
 for d in AGG:
-    print(f"{d} front ({len(FRONT[d])} of {len(ALL)}):")
+    print(f"{d} front ({len(FRONT[d])} of {len(POINTS[d])}):")
     for s in FRONT[d]:
         b, q = POINTS[d][s]
         print(f"  {b:7.3f} b/w {q:7.2f} dB  {s}")
-scaled = [s for s in ALL if s not in ("fp6_e2m3fn", "fp4_e2m1fn")]
+scaled = [s for s in NATIVE if s not in ("fp6_e2m3fn", "fp4_e2m1fn")]
 rank = {d: np.argsort(np.argsort([AGG[d][s]["sqnr_db"] for s in scaled])) for d in AGG}
 print(f"rank correlation of SQNR between the data sets over the {len(scaled)} schemes with a scale "
       f"or a wide enough range: {np.corrcoef(rank['stories260K'], rank['Gaussian'])[0, 1]:.3f}")
 print("on both fronts:", ", ".join(s for s in FRONT["Gaussian"] if s in FRONT["stories260K"]))
+print("on the Gaussian front, not measurable as themselves on stories260K:",
+      ", ".join(s for s in FRONT["Gaussian"] if s in APPLIED))
 """)
 
 md(r"""
-The two data sets rank the schemes almost identically (rank correlation 0.989 over the schemes
-that carry a scale or have the range for the data), and twelve schemes are on both fronts: int2
-and int3 with groups, nf4 with double quantization, q4_0, q4_1, q5_0, mxfp6_e2m3, int8-channel with
-MSE clipping, q8_0 and fp16. The members that differ are mostly a matter of shape. On stories260K's
+The two data sets rank the schemes almost identically (rank correlation 0.991 over the 40 schemes
+that stories260K measures as themselves and that carry a scale or have the range for the data),
+and nine schemes are on both fronts: int2 and int3 with groups, nf4 with double quantization,
+mxfp6_e2m3, int8-channel with MSE clipping, q8_0 and fp16. On the Gaussian, which takes every type,
+llama.cpp's super-block types are on the front at every size they come in (q2_K 10.57 dB at
+2.625 bits per weight, q3_K 16.43 at 3.438, iq4_xs 22.30 at 4.25, q4_K 22.93 at 4.5, q5_K 28.85 at
+5.5, q6_K 35.01 at 6.562) and push q4_0, q4_1, q5_0, uint4-g64-asym and int4-channel off it; on
+stories260K, where they fall back, iq4_nl (22.24 dB at 4.611) takes q4_0's and q4_1's place on
+the front and q5_1 joins it. The other members that differ are mostly a matter of shape. On stories260K's
 64-wide rows a per-row scale is nearly a per-block scale, so int8-channel beats mxint8 there
 (44.46 against 42.42 dB), while on the 4096-wide Gaussian mxint8's blocks of 32 win (42.42 against
 41.23 dB); and a per-row scale costs more bits on short rows (int4-channel: 4.217 bits per weight
@@ -242,7 +299,10 @@ What is *not* on either front:
 * **The FP4 formats.** On the Gaussian nvfp4 (4.5 bits per weight, 20.43 dB) is below q4_0
   (4.5, 21.32 dB) and nf4 (4.5, 20.72 dB); mxfp4 (4.25, 18.85 dB) is below int4-g64 (4.25,
   19.36 dB). On stories260K both are below nf4:double-quant, which stores fewer bits (4.137) at
-  20.51 dB.
+  20.51 dB. ggml's versions do no better: ggml-mxfp4 rounds ties differently but gives mxfp4's
+  SQNR to the printed digits (18.85 dB on the Gaussian, 18.75 on stories260K, where it stores
+  4.355 bits per weight against 4.256), and ggml-nvfp4, without a tensor scale, 19.73 dB against
+  nvfp4's 20.43 on the Gaussian (19.96 against 19.99 on stories260K).
 """)
 
 md(r"""
@@ -388,13 +448,13 @@ in_region = lambda b: any(lo <= b <= hi for lo, hi in REGIONS)
 
 def full_panel(ax, d):
     pts = POINTS[d]
-    for s in ALL:
+    for s in pts:
         c, mk = STYLE[group(s)]
         ax.scatter(*pts[s], color=c, marker=mk, s=40, edgecolor="none", zorder=3)
     ax.step([pts[s][0] for s in FRONT[d]], [pts[s][1] for s in FRONT[d]], where="post",
             color="k", lw=1.1, zorder=2)
     for lo, hi in REGIONS:
-        inside = [pts[s] for s in ALL if lo <= POINTS["Gaussian"][s][0] <= hi and POINTS["Gaussian"][s][1] > 10]
+        inside = [pts[s] for s in pts if lo <= POINTS["Gaussian"][s][0] <= hi and POINTS["Gaussian"][s][1] > 10]
         y0 = min(q for _, q in inside) - 2
         y1 = max(q for _, q in inside) + 2
         x0 = min(b for b, _ in inside) - 0.12
@@ -420,25 +480,29 @@ def region_panel(ax, lo, hi):
                   key=lambda s: (POINTS["Gaussian"][s][0], POINTS["Gaussian"][s][1]))
     for i, s in enumerate(rows):
         c, mk = STYLE[group(s)]
-        qc, qg = POINTS["stories260K"][s][1], POINTS["Gaussian"][s][1]
-        ax.plot([qc, qg], [i, i], color="0.75", lw=1, zorder=1)
-        ax.scatter(qc, i, color=c, marker=mk, s=56, zorder=3,
-                   edgecolor="k" if s in FRONT["stories260K"] else "none", linewidth=1.2)
+        qg = POINTS["Gaussian"][s][1]
+        if s in POINTS["stories260K"]:  # the super-block types are not measurable on stories260K
+            qc = POINTS["stories260K"][s][1]
+            ax.plot([qc, qg], [i, i], color="0.75", lw=1, zorder=1)
+            ax.scatter(qc, i, color=c, marker=mk, s=56, zorder=3,
+                       edgecolor="k" if s in FRONT["stories260K"] else "none", linewidth=1.2)
         ax.scatter(qg, i, facecolor="white", marker=mk, s=56, zorder=3,
                    edgecolor="k" if s in FRONT["Gaussian"] else c, linewidth=1.2 if s in FRONT["Gaussian"] else 1.5)
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{s} {POINTS['Gaussian'][s][0]:.2f}|{POINTS['stories260K'][s][0]:.2f}"
-                        for s in rows], fontsize=7.5)
+    ax.set_yticklabels([f"{s} {POINTS['Gaussian'][s][0]:.2f}|" + (f"{POINTS['stories260K'][s][0]:.2f}"
+                        if s in POINTS["stories260K"] else "n/a") for s in rows], fontsize=7.5)
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.grid(axis="x", color="0.9", lw=0.6)
     ax.set_axisbelow(True)
     ax.set_xlabel("SQNR (dB)")
-    ax.set_title(f"{lo:g} to {hi:g} b/w (labels: b/w Gaussian|stories260K)", fontsize=9)
+    ax.set_title(f"{lo:g} to {hi:g} b/w (labels: b/w Gaussian|stories260K; n/a: a fallback there)", fontsize=9)
 
 SHORT = {"cast": "cast", "integer, symmetric": "int, symmetric", "integer, asymmetric": "int, asymmetric",
          "integer, MSE-optimal clipping (:clip=mse)": "int, :clip=mse",
          "scaled float (per tensor / per channel)": "scaled fp8", "MX (OCP Microscaling v1.0)": "OCP MX",
-         "NVFP4": "NVFP4", "NF4 (bitsandbytes)": "NF4", "llama.cpp (q8_0 q5_0 q4_1 q4_0)": "llama.cpp"}
+         "NVFP4": "NVFP4", "NF4 (bitsandbytes)": "NF4", "llama.cpp legacy (q8_0 q5_x q4_x)": "llama.cpp legacy",
+         "llama.cpp k-quants (q2_K..q6_K)": "llama.cpp k-quants", "llama.cpp iq4 (iq4_nl iq4_xs)": "llama.cpp iq4",
+         "ggml FP4 (ggml-mxfp4 ggml-nvfp4)": "ggml FP4"}
 legend_handles = [Line2D([], [], color=STYLE[g][0], marker=STYLE[g][1], ls="", markeredgewidth=0,
                          label=SHORT.get(g, g)) for g in GROUPS]
 legend_handles += [Line2D([], [], color="k", lw=1.1, label="Pareto front"),
@@ -490,21 +554,137 @@ What the figures show:
   int4-channel 19.28 against 16.06 dB at 4.217).
 * **Above 3 bits the group-64 integers sit on the dashed uniform-noise line**; below it the line
   is off by the 2-bit error shown in the previous section.
-* **Between 4.0 and 4.5 bits per weight the result ranges from 16 to 21 dB.** On the Gaussian
-  int4-channel (4.0 bits) gives 16.06 dB, int4-g128 18.61, int4-g32 20.27, q4_0 21.32. The block scale is the main lever;
+* **Between 4.0 and 4.5 bits per weight the result ranges from 16 to 23 dB.** On the Gaussian
+  int4-channel (4.0 bits) gives 16.06 dB, int4-g128 18.61, int4-g32 20.27, q4_0 21.32, iq4_nl
+  22.37 and q4_K 22.93. The block scale is the main lever;
   the code table and the zero point come second: at 4.5 bits per weight nf4's normal-quantile
   levels give 20.72 dB against 20.27 for int4-g32, q4_0 uses all 16 codes (−8 to 7) and gets
   21.32, and the zero point of the asymmetric codes gives uint4-g64-asym 20.82 against 19.36 for
   int4-g64 for 1/16 more bits per weight (a 4-bit zero point per group of 64). NF4's double
   quantization keeps nf4's SQNR (20.72 dB to the printed digits) at 4.127 instead of 4.5 bits per
-  weight.
+  weight. llama.cpp's newer 4-bit types gain most: iq4_nl's non-uniform grid with a searched scale
+  gives 22.37 dB at 4.5 bits, and the k-quants' second level of scales (6-bit scales per 32
+  against one fp16 scale per 256) gives q4_K 22.93 dB at 4.5 and iq4_xs 22.30 dB at 4.25.
 * **The FP4 schemes sit in the middle or below.** nvfp4 (blocks of 16, an e4m3 scale and a tensor
   scale) reaches 20.43 dB on the Gaussian; mxfp4 (blocks of 32, a power-of-two scale) 18.85 dB,
-  the lowest of the block schemes at 4.25 bits, because its scale rounds down to a power of two
-  and clamps part of each block (1.884% of the Gaussian's values, 2.709% of stories260K's).
+  with ggml-mxfp4 the lowest of the block schemes at 4.25 bits, because its scale rounds down to a
+  power of two and clamps part of each block (1.884% of the Gaussian's values, 2.709% of
+  stories260K's).
 * **Around 8 bits**, every integer scheme with a row or block scale lies between 41 and 45.5 dB,
   every FP8 variant between 25 and 32.5 dB, grouped by mantissa width (e4m3 about 31 dB,
   e5m2 about 25 dB) whatever the scale.
+""")
+
+md(r"""
+## llama.cpp's super-block types on real weights: stories260K in rows of 256
+
+The k-quants (q2_K to q6_K) and iq4_xs cannot be measured on stories260K as it is stored: no row
+is a multiple of 256 long, so llama.cpp (and `lowp`, above) quantize it with a fallback type.
+To see what the super-block types themselves do to *real* weight values, the cell below lays
+each of the 36 measured matrices out as rows of 256 consecutive values (`W[n].reshape(-1, 256)`:
+every matrix holds a multiple of 256 values, and row-major order keeps each original row's
+values together, so a super-block holds four 64-value rows, or a 172-value row and part of the
+next) and measures every llama.cpp type on that. This is a change of layout for the measurement
+only; no llama.cpp model of this shape would store it so. The 32-block types are measured on the
+same layout for comparison (their blocks of 32 then straddle the 172-value rows, where the stored
+layout pads a short last block); the second column is the stored layout (with the fallbacks),
+the third the Gaussian.
+""")
+
+code(r"""
+LLAMA = [s for s in ALL if FAMILY[s].startswith("llama.cpp")]
+assert all(W[n].size % 256 == 0 for n in TENSORS)
+R256 = {n: W[n].reshape(-1, 256) for n in TENSORS}
+t = time.perf_counter()
+RW = lowp.quant_error(R256, LLAMA)
+print(f"{len(LLAMA)} llama.cpp types on the {len(R256)} matrices in rows of 256 in {time.perf_counter() - t:.1f} s")
+assert not any(r.get("applied", r["scheme"]) != r["scheme"] for r in RW["results"])  # every type as itself
+A256 = {r["scheme"]: r for r in RW["aggregates"]}
+ORDER_LL = sorted(LLAMA, key=lambda s: (-A256[s]["bits_per_weight"], -A256[s]["sqnr_db"]))
+print(f"{'scheme':12s}| {'rows of 256':>17s} | {'as stored (rows of 64 / 172)':>44s} | {'Gaussian':>17s}")
+print(f"{'':12s}|{'b/w':>8s}{'SQNR dB':>10s} |{'b/w':>8s}{'SQNR dB':>10s}{'applied':>26s} |{'b/w':>8s}{'SQNR dB':>10s}")
+for s in ORDER_LL:
+    a, c, g = A256[s], AGG["stories260K"][s], AGG["Gaussian"][s]
+    print(f"{s:12s}|{a['bits_per_weight']:8.3f}{a['sqnr_db']:10.2f} |{c['bits_per_weight']:8.3f}{c['sqnr_db']:10.2f}"
+          f"{applied_text(s).replace(' cols', '') if s in APPLIED else s:>26s} |{g['bits_per_weight']:8.3f}{g['sqnr_db']:10.2f}")
+P256 = {s: (A256[s]["bits_per_weight"], A256[s]["sqnr_db"]) for s in LLAMA}
+print("\nfront among the llama.cpp types, rows of 256:", ", ".join(pareto(P256)))
+print("front among the llama.cpp types, Gaussian:   ",
+      ", ".join(pareto({s: POINTS["Gaussian"][s] for s in LLAMA})))
+move = max(abs(A256[s]["sqnr_db"] - AGG["stories260K"][s]["sqnr_db"]) for s in LLAMA if s not in APPLIED)
+print(f"32-block types, rows of 256 against the stored layout: at most {move:.3f} dB apart")
+print("SQNR of the first type minus the second (rows of 256 | Gaussian):")
+for k, b in (("q4_K", "q4_0"), ("q4_K", "iq4_nl"), ("iq4_nl", "q4_0"), ("q5_K", "q5_0"), ("iq4_xs", "ggml-mxfp4"),
+             ("q6_K", "q8_0"), ("ggml-mxfp4", "mxfp4"), ("ggml-nvfp4", "nvfp4")):
+    if b not in A256:  # not a llama.cpp type: the stored layout, the same blocks as rows of 256 here
+        print(f"  {k:10s} - {b:10s}: {AGG['stories260K'][k]['sqnr_db'] - AGG['stories260K'][b]['sqnr_db']:+6.3f} dB "
+              f"(stored layout) | {AGG['Gaussian'][k]['sqnr_db'] - AGG['Gaussian'][b]['sqnr_db']:+6.3f} dB")
+        continue
+    print(f"  {k:10s} - {b:10s} ({A256[k]['bits_per_weight']:.3f} - {A256[b]['bits_per_weight']:.3f} b/w): "
+          f"{A256[k]['sqnr_db'] - A256[b]['sqnr_db']:+6.2f} dB | {AGG['Gaussian'][k]['sqnr_db'] - AGG['Gaussian'][b]['sqnr_db']:+6.2f} dB")
+""")
+
+md(r"""
+* **Laid out in rows of 256, the real weights give the super-block types within about half a dB
+  of the Gaussian** (q2_K 10.06 against 10.57 dB, q3_K 16.44 against 16.43, iq4_xs 22.13 against
+  22.30, q4_K 22.66 against 22.93, q5_K 28.74 against 28.85, q6_K 35.16 against 35.01), as the
+  32-block types did on the stored layout. The change of layout itself moves the 32-block types by at
+  most 0.02 dB (first column against second).
+* **Among llama.cpp's types the front is the same on both**: q2_K, q3_K, iq4_xs, q4_K, q5_K, q6_K
+  and q8_0. At equal size the k-quant wins: q4_K over q4_0 by 1.29 dB (Gaussian 1.61) and over
+  iq4_nl by 0.44 (0.57), q5_K over q5_0 by 1.43 (1.45), iq4_xs over ggml-mxfp4 at 4.25 bits by
+  3.38 (3.45). q6_K is 10.23 dB below q8_0 for 1.94 fewer bits per weight.
+* **As stored, the super-block names measure their fallbacks**, at more bits than the k-quant
+  would take, because the 172-column `down_proj` is stored in f16: q4_K's 27.90 dB at 7.729 bits
+  per weight is q5_0 and f16, and q2_K and q3_K give the same 21.97 dB at 6.941 bits (q4_0 and f16).
+  These figures say nothing about the k-quants.
+""")
+
+md(r"""
+## llama.cpp's mixes on the checkpoint
+
+A mix (`Q4_K_M`, `Q6_K`, `Q8_0`, ... as `llama-quantize` names them) chooses a type per tensor
+from the tensor's name, its layer and its shape, so it is measured on the checkpoint as it is
+stored, with each result row's `applied` type and `applied_reason`. Over the same 36 matrices as
+above (`lm_head`, a copy of the embedding, is measured on its own: a mix gives the output matrix
+its own type):
+""")
+
+code(r"""
+t = time.perf_counter()
+MX = lowp.quant_error(CKPT, MIXES, tensors=SELECT + ",lm_head.weight")
+print(f"{len(MIXES)} mixes on {len(TENSORS) + 1} matrices in {time.perf_counter() - t:.2f} s")
+MIXAGG = {}
+for m in MIXES:
+    rows_m = [r for r in MX["results"] if r["scheme"] == m and r["tensor"] in TENSORS]
+    counts = {}
+    for r in rows_m:
+        counts[r["applied"]] = counts.get(r["applied"], 0) + 1
+    sig = sum(float((W[r["tensor"]].astype(np.float64) ** 2).sum()) for r in rows_m)
+    err = sum(r["mse"] * r["measured"] for r in rows_m)
+    bits = sum(r["bits_per_weight"] * r["measured"] for r in rows_m) / sum(r["measured"] for r in rows_m)
+    MIXAGG[m] = (bits, 10 * np.log10(sig / err))
+    head = next(r for r in MX["results"] if r["scheme"] == m and r["tensor"] == "lm_head.weight")
+    print(f"{m:7s} {MIXAGG[m][0]:.3f} b/w, {MIXAGG[m][1]:.2f} dB over the 36 matrices; applied: "
+          + ", ".join(f"{t} x{n}" for t, n in sorted(counts.items())) + f"; lm_head: {head['applied']}")
+    for reason in sorted({r["applied_reason"] for r in rows_m}):
+        print(f"    {reason}")
+print(f"for comparison, q5_0 alone: {AGG['stories260K']['q5_0']['bits_per_weight']:.3f} b/w, "
+      f"{AGG['stories260K']['q5_0']['sqnr_db']:.2f} dB; q8_0 alone: {AGG['stories260K']['q8_0']['bits_per_weight']:.3f} b/w, "
+      f"{AGG['stories260K']['q8_0']['sqnr_db']:.2f} dB")
+same = all(a["sqnr_db"] == b["sqnr_db"] and a["applied"] == b["applied"] for a, b in zip(
+    [r for r in MX["results"] if r["scheme"] == "Q6_K"], [r for r in MX["results"] if r["scheme"] == "Q8_0"]))
+print(f"Q6_K and Q8_0 apply the same type to every matrix here: {same}")
+""")
+
+md(r"""
+On this checkpoint no mix stores a single k-quant block. Q4_K_M's default q4_K falls back to q5_0
+on the 64-column matrices; `llama-quantize`'s `use_more_bits` rule gives the v_proj of layers 2
+and 4 (of 5) q6_K, which falls back to q8_0, and lm_head q6_K, also q8_0; every `down_proj` is
+f16. The result, 7.776 bits per weight and 27.92 dB over the 36 matrices, is q5_0's accuracy
+(27.34 dB at 5.636 bits alone) at a larger size. Q6_K and Q8_0 store the same types here (q8_0,
+and f16 for `down_proj`, which llama.cpp itself refuses to quantize as q8_0), so they give the same
+10.092 bits per weight and 45.98 dB.
 """)
 
 md(r"""
@@ -518,7 +698,8 @@ easier or harder than the others.
 """)
 
 code(r"""
-HM_SCHEMES = [s for s in ORDER if s not in ("fp6_e2m3fn", "fp4_e2m1fn")]  # unscaled: see the anchor section
+HM_SCHEMES = [s for s in ORDER if s not in ("fp6_e2m3fn", "fp4_e2m1fn")  # unscaled: see the anchor section
+              and s not in APPLIED]                                     # fallbacks: not the scheme here
 short = lambda n: ("embed" if "embed" in n else
                    f"L{n.split('.')[2]} {n.split('.')[-2]}")
 ROWS = [short(n) for n in TENSORS]
@@ -575,8 +756,8 @@ md(r"""
   (+0.12 for int4-channel, +0.20 for int4-g32, +0.13 for q4_0, +0.35 for nf4, +0.22 for mxfp4),
   since the scale follows each row or block, and −0.23 for fp8_e4m3fn-channel.
 * **By projection** the differences are small: on average over the schemes o_proj and v_proj
-  are the hardest (−0.37 and −0.32 dB against the median tensor), k_proj the easiest
-  (+0.65 dB); the others lie within 0.3 dB of the median.
+  are the hardest (−0.34 and −0.32 dB against the median tensor), k_proj the easiest
+  (+0.62 dB); the others lie within 0.3 dB of the median.
 """)
 
 md(r"""
@@ -712,13 +893,20 @@ md(r"""
 ## Summary
 
 * On both data sets the Pareto front runs through int2 and int3 with groups, nf4 with double
-  quantization, q4_0, q4_1, q5_0, mxfp6_e2m3, 8-bit integers with per-row or per-block scales,
-  q8_0 and fp16. No FP8 variant, no FP4 variant and bf16 are on it for weights.
+  quantization, mxfp6_e2m3, 8-bit integers with per-row or per-block scales, q8_0 and fp16. On
+  the Gaussian llama.cpp's super-block types (q2_K to q6_K, iq4_xs) join it at every size they
+  come in; on stories260K, whose rows they cannot take, iq4_nl, q5_0 and q5_1 do. No FP8 variant,
+  no FP4 variant and bf16 are on it for weights.
 * Between 4.0 and 4.5 bits per weight the Gaussian's SQNR ranges from 16.06 dB (int4-channel,
-  4.0 bits) to 21.32 dB (q4_0, 4.5 bits): the size of the scale block is the main lever; the code table (NF4,
-  E2M1) and a zero point move the result by tenths of a dB to about 1.5 dB.
+  4.0 bits) to 22.93 dB (q4_K, 4.5 bits): the size of the scale block is the main lever; the code
+  table (NF4, E2M1) and a zero point move the result by tenths of a dB to about 1.5 dB, iq4_nl's
+  searched non-uniform grid 1.05 dB over q4_0, and q4_K's second level of scales 0.57 dB more.
+* stories260K's rows (64 and 172 values) cannot hold a 256-value super-block, so q2_K to q6_K,
+  iq4_xs and the mixes built on them (Q4_K_M, Q6_K) store llama.cpp's fallbacks (q4_0, q5_0, q5_1,
+  q8_0, iq4_nl, and f16 for `down_proj`) there. On the same real values laid out in rows of 256 the
+  k-quants come within about half a dB of the Gaussian.
 * The Gaussian results follow the uniform-noise model to within 0.15 dB from 3 to 8 bits. The
-  real checkpoint ranks the schemes the same way (rank correlation 0.989) and comes within half a
+  real checkpoint ranks the schemes the same way (rank correlation 0.991) and comes within half a
   dB of the Gaussian at 4 bits with blocks of 16 to 64; within it, tensors with a large crest
   factor are the hardest for one scale per tensor, while with a scale per row or block the
   tensors differ by little (0.29 to 0.87 dB std over the tensors).

@@ -168,6 +168,43 @@ struct BlockNvfp4 {
 };
 static_assert(sizeof(BlockNvfp4) == 36);
 
+// tq1_0: ternary {-1, 0, 1} * d. qs[0..31] hold elements 32 n + m (n =
+// 0..4) as base-3 digits scaled into a byte (digit n of qs[m] is
+// ((qs[m] * 3^n) mod 256) * 3 >> 8), qs[32..47] elements 160 + 16 n + m the
+// same way, qh[0..3] elements 240 + 4 n + j.
+struct BlockTq1_0 {
+  static constexpr int kElements = kSuperBlock;
+  uint8_t qs[48];
+  uint8_t qh[4];
+  uint16_t d;
+};
+static_assert(sizeof(BlockTq1_0) == 54);
+
+// tq2_0: (q - 1) * d with 2-bit q; element 128 h + 32 l + m in bits 2l of
+// qs[32 h + m].
+struct BlockTq2_0 {
+  static constexpr int kElements = kSuperBlock;
+  uint8_t qs[64];
+  uint16_t d;
+};
+static_assert(sizeof(BlockTq2_0) == 66);
+
+// q1_0: one sign bit per element (bit j % 8 of qs[j / 8]): +d or -d.
+struct BlockQ1_0 {
+  static constexpr int kElements = 128;
+  uint16_t d;
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ1_0) == 18);
+
+// q2_0: (q - 1) * d with 2-bit q in bits 2 (j % 4) of qs[j / 4].
+struct BlockQ2_0 {
+  static constexpr int kElements = 64;
+  uint16_t d;
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockQ2_0) == 18);
+
 // The non-uniform 4-bit grid of iq4_nl and iq4_xs (kvalues_iq4nl).
 inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                           1,    13,   25,  38,  53,  69,  89,  113};

@@ -74,6 +74,11 @@ void DecodeIq4Xs(const uint8_t* in, float* y);
 void DecodeMxfp4(const uint8_t* in, float* y);
 void DecodeNvfp4(const uint8_t* in, float* y);
 
+void DecodeTq1_0(const uint8_t* in, float* y);
+void DecodeTq2_0(const uint8_t* in, float* y);
+void DecodeQ1_0(const uint8_t* in, float* y);
+void DecodeQ2_0(const uint8_t* in, float* y);
+
 }  // namespace lowp::ggml::internal
 
 #endif  // LOWP_CODECS_GGML_OPS_H_

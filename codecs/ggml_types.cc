@@ -55,12 +55,12 @@ constexpr TypeInfo kTypes[] = {
     {Type::kF64, "f64", 1, 8, false, false},
     {Type::kIQ1_M, "iq1_m", 256, 56, false, false},
     {Type::kBF16, "bf16", 1, 2, false, false},
-    {Type::kTQ1_0, "tq1_0", 256, 54, false, false},
-    {Type::kTQ2_0, "tq2_0", 256, 66, false, false},
+    {Type::kTQ1_0, "tq1_0", 256, 54, true, false},
+    {Type::kTQ2_0, "tq2_0", 256, 66, true, false},
     {Type::kMXFP4, "mxfp4", 32, 17, true, true},
     {Type::kNVFP4, "nvfp4", 64, 36, true, true},
-    {Type::kQ1_0, "q1_0", 128, 18, false, false},
-    {Type::kQ2_0, "q2_0", 64, 18, false, false},
+    {Type::kQ1_0, "q1_0", 128, 18, true, false},
+    {Type::kQ2_0, "q2_0", 64, 18, true, false},
 };
 
 constexpr Codec kCodecs[] = {
@@ -71,6 +71,9 @@ constexpr Codec kCodecs[] = {
     {Type::kQ5_K, in::EncodeQ5_K, in::DecodeQ5_K},   {Type::kQ6_K, in::EncodeQ6_K, in::DecodeQ6_K},
     {Type::kIQ4_NL, in::EncodeIq4Nl, in::DecodeIq4Nl}, {Type::kIQ4_XS, in::EncodeIq4Xs, in::DecodeIq4Xs},
     {Type::kMXFP4, in::EncodeMxfp4, in::DecodeMxfp4}, {Type::kNVFP4, in::EncodeNvfp4, in::DecodeNvfp4},
+    // Decoded only.
+    {Type::kTQ1_0, nullptr, in::DecodeTq1_0},        {Type::kTQ2_0, nullptr, in::DecodeTq2_0},
+    {Type::kQ1_0, nullptr, in::DecodeQ1_0},          {Type::kQ2_0, nullptr, in::DecodeQ2_0},
 };
 
 const Codec* FindCodec(Type type) {
@@ -119,7 +122,7 @@ absl::Status Encode(Type type, std::span<const float> in, std::span<uint8_t> out
                     uint64_t* clipped) {
   const TypeInfo& info = Info(type);
   const Codec* codec = FindCodec(type);
-  if (codec == nullptr) {
+  if (codec == nullptr || codec->encode == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("ggml type ", info.name, ": lowp cannot encode it"));
   }

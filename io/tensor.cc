@@ -152,7 +152,7 @@ absl::Status ReadGgml(const TensorView& tensor, int64_t first, std::span<float> 
   if (!info->can_decode) {
     return fail(absl::StrCat("ggml type ", info->name, " is not one lowp decodes (it decodes ",
                              "f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K, iq4_nl, ",
-                             "iq4_xs, mxfp4 and nvfp4)"));
+                             "iq4_xs, mxfp4, nvfp4, tq1_0, tq2_0, q1_0 and q2_0)"));
   }
   if (TypeBytes(tensor, tensor.elements()) != tensor.bytes.size()) {
     return fail(absl::StrCat("holds ", tensor.bytes.size(), " bytes, its shape needs ",

@@ -101,6 +101,25 @@ TEST(GgmlTypes, TableHasGgmlsBlockSizes) {
   EXPECT_THAT(ggml::Decode(ggml::Type::kQ4_K, out, x).message(), HasSubstr("whole blocks"));
 }
 
+// The types lowp reads but does not write, against ggml's decoding of
+// ggml's own bytes (tests/data/ggml/decode-only.gguf).
+TEST(GgmlTypes, DecodeOnlyTypesEqualGgml) {
+  const TensorSet set = *TensorSet::Open(kData + "/ggml/decode-only.gguf");
+  std::map<std::string, const TensorView*> by_name;
+  for (const TensorView& t : set.tensors()) by_name[t.name] = &t;
+  for (const char* type : {"tq1_0", "tq2_0", "q1_0", "q2_0"}) {
+    const TensorView& q = *by_name.at(std::string(type) + ".q");
+    const TensorView& y = *by_name.at(std::string(type) + ".y");
+    ASSERT_EQ(q.type_name(), type);
+    std::vector<float> got(static_cast<size_t>(q.elements())), want(got.size());
+    ASSERT_TRUE(ReadAsFloat32(q, 0, got).ok()) << type;
+    ASSERT_TRUE(ReadAsFloat32(y, 0, want).ok());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(Bits(got[i]), Bits(want[i])) << type << i;
+    std::vector<uint8_t> bytes(q.bytes.size());
+    EXPECT_THAT(ggml::Encode(q.ggml->type, got, bytes).message(), HasSubstr("cannot encode"));
+  }
+}
+
 // ---------------------------------------------------------------- hand-worked blocks
 
 TEST(GgmlBlocks, Q5_1OfARampIsExact) {

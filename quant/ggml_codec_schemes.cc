@@ -153,7 +153,7 @@ absl::StatusOr<std::unique_ptr<Scheme>> MakeGgmlCodecScheme(absl::string_view ba
                                                             const SchemeOptions& options) {
   for (const CodecInfo& info : kCodecs) {
     if (!absl::EqualsIgnoreCase(base, info.name)) continue;
-    if (!options.empty()) return UnknownOption(info.name, options.front().first, "");
+    if (!options.empty()) return UnknownOption(base, options.front().first, "");
     return std::make_unique<CodecScheme>(info);
   }
   return absl::NotFoundError(absl::StrCat("not a llama.cpp codec scheme: ", base));

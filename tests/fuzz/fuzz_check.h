@@ -38,8 +38,7 @@ inline void CheckTensor(const TensorView& t, std::span<const uint8_t> file) {
   Check(elements.ok(), "shape of a parsed tensor is invalid");
   Check(*elements == t.elements(), "elements() disagrees with ShapeElements");
   Check(t.cols() == 0 || t.rows() * t.cols() == *elements, "rows() * cols() != elements()");
-  Check(static_cast<uint64_t>(*elements) * DTypeBytes(t.dtype) == t.bytes.size(),
-        "tensor bytes do not match its shape");
+  Check(TypeBytes(t, *elements) == t.bytes.size(), "tensor bytes do not match its shape");
   if (!t.bytes.empty()) {
     Check(t.bytes.data() >= file.data() &&
               t.bytes.data() + t.bytes.size() <= file.data() + file.size(),

@@ -109,15 +109,8 @@ float MakeQkx2Quants(int n, int nmax, const float* x, const float* weights, uint
 // -nmax..nmax-1 (stored + nmax), refined by up to 5 passes that move one
 // code at a time while the weighted fit improves.
 float MakeQ3Quants(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0;
-  float amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
+  float amax;
+  const float max = SignedMax(x, n, &amax);
   if (amax < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.f;
@@ -161,15 +154,8 @@ float MakeQ3Quants(int n, int nmax, const float* x, int8_t* L) {
 // make_qx_quants with rmse_type 1 and no importance: a symmetric group with
 // codes -nmax..nmax-1, the best of 19 trial scales by the x^2-weighted fit.
 float MakeQxQuants(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0;
-  float amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
+  float amax;
+  const float max = SignedMax(x, n, &amax);
   if (amax < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.f;

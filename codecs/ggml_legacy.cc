@@ -11,19 +11,6 @@
 namespace lowp::ggml::internal {
 namespace {
 
-// The signed element of largest magnitude, the first one on ties
-// (`amax < fabsf(v)`).
-float SignedMax(const float* x, int n) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < n; ++j) {
-    if (amax < std::fabs(x[j])) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
-  return max;
-}
-
 // (int8_t)(v) then MIN(qmax, ...), counting the clamp.
 uint8_t TruncMin(float v, int qmax, uint64_t& clipped) {
   const int q = static_cast<int8_t>(TruncToInt(v));

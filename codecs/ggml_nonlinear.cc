@@ -46,14 +46,8 @@ int BestIndex(float x, uint64_t* clipped) {
 float Iq4GroupScale(const float* xb, uint8_t* L) {
   float weight[32];
   for (int j = 0; j < 32; ++j) weight[j] = xb[j] * xb[j];
-  float amax = 0, max = 0;
-  for (int j = 0; j < 32; ++j) {
-    const float ax = std::fabs(xb[j]);
-    if (ax > amax) {
-      amax = ax;
-      max = xb[j];
-    }
-  }
+  float amax;
+  const float max = SignedMax(xb, 32, &amax);
   if (amax < kGroupMaxEps) return 0;
   const int8_t* values = kIq4Values;
   float d = -max / values[0];

@@ -4,6 +4,7 @@
 #define LOWP_CODECS_GGML_OPS_H_
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -25,6 +26,21 @@ inline int NearestInt(float x) {
 inline int32_t TruncToInt(float x) {
   if (!(x > -2147483648.0f && x < 2147483648.0f)) return INT32_MIN;  // cvttss2si's indefinite
   return static_cast<int32_t>(x);
+}
+
+// The signed element of largest magnitude, the first one on ties (ggml's
+// `if (amax < fabsf(v)) { amax = fabsf(v); max = v; }`), and that magnitude.
+inline float SignedMax(const float* x, int n, float* amax_out = nullptr) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    const float a = std::fabs(x[j]);
+    if (amax < a) {
+      amax = a;
+      max = x[j];
+    }
+  }
+  if (amax_out != nullptr) *amax_out = amax;
+  return max;
 }
 
 template <typename Block>

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "codecs/ggml.h"
+#include "io/tensor.h"
 
 namespace lowp {
 
@@ -98,6 +99,12 @@ inline constexpr size_t kMaxGgufNameBytes = 63;
 // at file[data_offset + offset, + bytes). InvalidArgument naming `file_name`,
 // the entry at fault and what is wrong.
 absl::StatusOr<ParsedGguf> ParseGguf(std::span<const uint8_t> file, absl::string_view file_name);
+
+// The tensors of a parsed file image as views into it (named after `path`):
+// the shape row-major (ne reversed, as safetensors and NumPy write it), plain
+// element types as their dtype, block types as DType::kGgml with their type.
+std::vector<TensorView> GgufViews(const ParsedGguf& gguf, std::span<const uint8_t> file,
+                                  const std::string& path);
 
 // The value as text: numbers in full precision, strings quoted and escaped,
 // arrays as [a, b, ...] with at most `max_elements` elements shown and the

@@ -45,36 +45,6 @@ bool GlobMatches(absl::string_view glob, absl::string_view name) {
   return g == glob.size();
 }
 
-// GGUF tensors as views: the shape row-major (ne reversed, as safetensors
-// and NumPy write it), plain element types as their dtype, block types as
-// kGgml.
-std::vector<TensorView> GgufViews(const ParsedGguf& gguf, std::span<const uint8_t> file,
-                                  const std::string& path) {
-  std::vector<TensorView> views;
-  for (const GgufTensorInfo& t : gguf.tensors) {
-    TensorView v;
-    v.name = t.name;
-    v.file = path;
-    v.shape.assign(t.ne.rbegin(), t.ne.rend());
-    v.bytes = file.subspan(gguf.data_offset + t.offset, t.bytes);
-    switch (t.type->type) {
-      case ggml::Type::kF32: v.dtype = DType::kF32; break;
-      case ggml::Type::kF16: v.dtype = DType::kF16; break;
-      case ggml::Type::kBF16: v.dtype = DType::kBF16; break;
-      case ggml::Type::kF64: v.dtype = DType::kF64; break;
-      case ggml::Type::kI8: v.dtype = DType::kI8; break;
-      case ggml::Type::kI16: v.dtype = DType::kI16; break;
-      case ggml::Type::kI32: v.dtype = DType::kI32; break;
-      case ggml::Type::kI64: v.dtype = DType::kI64; break;
-      default:
-        v.dtype = DType::kGgml;
-        v.ggml = t.type;
-    }
-    views.push_back(std::move(v));
-  }
-  return views;
-}
-
 }  // namespace
 
 TensorSet::TensorSet() = default;

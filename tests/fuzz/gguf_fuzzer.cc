@@ -41,29 +41,6 @@ void Walk(const GgufValue& v, int depth) {
   }
 }
 
-// As GgufViews in io/tensor_set.cc.
-TensorView View(const ParsedGguf& gguf, const GgufTensorInfo& t, std::span<const uint8_t> file) {
-  TensorView v;
-  v.name = t.name;
-  v.file = "fuzz.gguf";
-  v.shape.assign(t.ne.rbegin(), t.ne.rend());
-  v.bytes = file.subspan(gguf.data_offset + t.offset, t.bytes);
-  switch (t.type->type) {
-    case ggml::Type::kF32: v.dtype = DType::kF32; break;
-    case ggml::Type::kF16: v.dtype = DType::kF16; break;
-    case ggml::Type::kBF16: v.dtype = DType::kBF16; break;
-    case ggml::Type::kF64: v.dtype = DType::kF64; break;
-    case ggml::Type::kI8: v.dtype = DType::kI8; break;
-    case ggml::Type::kI16: v.dtype = DType::kI16; break;
-    case ggml::Type::kI32: v.dtype = DType::kI32; break;
-    case ggml::Type::kI64: v.dtype = DType::kI64; break;
-    default:
-      v.dtype = DType::kGgml;
-      v.ggml = t.type;
-  }
-  return v;
-}
-
 bool SameBits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
@@ -117,7 +94,10 @@ int FuzzGguf(const uint8_t* data, size_t size) {
   }
   std::set<std::string> names;
   std::vector<std::pair<uint64_t, uint64_t>> extents;
-  for (const GgufTensorInfo& t : gguf.tensors) {
+  const std::vector<TensorView> views = GgufViews(gguf, file, "fuzz.gguf");
+  Check(views.size() == gguf.tensors.size(), "a view per tensor");
+  for (size_t i = 0; i < gguf.tensors.size(); ++i) {
+    const GgufTensorInfo& t = gguf.tensors[i];
     Check(names.insert(t.name).second, "a tensor name appears twice");
     Check(t.name.size() <= kMaxGgufNameBytes, "a tensor name is too long");
     Check(t.ne.size() <= kMaxGgufDims, "too many dimensions");
@@ -135,7 +115,7 @@ int FuzzGguf(const uint8_t* data, size_t size) {
           "tensor bytes outside the file");
     if (t.bytes > 0) extents.emplace_back(t.offset, t.offset + t.bytes);
 
-    const TensorView v = View(gguf, t, file);
+    const TensorView& v = views[i];
     Check(v.elements() == t.elements, "the view's elements() disagrees");
     Check(v.bytes.size() == t.bytes && TypeBytes(v, t.elements) == t.bytes,
           "the view's bytes disagree with its type");

@@ -236,7 +236,12 @@ void MappedFile::Release(std::span<const uint8_t> range) const {
   const uintptr_t begin = reinterpret_cast<uintptr_t>(range.data()) / page * page;
   const uintptr_t end = std::min(
       map_end, (reinterpret_cast<uintptr_t>(range.data()) + range.size() + page - 1) / page * page);
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  if (end <= begin) return;
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  // And out of the page cache, so that a file larger than it is read from
+  // storage once, not evicting everything else on the way.
+  ::posix_fadvise(fd_, static_cast<off_t>(begin - base), static_cast<off_t>(end - begin),
+                  POSIX_FADV_DONTNEED);
 }
 
 }  // namespace lowp

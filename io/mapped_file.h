@@ -66,9 +66,10 @@ class MappedFile {
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
   // True if `range` lies inside this mapping.
   bool Contains(std::span<const uint8_t> range) const;
-  // madvise(MADV_DONTNEED) over the pages `range` touches (rounded out to
-  // whole pages, clipped to the mapping): the memory is returned and the
-  // data is read from the file again if used later. Ranges outside the
+  // madvise(MADV_DONTNEED) and posix_fadvise(POSIX_FADV_DONTNEED) over the
+  // pages `range` touches (rounded out to whole pages, clipped to the
+  // mapping): the memory is returned, the pages leave the page cache, and
+  // the data is read from storage again if used later. Ranges outside the
   // mapping are ignored.
   void Release(std::span<const uint8_t> range) const;
   // OK while the file still has the size it had when mapped and no read ran

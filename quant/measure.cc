@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -27,7 +28,6 @@ struct ChunkResult {
   SchemeCounts counts;
   TensorContext context;
   std::map<int, uint64_t> histogram;
-  absl::Status status;
 };
 
 void AddHistogram(std::span<const float> x, std::span<const float> q,
@@ -40,81 +40,106 @@ void AddHistogram(std::span<const float> x, std::span<const float> q,
   }
 }
 
+// One tensor through any number of schemes in one read: each chunk of rows
+// is read (converted to float32) once and handed to every scheme while it is
+// in cache. Per scheme the chunk results are merged in chunk order.
 class Driver {
  public:
-  Driver(const TensorView& tensor, const Scheme& scheme, const MeasureOptions& options)
+  Driver(const TensorView& tensor, std::span<const Scheme* const> schemes,
+         const MeasureOptions& options)
       : tensor_(tensor),
-        scheme_(scheme),
+        schemes_(schemes),
         options_(options),
         cols_(std::max<int64_t>(1, tensor.cols())) {
-    const int64_t align = std::max<int64_t>(1, scheme.ChunkRows(cols_));
+    // A multiple of every scheme's ChunkRows (all 1 but NF4 double quant's).
+    int64_t align = 1;
+    for (const Scheme* scheme : schemes) {
+      align = std::lcm(align, std::max<int64_t>(1, scheme->ChunkRows(cols_)));
+      tensor_pass_ = tensor_pass_ || scheme->NeedsTensorPass();
+    }
     int64_t rows = std::max<int64_t>(1, kChunkElements / cols_);
     chunk_rows_ = (rows + align - 1) / align * align;
     batch_chunks_ = std::max<int64_t>(1, kBatchElements / (chunk_rows_ * cols_));
     compare_.relative_floor = options.relative_floor;
   }
 
-  // Runs the tensor pass (when the scheme needs one) and then the quantizing
-  // pass, handing each batch's output to sink (if any) in order.
+  // Runs the tensor pass (when a scheme needs one) and then the quantizing
+  // pass, filling reports[s] for schemes_[s] and handing each batch's output
+  // to sink (if any, for a single scheme) in order.
   absl::Status Run(const std::function<absl::Status(std::span<const float>)>* sink,
-                   QuantReport& report) {
+                   std::span<QuantReport> reports) {
+    const size_t n_schemes = schemes_.size();
     const int64_t rows = tensor_.rows(), total_chunks = (rows + chunk_rows_ - 1) / chunk_rows_;
     const int threads = ResolveThreads(options_.threads);
-    TensorContext context;
-    if (scheme_.NeedsTensorPass()) {
+    std::vector<TensorContext> contexts(n_schemes);
+    if (tensor_pass_) {
       for (int64_t first = 0; first < total_chunks; first += batch_chunks_) {
         const int64_t count = std::min(batch_chunks_, total_chunks - first);
-        std::vector<ChunkResult> results(count);
+        std::vector<ChunkResult> results(static_cast<size_t>(count) * n_schemes);
+        std::vector<absl::Status> status(static_cast<size_t>(count));
         ParallelFor(static_cast<size_t>(count), threads, [&](size_t index) {
           const int64_t i = static_cast<int64_t>(index);
           thread_local std::vector<float> buffer;
           std::span<const float> in;
-          ChunkResult& r = results[i];
-          r.status = Read(first + i, buffer, in);
-          if (r.status.ok()) scheme_.Observe(in, cols_, r.context);
+          status[index] = Read(first + i, buffer, in);
+          if (!status[index].ok()) return;
+          for (size_t s = 0; s < n_schemes; ++s) {
+            if (schemes_[s]->NeedsTensorPass()) {
+              schemes_[s]->Observe(in, cols_, results[index * n_schemes + s].context);
+            }
+          }
         });
-        for (ChunkResult& r : results) {
-          if (!r.status.ok()) return r.status;
-          context.Merge(r.context);
+        for (size_t c = 0; c < status.size(); ++c) {
+          if (!status[c].ok()) return status[c];
+          for (size_t s = 0; s < n_schemes; ++s) {
+            contexts[s].Merge(results[c * n_schemes + s].context);
+          }
         }
-        Release(first, count);
+        // No Release here: the quantizing pass reads these pages again, from
+        // the page cache rather than from storage.
       }
     }
     std::vector<float> batch_out;
     for (int64_t first = 0; first < total_chunks; first += batch_chunks_) {
       const int64_t count = std::min(batch_chunks_, total_chunks - first);
-      std::vector<ChunkResult> results(count);
+      std::vector<ChunkResult> results(static_cast<size_t>(count) * n_schemes);
+      std::vector<absl::Status> status(static_cast<size_t>(count));
       if (sink != nullptr) batch_out.resize(Elements(first, count));
       ParallelFor(static_cast<size_t>(count), threads, [&](size_t index) {
-          const int64_t i = static_cast<int64_t>(index);
+        const int64_t i = static_cast<int64_t>(index);
         thread_local std::vector<float> buffer, out;
         std::span<const float> in;
-        ChunkResult& r = results[i];
-        r.status = Read(first + i, buffer, in);
-        if (!r.status.ok()) return;
-        std::span<float> dst;
-        if (sink != nullptr) {
-          dst = std::span<float>(batch_out).subspan(Elements(first, i), in.size());
-        } else {
-          out.resize(in.size());
-          dst = out;
-        }
-        TensorContext chunk_context = context;
-        chunk_context.first_element = (first + i) * chunk_rows_ * cols_;
-        scheme_.Apply(in, cols_, chunk_context, dst, r.counts);
-        ComparePairs(in, dst, compare_, r.stats);
+        status[index] = Read(first + i, buffer, in);
+        if (!status[index].ok()) return;
         // A finite F64 input beyond float32's range read as inf: it is no
         // inf input but one no scheme can hold, an overflow.
         const uint64_t beyond = BeyondFloat32(first + i);
-        r.stats.inf_inputs -= beyond;
-        r.stats.nonfinite_outputs += beyond;
-        if (options_.histogram) AddHistogram(in, dst, r.histogram);
+        for (size_t s = 0; s < n_schemes; ++s) {
+          ChunkResult& r = results[index * n_schemes + s];
+          std::span<float> dst;
+          if (sink != nullptr) {
+            dst = std::span<float>(batch_out).subspan(Elements(first, i), in.size());
+          } else {
+            out.resize(in.size());
+            dst = out;
+          }
+          TensorContext chunk_context = contexts[s];
+          chunk_context.first_element = (first + i) * chunk_rows_ * cols_;
+          schemes_[s]->Apply(in, cols_, chunk_context, dst, r.counts);
+          ComparePairs(in, dst, compare_, r.stats);
+          r.stats.inf_inputs -= beyond;
+          r.stats.nonfinite_outputs += beyond;
+          if (options_.histogram) AddHistogram(in, dst, r.histogram);
+        }
       });
-      for (ChunkResult& r : results) {
-        if (!r.status.ok()) return r.status;
-        report.stats.Merge(r.stats);
-        report.counts.Add(r.counts);
-        for (const auto& [key, n] : r.histogram) report.histogram[key] += n;
+      for (size_t c = 0; c < status.size(); ++c) {
+        if (!status[c].ok()) return status[c];
+        for (size_t s = 0; s < n_schemes; ++s) {
+          const ChunkResult& r = results[c * n_schemes + s];
+          reports[s].stats.Merge(r.stats);
+          reports[s].counts.Add(r.counts);
+          for (const auto& [key, n] : r.histogram) reports[s].histogram[key] += n;
+        }
       }
       Release(first, count);
       if (sink != nullptr) {
@@ -173,37 +198,48 @@ class Driver {
   }
 
   const TensorView& tensor_;
-  const Scheme& scheme_;
+  std::span<const Scheme* const> schemes_;
   const MeasureOptions& options_;
   int64_t cols_;
+  bool tensor_pass_ = false;
   int64_t chunk_rows_;
   int64_t batch_chunks_;
   CompareOptions compare_;
 };
 
-absl::Status Measure(const TensorView& tensor, const Scheme& scheme, const MeasureOptions& options,
+// Measures every scheme of `schemes` on `tensor` in one read, into
+// reports[s] (same size).
+absl::Status Measure(const TensorView& tensor, std::span<const Scheme* const> schemes,
+                     const MeasureOptions& options,
                      const std::function<absl::Status(std::span<const float>)>* sink,
-                     QuantReport& report) {
-  report = QuantReport{};
-  report.tensor = tensor.name;
-  report.scheme = scheme.name();
-  if (std::string applied = scheme.AppliedName(tensor.cols()); applied != scheme.name()) {
-    report.applied = std::move(applied);
+                     std::span<QuantReport> reports) {
+  for (size_t s = 0; s < schemes.size(); ++s) {
+    QuantReport& report = reports[s];
+    report = QuantReport{};
+    report.tensor = tensor.name;
+    report.scheme = schemes[s]->name();
+    if (std::string applied = schemes[s]->AppliedName(tensor.cols());
+        applied != schemes[s]->name()) {
+      report.applied = std::move(applied);
+    }
+    report.dtype = tensor.type_name();
+    report.shape = tensor.shape;
   }
-  report.dtype = tensor.type_name();
-  report.shape = tensor.shape;
   if (!IsFloating(tensor.dtype)) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor.name, "' in ", tensor.file,
                                                    " is ", DTypeName(tensor.dtype),
                                                    ", not a floating type"));
   }
-  report.elements = static_cast<uint64_t>(tensor.elements());
   // An empty tensor stores nothing (its rows times a scale would count
   // bits for no weight; its leading dimensions may multiply past 2^64).
   if (tensor.elements() == 0) return absl::OkStatus();
-  report.storage_bits = scheme.StorageBits(tensor.rows(), std::max<int64_t>(1, tensor.cols()));
-  Driver driver(tensor, scheme, options);
-  absl::Status status = driver.Run(sink, report);
+  for (size_t s = 0; s < schemes.size(); ++s) {
+    reports[s].elements = static_cast<uint64_t>(tensor.elements());
+    reports[s].storage_bits =
+        schemes[s]->StorageBits(tensor.rows(), std::max<int64_t>(1, tensor.cols()));
+  }
+  Driver driver(tensor, schemes, options);
+  absl::Status status = driver.Run(sink, reports);
   if (!status.ok()) {
     return absl::Status(status.code(), absl::StrCat("tensor '", tensor.name, "' in ", tensor.file,
                                                     ": ", status.message()));
@@ -348,7 +384,8 @@ absl::StatusOr<QuantReport> CompareTensors(const TensorView& original, const Ten
 absl::StatusOr<QuantReport> MeasureTensor(const TensorView& tensor, const Scheme& scheme,
                                           const MeasureOptions& options) {
   QuantReport report;
-  if (absl::Status s = Measure(tensor, scheme, options, nullptr, report); !s.ok()) return s;
+  const Scheme* one[] = {&scheme};
+  if (absl::Status s = Measure(tensor, one, options, nullptr, {&report, 1}); !s.ok()) return s;
   return report;
 }
 
@@ -357,7 +394,8 @@ absl::Status QuantizeTensor(const TensorView& tensor, const Scheme& scheme,
                             const std::function<absl::Status(std::span<const float>)>& sink,
                             QuantReport* report) {
   QuantReport local;
-  return Measure(tensor, scheme, options, &sink, report != nullptr ? *report : local);
+  const Scheme* one[] = {&scheme};
+  return Measure(tensor, one, options, &sink, {report != nullptr ? report : &local, 1});
 }
 
 absl::StatusOr<SetReports> MeasureTensors(
@@ -380,14 +418,18 @@ absl::StatusOr<SetReports> MeasureTensors(
       r.skipped.push_back(tensor->name);
       continue;
     }
+    // Every scheme in one read of the tensor.
+    std::vector<RecipeChoice> choices(schemes.size());
+    std::vector<const Scheme*> applied(schemes.size());
     for (size_t s = 0; s < schemes.size(); ++s) {
-      RecipeChoice choice;
-      const Scheme& applied = SchemeForTensor(*schemes[s], *tensor, model, &choice);
-      absl::StatusOr<QuantReport> report = MeasureTensor(*tensor, applied, measure);
-      if (!report.ok()) return report.status();
-      NameForRecipe(*schemes[s], choice, *report);
-      r.aggregates[s].Add(*report);
-      if (keep_results) r.results.push_back(*std::move(report));
+      applied[s] = &SchemeForTensor(*schemes[s], *tensor, model, &choices[s]);
+    }
+    std::vector<QuantReport> reports(schemes.size());
+    if (absl::Status s = Measure(*tensor, applied, measure, nullptr, reports); !s.ok()) return s;
+    for (size_t s = 0; s < schemes.size(); ++s) {
+      NameForRecipe(*schemes[s], choices[s], reports[s]);
+      r.aggregates[s].Add(reports[s]);
+      if (keep_results) r.results.push_back(std::move(reports[s]));
     }
     if (absl::Status s = set.CheckIntact(); !s.ok()) return s;
     set.Release(*tensor);

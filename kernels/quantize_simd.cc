@@ -14,6 +14,7 @@
 
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/blocks.h"
 #include "kernels/quantize.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -251,6 +252,192 @@ uint64_t QuantizeIntBlocks(const float* HWY_RESTRICT x, int64_t rows, int64_t co
   return clipped;
 }
 
+// ------------------------------ ggml's q-types and codebooks (kernels/blocks.h)
+
+// The signed element of p[0, n) of largest |v| over the finite ones, the
+// first on ties; 0 when none.
+HWY_INLINE float SignedMaxRange(const float* HWY_RESTRICT p, size_t n) {
+  const float amax = AbsMaxRange(p, n);
+  if (amax == 0) return 0;
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const auto target = hn::Set(d, amax);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const intptr_t k = hn::FindFirstTrue(d, hn::Eq(hn::Abs(hn::LoadU(d, p + i)), target));
+    if (k >= 0) return p[i + static_cast<size_t>(k)];
+  }
+  for (; i < n; ++i) {
+    if (std::fabs(p[i]) == amax) return p[i];
+  }
+  return 0;  // not reached: amax is some element's magnitude
+}
+
+void BlockSignedMax(const float* HWY_RESTRICT x, int64_t rows, int64_t cols, int64_t block,
+                    float* HWY_RESTRICT max) {
+  const int64_t per_row = (cols + block - 1) / block;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < per_row; ++g) {
+      const int64_t begin = g * block;
+      const size_t len = static_cast<size_t>(std::min(block, cols - begin));
+      max[r * per_row + g] = SignedMaxRange(x + r * cols + begin, len);
+    }
+  }
+}
+
+struct GgmlBlock {
+  float id, d, min, m;
+};
+
+// roundf: half away from zero. t - trunc(t) is exact, so the comparison with
+// 1/2 decides; large values, infinities and NaN come back as they are.
+template <class D>
+HWY_INLINE hn::Vec<D> RoundHalfAway(D d, hn::Vec<D> t) {
+  const auto whole = hn::Trunc(t);
+  const auto up = hn::Ge(hn::Abs(hn::Sub(t, whole)), hn::Set(d, 0.5f));
+  return hn::Add(whole, hn::IfThenElseZero(up, hn::CopySign(hn::Set(d, 1.0f), t)));
+}
+
+// One vector of D (a full one, or one lane at a block's end); returns the
+// clipped lanes.
+template <GgmlRule kRule, class D>
+HWY_INLINE size_t GgmlVec(D d, const GgmlElementRule& rule, const GgmlBlock& b,
+                          const float* HWY_RESTRICT x, float* HWY_RESTRICT out) {
+  const hn::RebindToSigned<D> di;
+  const auto v = hn::LoadU(d, x);
+  const auto finite = hn::Lt(hn::Abs(v), hn::Set(d, kInf));
+  const auto id = hn::Set(d, b.id), scale = hn::Set(d, b.d);
+  hn::Vec<D> o;
+  hn::Mask<D> clip;
+  if constexpr (kRule == GgmlRule::kRound) {
+    const auto t = RoundHalfAway(d, hn::Mul(v, id));
+    const auto hi = hn::Set(d, 127.0f), lo = hn::Set(d, -128.0f);
+    clip = hn::Or(hn::Gt(t, hi), hn::Lt(t, lo));
+    const auto q = hn::IfThenZeroElse(hn::IsNaN(t), MinLike(MaxLike(t, lo), hi));
+    o = hn::Mul(q, scale);
+  } else {
+    const auto scaled = kRule == GgmlRule::kOffset ? hn::Mul(hn::Sub(v, hn::Set(d, b.min)), id)
+                                                   : hn::Mul(v, id);
+    const auto t = hn::Add(scaled, hn::Set(d, rule.bias));
+    const auto qmax = hn::Set(d, static_cast<float>(rule.qmax));
+    const auto above = hn::Ge(t, hn::Add(qmax, hn::Set(d, 1.0f)));
+    const auto below = hn::Le(t, hn::Set(d, -1.0f));
+    clip = hn::Or(above, below);
+    // In range, the conversion truncates toward zero exactly.
+    auto q = hn::ConvertTo(d, hn::ConvertTo(di, hn::IfThenZeroElse(clip, t)));
+    q = hn::IfThenElse(above, qmax, hn::IfThenZeroElse(below, q));
+    q = hn::IfThenElse(hn::IsNaN(t), hn::Set(d, static_cast<float>(rule.zero)), q);
+    o = kRule == GgmlRule::kOffset
+            ? hn::Add(hn::Mul(q, scale), hn::Set(d, b.m))
+            : hn::Mul(hn::Sub(q, hn::Set(d, static_cast<float>(rule.zero))), scale);
+  }
+  hn::StoreU(hn::IfThenElse(finite, o, v), d, out);
+  return hn::CountTrue(d, hn::And(clip, finite));
+}
+
+template <GgmlRule kRule>
+uint64_t GgmlRows(const GgmlElementRule& rule, const float* HWY_RESTRICT x, int64_t rows,
+                  int64_t cols, int64_t block, const GgmlBlockParams& params,
+                  float* HWY_RESTRICT out) {
+  const DF d;
+  const hn::CappedTag<float, 1> d1;
+  const size_t N = hn::Lanes(d);
+  const int64_t per_row = (cols + block - 1) / block;
+  uint64_t clipped = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < per_row; ++g) {
+      const int64_t k = r * per_row + g;
+      GgmlBlock b{params.id[k], params.d[k], 0, 0};
+      if constexpr (kRule == GgmlRule::kOffset) {
+        b.min = params.min[k];
+        b.m = params.m[k];
+      }
+      const size_t len = static_cast<size_t>(std::min(block, cols - g * block));
+      const float* xb = x + r * cols + g * block;
+      float* ob = out + r * cols + g * block;
+      size_t i = 0;
+      for (; i + N <= len; i += N) clipped += GgmlVec<kRule>(d, rule, b, xb + i, ob + i);
+      for (; i < len; ++i) clipped += GgmlVec<kRule>(d1, rule, b, xb + i, ob + i);
+    }
+  }
+  return clipped;
+}
+
+uint64_t QuantizeGgmlBlocks(const GgmlElementRule& rule, const float* HWY_RESTRICT x,
+                            int64_t rows, int64_t cols, int64_t block,
+                            const GgmlBlockParams& params, float* HWY_RESTRICT out) {
+  switch (rule.rule) {
+    case GgmlRule::kTrunc:
+      return GgmlRows<GgmlRule::kTrunc>(rule, x, rows, cols, block, params, out);
+    case GgmlRule::kOffset:
+      return GgmlRows<GgmlRule::kOffset>(rule, x, rows, cols, block, params, out);
+    case GgmlRule::kRound:
+      return GgmlRows<GgmlRule::kRound>(rule, x, rows, cols, block, params, out);
+  }
+  return 0;
+}
+
+// values[code] for every lane, `values` padded to a multiple of the lanes.
+template <class D>
+HWY_INLINE hn::Vec<D> LookupValues(D d, const float* HWY_RESTRICT values, int32_t count,
+                                   hn::Vec<hn::RebindToSigned<D>> code) {
+  const hn::RebindToSigned<D> di;
+  const int32_t N = static_cast<int32_t>(hn::Lanes(d));
+  auto result = hn::Zero(d);
+  for (int32_t base = 0; base < count; base += N) {
+    const auto local = hn::Sub(code, hn::Set(di, base));
+    const auto in_table = hn::And(hn::Gt(local, hn::Set(di, -1)), hn::Lt(local, hn::Set(di, N)));
+    const auto found = hn::TableLookupLanes(
+        hn::LoadU(d, values + base), hn::IndicesFromVec(d, hn::And(local, hn::Set(di, N - 1))));
+    result = hn::IfThenElse(hn::RebindMask(d, in_table), found, result);
+  }
+  return result;
+}
+
+template <class D>
+HWY_INLINE void CodebookVec(D d, float inverse, float scale, const float* HWY_RESTRICT thresholds,
+                            const float* HWY_RESTRICT values, int32_t count,
+                            const float* HWY_RESTRICT x, float* HWY_RESTRICT out) {
+  const hn::RebindToSigned<D> di;
+  const auto v = hn::LoadU(d, x);
+  const auto finite = hn::Lt(hn::Abs(v), hn::Set(d, kInf));
+  const auto y = hn::Mul(v, hn::Set(d, inverse));
+  auto code = hn::Zero(di);
+  for (int32_t k = 0; k + 1 < count; ++k) {  // minus -1 for each threshold exceeded
+    code = hn::Sub(code, hn::BitCast(di, hn::VecFromMask(d, hn::Gt(y, hn::Set(d, thresholds[k])))));
+  }
+  const auto o = hn::Mul(LookupValues(d, values, count, code), hn::Set(d, scale));
+  hn::StoreU(hn::IfThenElse(finite, o, v), d, out);
+}
+
+void QuantizeCodebookBlocks(const float* HWY_RESTRICT x, int64_t rows, int64_t cols,
+                            int64_t block, const float* HWY_RESTRICT inverse,
+                            const float* HWY_RESTRICT scale, const float* HWY_RESTRICT thresholds,
+                            const float* HWY_RESTRICT values, int32_t count,
+                            float* HWY_RESTRICT out) {
+  const DF d;
+  const hn::CappedTag<float, 1> d1;
+  const size_t N = hn::Lanes(d);
+  HWY_ALIGN float table[32] = {};  // padded for the lookups of the widest vector
+  for (int32_t k = 0; k < count; ++k) table[k] = values[k];
+  const int64_t per_row = (cols + block - 1) / block;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < per_row; ++g) {
+      const int64_t k = r * per_row + g;
+      const size_t len = static_cast<size_t>(std::min(block, cols - g * block));
+      const float* xb = x + r * cols + g * block;
+      float* ob = out + r * cols + g * block;
+      size_t i = 0;
+      for (; i + N <= len; i += N) {
+        CodebookVec(d, inverse[k], scale[k], thresholds, table, count, xb + i, ob + i);
+      }
+      for (; i < len; ++i) {
+        CodebookVec(d1, inverse[k], scale[k], thresholds, table, count, xb + i, ob + i);
+      }
+    }
+  }
+}
+
 // ------------------------------ Comparison of x with q
 
 // Sums and maxima in double, per lane.
@@ -410,6 +597,26 @@ HWY_EXPORT(BlockAbsMax);
 HWY_EXPORT(BlockMinMax);
 HWY_EXPORT(QuantizeIntBlocks);
 HWY_EXPORT(ComparePairs);
+HWY_EXPORT(BlockSignedMax);
+HWY_EXPORT(QuantizeGgmlBlocks);
+HWY_EXPORT(QuantizeCodebookBlocks);
+
+void DispatchBlockSignedMax(const float* x, int64_t rows, int64_t cols, int64_t block,
+                            float* max) {
+  HWY_DYNAMIC_DISPATCH(BlockSignedMax)(x, rows, cols, block, max);
+}
+uint64_t DispatchQuantizeGgmlBlocks(const GgmlElementRule& rule, const float* x, int64_t rows,
+                                    int64_t cols, int64_t block, const GgmlBlockParams& params,
+                                    float* out) {
+  return HWY_DYNAMIC_DISPATCH(QuantizeGgmlBlocks)(rule, x, rows, cols, block, params, out);
+}
+void DispatchQuantizeCodebookBlocks(const float* x, int64_t rows, int64_t cols, int64_t block,
+                                    const float* inverse, const float* scale,
+                                    const float* thresholds, const float* values, int32_t count,
+                                    float* out) {
+  HWY_DYNAMIC_DISPATCH(QuantizeCodebookBlocks)(x, rows, cols, block, inverse, scale, thresholds,
+                                               values, count, out);
+}
 
 void DispatchBlockAbsMax(const float* x, int64_t rows, int64_t cols, int64_t block, float* amax) {
   HWY_DYNAMIC_DISPATCH(BlockAbsMax)(x, rows, cols, block, amax);

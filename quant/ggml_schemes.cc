@@ -16,7 +16,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "formats/packing.h"
 #include "formats/reference.h"
+#include "kernels/blocks.h"
+#include "kernels/convert.h"
+#include "kernels/quantize.h"
 #include "quant/scheme_families.h"
 
 namespace lowp::internal {
@@ -104,6 +108,7 @@ class GgmlScheme final : public Scheme {
              std::span<float> out, SchemeCounts& counts, StoredChunk* stored) const override {
     (void)context;
     if (cols <= 0) return;
+    if (stored == nullptr) return ApplySimd(in, cols, out, counts);
     const int64_t rows = static_cast<int64_t>(in.size()) / cols;
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t start = 0; start < cols; start += kGgmlBlock) {
@@ -115,6 +120,75 @@ class GgmlScheme final : public Scheme {
   }
 
  private:
+  // The rules of the block functions below, with the block statistics and
+  // the element loop run by the SIMD kernels (kernels/quantize.h,
+  // kernels/blocks.h) and the fp16 rounding of the scales by the conversion
+  // kernels: the same bits, without the stored form.
+  void ApplySimd(std::span<const float> in, int64_t cols, std::span<float> out,
+                 SchemeCounts& counts) const {
+    const int64_t rows = static_cast<int64_t>(in.size()) / cols;
+    const int64_t per_row = BlocksPerRow(cols, kGgmlBlock);
+    const size_t blocks = static_cast<size_t>(rows * per_row);
+    thread_local std::vector<float> stat, stat2, id, d, dq, mq;
+    thread_local std::vector<uint8_t> codes;
+    stat.resize(blocks);
+    id.resize(blocks);
+    d.resize(blocks);
+    dq.resize(blocks);
+    GgmlElementRule rule;
+    GgmlBlockParams params;
+    auto inverse = [&] {
+      for (size_t g = 0; g < blocks; ++g) id[g] = d[g] != 0.0f ? 1.0f / d[g] : 0.0f;
+    };
+    auto fp16 = [&](const std::vector<float>& from, std::vector<float>& to) {
+      RunOptions one;
+      one.threads = 1;
+      codes.resize(2 * from.size());
+      (void)EncodeArray(Fp16(), from, codes, {}, one);  // sizes match: cannot fail
+      (void)DecodeArray(Fp16(), codes, to, one);
+    };
+    switch (info_.type) {
+      case GgmlType::kQ8_0:
+        BlockAbsMax(in, cols, kGgmlBlock, stat);
+        for (size_t g = 0; g < blocks; ++g) d[g] = stat[g] / 127.0f;
+        rule = {GgmlRule::kRound, 0.0f, 127, 0};
+        break;
+      case GgmlType::kQ4_0:
+      case GgmlType::kQ5_0: {
+        const bool q4 = info_.type == GgmlType::kQ4_0;
+        BlockSignedMax(in, cols, kGgmlBlock, stat);
+        const float divisor = q4 ? -8.0f : -16.0f;
+        for (size_t g = 0; g < blocks; ++g) d[g] = stat[g] / divisor;
+        rule = q4 ? GgmlElementRule{GgmlRule::kTrunc, 8.5f, 15, 8}
+                  : GgmlElementRule{GgmlRule::kTrunc, 16.5f, 31, 16};
+        break;
+      }
+      case GgmlType::kQ4_1: {
+        stat2.resize(blocks);
+        mq.resize(blocks);
+        BlockMinMax(in, cols, kGgmlBlock, stat, stat2);  // min, max
+        if (cols % kGgmlBlock != 0) {  // the padding of each row's short block
+          for (int64_t r = 0; r < rows; ++r) {
+            const size_t g = static_cast<size_t>(r * per_row + per_row - 1);
+            stat[g] = std::min(stat[g], 0.0f);
+            stat2[g] = std::max(stat2[g], 0.0f);
+          }
+        }
+        for (size_t g = 0; g < blocks; ++g) d[g] = (stat2[g] - stat[g]) / 15.0f;
+        fp16(stat, mq);
+        rule = {GgmlRule::kOffset, 0.5f, 15, 0};
+        params.min = stat;
+        params.m = mq;
+        break;
+      }
+    }
+    inverse();
+    fp16(d, dq);
+    params.id = id;
+    params.d = dq;
+    counts.clipped += QuantizeGgmlBlocks(rule, in, cols, kGgmlBlock, params, out);
+  }
+
   void Block(std::span<const float> x, bool padded, std::span<float> out, SchemeCounts& counts,
              StoredChunk* stored) const {
     switch (info_.type) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/blocks.h"
 #include "kernels/quantize.h"
 #include "quant/scheme_families.h"
 
@@ -196,6 +197,14 @@ class Nf4Scheme final : public Scheme {
     BlockAbsMax(in, cols, kNf4Block, absmax);  // over finite elements, 0 if none
     std::vector<float> scale = absmax;
     if (double_quant_) CompressStatistics(context, scale);
+    if (stored == nullptr) {  // the SIMD kernel, the rule below element for element
+      std::vector<float> inverse(absmax.size());
+      for (size_t g = 0; g < absmax.size(); ++g) {
+        inverse[g] = absmax[g] != 0.0f ? 1.0f / absmax[g] : 0.0f;
+      }
+      QuantizeCodebookBlocks(in, cols, kNf4Block, inverse, scale, kNf4Thresholds, kNf4Values, out);
+      return;
+    }
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t b = 0; b < per_row; ++b) {
         const int64_t start = b * kNf4Block;

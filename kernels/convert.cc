@@ -320,6 +320,14 @@ EncodePlan MakeEncodePlan(const Format& to, const ConvertOptions& o, Source sour
     p.fast_hi = static_cast<int32_t>(Bits(static_cast<float>(to.max_finite())) +
                                      (1u << (p.fast_shift - 1)));
   }
+  p.grid_fast = o.rounding == Rounding::kNearestEven && to.is_float() && to.has_zero &&
+                to.has_negative_zero() && !p.daz && !p.ftz && source == Source::kFloat32 &&
+                to.mantissa_bits < 23 && to.min_normal_exponent() >= -126 &&
+                to.max_normal_exponent() + 2 + 127 + 23 - to.mantissa_bits <= 254;
+  if (p.grid_fast) {
+    p.grid_min_field = to.min_normal_exponent() + 127;
+    p.grid_max = static_cast<float>(to.max_finite());
+  }
   p.f16c = IsFloat16(to) && source == Source::kFloat32 && o.rounding == Rounding::kNearestEven &&
            policy == Overflow::kInfinity &&
            (o.subnormals == Subnormals::kKeep || o.subnormals == Subnormals::kInputsAreZero);
@@ -403,6 +411,60 @@ absl::Status DecodeArray(const Format& from, std::span<const uint8_t> in, std::s
     kernels::DispatchDecode(decoder.plan, in.data() + StorageOffset(decoder.plan.storage, begin),
                             end - begin, out.data() + begin);
   });
+  return absl::OkStatus();
+}
+
+struct Rounder::State {
+  Format to;
+  EncodePlan plan;
+  Decoder decoder;
+};
+
+absl::StatusOr<Rounder> Rounder::Make(const Format& to, const ConvertOptions& options) {
+  if (absl::Status s = ValidateOptions(to, options); !s.ok()) return s;
+  auto state = std::make_shared<State>();
+  state->to = to;
+  state->plan = MakeEncodePlan(to, options, Source::kFloat32);
+  state->decoder = MakeDecoder(to);
+  if (!state->decoder.table.empty()) state->decoder.plan.table = state->decoder.table.data();
+  return Rounder(std::move(state));
+}
+
+void Rounder::Round(std::span<const float> in, std::span<float> out, const RunOptions& run) const {
+  const State& st = *state_;
+  const size_t count = std::min(in.size(), out.size());
+  ForParts(count, ThreadCount(run, count), [&](int, size_t begin, size_t end) {
+    if (!st.decoder.scalar) {
+      kernels::DispatchRound(st.plan, st.decoder.plan, in.data() + begin, end - begin,
+                             run.first_index + begin, out.data() + begin);
+      return;
+    }
+    // The odd user-defined format: encode by the kernel, decode by the
+    // reference, a block at a time.
+    constexpr size_t kBlock = 1024;
+    std::vector<uint32_t> codes(kBlock), events(kBlock);
+    for (size_t i = begin; i < end; i += kBlock) {
+      const size_t n = std::min(kBlock, end - i);
+      kernels::DispatchEncodeWithEvents(st.plan, in.data() + i, n, run.first_index + i,
+                                        codes.data(), events.data());
+      for (size_t k = 0; k < n; ++k) out[i + k] = DecodeToFloat32(st.to, codes[k]);
+    }
+  });
+}
+
+absl::Status RoundArray(const Format& to, std::span<const float> in, std::span<float> out,
+                        const ConvertOptions& options, const RunOptions& run) {
+  if (in.size() != out.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input holds ", in.size(), " values, output ", out.size()));
+  }
+  if (in.data() != out.data() &&
+      Overlap(in.data(), in.size() * sizeof(float), out.data(), out.size() * sizeof(float))) {
+    return absl::InvalidArgumentError("input and output overlap");
+  }
+  absl::StatusOr<Rounder> rounder = Rounder::Make(to, options);
+  if (!rounder.ok()) return rounder.status();
+  rounder->Round(in, out, run);
   return absl::OkStatus();
 }
 

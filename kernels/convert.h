@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -52,6 +53,28 @@ absl::Status EncodeArray16(const Format& from, std::span<const uint16_t> in, con
 // index; nothing is written then.
 absl::Status DecodeArray(const Format& from, std::span<const uint8_t> in, std::span<float> out,
                          const RunOptions& run = {});
+
+// One-pass rounding: each float32 of `in` rounded to `to`'s grid under
+// `options` and read back as float32, written to `out` (same size; may be
+// `in` itself): DecodeArray(EncodeArray(in)) bit for bit, NaNs included,
+// without the codes. What fake quantization, casts and the evaluator's
+// activation sites need. InvalidArgument for options the format cannot
+// honour or a size mismatch; nothing is written then.
+absl::Status RoundArray(const Format& to, std::span<const float> in, std::span<float> out,
+                        const ConvertOptions& options = {}, const RunOptions& run = {});
+
+// RoundArray with its plan made once (a scheme rounds chunk after chunk).
+class Rounder {
+ public:
+  static absl::StatusOr<Rounder> Make(const Format& to, const ConvertOptions& options = {});
+  // out.size() == in.size(); out may be in.
+  void Round(std::span<const float> in, std::span<float> out, const RunOptions& run = {}) const;
+
+ private:
+  struct State;
+  explicit Rounder(std::shared_ptr<const State> state) : state_(std::move(state)) {}
+  std::shared_ptr<const State> state_;
+};
 
 // Convert-and-measure in one pass, without writing the converted array: what
 // rounding `in` to `to` (and reading it back) does to the values.

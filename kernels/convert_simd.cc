@@ -761,6 +761,71 @@ void Measure(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t 
 #endif
 
 // float32 -> codes and events, unpacked (tests of the lane logic).
+// float32 -> the value of the format's grid, float32: EncodeVec and the
+// decode in registers, no codes written. Nearest-even fp16 and bf16 take the
+// CPU's conversion and the one-add rounding of the encoder for vectors
+// without NaN (whose policies the general path applies).
+template <int R>
+void RoundLoop(const EncodePlan& plan, const DecodePlan& dplan, const float* in, size_t count,
+               uint64_t first, float* out) {
+  const EncodePlan p = plan;
+  const DecodePlan dp = dplan;
+  const DU du;
+  const DI di;
+  const DF df;
+  const size_t N = hn::Lanes(du);
+  const auto one_vector = [&](const float* x_ptr, uint64_t index) {
+    const auto x = hn::LoadU(df, x_ptr);
+    if (R == kNearestEven && p.storage == Storage::kHalf && (p.f16c || p.bf16) &&
+        HWY_LIKELY(hn::AllFalse(df, hn::IsNaN(x)))) {
+#if LOWP_HAVE_F16C
+      if (p.f16c) {
+        const hn::Rebind<hwy::float16_t, DF> dh;
+        return hn::PromoteTo(df, hn::DemoteTo(dh, x));
+      }
+#endif
+      if (p.bf16) {
+        const VU b = hn::BitCast(du, x);
+        const VU r = hn::Add(hn::Add(b, hn::Set(du, 0x7FFFu)),
+                             hn::And(hn::ShiftRight<16>(b), hn::Set(du, 1)));
+        return hn::BitCast(df, hn::And(r, hn::Set(du, 0xFFFF0000u)));
+      }
+    }
+    if (R == kNearestEven && p.grid_fast) {
+      const VU bits = hn::BitCast(du, x);
+      const VU sign = hn::And(bits, hn::Set(du, 0x80000000u));
+      const auto a = hn::Abs(x);
+      const VI field = hn::Max(hn::BitCast(di, hn::ShiftRight<23>(hn::BitCast(du, a))),
+                               hn::Set(di, p.grid_min_field));
+      const VU c_bits = hn::Or(hn::ShiftLeft<23>(hn::BitCast(du, hn::Add(field, hn::Set(di, 23 - p.m)))),
+                               hn::Set(du, 0x400000u));
+      const auto c = hn::BitCast(df, c_bits);
+      const auto r = hn::Sub(hn::Add(a, c), c);  // a rounded to a multiple of the quantum
+      const auto max = hn::Set(df, p.grid_max);
+      if (HWY_LIKELY(hn::AllTrue(df, hn::And(hn::Le(a, hn::Add(max, max)), hn::Le(r, max))))) {
+        return hn::BitCast(df, hn::Or(hn::BitCast(du, r), sign));
+      }
+    }
+    const Loaded loaded = LoadSource(p, x_ptr, 0);
+    const VU code = EncodeVec<R, false>(p, loaded.bits, loaded.subnormal, index, nullptr);
+    return dp.use_table ? hn::GatherIndex(df, dp.table, hn::BitCast(di, code))
+                        : hn::BitCast(df, DecodeVec(dp, code));
+  };
+  size_t i = 0;
+  for (; i + N <= count; i += N) hn::StoreU(one_vector(in + i, first + i), df, out + i);
+  if (i == count) return;
+  HWY_ALIGN float tail[kMaxLanes] = {};
+  memcpy(tail, in + i, (count - i) * sizeof(float));
+  hn::Store(one_vector(tail, first + i), df, tail);
+  memcpy(out + i, tail, (count - i) * sizeof(float));
+}
+
+void Round(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,
+           uint64_t first, float* out) {
+  WithRounding(p.rounding,
+               [&](auto r) { RoundLoop<decltype(r)::value>(p, dp, in, count, first, out); });
+}
+
 void EncodeWithEvents(const EncodePlan& p, const float* in, size_t count, uint64_t first,
                       uint32_t* codes, uint32_t* events) {
   const DU du;
@@ -789,6 +854,7 @@ namespace lowp::kernels {
 HWY_EXPORT(Encode);
 HWY_EXPORT(Decode);
 HWY_EXPORT(Measure);
+HWY_EXPORT(Round);
 HWY_EXPORT(EncodeWithEvents);
 HWY_EXPORT(TargetName);
 
@@ -808,6 +874,10 @@ void DispatchEncodeWithEvents(const EncodePlan& p, const float* in, size_t count
   HWY_DYNAMIC_DISPATCH(EncodeWithEvents)(p, in, count, first, codes, events);
 }
 
+void DispatchRound(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,
+                   uint64_t first, float* out) {
+  HWY_DYNAMIC_DISPATCH(Round)(p, dp, in, count, first, out);
+}
 const char* DispatchTargetName() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
 }  // namespace lowp::kernels

@@ -20,6 +20,8 @@ void DispatchEncode(const EncodePlan& p, const void* in, size_t count, uint64_t 
 void DispatchDecode(const DecodePlan& p, const uint8_t* in, size_t count, float* out);
 void DispatchMeasure(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,
                      uint64_t first, ConversionError* e);
+void DispatchRound(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,
+                   uint64_t first, float* out);
 // Codes and EncodeEvent bits of float32 inputs, unpacked (tests).
 void DispatchEncodeWithEvents(const EncodePlan& p, const float* in, size_t count, uint64_t first,
                               uint32_t* codes, uint32_t* events);

@@ -51,6 +51,13 @@ struct EncodePlan {
   // Integers under nearest-even: |x| bits (x's bits if unsigned) below this
   // (the largest value + 1/2) round without saturation; 0 disables.
   int32_t int_fast_hi = 0;
+  // RoundArray under nearest-even: |x| on the grid by one add and one
+  // subtract of C = 1.5 * 2^23 * quantum (quantum = 2^(max(exponent,
+  // grid_min_field) - 127 - m)), for |x| <= 2 * grid_max whose result is at
+  // most grid_max (the largest finite); other vectors take the encoder.
+  bool grid_fast = false;
+  int32_t grid_min_field = 0;  // float32 biased exponent of the smallest normal
+  float grid_max = 0;
   bool f16c = false;  // CPU's vcvtps2ph matches (nearest-even fp16)
   bool bf16 = false;  // nearest-even bf16 by one add (inf, subnormals kept)
   // Non-temporal stores in the fp16/bf16 loops: the output (aligned by the

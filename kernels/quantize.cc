@@ -19,6 +19,8 @@ void DispatchBlockMinMax(const float* x, int64_t rows, int64_t cols, int64_t blo
 uint64_t DispatchQuantizeIntBlocks(const float* x, int64_t rows, int64_t cols, int64_t block,
                                    const float* scale, const float* zero, int32_t qmin,
                                    int32_t qmax, float* out, int16_t* codes);
+size_t DispatchCountCastEvents(const float* x, const float* q, size_t n, float clip_above,
+                               float subnormal_below, uint64_t* clipped, uint64_t* subnormal);
 size_t DispatchComparePairs(const float* x, const float* q, size_t n, const CompareOptions& options,
                             ErrorStats* stats);
 
@@ -148,6 +150,23 @@ uint64_t QuantizeIntBlocks(std::span<const float> x, int64_t cols, int64_t block
       zero.empty() ? nullptr : zero.data(), params.qmin, params.qmax, out.data(),
       codes.empty() ? nullptr : codes.data());
 }
+void CountCastEventsRef(std::span<const float> x, std::span<const float> q, float clip_above,
+                        float subnormal_below, uint64_t& clipped, uint64_t& subnormal) {
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float a = std::fabs(x[i]), b = std::fabs(q[i]);
+    clipped += a > clip_above && std::isfinite(a);
+    subnormal += b > 0 && b < subnormal_below;
+  }
+}
+
+void CountCastEvents(std::span<const float> x, std::span<const float> q, float clip_above,
+                     float subnormal_below, uint64_t& clipped, uint64_t& subnormal) {
+  const size_t done = kernels::DispatchCountCastEvents(x.data(), q.data(), x.size(), clip_above,
+                                                       subnormal_below, &clipped, &subnormal);
+  CountCastEventsRef(x.subspan(done), q.subspan(done), clip_above, subnormal_below, clipped,
+                     subnormal);
+}
+
 void ComparePairs(std::span<const float> x, std::span<const float> q, const CompareOptions& options,
                   ErrorStats& stats) {
   const size_t done = kernels::DispatchComparePairs(x.data(), q.data(), x.size(), options, &stats);

@@ -54,6 +54,14 @@ uint64_t QuantizeIntBlocksRef(std::span<const float> x, int64_t cols, int64_t bl
                               const IntQuantParams& params, std::span<float> out,
                               std::span<int16_t> codes = {});
 
+// What a cast did, over x and its rounded q (same size): `clipped` counts
+// the finite x with |x| > clip_above, `subnormal` the q with 0 < |q| <
+// subnormal_below. Added to the two counters.
+void CountCastEvents(std::span<const float> x, std::span<const float> q, float clip_above,
+                     float subnormal_below, uint64_t& clipped, uint64_t& subnormal);
+void CountCastEventsRef(std::span<const float> x, std::span<const float> q, float clip_above,
+                        float subnormal_below, uint64_t& clipped, uint64_t& subnormal);
+
 // Observes every pair of x and q (same size) into `stats`: ComparePairsRef
 // element by element with ErrorStats::Observe, ComparePairs with the SIMD
 // kernel (the same counts and maxima; the sums in another order).

@@ -252,6 +252,28 @@ uint64_t QuantizeIntBlocks(const float* HWY_RESTRICT x, int64_t rows, int64_t co
   return clipped;
 }
 
+// ------------------------------ A cast's events
+
+// The whole vectors of [0, n); returns how many elements they cover.
+size_t CountCastEvents(const float* HWY_RESTRICT x, const float* HWY_RESTRICT q, size_t n,
+                       float clip_above, float subnormal_below, uint64_t* clipped,
+                       uint64_t* subnormal) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const auto clip = hn::Set(d, clip_above), sub = hn::Set(d, subnormal_below);
+  const auto inf = hn::Set(d, kInf), zero = hn::Zero(d);
+  uint64_t c = 0, s = 0;
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto a = hn::Abs(hn::LoadU(d, x + i)), b = hn::Abs(hn::LoadU(d, q + i));
+    c += hn::CountTrue(d, hn::And(hn::Gt(a, clip), hn::Lt(a, inf)));
+    s += hn::CountTrue(d, hn::And(hn::Gt(b, zero), hn::Lt(b, sub)));
+  }
+  *clipped += c;
+  *subnormal += s;
+  return i;
+}
+
 // ------------------------------ ggml's q-types and codebooks (kernels/blocks.h)
 
 // The signed element of p[0, n) of largest |v| over the finite ones, the
@@ -598,6 +620,13 @@ HWY_EXPORT(BlockMinMax);
 HWY_EXPORT(QuantizeIntBlocks);
 HWY_EXPORT(ComparePairs);
 HWY_EXPORT(BlockSignedMax);
+HWY_EXPORT(CountCastEvents);
+
+size_t DispatchCountCastEvents(const float* x, const float* q, size_t n, float clip_above,
+                               float subnormal_below, uint64_t* clipped, uint64_t* subnormal) {
+  return HWY_DYNAMIC_DISPATCH(CountCastEvents)(x, q, n, clip_above, subnormal_below, clipped,
+                                               subnormal);
+}
 HWY_EXPORT(QuantizeGgmlBlocks);
 HWY_EXPORT(QuantizeCodebookBlocks);
 

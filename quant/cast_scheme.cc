@@ -8,6 +8,7 @@
 #include "formats/packing.h"
 #include "formats/reference.h"
 #include "kernels/convert.h"
+#include "kernels/quantize.h"
 #include "quant/scheme_families.h"
 
 namespace lowp::internal {
@@ -23,6 +24,7 @@ class CastScheme : public Scheme {
       : Scheme(std::move(name)),
         format_(std::move(format)),
         options_(options),
+        rounder_(*Rounder::Make(format_, options_)),  // options validated by the caller
         max_finite_(static_cast<float>(format_.max_finite())),
         min_normal_(static_cast<float>(format_.min_normal())) {}
 
@@ -34,23 +36,19 @@ class CastScheme : public Scheme {
              std::span<float> out, SchemeCounts& counts, StoredChunk* stored) const override {
     (void)cols;
     thread_local std::vector<uint8_t> codes;
-    codes.resize(StorageBytes(format_, in.size()));
     RunOptions run;
     run.first_index = static_cast<uint64_t>(context.first_element);
     run.threads = 1;
-    // Options were validated when the scheme was made; sizes match by
-    // construction, so neither call can fail.
-    (void)EncodeArray(format_, in, codes, options_, run);
-    (void)DecodeArray(format_, codes, out, run);
-    // Branch-free so that the compiler vectorizes it (NaN compares false).
-    uint64_t clipped = 0, subnormal = 0;
-    for (size_t i = 0; i < in.size(); ++i) {
-      const float a = std::fabs(in[i]), q = std::fabs(out[i]);
-      clipped += (a > max_finite_) & (a != HUGE_VALF);
-      subnormal += (q > 0) & (q < min_normal_);
+    if (stored == nullptr) {
+      rounder_.Round(in, out, run);  // one pass, the same bits as the codes' decoding
+    } else {
+      // Options were validated when the scheme was made; sizes match by
+      // construction, so neither call can fail.
+      codes.resize(StorageBytes(format_, in.size()));
+      (void)EncodeArray(format_, in, codes, options_, run);
+      (void)DecodeArray(format_, codes, out, run);
     }
-    counts.clipped += clipped;
-    counts.subnormal += subnormal;
+    CountCastEvents(in, out, max_finite_, min_normal_, counts.clipped, counts.subnormal);
     if (stored != nullptr) {
       std::vector<uint32_t> unpacked;
       (void)UnpackCodes(format_, codes, 0, &unpacked);
@@ -62,6 +60,7 @@ class CastScheme : public Scheme {
  private:
   Format format_;
   ConvertOptions options_;
+  Rounder rounder_;
   float max_finite_;
   float min_normal_;
 };

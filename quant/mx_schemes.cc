@@ -107,6 +107,7 @@ class MxScheme : public Scheme {
   MxScheme(std::string name, Format element, MxScaleRule rule)
       : Scheme(std::move(name)),
         element_(std::move(element)),
+        rounder_(SaturatingRounder(element_)),
         rule_(rule),
         is_int_(!element_.is_float()),
         max_elem_(is_int_ ? static_cast<double>(kMxInt8Max) / (1 << kMxInt8FractionBits)
@@ -168,7 +169,11 @@ class MxScheme : public Scheme {
       }
     }
 
-    RoundTripSaturating(element_, scaled, out, bytes);
+    if (stored != nullptr) {
+      RoundTripSaturating(element_, scaled, out, bytes);
+    } else {
+      rounder_.Round(scaled, out, {.threads = 1});
+    }
 
     // A decoded element is subnormal exactly when its code is.
     uint64_t subnormal = 0;
@@ -202,6 +207,7 @@ class MxScheme : public Scheme {
 
  private:
   Format element_;
+  Rounder rounder_;  // element_, saturating
   MxScaleRule rule_;
   bool is_int_;
   double max_elem_;

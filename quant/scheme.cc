@@ -68,6 +68,13 @@ void RoundTripSaturating(const Format& format, std::span<const float> in, std::s
   if (!status.ok()) std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
 }
 
+Rounder SaturatingRounder(const Format& format) {
+  ConvertOptions options;
+  options.overflow = Overflow::kSaturate;
+  // Saturation is valid for every format.
+  return *Rounder::Make(format, options);
+}
+
 absl::Status UnknownOption(absl::string_view base, absl::string_view key, absl::string_view valid) {
   return absl::InvalidArgumentError(absl::StrCat("scheme '", base, "' has no option '", key,
                                                  "'; valid: ", valid.empty() ? "none" : valid));

@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "formats/format.h"
 #include "formats/packing.h"
+#include "kernels/convert.h"
 #include "quant/scheme.h"
 
 namespace lowp::internal {
@@ -70,6 +71,10 @@ float StoreScale(const Format& format, float scale);
 // codes in the storage layout of formats/packing.h. Sizes must match.
 void RoundTripSaturating(const Format& format, std::span<const float> in, std::span<float> out,
                          std::vector<uint8_t>& codes);
+
+// RoundTripSaturating's values without the codes, in one pass (RoundArray),
+// its plan made once: for schemes that keep one per element format.
+Rounder SaturatingRounder(const Format& format);
 
 // The InvalidArgument for an option key the scheme does not take.
 absl::Status UnknownOption(absl::string_view base, absl::string_view key, absl::string_view valid);

@@ -152,9 +152,11 @@ TEST_P(EveryFormat, EveryModeAndPolicyOnBoundaryInputs) {
   }
   std::vector<std::vector<uint32_t>> codes(cases.size(), std::vector<uint32_t>(n));
   std::vector<std::vector<uint32_t>> events(cases.size(), std::vector<uint32_t>(n));
+  std::vector<std::vector<float>> decoded(cases.size(), std::vector<float>(n));
   ParallelFor(static_cast<uint32_t>(cases.size()), [&](uint32_t c) {
     for (size_t i = 0; i < n; ++i) {
       codes[c][i] = EncodeFloat32(f, in[i], cases[c], i, &events[c][i]);
+      decoded[c][i] = DecodeToFloat32(f, codes[c][i]);
     }
   });
   ForEachTarget([&](const std::string&) {
@@ -167,6 +169,18 @@ TEST_P(EveryFormat, EveryModeAndPolicyOnBoundaryInputs) {
       std::vector<uint8_t> stored(StorageBytes(f, n));
       const absl::Status s = EncodeArray(f, in, stored, cases[c], {.threads = 1});
       const std::vector<uint32_t> unpacked = Unpacked(f, stored, n);
+      // One-pass rounding: the reference's decoded value, bit for bit.
+      std::vector<float> rounded(n);
+      const absl::Status r = RoundArray(f, in, rounded, cases[c], {.threads = 1});
+      for (size_t i = 0; i < n && bad[c] < 3; ++i) {
+        const float want = decoded[c][i];
+        if (!r.ok() || std::bit_cast<uint32_t>(rounded[i]) != std::bit_cast<uint32_t>(want)) {
+          ++bad[c];
+          ADD_FAILURE() << f.name << " " << Describe(cases[c]) << " input 0x" << std::hex << bits[i]
+                        << ": RoundArray 0x" << std::bit_cast<uint32_t>(rounded[i])
+                        << ", the reference's decoded code 0x" << std::bit_cast<uint32_t>(want);
+        }
+      }
       for (size_t i = 0; i < n && bad[c] < 3; ++i) {
         if (got[i] != codes[c][i] || got_events[i] != events[c][i] || unpacked[i] != codes[c][i]) {
           ++bad[c];

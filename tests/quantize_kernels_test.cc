@@ -349,3 +349,27 @@ TEST(QuantizeSimd, ComparePairsLongInput) {
 
 }  // namespace
 }  // namespace lowp::testing
+
+namespace lowp::testing {
+namespace {
+
+TEST(QuantizeSimd, CountCastEventsMatchesRef) {
+  std::mt19937 rng(9);
+  ForEachTarget([&] {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{16}, size_t{33}, size_t{1000}}) {
+      const std::vector<float> x = RandomValues(rng, n, 0.3), q = RandomValues(rng, n, 0.3);
+      for (const float clip : {448.0f, 6.0f, kInf, kNaN}) {
+        for (const float sub : {0.0f, 0.015625f, 1e-40f, kInf}) {
+          uint64_t want_c = 5, want_s = 7, got_c = 5, got_s = 7;  // added to
+          CountCastEventsRef(x, q, clip, sub, want_c, want_s);
+          CountCastEvents(x, q, clip, sub, got_c, got_s);
+          EXPECT_EQ(want_c, got_c) << n << " " << clip;
+          EXPECT_EQ(want_s, got_s) << n << " " << sub;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace lowp::testing

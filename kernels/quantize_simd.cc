@@ -98,9 +98,90 @@ HWY_INLINE void MinMaxRange(const float* HWY_RESTRICT p, size_t n, float* lo_out
   *hi_out = hi == 0 ? 0.0f : hi;
 }
 
+// For blocks of a few vectors the horizontal reduction of each block costs
+// more than its elements: Lanes(d) whole blocks, consecutive in memory, are
+// reduced together. v[k] holds block k's lane-wise partial result; each
+// level combines adjacent lanes of every pair of vectors (ConcatEven and
+// ConcatOdd), halving the lanes per block, until lane k of the result is
+// block k's.
+template <class D, class Op>
+HWY_INLINE hn::Vec<D> TransposeReduce(D d, hn::Vec<D>* v, Op op) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)d;
+  (void)op;
+  return v[0];
+#else
+  for (size_t count = hn::Lanes(d); count > 1; count /= 2) {
+    for (size_t j = 0; j < count / 2; ++j) {
+      v[j] = op(hn::ConcatEven(d, v[2 * j + 1], v[2 * j]), hn::ConcatOdd(d, v[2 * j + 1], v[2 * j]));
+    }
+  }
+  return v[0];
+#endif
+}
+
+// Whether blocks of `block` along rows of `cols` are reduced Lanes at a time:
+// whole vectors per block, whole blocks per row, and few enough vectors that
+// the reduction matters.
+HWY_INLINE bool GroupedBlocks(int64_t cols, int64_t block) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+  return N > 1 && block % N == 0 && cols % block == 0 && block <= 16 * N;
+}
+
+// amax[k] and, with kSigned, the signed max and min of the finite elements
+// of blocks first .. first + Lanes (non-finite ones as 0).
+template <bool kSigned>
+HWY_INLINE void ReduceBlockGroup(const float* HWY_RESTRICT x, size_t block,
+                                 float* HWY_RESTRICT amax, float* HWY_RESTRICT max,
+                                 float* HWY_RESTRICT min) {
+  const DF d;
+  constexpr size_t kMax = HWY_MAX_BYTES / sizeof(float);
+  const size_t N = hn::Lanes(d);
+  const auto inf = hn::Set(d, kInf);
+  hn::Vec<DF> hi[kMax], lo[kMax];
+  for (size_t k = 0; k < N; ++k) {
+    const float* p = x + k * block;
+    auto h = hn::Zero(d), l = hn::Zero(d);
+    for (size_t i = 0; i < block; i += N) {
+      const auto v = hn::LoadU(d, p + i);
+      if constexpr (kSigned) {
+        const auto f = hn::IfThenElseZero(hn::Lt(hn::Abs(v), inf), v);
+        h = hn::Max(h, f);
+        l = hn::Min(l, f);
+      } else {
+        const auto a = hn::Abs(v);
+        h = hn::Max(h, hn::IfThenElseZero(hn::Lt(a, inf), a));  // NaN compares false
+      }
+    }
+    hi[k] = h;
+    lo[k] = l;
+  }
+  const auto max_op = [](auto a, auto b) { return hn::Max(a, b); };
+  const auto hi_all = TransposeReduce(d, hi, max_op);
+  if constexpr (kSigned) {
+    const auto lo_all = TransposeReduce(d, lo, [](auto a, auto b) { return hn::Min(a, b); });
+    hn::StoreU(hi_all, d, max);
+    hn::StoreU(lo_all, d, min);
+    hn::StoreU(hn::Max(hi_all, hn::Neg(lo_all)), d, amax);
+  } else {
+    hn::StoreU(hi_all, d, amax);
+  }
+}
+
 void BlockAbsMax(const float* HWY_RESTRICT x, int64_t rows, int64_t cols, int64_t block,
                  float* HWY_RESTRICT amax) {
   const int64_t per_row = (cols + block - 1) / block;
+  if (GroupedBlocks(cols, block)) {
+    const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+    const int64_t blocks = rows * per_row;
+    int64_t g = 0;
+    for (; g + N <= blocks; g += N) {
+      ReduceBlockGroup<false>(x + g * block, static_cast<size_t>(block), amax + g, nullptr,
+                              nullptr);
+    }
+    for (; g < blocks; ++g) amax[g] = AbsMaxRange(x + g * block, static_cast<size_t>(block));
+    return;
+  }
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t b = 0; b < per_row; ++b) {
       const int64_t begin = b * block;
@@ -298,6 +379,26 @@ HWY_INLINE float SignedMaxRange(const float* HWY_RESTRICT p, size_t n) {
 void BlockSignedMax(const float* HWY_RESTRICT x, int64_t rows, int64_t cols, int64_t block,
                     float* HWY_RESTRICT max) {
   const int64_t per_row = (cols + block - 1) / block;
+  if (GroupedBlocks(cols, block)) {
+    const int64_t N = static_cast<int64_t>(hn::Lanes(DF()));
+    const int64_t blocks = rows * per_row;
+    HWY_ALIGN float amax[HWY_MAX_BYTES / sizeof(float)], hi[HWY_MAX_BYTES / sizeof(float)],
+        lo[HWY_MAX_BYTES / sizeof(float)];
+    int64_t g = 0;
+    for (; g + N <= blocks; g += N) {
+      ReduceBlockGroup<true>(x + g * block, static_cast<size_t>(block), amax, hi, lo);
+      for (int64_t k = 0; k < N; ++k) {
+        // The element of largest magnitude is the max or the min, unless both
+        // have it (then the first of them) or it is 0.
+        const float a = amax[k];
+        max[g + k] = a == 0           ? 0.0f
+                     : hi[k] != -lo[k] ? (hi[k] == a ? hi[k] : lo[k])
+                                       : SignedMaxRange(x + (g + k) * block, static_cast<size_t>(block));
+      }
+    }
+    for (; g < blocks; ++g) max[g] = SignedMaxRange(x + g * block, static_cast<size_t>(block));
+    return;
+  }
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t g = 0; g < per_row; ++g) {
       const int64_t begin = g * block;

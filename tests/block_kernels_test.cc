@@ -102,7 +102,7 @@ TEST(BlocksSimd, SignedMaxMatchesRef) {
   std::mt19937 rng(3);
   ForEachTarget([&] {
     for (int64_t block = 1; block <= 70; ++block) {
-      for (const int64_t cols : {block, 3 * block, block + 1, 2 * block - 1, int64_t{131}}) {
+      for (const int64_t cols : {block, 3 * block, block + 1, 2 * block - 1, int64_t{131}, 20 * block}) {
         const int64_t rows = 1 + block % 3, per_row = (cols + block - 1) / block;
         const size_t offset = static_cast<size_t>(block % 4);
         std::vector<float> buffer = RandomValues(rng, rows * cols + offset, block % 2 ? 0.1 : 0.6);

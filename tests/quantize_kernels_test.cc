@@ -218,7 +218,7 @@ TEST(QuantizeSimd, BlockAbsMaxAndMinMaxMatchRef) {
   std::mt19937 rng(1);
   ForEachTarget([&] {
     for (int64_t block = 1; block <= 130; ++block) {
-      for (const int64_t cols : {block, 3 * block, block + 1, 2 * block - 1, int64_t{257}}) {
+      for (const int64_t cols : {block, 3 * block, block + 1, 2 * block - 1, int64_t{257}, 20 * block}) {
         const int64_t rows = 1 + block % 3;
         const int64_t per_row = (cols + block - 1) / block;
         const double special = block % 2 ? 0.05 : 0.5;

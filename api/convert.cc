@@ -169,19 +169,28 @@ nlohmann::json ToJson(const ConvertFileResult& r) {
 }
 
 absl::Status EncodeValues(const Format& to, std::span<const float> values,
-                          const ConvertOptions& options, bool packed, std::span<uint8_t> out) {
+                          const ConvertOptions& options, bool packed, std::span<uint8_t> out,
+                          int threads) {
   if (absl::Status s = CheckOut(to, values.size(), packed, out); !s.ok()) return s;
   const size_t storage = StorageBytes(to, values.size());
-  if (absl::Status s = EncodeArray(to, values, out.first(storage), options); !s.ok()) return s;
+  RunOptions run;
+  run.threads = threads;
+  if (absl::Status s = EncodeArray(to, values, out.first(storage), options, run); !s.ok()) {
+    return s;
+  }
   if (!packed) LoadCodes(to, out.first(storage), values.size(), out.data());  // in place
   return absl::OkStatus();
 }
 
 absl::Status EncodeHalfValues(std::span<const uint16_t> fp16, const Format& to,
-                              const ConvertOptions& options, bool packed, std::span<uint8_t> out) {
+                              const ConvertOptions& options, bool packed, std::span<uint8_t> out,
+                              int threads) {
   if (absl::Status s = CheckOut(to, fp16.size(), packed, out); !s.ok()) return s;
   const size_t storage = StorageBytes(to, fp16.size());
-  if (absl::Status s = EncodeArray16(*FindFormat("fp16"), fp16, to, out.first(storage), options);
+  RunOptions run;
+  run.threads = threads;
+  if (absl::Status s =
+          EncodeArray16(*FindFormat("fp16"), fp16, to, out.first(storage), options, run);
       !s.ok()) {
     return s;
   }
@@ -189,8 +198,17 @@ absl::Status EncodeHalfValues(std::span<const uint16_t> fp16, const Format& to,
   return absl::OkStatus();
 }
 
+absl::Status RoundValues(const Format& to, std::span<const float> values,
+                         const ConvertOptions& options, std::span<float> out, int threads) {
+  RunOptions run;
+  run.threads = threads;
+  return RoundArray(to, values, out, options, run);
+}
+
 absl::Status DecodeCodes(const Format& from, const void* codes, size_t itemsize, size_t count,
-                         bool packed, std::span<float> out) {
+                         bool packed, std::span<float> out, int threads) {
+  RunOptions run;
+  run.threads = threads;
   if (out.size() != count) {
     return absl::InvalidArgumentError(absl::StrCat(count, " codes decode to ", count,
                                                    " values, not ", out.size()));
@@ -201,16 +219,16 @@ absl::Status DecodeCodes(const Format& from, const void* codes, size_t itemsize,
       return absl::InvalidArgumentError(
           "packed=True is for 4-bit formats, codes as uint8 storage bytes");
     }
-    return DecodeArray(from, {static_cast<const uint8_t*>(codes), storage_bytes}, out);
+    return DecodeArray(from, {static_cast<const uint8_t*>(codes), storage_bytes}, out, run);
   }
   // One code per element in a width other than the storage's: checked and
   // moved into the storage layout.
   if (from.storage_bits() == 4 || itemsize * 8 != static_cast<size_t>(from.storage_bits())) {
     std::vector<uint8_t> storage(storage_bytes);
     if (absl::Status s = StoreCodes(from, codes, itemsize, count, storage); !s.ok()) return s;
-    return DecodeArray(from, storage, out);
+    return DecodeArray(from, storage, out, run);
   }
-  return DecodeArray(from, {static_cast<const uint8_t*>(codes), storage_bytes}, out);
+  return DecodeArray(from, {static_cast<const uint8_t*>(codes), storage_bytes}, out, run);
 }
 
 }  // namespace lowp::api

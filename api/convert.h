@@ -36,18 +36,26 @@ nlohmann::json ToJson(const ConvertFileResult& result);
 // Values (float32, or fp16 bit patterns with EncodeHalfValues) to codes of
 // `to`: one per element in unsigned integers of CodeBytes(to) bytes, or with
 // `packed` in the storage layout (4-bit codes two per byte). `out` holds
-// exactly that many bytes.
+// exactly that many bytes. `threads`: 0 takes every CPU the process may run
+// on (here and below); the bytes never depend on it.
 absl::Status EncodeValues(const Format& to, std::span<const float> values,
-                          const ConvertOptions& options, bool packed, std::span<uint8_t> out);
+                          const ConvertOptions& options, bool packed, std::span<uint8_t> out,
+                          int threads = 0);
 absl::Status EncodeHalfValues(std::span<const uint16_t> fp16, const Format& to,
-                              const ConvertOptions& options, bool packed, std::span<uint8_t> out);
+                              const ConvertOptions& options, bool packed, std::span<uint8_t> out,
+                              int threads = 0);
+
+// float32 values rounded to `to` and read back, in one pass (RoundArray):
+// fake quantization, equal to DecodeCodes(EncodeValues(values)).
+absl::Status RoundValues(const Format& to, std::span<const float> values,
+                         const ConvertOptions& options, std::span<float> out, int threads = 0);
 
 // `count` codes of `from` to float32, exactly: codes one per element in
 // unsigned integers of `itemsize` bytes, or with `packed` the storage layout
 // (`codes` then holds StorageBytes(from, count) bytes). InvalidArgument for a
 // code wider than the format.
 absl::Status DecodeCodes(const Format& from, const void* codes, size_t itemsize, size_t count,
-                         bool packed, std::span<float> out);
+                         bool packed, std::span<float> out, int threads = 0);
 
 }  // namespace lowp::api
 

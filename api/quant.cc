@@ -356,7 +356,7 @@ absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& o) {
 }
 
 absl::Status QuantizeArray(const TensorView& tensor, const std::string& scheme_name,
-                           std::span<float> out) {
+                           std::span<float> out, int threads) {
   absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> schemes = ParseSchemes({scheme_name});
   if (!schemes.ok()) return schemes.status();
   if (out.size() != static_cast<size_t>(tensor.elements())) {
@@ -365,8 +365,10 @@ absl::Status QuantizeArray(const TensorView& tensor, const std::string& scheme_n
   }
   size_t done = 0;
   QuantReport report;
+  MeasureOptions measure;
+  measure.threads = threads;
   return QuantizeTensor(
-      tensor, *schemes->front(), {},
+      tensor, *schemes->front(), measure,
       [&](std::span<const float> values) {
         std::copy(values.begin(), values.end(), out.begin() + static_cast<ptrdiff_t>(done));
         done += values.size();

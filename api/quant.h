@@ -98,7 +98,7 @@ absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& options);
 // An array quantized and dequantized, in place of `out` (its element count);
 // what Quantize writes for it as F32.
 absl::Status QuantizeArray(const TensorView& tensor, const std::string& scheme,
-                           std::span<float> out);
+                           std::span<float> out, int threads = 0);
 
 struct RangeStudyOptions {
   TensorInputs inputs;

@@ -7,6 +7,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -105,10 +108,31 @@ Pool& Shared() {
 
 }  // namespace
 
+namespace {
+
+// A cgroup v2 CPU quota ("QUOTA PERIOD" in /sys/fs/cgroup/cpu.max, as
+// docker --cpus sets it), rounded up to whole CPUs; 0 when there is none.
+int CgroupCpuQuota() {
+  std::FILE* f = std::fopen("/sys/fs/cgroup/cpu.max", "r");
+  if (f == nullptr) return 0;
+  char quota[32] = {};
+  long long period = 0;
+  const int read = std::fscanf(f, "%31s %lld", quota, &period);
+  std::fclose(f);
+  if (read != 2 || period <= 0 || std::strcmp(quota, "max") == 0) return 0;
+  const long long q = std::atoll(quota);
+  if (q <= 0) return 0;
+  return static_cast<int>(std::min<long long>((q + period - 1) / period, 1 << 16));
+}
+
+}  // namespace
+
 int AvailableCpus() {
+  static const int quota = CgroupCpuQuota();  // read once; the affinity every call
+  int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) n = std::max(1, CPU_COUNT(&set));
+  return quota > 0 ? std::min(n, quota) : n;
 }
 
 int ResolveThreads(int requested) { return requested > 0 ? requested : AvailableCpus(); }

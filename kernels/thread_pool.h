@@ -19,8 +19,9 @@
 namespace lowp {
 
 // The CPUs this process may run on (its affinity mask, as taskset or a
-// container's cpuset sets it), at least 1: the default thread count
-// everywhere a count of 0 means "all".
+// container's cpuset sets it, capped by a cgroup v2 CPU quota such as docker
+// --cpus sets), at least 1: the default thread count everywhere a count of 0
+// means "all".
 int AvailableCpus();
 
 // `requested` threads, or AvailableCpus() for 0.

@@ -656,10 +656,19 @@ py::dtype CodeDtype(const Format& f) {
 // float32 or float16 values -> codes of `to`, one per element (uint8,
 // uint16 or uint32 by the format's width), or with packed=True (4-bit
 // formats) in the storage layout, two codes per byte, low nibble first.
+// `threads`: None or 0 for every CPU the process may run on.
+int Threads(const py::object& threads) {
+  if (threads.is_none()) return 0;
+  const int64_t n = Int("threads", threads);
+  if (n < 0 || n > 4096) throw py::value_error(absl::StrCat("threads=", n, ": 0 (all) to 4096"));
+  return static_cast<int>(n);
+}
+
 py::array Convert(const py::object& input, const std::string& to,
                   std::optional<std::string> rounding, std::optional<std::string> overflow,
                   std::optional<std::string> subnormals, std::optional<std::string> nan,
-                  uint64_t seed, bool packed) {
+                  uint64_t seed, bool packed, const py::object& threads) {
+  const int n_threads = Threads(threads);
   const Format format = Value(FindFormat(to));
   const ConvertOptions options = ReadConvertOptions(rounding, overflow, subnormals, nan, seed);
   if (packed && format.storage_bits() != 4) {
@@ -686,10 +695,10 @@ py::array Convert(const py::object& input, const std::string& to,
     py::gil_scoped_release release;
     status = half ? api::EncodeHalfValues(
                         std::span<const uint16_t>(static_cast<const uint16_t*>(values.data()), n),
-                        format, options, packed, bytes)
+                        format, options, packed, bytes, n_threads)
                   : api::EncodeValues(
                         format, std::span<const float>(static_cast<const float*>(values.data()), n),
-                        options, packed, bytes);
+                        options, packed, bytes, n_threads);
   }
   Check(status);
   return out;
@@ -700,7 +709,8 @@ py::array Convert(const py::object& input, const std::string& to,
 // (4-bit formats) as the storage layout holding `count` codes (default: two
 // per byte).
 py::array Decode(const py::object& input, const std::string& fmt, bool packed,
-                 std::optional<size_t> count) {
+                 std::optional<size_t> count, const py::object& threads) {
+  const int n_threads = Threads(threads);
   const Format format = Value(FindFormat(fmt));
   const py::array codes = NativeArray(input, "codes");
   if (codes.dtype().kind() != 'u') {
@@ -726,7 +736,34 @@ py::array Decode(const py::object& input, const std::string& fmt, bool packed,
   {
     py::gil_scoped_release release;
     status = api::DecodeCodes(format, codes.data(), itemsize, n, packed,
-                              std::span<float>(static_cast<float*>(out.mutable_data()), n));
+                              std::span<float>(static_cast<float*>(out.mutable_data()), n),
+                              n_threads);
+  }
+  Check(status);
+  return out;
+}
+
+// float32 values rounded to `to` and read back in one pass (fake_quant).
+py::array RoundValues(const py::object& input, const std::string& to,
+                      std::optional<std::string> rounding, std::optional<std::string> overflow,
+                      std::optional<std::string> subnormals, std::optional<std::string> nan,
+                      uint64_t seed, const py::object& threads) {
+  const int n_threads = Threads(threads);
+  const Format format = Value(FindFormat(to));
+  const ConvertOptions options = ReadConvertOptions(rounding, overflow, subnormals, nan, seed);
+  const py::array values = NativeArray(input, "values");
+  if (!py::isinstance<py::array_t<float>>(values)) {
+    throw py::value_error(absl::StrCat("round takes float32 values (got ",
+                                       std::string(py::str(values.dtype())), ")"));
+  }
+  const size_t n = static_cast<size_t>(values.size());
+  py::array_t<float> out(std::vector<py::ssize_t>(values.shape(), values.shape() + values.ndim()));
+  absl::Status status;
+  {
+    py::gil_scoped_release release;
+    status = api::RoundValues(
+        format, std::span<const float>(static_cast<const float*>(values.data()), n), options,
+        std::span<float>(static_cast<float*>(out.mutable_data()), n), n_threads);
   }
   Check(status);
   return out;
@@ -734,7 +771,8 @@ py::array Decode(const py::object& input, const std::string& fmt, bool packed,
 
 // An array quantized by `scheme` and dequantized (what `lowp quantize`
 // writes), as float32 of the same shape; rows are the last axis.
-py::array Quantize(const py::object& data, const std::string& scheme) {
+py::array Quantize(const py::object& data, const std::string& scheme, const py::object& threads) {
+  const int n_threads = Threads(threads);
   std::vector<py::array> keep;
   const TensorView view = ArrayView("array", data, keep);
   py::array_t<float> out(std::vector<py::ssize_t>(view.shape.begin(), view.shape.end()));
@@ -743,7 +781,8 @@ py::array Quantize(const py::object& data, const std::string& scheme) {
     py::gil_scoped_release release;
     status = api::QuantizeArray(
         view, scheme,
-        std::span<float>(static_cast<float*>(out.mutable_data()), static_cast<size_t>(out.size())));
+        std::span<float>(static_cast<float*>(out.mutable_data()), static_cast<size_t>(out.size())),
+        n_threads);
   }
   Check(status);
   return out;
@@ -800,12 +839,19 @@ PYBIND11_MODULE(_lowp, m) {
   m.def("convert", &Convert, py::arg("values"), py::arg("to"), py::kw_only(),
         py::arg("rounding") = py::none(), py::arg("overflow") = py::none(),
         py::arg("subnormals") = py::none(), py::arg("nan") = py::none(), py::arg("seed") = 0,
-        py::arg("packed") = false,
+        py::arg("packed") = false, py::arg("threads") = py::none(),
         "float32 or float16 values -> codes of format `to` (uint8/uint16/uint32, one per "
-        "element; packed=True: 4-bit codes two per byte).");
+        "element; packed=True: 4-bit codes two per byte). threads: None (every CPU the process "
+        "may run on) or a count.");
   m.def("decode", &Decode, py::arg("codes"), py::arg("fmt"), py::kw_only(),
-        py::arg("packed") = false, py::arg("count") = py::none(),
+        py::arg("packed") = false, py::arg("count") = py::none(), py::arg("threads") = py::none(),
         "Codes of format `fmt` -> float32 values, exactly.");
+  m.def("round_values", &RoundValues, py::arg("values"), py::arg("to"), py::kw_only(),
+        py::arg("rounding") = py::none(), py::arg("overflow") = py::none(),
+        py::arg("subnormals") = py::none(), py::arg("nan") = py::none(), py::arg("seed") = 0,
+        py::arg("threads") = py::none(),
+        "float32 values rounded to format `to` and read back as float32, in one pass: "
+        "decode(convert(values, to, ...), to) bit for bit.");
   m.def("quant_error", &QuantError, py::arg("data"), py::arg("scheme") = py::none(),
         "`lowp quant-error --json` on a checkpoint path (or list of paths), an array, or a "
         "dict of arrays; scheme: a name or a list; keywords tensors='*.q_proj*', summary=True, "
@@ -819,7 +865,8 @@ PYBIND11_MODULE(_lowp, m) {
   m.def("range_study", &RangeStudy, py::arg("data"),
         "`lowp range --json` on a checkpoint path, an array or a dict of arrays (formats=[...], "
         "fraction=0.999, tensors=..., threads=0).");
-  m.def("quantize", &Quantize, py::arg("array"), py::arg("scheme"),
+  m.def("quantize", &Quantize, py::arg("array"), py::arg("scheme"), py::kw_only(),
+        py::arg("threads") = py::none(),
         "The array quantized by `scheme` and dequantized, as float32.");
   m.def("size", &Size,
         "`lowp size --json`: model=..., mode=..., the memory model's options by field name "

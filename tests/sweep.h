@@ -24,14 +24,15 @@
 #include "formats/packing.h"
 #include "formats/reference.h"
 #include "kernels/convert.h"
+#include "kernels/thread_pool.h"
 #include "tests/oracle.h"
 
 namespace lowp::testing {
 
-// Calls body(chunk) for chunk in [0, chunks) on all hardware threads.
+// Calls body(chunk) for chunk in [0, chunks) on every CPU the process may run on.
 inline void ParallelFor(uint32_t chunks, const std::function<void(uint32_t)>& body) {
   std::atomic<uint32_t> next{0};
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = static_cast<unsigned>(AvailableCpus());
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t) {
     pool.emplace_back([&] {

@@ -1,9 +1,9 @@
 // The shared thread pool (kernels/thread_pool.h): every index runs exactly
-// once whatever the thread count, calls from several threads at once and
-// from inside a body complete, a forked child gets a pool of its own, and
 // the default count is the process's CPU affinity.
 #include "kernels/thread_pool.h"
 
+#include <fstream>
+#include <string>
 #include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -82,7 +84,15 @@ TEST(ThreadPool, AForkedChildHasAPoolOfItsOwn) {
 TEST(ThreadPool, DefaultCountIsTheAffinity) {
   cpu_set_t set;
   ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
-  EXPECT_EQ(AvailableCpus(), CPU_COUNT(&set));
+  // The affinity, unless a cgroup CPU quota (cpu.max) caps it lower.
+  std::ifstream quota("/sys/fs/cgroup/cpu.max");
+  std::string limit;
+  if (!(quota >> limit) || limit == "max") {
+    EXPECT_EQ(AvailableCpus(), CPU_COUNT(&set));
+  } else {
+    EXPECT_LE(AvailableCpus(), CPU_COUNT(&set));
+    EXPECT_GE(AvailableCpus(), 1);
+  }
   EXPECT_EQ(ResolveThreads(0), AvailableCpus());
   EXPECT_EQ(ResolveThreads(3), 3);
   // Restricted to one CPU, the default is one thread.

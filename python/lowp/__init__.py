@@ -30,6 +30,7 @@ from ._lowp import (  # noqa: F401
     quantize,
     range_study,
     read_tensors,
+    round_values,
     sample,
     schemes,
     size,
@@ -39,8 +40,16 @@ from ._lowp import (  # noqa: F401
 
 def fake_quant(values, fmt, **options):
     """The values rounded to format `fmt` and read back, as float32:
-    decode(convert(values, fmt, **options), fmt)."""
-    return decode(convert(values, fmt, **options), fmt)
+    decode(convert(values, fmt, **options), fmt), bit for bit. float32 input
+    takes one pass (round_values); other input goes through the codes.
+    Options: rounding, overflow, subnormals, nan, seed, threads."""
+    import numpy as np
+
+    array = np.asarray(values)
+    if array.dtype == np.float32:
+        return round_values(array, fmt, **options)
+    threads = options.pop("threads", None)
+    return decode(convert(array, fmt, threads=threads, **options), fmt, threads=threads)
 
 
 __all__ = [
@@ -55,6 +64,7 @@ __all__ = [
     "quantize",
     "range_study",
     "read_tensors",
+    "round_values",
     "schemes",
     "size",
     "tensors",

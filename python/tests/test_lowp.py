@@ -131,6 +131,40 @@ def test_any_byte_order_layout_and_shape():
     np.testing.assert_array_equal(lowp.fake_quant(fortran, "fp32"), fortran)
 
 
+def test_fake_quant_rounds_in_one_pass_to_the_bits_of_decode_convert():
+    # float32 input takes round_values (one pass); it must give decode(convert)
+    # bit for bit, NaN payloads and signed zeros included, in every mode and
+    # for any thread count.
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(300_000) * 4).astype(np.float32)
+    x[:8] = [np.nan, -np.nan, np.inf, -np.inf, 1e30, -0.0, 1e-42, -1e-45]
+    for fmt in ["fp8_e4m3fn", "fp8_e5m2", "bf16", "fp16", "fp6_e3m2fn", "fp4_e2m1fn", "tf32"]:
+        for rounding in ["nearest-even", "stochastic", "toward-negative"]:
+            want = lowp.decode(lowp.convert(x, fmt, rounding=rounding, seed=9), fmt)
+            for threads in (1, 2):
+                got = lowp.fake_quant(x, fmt, rounding=rounding, seed=9, threads=threads)
+                assert got.dtype == np.float32
+                assert got.tobytes() == want.tobytes(), (fmt, rounding, threads)
+    half = x[1000:2000].astype(np.float16)
+    np.testing.assert_array_equal(lowp.fake_quant(half, "fp8_e4m3fn", threads=1),
+                                  lowp.decode(lowp.convert(half, "fp8_e4m3fn"), "fp8_e4m3fn"))
+
+
+def test_threads_keyword_on_every_computing_function():
+    x = np.float32(np.linspace(-3, 3, 70_000)).reshape(700, 100)
+    codes = lowp.convert(x, "fp8_e4m3fn", threads=1)
+    assert codes.tobytes() == lowp.convert(x, "fp8_e4m3fn", threads=2).tobytes()
+    assert lowp.decode(codes, "fp8_e4m3fn", threads=1).tobytes() == \
+        lowp.decode(codes, "fp8_e4m3fn", threads=2).tobytes()
+    assert lowp.quantize(x, "q4_0", threads=1).tobytes() == lowp.quantize(x, "q4_0", threads=2).tobytes()
+    assert lowp.round_values(x, "bf16", threads=1).tobytes() == lowp.round_values(x, "bf16").tobytes()
+    for bad in (-1, 5000):
+        with pytest.raises(ValueError, match="threads"):
+            lowp.convert(x, "bf16", threads=bad)
+    with pytest.raises(ValueError, match="float32"):
+        lowp.round_values(x.astype(np.float64), "bf16")
+
+
 def test_fake_quant_is_decode_of_convert_and_options_apply():
     x = np.float32([0.1, 300.0, 1e6, -2.5, 1e-9])
     np.testing.assert_array_equal(lowp.fake_quant(x, "bf16"), lowp.decode(lowp.convert(x, "bf16"), "bf16"))

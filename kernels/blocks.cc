@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "formats/packing.h"
 
@@ -21,6 +22,13 @@ void DispatchQuantizeCodebookBlocks(const float* x, int64_t rows, int64_t cols, 
                                     const float* inverse, const float* scale,
                                     const float* thresholds, const float* values, int32_t count,
                                     float* out);
+
+uint64_t DispatchScaleBlocks(const float* x, int64_t rows, int64_t cols, int64_t block,
+                             const float* multiplier, float post, float limit, bool clamp,
+                             float* v);
+uint64_t DispatchUnscaleBlocks(const float* x, const float* v, int64_t rows, int64_t cols,
+                               int64_t block, const float* scale, float subnormal_below,
+                               float* out);
 
 }  // namespace kernels
 
@@ -141,6 +149,65 @@ void QuantizeCodebookBlocks(std::span<const float> x, int64_t cols, int64_t bloc
   kernels::DispatchQuantizeCodebookBlocks(x.data(), static_cast<int64_t>(x.size()) / cols, cols,
                                           block, inverse.data(), scale.data(), thresholds.data(),
                                           values.data(), static_cast<int32_t>(values.size()), out.data());
+}
+
+uint64_t ScaleBlocksRef(std::span<const float> x, int64_t cols, int64_t block,
+                        std::span<const float> multiplier, float post, float limit, bool clamp,
+                        std::span<float> v) {
+  if (cols <= 0 || block <= 0) return 0;
+  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
+  const int64_t per_row = BlocksPerRow(cols, block);
+  uint64_t clipped = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < per_row; ++b) {
+      const float m = multiplier[r * per_row + b];
+      for (int64_t i = r * cols + b * block; i < r * cols + std::min(cols, (b + 1) * block); ++i) {
+        float value = (std::isfinite(x[i]) ? x[i] : 0.0f) * m * post;
+        clipped += std::fabs(value) > limit;
+        if (clamp) value = std::min(std::max(value, -limit), limit);
+        v[i] = value;
+      }
+    }
+  }
+  return clipped;
+}
+
+uint64_t ScaleBlocks(std::span<const float> x, int64_t cols, int64_t block,
+                     std::span<const float> multiplier, float post, float limit, bool clamp,
+                     std::span<float> v) {
+  if (cols <= 0 || block <= 0) return 0;
+  return kernels::DispatchScaleBlocks(x.data(), static_cast<int64_t>(x.size()) / cols, cols, block,
+                                      multiplier.data(), post, limit, clamp, v.data());
+}
+
+uint64_t UnscaleBlocksRef(std::span<const float> x, std::span<const float> v, int64_t cols,
+                          int64_t block, std::span<const float> scale, float subnormal_below,
+                          std::span<float> out) {
+  if (cols <= 0 || block <= 0) return 0;
+  constexpr float kMax = std::numeric_limits<float>::max();
+  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
+  const int64_t per_row = BlocksPerRow(cols, block);
+  uint64_t subnormal = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < per_row; ++b) {
+      const float s = scale[r * per_row + b];
+      for (int64_t i = r * cols + b * block; i < r * cols + std::min(cols, (b + 1) * block); ++i) {
+        const float a = std::fabs(v[i]);
+        subnormal += a > 0 && a < subnormal_below;
+        const float y = std::min(std::max(v[i] * s, -kMax), kMax);
+        out[i] = std::isfinite(x[i]) ? y : x[i];
+      }
+    }
+  }
+  return subnormal;
+}
+
+uint64_t UnscaleBlocks(std::span<const float> x, std::span<const float> v, int64_t cols,
+                       int64_t block, std::span<const float> scale, float subnormal_below,
+                       std::span<float> out) {
+  if (cols <= 0 || block <= 0) return 0;
+  return kernels::DispatchUnscaleBlocks(x.data(), v.data(), static_cast<int64_t>(x.size()) / cols,
+                                        cols, block, scale.data(), subnormal_below, out.data());
 }
 
 }  // namespace lowp

@@ -66,6 +66,26 @@ void QuantizeCodebookBlocksRef(std::span<const float> x, int64_t cols, int64_t b
                                std::span<const float> thresholds, std::span<const float> values,
                                std::span<float> out);
 
+// The two element loops of a block-scaled float format (MX) around the
+// rounding of its elements:
+//   ScaleBlocks:   v = ((finite x ? x : 0) * multiplier[g]) * post (two
+//                  float32 products), clamped to [-limit, limit] when `clamp`;
+//                  returns the finite x with |v| > limit (before the clamp).
+//   UnscaleBlocks: out = finite x ? clamp(v * scale[g], +-FLT_MAX) : x, from
+//                  the rounded v; returns the v with 0 < |v| < subnormal_below.
+uint64_t ScaleBlocks(std::span<const float> x, int64_t cols, int64_t block,
+                     std::span<const float> multiplier, float post, float limit, bool clamp,
+                     std::span<float> v);
+uint64_t ScaleBlocksRef(std::span<const float> x, int64_t cols, int64_t block,
+                        std::span<const float> multiplier, float post, float limit, bool clamp,
+                        std::span<float> v);
+uint64_t UnscaleBlocks(std::span<const float> x, std::span<const float> v, int64_t cols,
+                       int64_t block, std::span<const float> scale, float subnormal_below,
+                       std::span<float> out);
+uint64_t UnscaleBlocksRef(std::span<const float> x, std::span<const float> v, int64_t cols,
+                          int64_t block, std::span<const float> scale, float subnormal_below,
+                          std::span<float> out);
+
 }  // namespace lowp
 
 #endif  // LOWP_KERNELS_BLOCKS_H_

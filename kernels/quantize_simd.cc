@@ -561,6 +561,81 @@ void QuantizeCodebookBlocks(const float* HWY_RESTRICT x, int64_t rows, int64_t c
   }
 }
 
+// ------------------------------ Block-scaled floats (MX) around the rounding
+
+template <class D>
+HWY_INLINE size_t ScaleVec(D d, float m, float post, float limit, bool clamp,
+                           const float* HWY_RESTRICT x, float* HWY_RESTRICT v) {
+  const auto in = hn::LoadU(d, x);
+  const auto finite = hn::Lt(hn::Abs(in), hn::Set(d, kInf));
+  auto value = hn::Mul(hn::Mul(hn::IfThenElseZero(finite, in), hn::Set(d, m)), hn::Set(d, post));
+  const auto lim = hn::Set(d, limit);
+  const size_t clipped = hn::CountTrue(d, hn::Gt(hn::Abs(value), lim));
+  if (clamp) value = hn::Min(hn::Max(value, hn::Neg(lim)), lim);  // value is never NaN
+  hn::StoreU(value, d, v);
+  return clipped;
+}
+
+uint64_t ScaleBlocks(const float* HWY_RESTRICT x, int64_t rows, int64_t cols, int64_t block,
+                     const float* HWY_RESTRICT multiplier, float post, float limit, bool clamp,
+                     float* HWY_RESTRICT v) {
+  const DF d;
+  const hn::CappedTag<float, 1> d1;
+  const size_t N = hn::Lanes(d);
+  const int64_t per_row = (cols + block - 1) / block;
+  uint64_t clipped = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < per_row; ++g) {
+      const float m = multiplier[r * per_row + g];
+      const size_t len = static_cast<size_t>(std::min(block, cols - g * block));
+      const int64_t at = r * cols + g * block;
+      size_t i = 0;
+      for (; i + N <= len; i += N) clipped += ScaleVec(d, m, post, limit, clamp, x + at + i, v + at + i);
+      for (; i < len; ++i) clipped += ScaleVec(d1, m, post, limit, clamp, x + at + i, v + at + i);
+    }
+  }
+  return clipped;
+}
+
+template <class D>
+HWY_INLINE size_t UnscaleVec(D d, float s, float subnormal_below, const float* HWY_RESTRICT x,
+                             const float* HWY_RESTRICT v, float* HWY_RESTRICT out) {
+  const auto in = hn::LoadU(d, x);
+  const auto value = hn::LoadU(d, v);
+  const auto a = hn::Abs(value);
+  const size_t subnormal =
+      hn::CountTrue(d, hn::And(hn::Gt(a, hn::Zero(d)), hn::Lt(a, hn::Set(d, subnormal_below))));
+  const auto max = hn::Set(d, std::numeric_limits<float>::max());
+  const auto y = hn::Min(hn::Max(hn::Mul(value, hn::Set(d, s)), hn::Neg(max)), max);
+  hn::StoreU(hn::IfThenElse(hn::Lt(hn::Abs(in), hn::Set(d, kInf)), y, in), d, out);
+  return subnormal;
+}
+
+uint64_t UnscaleBlocks(const float* HWY_RESTRICT x, const float* HWY_RESTRICT v, int64_t rows,
+                       int64_t cols, int64_t block, const float* HWY_RESTRICT scale,
+                       float subnormal_below, float* HWY_RESTRICT out) {
+  const DF d;
+  const hn::CappedTag<float, 1> d1;
+  const size_t N = hn::Lanes(d);
+  const int64_t per_row = (cols + block - 1) / block;
+  uint64_t subnormal = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < per_row; ++g) {
+      const float s = scale[r * per_row + g];
+      const size_t len = static_cast<size_t>(std::min(block, cols - g * block));
+      const int64_t at = r * cols + g * block;
+      size_t i = 0;
+      for (; i + N <= len; i += N) {
+        subnormal += UnscaleVec(d, s, subnormal_below, x + at + i, v + at + i, out + at + i);
+      }
+      for (; i < len; ++i) {
+        subnormal += UnscaleVec(d1, s, subnormal_below, x + at + i, v + at + i, out + at + i);
+      }
+    }
+  }
+  return subnormal;
+}
+
 // ------------------------------ Comparison of x with q
 
 // Sums and maxima in double, per lane.
@@ -722,6 +797,19 @@ HWY_EXPORT(QuantizeIntBlocks);
 HWY_EXPORT(ComparePairs);
 HWY_EXPORT(BlockSignedMax);
 HWY_EXPORT(CountCastEvents);
+HWY_EXPORT(ScaleBlocks);
+HWY_EXPORT(UnscaleBlocks);
+
+uint64_t DispatchScaleBlocks(const float* x, int64_t rows, int64_t cols, int64_t block,
+                             const float* multiplier, float post, float limit, bool clamp,
+                             float* v) {
+  return HWY_DYNAMIC_DISPATCH(ScaleBlocks)(x, rows, cols, block, multiplier, post, limit, clamp, v);
+}
+uint64_t DispatchUnscaleBlocks(const float* x, const float* v, int64_t rows, int64_t cols,
+                               int64_t block, const float* scale, float subnormal_below,
+                               float* out) {
+  return HWY_DYNAMIC_DISPATCH(UnscaleBlocks)(x, v, rows, cols, block, scale, subnormal_below, out);
+}
 
 size_t DispatchCountCastEvents(const float* x, const float* q, size_t n, float clip_above,
                                float subnormal_below, uint64_t* clipped, uint64_t* subnormal) {

@@ -30,6 +30,7 @@
 #include "formats/packing.h"
 #include "formats/reference.h"
 #include "kernels/convert.h"
+#include "kernels/blocks.h"
 #include "kernels/quantize.h"
 #include "quant/scheme_families.h"
 
@@ -143,55 +144,32 @@ class MxScheme : public Scheme {
     const float pre = is_int_ ? std::ldexp(1.0f, kMxInt8FractionBits) : 1.0f;
     const float limit = is_int_ ? static_cast<float>(kMxInt8Max) : static_cast<float>(max_elem_);
     const float min_normal = is_int_ ? 0.0f : static_cast<float>(element_.min_normal());
-    constexpr float kMax = std::numeric_limits<float>::max();
 
     thread_local std::vector<float> scaled, block_scale;
     thread_local std::vector<uint8_t> bytes;
     scaled.resize(n);
     block_scale.resize(static_cast<size_t>(rows * blocks));
     BlockAbsMax(in, cols, kMxBlock, block_scale);  // amax, then the scale X
-    uint64_t clipped = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t b = 0; b < blocks; ++b) {
-        const size_t begin = static_cast<size_t>(r * cols + b * kMxBlock);
-        const size_t end = static_cast<size_t>(r * cols + std::min(cols, (b + 1) * kMxBlock));
-        float& x_scale = block_scale[static_cast<size_t>(r * blocks + b)];
-        const int e = ScaleExponent(x_scale);
-        x_scale = std::ldexp(1.0f, e);
-        const float inv = std::ldexp(1.0f, -e);  // exact power of two
-        for (size_t i = begin; i < end; ++i) {   // branch-free: vectorized
-          const float x = in[i];
-          float v = (std::fabs(x) <= kMax ? x : 0.0f) * inv * pre;
-          clipped += std::fabs(v) > limit;
-          if (is_int_) v = std::min(std::max(v, -limit), limit);  // int8 alone would keep -128
-          scaled[i] = v;
-        }
-      }
+    thread_local std::vector<float> multiplier, unscale;
+    multiplier.resize(block_scale.size());
+    unscale.resize(block_scale.size());
+    for (size_t g = 0; g < block_scale.size(); ++g) {
+      const int e = ScaleExponent(block_scale[g]);
+      block_scale[g] = std::ldexp(1.0f, e);
+      multiplier[g] = std::ldexp(1.0f, -e);  // exact power of two
+      unscale[g] = block_scale[g] / pre;
     }
-
+    const uint64_t clipped =
+        ScaleBlocks(in, cols, kMxBlock, multiplier, pre, limit, /*clamp=*/is_int_, scaled);
     if (stored != nullptr) {
       RoundTripSaturating(element_, scaled, out, bytes);
     } else {
       rounder_.Round(scaled, out, {.threads = 1});
     }
-
-    // A decoded element is subnormal exactly when its code is.
-    uint64_t subnormal = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t b = 0; b < blocks; ++b) {
-        const size_t begin = static_cast<size_t>(r * cols + b * kMxBlock);
-        const size_t end = static_cast<size_t>(r * cols + std::min(cols, (b + 1) * kMxBlock));
-        const float x_scale = block_scale[static_cast<size_t>(r * blocks + b)] / pre;
-        for (size_t i = begin; i < end; ++i) {
-          const float v = out[i], a = std::fabs(v);
-          subnormal += (a > 0) & (a < min_normal);
-          // A value beyond float32 (a block max near FLT_MAX rounded up to the
-          // next element value) is returned as +-FLT_MAX.
-          const float y = std::min(std::max(v * x_scale, -kMax), kMax);
-          out[i] = std::fabs(in[i]) <= kMax ? y : in[i];
-        }
-      }
-    }
+    // A decoded element is subnormal exactly when its code is. A value beyond
+    // float32 (a block max near FLT_MAX rounded up to the next element value)
+    // is returned as +-FLT_MAX.
+    const uint64_t subnormal = UnscaleBlocks(in, out, cols, kMxBlock, unscale, min_normal, out);
     counts.clipped += clipped;
     counts.subnormal += subnormal;
 

@@ -186,5 +186,34 @@ TEST(BlocksSimd, CodebookMatchesRef) {
   });
 }
 
+TEST(BlocksSimd, ScaleAndUnscaleMatchRef) {
+  std::mt19937 rng(6);
+  const float kMultipliers[] = {1, 0.5f, 0x1p-20f, 0x1p100f, 0x1p-126f, 4};
+  std::uniform_int_distribution<int> pick(0, std::size(kMultipliers) - 1);
+  ForEachTarget([&] {
+    for (int64_t block = 1; block <= 70; block += 3) {
+      for (const int64_t cols : {block, 2 * block + 3, int64_t{131}, 20 * block}) {
+        const int64_t rows = 1 + block % 3, per_row = (cols + block - 1) / block;
+        const size_t n = static_cast<size_t>(rows * cols), offset = block % 4;
+        const std::vector<float> buffer = RandomValues(rng, n + offset, block % 2 ? 0.1 : 0.5);
+        const std::span<const float> x(buffer.data() + offset, n);
+        std::vector<float> m(rows * per_row);
+        for (float& f : m) f = kMultipliers[pick(rng)];
+        for (const bool clamp : {false, true}) {
+          std::vector<float> want(n), got(n, -7);
+          EXPECT_EQ(ScaleBlocksRef(x, cols, block, m, 64.0f, 6.0f, clamp, want),
+                    ScaleBlocks(x, cols, block, m, 64.0f, 6.0f, clamp, got));
+          ExpectSameBits(want, got);
+          std::vector<float> want_out(n), got_out = got;  // in place, as the MX schemes call it
+          EXPECT_EQ(UnscaleBlocksRef(x, want, cols, block, m, 0.5f, want_out),
+                    UnscaleBlocks(x, got_out, cols, block, m, 0.5f, got_out));
+          ExpectSameBits(want_out, got_out);
+        }
+        if (::testing::Test::HasFailure()) FAIL() << "block " << block << " cols " << cols;
+      }
+    }
+  });
+}
+
 }  // namespace
 }  // namespace lowp::testing

@@ -176,6 +176,37 @@ void Quant(benchmark::State& state, const Input* input, std::string scheme_name,
   state.counters["sqnr_db"] = sqnr;  // a check that the pass did its work
 }
 
+// The plan's seven default formats (DefaultPlanFormats) on one tensor, as
+// quant-error and plan run them: MeasureTensors, one read of the tensor for
+// all seven.
+void Sweep(benchmark::State& state, const Input* input, int threads) {
+  std::vector<std::unique_ptr<Scheme>> schemes;
+  for (const char* name : {"bf16", "fp8_e4m3fn", "int8-channel", "int4-g128", "nf4", "mxfp4",
+                           "q4_0"}) {
+    schemes.push_back(*ParseScheme(name));
+  }
+  Held& h = Get(*input);
+  absl::StatusOr<TensorSet> set = TensorSet::FromViews({h.view});
+  if (!set.ok()) {
+    state.SkipWithError(std::string(set.status().message()).c_str());
+    return;
+  }
+  const TensorView* tensors[] = {&set->tensors().front()};
+  MeasureOptions options;
+  options.threads = threads;
+  for (auto _ : state) {
+    absl::StatusOr<SetReports> r = MeasureTensors(*set, tensors, schemes, options, nullptr, false);
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      break;
+    }
+    const double sse = r->aggregates.front().stats.sum_squared_error;
+    benchmark::DoNotOptimize(sse);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * h.bytes.size()));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * input->rows * input->cols));
+}
+
 // The whole checkpoint, as a user runs it: open, every tensor x scheme.
 void Checkpoint(benchmark::State& state, std::string path, std::vector<std::string> names,
                 int threads) {
@@ -300,6 +331,7 @@ void RegisterAll() {
       const std::string suffix = "/" + input.name + "/threads:" + std::to_string(threads);
       Register("memcpy" + suffix, Memcpy, &input, threads);
       if (input.dtype == DType::kF32) {
+        Register("sweep/plan-7-formats" + suffix, Sweep, &input, threads);
         for (const char* s : f32_schemes)
           Register("quant/" + std::string(s) + suffix, Quant, &input, s, threads);
       } else {

@@ -327,6 +327,9 @@ EncodePlan MakeEncodePlan(const Format& to, const ConvertOptions& o, Source sour
   if (p.grid_fast) {
     p.grid_min_field = to.min_normal_exponent() + 127;
     p.grid_max = static_cast<float>(to.max_finite());
+    p.grid_min_normal = static_cast<float>(to.min_normal());
+    p.grid_subnormal_scale = std::ldexp(1.0f, to.mantissa_bits - to.min_normal_exponent());
+    p.grid_rebias = static_cast<uint32_t>(127 - to.bias) << to.mantissa_bits;
   }
   p.f16c = IsFloat16(to) && source == Source::kFloat32 && o.rounding == Rounding::kNearestEven &&
            policy == Overflow::kInfinity &&

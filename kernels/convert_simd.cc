@@ -72,6 +72,26 @@ HWY_INLINE VU RandomBits(DU du, const EncodePlan& p, uint64_t index) {
 // float32 bits -> codes. `source_subnormal` marks inputs that are subnormal in
 // the format they came from (what daz reads as zero). With kEvents, `*events`
 // receives each lane's EncodeEvent bits.
+// Nearest-even |x| on the grid of a plan with grid_fast (kernels/plan.h):
+// false when a lane is NaN, Inf or beyond the largest finite value once
+// rounded (the encoder's general path takes those vectors).
+HWY_INLINE bool GridRound(const EncodePlan& p, hn::Vec<DF> x, hn::Vec<DF>* rounded) {
+  const DU du;
+  const DI di;
+  const DF df;
+  const auto a = hn::Abs(x);
+  const VI field = hn::Max(hn::BitCast(di, hn::ShiftRight<23>(hn::BitCast(du, a))),
+                           hn::Set(di, p.grid_min_field));
+  // C = 1.5 * 2^23 * quantum: a + C rounds a to a multiple of the quantum.
+  const VU c_bits = hn::Or(hn::ShiftLeft<23>(hn::BitCast(du, hn::Add(field, hn::Set(di, 23 - p.m)))),
+                           hn::Set(du, 0x400000u));
+  const auto c = hn::BitCast(df, c_bits);
+  const auto r = hn::Sub(hn::Add(a, c), c);
+  const auto max = hn::Set(df, p.grid_max);
+  *rounded = r;
+  return hn::AllTrue(df, hn::And(hn::Le(a, hn::Add(max, max)), hn::Le(r, max)));
+}
+
 template <int R, bool kEvents>
 HWY_INLINE VU EncodeVec(const EncodePlan& p, VU bits, MU source_subnormal, uint64_t index,
                         VU* events) {
@@ -83,6 +103,27 @@ HWY_INLINE VU EncodeVec(const EncodePlan& p, VU bits, MU source_subnormal, uint6
   const MU negative = hn::RebindMask(du, hn::Lt(hn::BitCast(di, bits), hn::Zero(di)));
 
   if constexpr (R == kNearestEven && !kEvents) {
+    // Every finite result, subnormals included: the multiple n of the
+    // quantum that a + C rounds to sits in the low bits of a + C, and the
+    // code is ((field - min field) << m) + n for subnormal and normal
+    // results alike (a carry into the next binade included).
+    if (p.grid_fast) {
+      const auto x = hn::BitCast(df, bits);
+      const auto ax = hn::Abs(x);
+      const VI field = hn::Max(hn::BitCast(di, hn::ShiftRight<23>(a)), hn::Set(di, p.grid_min_field));
+      const auto c = hn::BitCast(
+          df, hn::Or(hn::ShiftLeft<23>(hn::BitCast(du, hn::Add(field, hn::Set(di, 23 - p.m)))),
+                     hn::Set(du, 0x400000u)));
+      const VI n = hn::Sub(hn::BitCast(di, hn::And(hn::BitCast(du, hn::Add(ax, c)), hn::Set(du, 0x7FFFFFu))),
+                           hn::Set(di, 0x400000));
+      const VI magnitude =
+          hn::Add(hn::ShiftLeftSame(hn::Sub(field, hn::Set(di, p.grid_min_field)), p.m), n);
+      const auto max = hn::Set(df, p.grid_max);
+      if (hn::AllTrue(di, hn::And(hn::RebindMask(di, hn::Le(ax, hn::Add(max, max))),
+                                  hn::Lt(magnitude, hn::Set(di, p.max_magnitude + 1))))) {
+        return hn::Or(hn::BitCast(du, magnitude), hn::ShiftLeftSame(hn::ShiftRight<31>(bits), p.bits - 1));
+      }
+    }
     if (p.fast) {
       const VI key = p.is_signed ? ai : hn::BitCast(di, bits);
       const auto in_range =
@@ -792,18 +833,10 @@ void RoundLoop(const EncodePlan& plan, const DecodePlan& dplan, const float* in,
       }
     }
     if (R == kNearestEven && p.grid_fast) {
-      const VU bits = hn::BitCast(du, x);
-      const VU sign = hn::And(bits, hn::Set(du, 0x80000000u));
-      const auto a = hn::Abs(x);
-      const VI field = hn::Max(hn::BitCast(di, hn::ShiftRight<23>(hn::BitCast(du, a))),
-                               hn::Set(di, p.grid_min_field));
-      const VU c_bits = hn::Or(hn::ShiftLeft<23>(hn::BitCast(du, hn::Add(field, hn::Set(di, 23 - p.m)))),
-                               hn::Set(du, 0x400000u));
-      const auto c = hn::BitCast(df, c_bits);
-      const auto r = hn::Sub(hn::Add(a, c), c);  // a rounded to a multiple of the quantum
-      const auto max = hn::Set(df, p.grid_max);
-      if (HWY_LIKELY(hn::AllTrue(df, hn::And(hn::Le(a, hn::Add(max, max)), hn::Le(r, max))))) {
-        return hn::BitCast(df, hn::Or(hn::BitCast(du, r), sign));
+      hn::Vec<DF> r;
+      if (HWY_LIKELY(GridRound(p, x, &r))) {
+        return hn::BitCast(df, hn::Or(hn::BitCast(du, r),
+                                      hn::And(hn::BitCast(du, x), hn::Set(du, 0x80000000u))));
       }
     }
     const Loaded loaded = LoadSource(p, x_ptr, 0);

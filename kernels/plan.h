@@ -55,9 +55,15 @@ struct EncodePlan {
   // subtract of C = 1.5 * 2^23 * quantum (quantum = 2^(max(exponent,
   // grid_min_field) - 127 - m)), for |x| <= 2 * grid_max whose result is at
   // most grid_max (the largest finite); other vectors take the encoder.
+  // The encoder's codes from that rounded r: (bits(r) >> (23 - m)) -
+  // grid_rebias for r >= grid_min_normal, r * grid_subnormal_scale (an
+  // integer) below.
   bool grid_fast = false;
   int32_t grid_min_field = 0;  // float32 biased exponent of the smallest normal
   float grid_max = 0;
+  float grid_min_normal = 0;
+  float grid_subnormal_scale = 0;  // 2^(m - min normal exponent)
+  uint32_t grid_rebias = 0;        // (127 - bias) << m
   bool f16c = false;  // CPU's vcvtps2ph matches (nearest-even fp16)
   bool bf16 = false;  // nearest-even bf16 by one add (inf, subnormals kept)
   // Non-temporal stores in the fp16/bf16 loops: the output (aligned by the

@@ -427,3 +427,43 @@ def test_names_that_are_not_utf8_do_not_abort(tmp_path):
         np.save(f, np.zeros((2, 32), np.float32))
     rows = lowp.quant_error(path, "bf16")["results"]
     assert rows[0]["tensor"] == "t\ufffd"
+
+
+def test_seven_schemes_read_a_checkpoint_from_storage_once(tmp_path):
+    # quant-error hands each chunk to every scheme: with the file evicted from
+    # the page cache first, the bytes this process reads from storage
+    # (/proc/self/io read_bytes) for seven schemes are about the file's size,
+    # and the released batches leave the page cache.
+    import struct
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "two.safetensors"
+    arrays = [(rng.standard_normal((2048, 4096)) * 0.02).astype(np.float32) for _ in range(2)]
+    header, offset = {}, 0
+    for i, a in enumerate(arrays):
+        header[f"layers.{i}.weight"] = {"dtype": "F32", "shape": list(a.shape),
+                                        "data_offsets": [offset, offset + a.nbytes]}
+        offset += a.nbytes
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text)
+        for a in arrays:
+            f.write(a.tobytes())
+        f.flush()
+        os.fsync(f.fileno())
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+
+    def read_bytes():
+        with open("/proc/self/io") as io:
+            return next(int(line.split()[1]) for line in io if line.startswith("read_bytes:"))
+
+    before = read_bytes()
+    lowp.quant_error(str(path), ["bf16", "fp8_e4m3fn", "int8-channel", "int4-g128", "nf4",
+                                 "mxfp4", "q4_0"])
+    read = read_bytes() - before
+    if read == 0:
+        pytest.skip("no storage reads accounted here (tmpfs, or no block-I/O accounting)")
+    assert read <= 1.1 * os.path.getsize(path), read

@@ -129,6 +129,35 @@ void Measure(benchmark::State& state, const Format& f, size_t bytes, int threads
   state.SetLabel(KernelTarget());
 }
 
+// One-pass rounding (RoundArray, float32 in and out: what fake quantization
+// and CPFloat do) of 2^24 values from N(0, 0.02^2), the spread of a weight
+// tensor: many of them are subnormal in fp8. Its own input, so that peers
+// run on the same values (bench/README.md).
+const float* WeightLikeInput() {
+  static float* data = [] {
+    const size_t n = size_t{1} << 24;
+    auto* p = static_cast<float*>(hwy::AllocateAlignedBytes(n * 4, nullptr, nullptr));
+    std::mt19937 rng(42);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    for (size_t i = 0; i < n; ++i) p[i] = normal(rng);
+    return p;
+  }();
+  return data;
+}
+
+void Round(benchmark::State& state, const Format& f, ConvertOptions o, int threads) {
+  const size_t n = size_t{1} << 24;
+  const std::span<const float> in(WeightLikeInput(), n);
+  const std::span<float> out(reinterpret_cast<float*>(Output(4 * n)), n);
+  for (auto _ : state) {
+    if (!RoundArray(f, in, out, o, {.threads = threads}).ok()) state.SkipWithError("failed");
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * n));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * 8 * n));
+  state.SetLabel(KernelTarget());
+}
+
 void Reference(benchmark::State& state, const Format& f, size_t bytes) {
   const size_t n = bytes / 4;
   const float* in = Input();
@@ -234,7 +263,30 @@ void Register(const std::string& name, Args&&... args) {
       ->ReportAggregatesOnly(true);
 }
 
+void RegisterRound() {
+  struct Case {
+    const char* name;
+    const char* format;
+    Rounding rounding;
+  };
+  const Case cases[] = {{"fp16", "fp16", Rounding::kNearestEven},
+                        {"bf16", "bf16", Rounding::kNearestEven},
+                        {"fp8_e4m3fn", "fp8_e4m3fn", Rounding::kNearestEven},
+                        {"fp8_e5m2", "fp8_e5m2", Rounding::kNearestEven},
+                        {"fp16-stochastic", "fp16", Rounding::kStochastic},
+                        {"bf16-stochastic", "bf16", Rounding::kStochastic},
+                        {"fp16-toward-zero", "fp16", Rounding::kTowardZero}};
+  for (int threads : {1, AvailableCpus()}) {
+    for (const Case& c : cases) {
+      Register("round/" + std::string(c.name) + "/n(0,0.02)-64MiB/threads:" +
+                   std::to_string(threads),
+               Round, *FindFormat(c.format), ConvertOptions{.rounding = c.rounding}, threads);
+    }
+  }
+}
+
 void RegisterAll() {
+  RegisterRound();
   const char* encodes[] = {"fp16", "bf16",       "fp8_e4m3fn", "fp8_e5m2", "int8",
                            "int4", "fp4_e2m1fn", "fp6_e2m3fn", "e8m0fnu"};
   const char* decodes[] = {"fp16", "bf16", "fp8_e4m3fn"};

@@ -320,11 +320,13 @@ EncodePlan MakeEncodePlan(const Format& to, const ConvertOptions& o, Source sour
     p.fast_hi = static_cast<int32_t>(Bits(static_cast<float>(to.max_finite())) +
                                      (1u << (p.fast_shift - 1)));
   }
-  p.grid_fast = o.rounding == Rounding::kNearestEven && to.is_float() && to.has_zero &&
-                to.has_negative_zero() && !p.daz && !p.ftz && source == Source::kFloat32 &&
-                to.mantissa_bits < 23 && to.min_normal_exponent() >= -126 &&
+  const bool grid = to.is_float() && to.has_zero && to.has_negative_zero() && !p.daz && !p.ftz &&
+                    source == Source::kFloat32 && to.mantissa_bits < 23 &&
+                    to.min_normal_exponent() >= -126;
+  p.grid_fast = grid && o.rounding == Rounding::kNearestEven &&
                 to.max_normal_exponent() + 2 + 127 + 23 - to.mantissa_bits <= 254;
-  if (p.grid_fast) {
+  p.grid_toward_zero = grid && o.rounding == Rounding::kTowardZero;
+  if (grid) {
     p.grid_min_field = to.min_normal_exponent() + 127;
     p.grid_max = static_cast<float>(to.max_finite());
     p.grid_min_normal = static_cast<float>(to.min_normal());
@@ -435,11 +437,24 @@ absl::StatusOr<Rounder> Rounder::Make(const Format& to, const ConvertOptions& op
 
 void Rounder::Round(std::span<const float> in, std::span<float> out, const RunOptions& run) const {
   const State& st = *state_;
-  const size_t count = std::min(in.size(), out.size());
+  size_t count = std::min(in.size(), out.size());
+  kernels::DecodePlan decode = st.decoder.plan;
+  uint64_t first = run.first_index;
+  // An output beyond the cache is streamed past it (non-temporal stores from
+  // a 64-byte boundary on), unless rounded in place.
+  if (!st.decoder.scalar && in.data() != out.data() && count * sizeof(float) >= kStreamBytes) {
+    const size_t head = HeadBeforeAlignment(out.data(), sizeof(float), count);
+    kernels::DispatchRound(st.plan, decode, in.data(), head, first, out.data());
+    in = in.subspan(head);
+    out = out.subspan(head);
+    count -= head;
+    first += head;
+    decode.stream = true;
+  }
   ForParts(count, ThreadCount(run, count), [&](int, size_t begin, size_t end) {
     if (!st.decoder.scalar) {
-      kernels::DispatchRound(st.plan, st.decoder.plan, in.data() + begin, end - begin,
-                             run.first_index + begin, out.data() + begin);
+      kernels::DispatchRound(st.plan, decode, in.data() + begin, end - begin, first + begin,
+                             out.data() + begin);
       return;
     }
     // The odd user-defined format: encode by the kernel, decode by the
@@ -448,8 +463,8 @@ void Rounder::Round(std::span<const float> in, std::span<float> out, const RunOp
     std::vector<uint32_t> codes(kBlock), events(kBlock);
     for (size_t i = begin; i < end; i += kBlock) {
       const size_t n = std::min(kBlock, end - i);
-      kernels::DispatchEncodeWithEvents(st.plan, in.data() + i, n, run.first_index + i,
-                                        codes.data(), events.data());
+      kernels::DispatchEncodeWithEvents(st.plan, in.data() + i, n, first + i, codes.data(),
+                                        events.data());
       for (size_t k = 0; k < n; ++k) out[i + k] = DecodeToFloat32(st.to, codes[k]);
     }
   });

@@ -802,54 +802,82 @@ void Measure(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t 
 #endif
 
 // float32 -> codes and events, unpacked (tests of the lane logic).
+template <int R>
+HWY_INLINE hn::Vec<DF> RoundVec(const EncodePlan& p, const DecodePlan& dp, const float* x_ptr,
+                                uint64_t index) {
+  const DU du;
+  const DI di;
+  const DF df;
+  const auto x = hn::LoadU(df, x_ptr);
+  if (R == kNearestEven && p.storage == Storage::kHalf && (p.f16c || p.bf16) &&
+      HWY_LIKELY(hn::AllFalse(df, hn::IsNaN(x)))) {
+#if LOWP_HAVE_F16C
+    if (p.f16c) {
+      const hn::Rebind<hwy::float16_t, DF> dh;
+      return hn::PromoteTo(df, hn::DemoteTo(dh, x));
+    }
+#endif
+    if (p.bf16) {
+      const VU b = hn::BitCast(du, x);
+      const VU r = hn::Add(hn::Add(b, hn::Set(du, 0x7FFFu)),
+                           hn::And(hn::ShiftRight<16>(b), hn::Set(du, 1)));
+      return hn::BitCast(df, hn::And(r, hn::Set(du, 0xFFFF0000u)));
+    }
+  }
+  if (R == kNearestEven && p.grid_fast) {
+    hn::Vec<DF> r;
+    if (HWY_LIKELY(GridRound(p, x, &r))) {
+      return hn::BitCast(df, hn::Or(hn::BitCast(du, r),
+                                    hn::And(hn::BitCast(du, x), hn::Set(du, 0x80000000u))));
+    }
+  }
+  if (R == kTowardZero && p.grid_toward_zero) {
+    // Truncation: the bits below the quantum cleared, 23 - m of them for a
+    // normal result and more below the smallest normal; below the smallest
+    // subnormal, +-0. Vectors with a NaN, Inf or a value beyond the largest
+    // finite take the general path.
+    const VU bits = hn::BitCast(du, x);
+    const VU a = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+    // float32's subnormals have the quantum of its field 1.
+    const VI field = hn::Max(hn::BitCast(di, hn::ShiftRight<23>(a)), hn::Set(di, 1));
+    const VI extra = hn::Max(hn::Sub(hn::Set(di, p.grid_min_field), field), hn::Zero(di));
+    const VI cleared = hn::Add(extra, hn::Set(di, 23 - p.m));  // above 23: below every step
+    const VU shift = hn::BitCast(du, hn::Min(cleared, hn::Set(di, 24)));
+    const VU kept = hn::IfThenElse(hn::RebindMask(du, hn::Gt(cleared, hn::Set(di, 23))),
+                                   hn::And(bits, hn::Set(du, 0x80000000u)),
+                                   hn::And(bits, hn::Shl(hn::Set(du, 0xFFFFFFFFu), shift)));
+    if (HWY_LIKELY(hn::AllTrue(df, hn::Le(hn::BitCast(df, a), hn::Set(df, p.grid_max))))) {
+      return hn::BitCast(df, kept);
+    }
+  }
+  const Loaded loaded = LoadSource(p, x_ptr, 0);
+  const VU code = EncodeVec<R, false>(p, loaded.bits, loaded.subnormal, index, nullptr);
+  return dp.use_table ? hn::GatherIndex(df, dp.table, hn::BitCast(di, code))
+                      : hn::BitCast(df, DecodeVec(dp, code));
+}
+
 // float32 -> the value of the format's grid, float32: EncodeVec and the
 // decode in registers, no codes written. Nearest-even fp16 and bf16 take the
-// CPU's conversion and the one-add rounding of the encoder for vectors
-// without NaN (whose policies the general path applies).
+// CPU's conversion and the one-add rounding of the encoder, and the small
+// float formats GridRound, for vectors without NaN (whose policies the
+// general path applies) or overflow.
 template <int R>
 void RoundLoop(const EncodePlan& plan, const DecodePlan& dplan, const float* in, size_t count,
                uint64_t first, float* out) {
   const EncodePlan p = plan;
   const DecodePlan dp = dplan;
-  const DU du;
-  const DI di;
   const DF df;
-  const size_t N = hn::Lanes(du);
-  const auto one_vector = [&](const float* x_ptr, uint64_t index) {
-    const auto x = hn::LoadU(df, x_ptr);
-    if (R == kNearestEven && p.storage == Storage::kHalf && (p.f16c || p.bf16) &&
-        HWY_LIKELY(hn::AllFalse(df, hn::IsNaN(x)))) {
-#if LOWP_HAVE_F16C
-      if (p.f16c) {
-        const hn::Rebind<hwy::float16_t, DF> dh;
-        return hn::PromoteTo(df, hn::DemoteTo(dh, x));
-      }
-#endif
-      if (p.bf16) {
-        const VU b = hn::BitCast(du, x);
-        const VU r = hn::Add(hn::Add(b, hn::Set(du, 0x7FFFu)),
-                             hn::And(hn::ShiftRight<16>(b), hn::Set(du, 1)));
-        return hn::BitCast(df, hn::And(r, hn::Set(du, 0xFFFF0000u)));
-      }
-    }
-    if (R == kNearestEven && p.grid_fast) {
-      hn::Vec<DF> r;
-      if (HWY_LIKELY(GridRound(p, x, &r))) {
-        return hn::BitCast(df, hn::Or(hn::BitCast(du, r),
-                                      hn::And(hn::BitCast(du, x), hn::Set(du, 0x80000000u))));
-      }
-    }
-    const Loaded loaded = LoadSource(p, x_ptr, 0);
-    const VU code = EncodeVec<R, false>(p, loaded.bits, loaded.subnormal, index, nullptr);
-    return dp.use_table ? hn::GatherIndex(df, dp.table, hn::BitCast(di, code))
-                        : hn::BitCast(df, DecodeVec(dp, code));
-  };
+  const size_t N = hn::Lanes(df);
   size_t i = 0;
-  for (; i + N <= count; i += N) hn::StoreU(one_vector(in + i, first + i), df, out + i);
+  if (dp.stream) {  // the caller aligned `out`
+    for (; i + N <= count; i += N) hn::Stream(RoundVec<R>(p, dp, in + i, first + i), df, out + i);
+    hwy::FlushStream();
+  }
+  for (; i + N <= count; i += N) hn::StoreU(RoundVec<R>(p, dp, in + i, first + i), df, out + i);
   if (i == count) return;
   HWY_ALIGN float tail[kMaxLanes] = {};
   memcpy(tail, in + i, (count - i) * sizeof(float));
-  hn::Store(one_vector(tail, first + i), df, tail);
+  hn::Store(RoundVec<R>(p, dp, tail, first + i), df, tail);
   memcpy(out + i, tail, (count - i) * sizeof(float));
 }
 

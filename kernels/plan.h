@@ -59,6 +59,9 @@ struct EncodePlan {
   // grid_rebias for r >= grid_min_normal, r * grid_subnormal_scale (an
   // integer) below.
   bool grid_fast = false;
+  // RoundArray toward zero on the same grid: the bits below the quantum
+  // cleared (|x| <= grid_max; the grid fields as for grid_fast).
+  bool grid_toward_zero = false;
   int32_t grid_min_field = 0;  // float32 biased exponent of the smallest normal
   float grid_max = 0;
   float grid_min_normal = 0;

@@ -13,6 +13,7 @@
 #include "formats/packing.h"
 #include "formats/reference.h"
 #include "kernels/convert.h"
+#include "kernels/quantize.h"
 #include "quant/scheme_families.h"
 
 namespace lowp {
@@ -32,12 +33,16 @@ double Scheme::BitsPerWeight(int64_t rows, int64_t cols) const {
 
 void Scheme::Observe(std::span<const float> in, int64_t cols, TensorContext& context) const {
   (void)cols;
-  for (float x : in) {
-    if (!std::isfinite(x)) continue;
-    context.absmax = std::max(context.absmax, std::fabs(x));
-    context.min = std::min(context.min, x);
-    context.max = std::max(context.max, x);
-  }
+  if (in.empty()) return;
+  // The chunk as one block: max |x|, min and max over the finite elements
+  // (0 when none), by the SIMD kernels.
+  const int64_t n = static_cast<int64_t>(in.size());
+  float absmax = 0, lo = 0, hi = 0;
+  BlockAbsMax(in, n, n, {&absmax, 1});
+  BlockMinMax(in, n, n, {&lo, 1}, {&hi, 1});
+  context.absmax = std::max(context.absmax, absmax);
+  context.min = std::min(context.min, lo);  // both start at 0
+  context.max = std::max(context.max, hi);
 }
 
 namespace internal {

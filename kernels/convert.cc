@@ -326,6 +326,9 @@ EncodePlan MakeEncodePlan(const Format& to, const ConvertOptions& o, Source sour
   p.grid_fast = grid && o.rounding == Rounding::kNearestEven &&
                 to.max_normal_exponent() + 2 + 127 + 23 - to.mantissa_bits <= 254;
   p.grid_toward_zero = grid && o.rounding == Rounding::kTowardZero;
+  p.grid_stochastic = grid && o.rounding == Rounding::kStochastic &&
+                      to.min_normal_exponent() + 127 - to.mantissa_bits >= 1 &&
+                      to.max_normal_exponent() + 2 + 127 + to.mantissa_bits <= 254;
   if (grid) {
     p.grid_min_field = to.min_normal_exponent() + 127;
     p.grid_max = static_cast<float>(to.max_finite());

@@ -831,6 +831,38 @@ HWY_INLINE hn::Vec<DF> RoundVec(const EncodePlan& p, const DecodePlan& dp, const
                                     hn::And(hn::BitCast(du, x), hn::Set(du, 0x80000000u))));
     }
   }
+  if (R == kStochastic && p.grid_stochastic) {
+    // Truncated to a multiple of the quantum, then one quantum more where
+    // RandomBits is below the top 32 bits of the dropped fraction, as the
+    // encoder decides. The fraction (a / quantum - whole) * 2^32 is exact
+    // while at most 24 bits are dropped (a field at most one below the
+    // smallest normal's, in formats of m >= 0); other vectors, and NaN, Inf
+    // or a result beyond the largest finite, take the general path.
+    const VU bits = hn::BitCast(du, x);
+    const VU a = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+    const VI raw = hn::Max(hn::BitCast(di, hn::ShiftRight<23>(a)), hn::Set(di, 1));
+    const VI field = hn::Max(raw, hn::Set(di, p.grid_min_field));
+    const auto few_dropped = hn::Lt(hn::Sub(field, raw), hn::Set(di, 2 + p.m));
+    const auto quantum =
+        hn::BitCast(df, hn::ShiftLeft<23>(hn::BitCast(du, hn::Sub(field, hn::Set(di, p.m)))));
+    const auto inverse = hn::BitCast(
+        df, hn::ShiftLeft<23>(hn::BitCast(du, hn::Sub(hn::Set(di, 254 + p.m), field))));
+    const auto multiple = hn::Mul(hn::BitCast(df, a), inverse);  // exact: a power of 2
+    const auto whole = hn::Trunc(multiple);
+    // (A NaN lane, from a NaN or Inf input, becomes 0: no float-to-int overflow.)
+    auto fraction = hn::Mul(hn::Sub(multiple, whole), hn::Set(df, 4294967296.0f));
+    fraction = hn::IfThenZeroElse(hn::IsNaN(fraction), fraction);
+    // Unsigned comparison of 32-bit values through signed ones biased by 2^31.
+    const VI fraction_biased = hn::ConvertTo(di, hn::Sub(fraction, hn::Set(df, 2147483648.0f)));
+    const VI random = hn::BitCast(di, hn::Xor(RandomBits(du, p, index), hn::Set(du, 0x80000000u)));
+    const auto up = hn::RebindMask(df, hn::Lt(random, fraction_biased));
+    const auto r = hn::Add(hn::Mul(whole, quantum), hn::IfThenElseZero(up, quantum));
+    const auto max = hn::Set(df, p.grid_max);
+    const auto in_range = hn::And(hn::Le(hn::BitCast(df, a), hn::Add(max, max)), hn::Le(r, max));
+    if (HWY_LIKELY(hn::AllTrue(df, hn::And(hn::RebindMask(df, few_dropped), in_range)))) {
+      return hn::BitCast(df, hn::Or(hn::BitCast(du, r), hn::And(bits, hn::Set(du, 0x80000000u))));
+    }
+  }
   if (R == kTowardZero && p.grid_toward_zero) {
     // Truncation: the bits below the quantum cleared, 23 - m of them for a
     // normal result and more below the smallest normal; below the smallest

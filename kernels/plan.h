@@ -62,6 +62,9 @@ struct EncodePlan {
   // RoundArray toward zero on the same grid: the bits below the quantum
   // cleared (|x| <= grid_max; the grid fields as for grid_fast).
   bool grid_toward_zero = false;
+  // ... and stochastically: the truncation plus one quantum where
+  // RandomBits is below the dropped fraction's top 32 bits.
+  bool grid_stochastic = false;
   int32_t grid_min_field = 0;  // float32 biased exponent of the smallest normal
   float grid_max = 0;
   float grid_min_normal = 0;

@@ -447,7 +447,8 @@ HWY_INLINE size_t GgmlVec(D d, const GgmlElementRule& rule, const GgmlBlock& b,
     const auto below = hn::Le(t, hn::Set(d, -1.0f));
     clip = hn::Or(above, below);
     // In range, the conversion truncates toward zero exactly.
-    auto q = hn::ConvertTo(d, hn::ConvertTo(di, hn::IfThenZeroElse(clip, t)));
+    // (NaN and the clamped lanes converted as 0: no float-to-int overflow.)
+    auto q = hn::ConvertTo(d, hn::ConvertTo(di, hn::IfThenZeroElse(hn::Or(clip, hn::IsNaN(t)), t)));
     q = hn::IfThenElse(above, qmax, hn::IfThenZeroElse(below, q));
     q = hn::IfThenElse(hn::IsNaN(t), hn::Set(d, static_cast<float>(rule.zero)), q);
     o = kRule == GgmlRule::kOffset

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "hwy/targets.h"
+#include "tests/simd_targets.h"
 #include "kernels/blocks.h"
 
 namespace lowp::testing {
@@ -21,24 +21,6 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-template <class Body>
-void ForEachTarget(Body body) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
-
-void ExpectSameBits(const std::vector<float>& want, const std::vector<float>& got) {
-  ASSERT_EQ(want.size(), got.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_EQ(std::bit_cast<uint32_t>(want[i]), std::bit_cast<uint32_t>(got[i]))
-        << "at " << i << ": " << want[i] << " vs " << got[i];
-  }
-}
 
 std::vector<float> RandomValues(std::mt19937& rng, size_t n, double special) {
   static const float kSpecial[] = {kNaN,   -kNaN,   kInf,    -kInf,  0.0f,   -0.0f,   1e-45f,

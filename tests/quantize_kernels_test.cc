@@ -16,7 +16,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hwy/targets.h"
+#include "tests/simd_targets.h"
 #include "kernels/quantize.h"
 
 namespace lowp::testing {
@@ -24,26 +24,6 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-template <class Body>
-void ForEachTarget(Body body) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
-
-uint32_t Bits(float f) { return std::bit_cast<uint32_t>(f); }
-
-// Bit for bit (so +0 differs from -0 and NaN equals NaN of the same bits).
-void ExpectSameBits(const std::vector<float>& want, const std::vector<float>& got) {
-  ASSERT_EQ(want.size(), got.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_EQ(Bits(want[i]), Bits(got[i])) << "at " << i << ": " << want[i] << " vs " << got[i];
-  }
-}
 
 // Counts and maxima exactly; the sums up to the order of summation: relative
 // 1e-12 of the sum of the terms' magnitudes, more for long inputs (the

@@ -6,6 +6,7 @@
 #ifndef LOWP_FORMATS_PACKING_H_
 #define LOWP_FORMATS_PACKING_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -50,6 +51,19 @@ inline uint32_t CodeAt(const Format& format, std::span<const uint8_t> bytes, siz
 // Blocks of `block` elements along a row of `cols` (the last one short when
 // block does not divide cols, but stored whole: it keeps a scale of its own).
 inline int64_t BlocksPerRow(int64_t cols, int64_t block) { return (cols + block - 1) / block; }
+
+// Calls f(g, begin, end) for every block of `elements` laid out in rows of
+// `cols`: g counts blocks row after row, [begin, end) are its elements.
+template <class F>
+void ForEachBlock(int64_t elements, int64_t cols, int64_t block, F&& f) {
+  if (cols <= 0 || block <= 0) return;
+  const int64_t rows = elements / cols, per_row = BlocksPerRow(cols, block);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < per_row; ++b) {
+      f(r * per_row + b, r * cols + b * block, r * cols + std::min(cols, (b + 1) * block));
+    }
+  }
+}
 
 // Codes one per element, as an array of unsigned integers (what NumPy holds).
 // CodeBytes: the narrowest such integer that holds one code of `format`: 1,

@@ -13,8 +13,7 @@ namespace lowp {
 namespace kernels {
 
 // kernels/blocks_simd.cc: the best target of the CPU.
-void DispatchBlockSignedMax(const float* x, int64_t rows, int64_t cols, int64_t block,
-                            float* max);
+void DispatchBlockSignedMax(const float* x, int64_t rows, int64_t cols, int64_t block, float* max);
 uint64_t DispatchQuantizeGgmlBlocks(const GgmlElementRule& rule, const float* x, int64_t rows,
                                     int64_t cols, int64_t block, const GgmlBlockParams& params,
                                     float* out);
@@ -34,21 +33,16 @@ uint64_t DispatchUnscaleBlocks(const float* x, const float* v, int64_t rows, int
 
 void BlockSignedMaxRef(std::span<const float> x, int64_t cols, int64_t block,
                        std::span<float> max) {
-  if (cols <= 0 || block <= 0) return;
-  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
-  const int64_t per_row = BlocksPerRow(cols, block);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < per_row; ++b) {
-      float amax = 0, m = 0;
-      for (int64_t i = r * cols + b * block; i < r * cols + std::min(cols, (b + 1) * block); ++i) {
-        if (std::isfinite(x[i]) && amax < std::fabs(x[i])) {
-          amax = std::fabs(x[i]);
-          m = x[i];
-        }
+  ForEachBlock(std::ssize(x), cols, block, [&](int64_t g, int64_t begin, int64_t end) {
+    float amax = 0, m = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      if (std::isfinite(x[i]) && amax < std::fabs(x[i])) {
+        amax = std::fabs(x[i]);
+        m = x[i];
       }
-      max[r * per_row + b] = m;
     }
-  }
+    max[g] = m;
+  });
 }
 
 void BlockSignedMax(std::span<const float> x, int64_t cols, int64_t block, std::span<float> max) {
@@ -57,53 +51,44 @@ void BlockSignedMax(std::span<const float> x, int64_t cols, int64_t block, std::
                                   max.data());
 }
 
-uint64_t QuantizeGgmlBlocksRef(const GgmlElementRule& rule, std::span<const float> x,
-                               int64_t cols, int64_t block, const GgmlBlockParams& params,
-                               std::span<float> out) {
-  if (cols <= 0 || block <= 0) return 0;
-  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
-  const int64_t per_row = BlocksPerRow(cols, block);
+uint64_t QuantizeGgmlBlocksRef(const GgmlElementRule& rule, std::span<const float> x, int64_t cols,
+                               int64_t block, const GgmlBlockParams& params, std::span<float> out) {
   uint64_t clipped = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < per_row; ++b) {
-      const int64_t g = r * per_row + b;
-      const float id = params.id[g], d = params.d[g];
-      for (int64_t i = r * cols + b * block; i < r * cols + std::min(cols, (b + 1) * block); ++i) {
-        if (!std::isfinite(x[i])) {
-          out[i] = x[i];
-          continue;
-        }
-        if (rule.rule == GgmlRule::kRound) {
-          const float v = std::round(x[i] * id);
-          int32_t q = 0;
-          if (v > 127.0f || v < -128.0f) {
-            ++clipped;
-            q = v > 0 ? 127 : -128;
-          } else if (!std::isnan(v)) {
-            q = static_cast<int32_t>(v);
-          }
-          out[i] = static_cast<float>(q) * d;
-          continue;
-        }
-        const float scaled = rule.rule == GgmlRule::kOffset ? (x[i] - params.min[g]) * id
-                                                             : x[i] * id;
-        const float v = scaled + rule.bias;
-        int32_t q = rule.zero;
-        if (v >= static_cast<float>(rule.qmax + 1)) {
-          ++clipped;
-          q = rule.qmax;
-        } else if (v <= -1.0f) {
-          ++clipped;
-          q = 0;
-        } else if (!std::isnan(v)) {
-          q = static_cast<int32_t>(v);  // toward zero
-        }
-        out[i] = rule.rule == GgmlRule::kOffset
-                     ? static_cast<float>(q) * d + params.m[g]
-                     : static_cast<float>(q - rule.zero) * d;
+  ForEachBlock(std::ssize(x), cols, block, [&](int64_t g, int64_t begin, int64_t end) {
+    const float id = params.id[g], d = params.d[g];
+    for (int64_t i = begin; i < end; ++i) {
+      if (!std::isfinite(x[i])) {
+        out[i] = x[i];
+        continue;
       }
+      if (rule.rule == GgmlRule::kRound) {
+        const float v = std::round(x[i] * id);
+        int32_t q = 0;
+        if (v > 127.0f || v < -128.0f) {
+          ++clipped;
+          q = v > 0 ? 127 : -128;
+        } else if (!std::isnan(v)) {
+          q = static_cast<int32_t>(v);
+        }
+        out[i] = static_cast<float>(q) * d;
+        continue;
+      }
+      const float scaled = rule.rule == GgmlRule::kOffset ? (x[i] - params.min[g]) * id : x[i] * id;
+      const float v = scaled + rule.bias;
+      int32_t q = rule.zero;
+      if (v >= static_cast<float>(rule.qmax + 1)) {
+        ++clipped;
+        q = rule.qmax;
+      } else if (v <= -1.0f) {
+        ++clipped;
+        q = 0;
+      } else if (!std::isnan(v)) {
+        q = static_cast<int32_t>(v);  // toward zero
+      }
+      out[i] = rule.rule == GgmlRule::kOffset ? static_cast<float>(q) * d + params.m[g]
+                                              : static_cast<float>(q - rule.zero) * d;
     }
-  }
+  });
   return clipped;
 }
 
@@ -118,24 +103,18 @@ void QuantizeCodebookBlocksRef(std::span<const float> x, int64_t cols, int64_t b
                                std::span<const float> inverse, std::span<const float> scale,
                                std::span<const float> thresholds, std::span<const float> values,
                                std::span<float> out) {
-  if (cols <= 0 || block <= 0) return;
-  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
-  const int64_t per_row = BlocksPerRow(cols, block);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < per_row; ++b) {
-      const int64_t g = r * per_row + b;
-      for (int64_t i = r * cols + b * block; i < r * cols + std::min(cols, (b + 1) * block); ++i) {
-        if (!std::isfinite(x[i])) {
-          out[i] = x[i];
-          continue;
-        }
-        const float y = x[i] * inverse[g];
-        size_t code = 0;
-        for (float t : thresholds) code += y > t;
-        out[i] = values[code] * scale[g];
+  ForEachBlock(std::ssize(x), cols, block, [&](int64_t g, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (!std::isfinite(x[i])) {
+        out[i] = x[i];
+        continue;
       }
+      const float y = x[i] * inverse[g];
+      size_t code = 0;
+      for (float t : thresholds) code += y > t;
+      out[i] = values[code] * scale[g];
     }
-  }
+  });
 }
 
 void QuantizeCodebookBlocks(std::span<const float> x, int64_t cols, int64_t block,
@@ -146,29 +125,23 @@ void QuantizeCodebookBlocks(std::span<const float> x, int64_t cols, int64_t bloc
   if (values.size() > 16 || thresholds.size() + 1 != values.size()) {
     return QuantizeCodebookBlocksRef(x, cols, block, inverse, scale, thresholds, values, out);
   }
-  kernels::DispatchQuantizeCodebookBlocks(x.data(), static_cast<int64_t>(x.size()) / cols, cols,
-                                          block, inverse.data(), scale.data(), thresholds.data(),
-                                          values.data(), static_cast<int32_t>(values.size()), out.data());
+  kernels::DispatchQuantizeCodebookBlocks(
+      x.data(), static_cast<int64_t>(x.size()) / cols, cols, block, inverse.data(), scale.data(),
+      thresholds.data(), values.data(), static_cast<int32_t>(values.size()), out.data());
 }
 
 uint64_t ScaleBlocksRef(std::span<const float> x, int64_t cols, int64_t block,
                         std::span<const float> multiplier, float post, float limit, bool clamp,
                         std::span<float> v) {
-  if (cols <= 0 || block <= 0) return 0;
-  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
-  const int64_t per_row = BlocksPerRow(cols, block);
   uint64_t clipped = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < per_row; ++b) {
-      const float m = multiplier[r * per_row + b];
-      for (int64_t i = r * cols + b * block; i < r * cols + std::min(cols, (b + 1) * block); ++i) {
-        float value = (std::isfinite(x[i]) ? x[i] : 0.0f) * m * post;
-        clipped += std::fabs(value) > limit;
-        if (clamp) value = std::min(std::max(value, -limit), limit);
-        v[i] = value;
-      }
+  ForEachBlock(std::ssize(x), cols, block, [&](int64_t g, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float value = (std::isfinite(x[i]) ? x[i] : 0.0f) * multiplier[g] * post;
+      clipped += std::fabs(value) > limit;
+      if (clamp) value = std::min(std::max(value, -limit), limit);
+      v[i] = value;
     }
-  }
+  });
   return clipped;
 }
 
@@ -183,22 +156,16 @@ uint64_t ScaleBlocks(std::span<const float> x, int64_t cols, int64_t block,
 uint64_t UnscaleBlocksRef(std::span<const float> x, std::span<const float> v, int64_t cols,
                           int64_t block, std::span<const float> scale, float subnormal_below,
                           std::span<float> out) {
-  if (cols <= 0 || block <= 0) return 0;
   constexpr float kMax = std::numeric_limits<float>::max();
-  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
-  const int64_t per_row = BlocksPerRow(cols, block);
   uint64_t subnormal = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < per_row; ++b) {
-      const float s = scale[r * per_row + b];
-      for (int64_t i = r * cols + b * block; i < r * cols + std::min(cols, (b + 1) * block); ++i) {
-        const float a = std::fabs(v[i]);
-        subnormal += a > 0 && a < subnormal_below;
-        const float y = std::min(std::max(v[i] * s, -kMax), kMax);
-        out[i] = std::isfinite(x[i]) ? y : x[i];
-      }
+  ForEachBlock(std::ssize(x), cols, block, [&](int64_t g, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float a = std::fabs(v[i]);
+      subnormal += a > 0 && a < subnormal_below;
+      const float y = std::min(std::max(v[i] * scale[g], -kMax), kMax);
+      out[i] = std::isfinite(x[i]) ? y : x[i];
     }
-  }
+  });
   return subnormal;
 }
 

@@ -38,46 +38,32 @@ float Clamp(float v, float lo, float hi) {
 }  // namespace
 
 void BlockAbsMaxRef(std::span<const float> x, int64_t cols, int64_t block, std::span<float> amax) {
-  if (cols <= 0 || block <= 0) return;
-  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
-  const int64_t per_row = BlocksPerRow(cols, block);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < per_row; ++b) {
-      const int64_t begin = r * cols + b * block;
-      const int64_t end = r * cols + std::min(cols, (b + 1) * block);
-      float m = 0;
-      for (int64_t i = begin; i < end; ++i) {
-        const float a = std::fabs(x[i]);
-        if (std::isfinite(a) && a > m) m = a;
-      }
-      amax[r * per_row + b] = m;
+  ForEachBlock(std::ssize(x), cols, block, [&](int64_t g, int64_t begin, int64_t end) {
+    float m = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      const float a = std::fabs(x[i]);
+      if (std::isfinite(a) && a > m) m = a;
     }
-  }
+    amax[g] = m;
+  });
 }
 
 void BlockMinMaxRef(std::span<const float> x, int64_t cols, int64_t block, std::span<float> min,
                     std::span<float> max) {
-  if (cols <= 0 || block <= 0) return;
-  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
-  const int64_t per_row = BlocksPerRow(cols, block);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < per_row; ++b) {
-      const int64_t begin = r * cols + b * block;
-      const int64_t end = r * cols + std::min(cols, (b + 1) * block);
-      bool any = false;
-      float lo = 0, hi = 0;
-      for (int64_t i = begin; i < end; ++i) {
-        const float v = x[i];
-        if (!std::isfinite(v)) continue;
-        if (!any || v < lo) lo = v;
-        if (!any || v > hi) hi = v;
-        any = true;
-      }
-      // A zero result is +0, whichever zeros the block holds.
-      min[r * per_row + b] = lo == 0 ? 0.0f : lo;
-      max[r * per_row + b] = hi == 0 ? 0.0f : hi;
+  ForEachBlock(std::ssize(x), cols, block, [&](int64_t g, int64_t begin, int64_t end) {
+    bool any = false;
+    float lo = 0, hi = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      const float v = x[i];
+      if (!std::isfinite(v)) continue;
+      if (!any || v < lo) lo = v;
+      if (!any || v > hi) hi = v;
+      any = true;
     }
-  }
+    // A zero result is +0, whichever zeros the block holds.
+    min[g] = lo == 0 ? 0.0f : lo;
+    max[g] = hi == 0 ? 0.0f : hi;
+  });
 }
 
 uint64_t QuantizeIntBlocksRef(std::span<const float> x, int64_t cols, int64_t block,

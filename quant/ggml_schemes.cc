@@ -77,6 +77,12 @@ const Format& Fp16() {
 // GGML_FP32_TO_FP16 then GGML_FP16_TO_FP32: nearest-even, overflow to inf.
 float RoundToFp16(float x) { return DecodeToFloat32(Fp16(), EncodeFloat32(Fp16(), x)); }
 
+// RoundToFp16 over an array, in one pass (RoundArray).
+void RoundToFp16(std::span<const float> in, std::span<float> out) {
+  static const Rounder* rounder = new Rounder(*Rounder::Make(Fp16()));
+  rounder->Round(in, out, {.threads = 1});
+}
+
 // (intN)(v) of ggml for v = x * id + bias: truncation toward zero, then
 // ggml's MIN(qmax, ...). Values ggml's float-to-int conversion could not hold
 // (only with a subnormal d, whose 1/d is huge or infinite) are clamped to
@@ -122,31 +128,20 @@ class GgmlScheme final : public Scheme {
  private:
   // The rules of the block functions below, with the block statistics and
   // the element loop run by the SIMD kernels (kernels/quantize.h,
-  // kernels/blocks.h) and the fp16 rounding of the scales by the conversion
-  // kernels: the same bits, without the stored form.
+  // kernels/blocks.h) and the fp16 rounding of the scales by RoundArray: the
+  // same bits, without the stored form.
   void ApplySimd(std::span<const float> in, int64_t cols, std::span<float> out,
                  SchemeCounts& counts) const {
     const int64_t rows = static_cast<int64_t>(in.size()) / cols;
     const int64_t per_row = BlocksPerRow(cols, kGgmlBlock);
     const size_t blocks = static_cast<size_t>(rows * per_row);
     thread_local std::vector<float> stat, stat2, id, d, dq, mq;
-    thread_local std::vector<uint8_t> codes;
     stat.resize(blocks);
     id.resize(blocks);
     d.resize(blocks);
     dq.resize(blocks);
     GgmlElementRule rule;
     GgmlBlockParams params;
-    auto inverse = [&] {
-      for (size_t g = 0; g < blocks; ++g) id[g] = d[g] != 0.0f ? 1.0f / d[g] : 0.0f;
-    };
-    auto fp16 = [&](const std::vector<float>& from, std::vector<float>& to) {
-      RunOptions one;
-      one.threads = 1;
-      codes.resize(2 * from.size());
-      (void)EncodeArray(Fp16(), from, codes, {}, one);  // sizes match: cannot fail
-      (void)DecodeArray(Fp16(), codes, to, one);
-    };
     switch (info_.type) {
       case GgmlType::kQ8_0:
         BlockAbsMax(in, cols, kGgmlBlock, stat);
@@ -175,15 +170,15 @@ class GgmlScheme final : public Scheme {
           }
         }
         for (size_t g = 0; g < blocks; ++g) d[g] = (stat2[g] - stat[g]) / 15.0f;
-        fp16(stat, mq);
+        RoundToFp16(stat, mq);
         rule = {GgmlRule::kOffset, 0.5f, 15, 0};
         params.min = stat;
         params.m = mq;
         break;
       }
     }
-    inverse();
-    fp16(d, dq);
+    for (size_t g = 0; g < blocks; ++g) id[g] = d[g] != 0.0f ? 1.0f / d[g] : 0.0f;
+    RoundToFp16(d, dq);
     params.id = id;
     params.d = dq;
     counts.clipped += QuantizeGgmlBlocks(rule, in, cols, kGgmlBlock, params, out);

@@ -20,8 +20,7 @@ namespace lowp {
 // `if (amax < fabsf(v))` scan), 0 when none. max.size() is rows * ceil(cols
 // / block).
 void BlockSignedMax(std::span<const float> x, int64_t cols, int64_t block, std::span<float> max);
-void BlockSignedMaxRef(std::span<const float> x, int64_t cols, int64_t block,
-                       std::span<float> max);
+void BlockSignedMaxRef(std::span<const float> x, int64_t cols, int64_t block, std::span<float> max);
 
 // ggml's element rules (ggml-quants.c quantize_row_*_ref, dequantize_row_*),
 // per block g with id[g] the inverse of the unrounded scale, d[g] the scale as
@@ -48,9 +47,8 @@ struct GgmlBlockParams {
 };
 uint64_t QuantizeGgmlBlocks(const GgmlElementRule& rule, std::span<const float> x, int64_t cols,
                             int64_t block, const GgmlBlockParams& params, std::span<float> out);
-uint64_t QuantizeGgmlBlocksRef(const GgmlElementRule& rule, std::span<const float> x,
-                               int64_t cols, int64_t block, const GgmlBlockParams& params,
-                               std::span<float> out);
+uint64_t QuantizeGgmlBlocksRef(const GgmlElementRule& rule, std::span<const float> x, int64_t cols,
+                               int64_t block, const GgmlBlockParams& params, std::span<float> out);
 
 // A codebook of up to 16 values with the thresholds between them (NF4):
 // per block g, y = x * inverse[g] (one float32 product), code = the number of

@@ -130,7 +130,8 @@ void ForParts(size_t count, int parts, Body body) {
   const size_t step = (count / parts + 63) / 64 * 64;
   ParallelFor(static_cast<size_t>(parts), parts, [&](size_t t) {
     const size_t begin = std::min(count, step * t);
-    const size_t end = t + 1 == static_cast<size_t>(parts) ? count : std::min(count, step * (t + 1));
+    const size_t end =
+        t + 1 == static_cast<size_t>(parts) ? count : std::min(count, step * (t + 1));
     body(static_cast<int>(t), begin, end);
   });
 }

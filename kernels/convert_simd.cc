@@ -75,17 +75,24 @@ HWY_INLINE VU RandomBits(DU du, const EncodePlan& p, uint64_t index) {
 // Nearest-even |x| on the grid of a plan with grid_fast (kernels/plan.h):
 // false when a lane is NaN, Inf or beyond the largest finite value once
 // rounded (the encoder's general path takes those vectors).
-HWY_INLINE bool GridRound(const EncodePlan& p, hn::Vec<DF> x, hn::Vec<DF>* rounded) {
+// The exponent field of |x|'s quantum, at least the smallest normal's, and
+// C = 1.5 * 2^23 * quantum: |x| + C rounds |x| to a multiple of the quantum.
+HWY_INLINE hn::Vec<DF> GridConstant(const EncodePlan& p, VU magnitude_bits, VI* field) {
   const DU du;
   const DI di;
+  *field =
+      hn::Max(hn::BitCast(di, hn::ShiftRight<23>(magnitude_bits)), hn::Set(di, p.grid_min_field));
+  return hn::BitCast(
+      DF(), hn::Or(hn::ShiftLeft<23>(hn::BitCast(du, hn::Add(*field, hn::Set(di, 23 - p.m)))),
+                   hn::Set(du, 0x400000u)));
+}
+
+HWY_INLINE bool GridRound(const EncodePlan& p, hn::Vec<DF> x, hn::Vec<DF>* rounded) {
+  const DU du;
   const DF df;
   const auto a = hn::Abs(x);
-  const VI field = hn::Max(hn::BitCast(di, hn::ShiftRight<23>(hn::BitCast(du, a))),
-                           hn::Set(di, p.grid_min_field));
-  // C = 1.5 * 2^23 * quantum: a + C rounds a to a multiple of the quantum.
-  const VU c_bits = hn::Or(hn::ShiftLeft<23>(hn::BitCast(du, hn::Add(field, hn::Set(di, 23 - p.m)))),
-                           hn::Set(du, 0x400000u));
-  const auto c = hn::BitCast(df, c_bits);
+  VI field;
+  const auto c = GridConstant(p, hn::BitCast(du, a), &field);
   const auto r = hn::Sub(hn::Add(a, c), c);
   const auto max = hn::Set(df, p.grid_max);
   *rounded = r;
@@ -108,20 +115,19 @@ HWY_INLINE VU EncodeVec(const EncodePlan& p, VU bits, MU source_subnormal, uint6
     // code is ((field - min field) << m) + n for subnormal and normal
     // results alike (a carry into the next binade included).
     if (p.grid_fast) {
-      const auto x = hn::BitCast(df, bits);
-      const auto ax = hn::Abs(x);
-      const VI field = hn::Max(hn::BitCast(di, hn::ShiftRight<23>(a)), hn::Set(di, p.grid_min_field));
-      const auto c = hn::BitCast(
-          df, hn::Or(hn::ShiftLeft<23>(hn::BitCast(du, hn::Add(field, hn::Set(di, 23 - p.m)))),
-                     hn::Set(du, 0x400000u)));
-      const VI n = hn::Sub(hn::BitCast(di, hn::And(hn::BitCast(du, hn::Add(ax, c)), hn::Set(du, 0x7FFFFFu))),
-                           hn::Set(di, 0x400000));
+      const auto ax = hn::BitCast(df, a);
+      VI field;
+      const auto c = GridConstant(p, a, &field);
+      const VI n =
+          hn::Sub(hn::BitCast(di, hn::And(hn::BitCast(du, hn::Add(ax, c)), hn::Set(du, 0x7FFFFFu))),
+                  hn::Set(di, 0x400000));
       const VI magnitude =
           hn::Add(hn::ShiftLeftSame(hn::Sub(field, hn::Set(di, p.grid_min_field)), p.m), n);
       const auto max = hn::Set(df, p.grid_max);
       if (hn::AllTrue(di, hn::And(hn::RebindMask(di, hn::Le(ax, hn::Add(max, max))),
                                   hn::Lt(magnitude, hn::Set(di, p.max_magnitude + 1))))) {
-        return hn::Or(hn::BitCast(du, magnitude), hn::ShiftLeftSame(hn::ShiftRight<31>(bits), p.bits - 1));
+        return hn::Or(hn::BitCast(du, magnitude),
+                      hn::ShiftLeftSame(hn::ShiftRight<31>(bits), p.bits - 1));
       }
     }
     if (p.fast) {
@@ -819,16 +825,16 @@ HWY_INLINE hn::Vec<DF> RoundVec(const EncodePlan& p, const DecodePlan& dp, const
 #endif
     if (p.bf16) {
       const VU b = hn::BitCast(du, x);
-      const VU r = hn::Add(hn::Add(b, hn::Set(du, 0x7FFFu)),
-                           hn::And(hn::ShiftRight<16>(b), hn::Set(du, 1)));
+      const VU r =
+          hn::Add(hn::Add(b, hn::Set(du, 0x7FFFu)), hn::And(hn::ShiftRight<16>(b), hn::Set(du, 1)));
       return hn::BitCast(df, hn::And(r, hn::Set(du, 0xFFFF0000u)));
     }
   }
   if (R == kNearestEven && p.grid_fast) {
     hn::Vec<DF> r;
     if (HWY_LIKELY(GridRound(p, x, &r))) {
-      return hn::BitCast(df, hn::Or(hn::BitCast(du, r),
-                                    hn::And(hn::BitCast(du, x), hn::Set(du, 0x80000000u))));
+      return hn::BitCast(
+          df, hn::Or(hn::BitCast(du, r), hn::And(hn::BitCast(du, x), hn::Set(du, 0x80000000u))));
     }
   }
   if (R == kStochastic && p.grid_stochastic) {
@@ -845,8 +851,8 @@ HWY_INLINE hn::Vec<DF> RoundVec(const EncodePlan& p, const DecodePlan& dp, const
     const auto few_dropped = hn::Lt(hn::Sub(field, raw), hn::Set(di, 2 + p.m));
     const auto quantum =
         hn::BitCast(df, hn::ShiftLeft<23>(hn::BitCast(du, hn::Sub(field, hn::Set(di, p.m)))));
-    const auto inverse = hn::BitCast(
-        df, hn::ShiftLeft<23>(hn::BitCast(du, hn::Sub(hn::Set(di, 254 + p.m), field))));
+    const auto inverse =
+        hn::BitCast(df, hn::ShiftLeft<23>(hn::BitCast(du, hn::Sub(hn::Set(di, 254 + p.m), field))));
     const auto multiple = hn::Mul(hn::BitCast(df, a), inverse);  // exact: a power of 2
     const auto whole = hn::Trunc(multiple);
     // (A NaN lane, from a NaN or Inf input, becomes 0: no float-to-int overflow.)
@@ -913,8 +919,8 @@ void RoundLoop(const EncodePlan& plan, const DecodePlan& dplan, const float* in,
   memcpy(out + i, tail, (count - i) * sizeof(float));
 }
 
-void Round(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count,
-           uint64_t first, float* out) {
+void Round(const EncodePlan& p, const DecodePlan& dp, const float* in, size_t count, uint64_t first,
+           float* out) {
   WithRounding(p.rounding,
                [&](auto r) { RoundLoop<decltype(r)::value>(p, dp, in, count, first, out); });
 }

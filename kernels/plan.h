@@ -70,8 +70,8 @@ struct EncodePlan {
   float grid_min_normal = 0;
   float grid_subnormal_scale = 0;  // 2^(m - min normal exponent)
   uint32_t grid_rebias = 0;        // (127 - bias) << m
-  bool f16c = false;  // CPU's vcvtps2ph matches (nearest-even fp16)
-  bool bf16 = false;  // nearest-even bf16 by one add (inf, subnormals kept)
+  bool f16c = false;               // CPU's vcvtps2ph matches (nearest-even fp16)
+  bool bf16 = false;               // nearest-even bf16 by one add (inf, subnormals kept)
   // Non-temporal stores in the fp16/bf16 loops: the output (aligned by the
   // caller to 64 bytes) is too large to stay in cache.
   bool stream = false;

@@ -113,7 +113,8 @@ HWY_INLINE hn::Vec<D> TransposeReduce(D d, hn::Vec<D>* v, Op op) {
 #else
   for (size_t count = hn::Lanes(d); count > 1; count /= 2) {
     for (size_t j = 0; j < count / 2; ++j) {
-      v[j] = op(hn::ConcatEven(d, v[2 * j + 1], v[2 * j]), hn::ConcatOdd(d, v[2 * j + 1], v[2 * j]));
+      v[j] =
+          op(hn::ConcatEven(d, v[2 * j + 1], v[2 * j]), hn::ConcatOdd(d, v[2 * j + 1], v[2 * j]));
     }
   }
   return v[0];
@@ -391,9 +392,10 @@ void BlockSignedMax(const float* HWY_RESTRICT x, int64_t rows, int64_t cols, int
         // The element of largest magnitude is the max or the min, unless both
         // have it (then the first of them) or it is 0.
         const float a = amax[k];
-        max[g + k] = a == 0           ? 0.0f
-                     : hi[k] != -lo[k] ? (hi[k] == a ? hi[k] : lo[k])
-                                       : SignedMaxRange(x + (g + k) * block, static_cast<size_t>(block));
+        max[g + k] = a == 0 ? 0.0f
+                     : hi[k] != -lo[k]
+                         ? (hi[k] == a ? hi[k] : lo[k])
+                         : SignedMaxRange(x + (g + k) * block, static_cast<size_t>(block));
       }
     }
     for (; g < blocks; ++g) max[g] = SignedMaxRange(x + g * block, static_cast<size_t>(block));
@@ -439,8 +441,8 @@ HWY_INLINE size_t GgmlVec(D d, const GgmlElementRule& rule, const GgmlBlock& b,
     const auto q = hn::IfThenZeroElse(hn::IsNaN(t), MinLike(MaxLike(t, lo), hi));
     o = hn::Mul(q, scale);
   } else {
-    const auto scaled = kRule == GgmlRule::kOffset ? hn::Mul(hn::Sub(v, hn::Set(d, b.min)), id)
-                                                   : hn::Mul(v, id);
+    const auto scaled =
+        kRule == GgmlRule::kOffset ? hn::Mul(hn::Sub(v, hn::Set(d, b.min)), id) : hn::Mul(v, id);
     const auto t = hn::Add(scaled, hn::Set(d, rule.bias));
     const auto qmax = hn::Set(d, static_cast<float>(rule.qmax));
     const auto above = hn::Ge(t, hn::Add(qmax, hn::Set(d, 1.0f)));
@@ -487,9 +489,9 @@ uint64_t GgmlRows(const GgmlElementRule& rule, const float* HWY_RESTRICT x, int6
   return clipped;
 }
 
-uint64_t QuantizeGgmlBlocks(const GgmlElementRule& rule, const float* HWY_RESTRICT x,
-                            int64_t rows, int64_t cols, int64_t block,
-                            const GgmlBlockParams& params, float* HWY_RESTRICT out) {
+uint64_t QuantizeGgmlBlocks(const GgmlElementRule& rule, const float* HWY_RESTRICT x, int64_t rows,
+                            int64_t cols, int64_t block, const GgmlBlockParams& params,
+                            float* HWY_RESTRICT out) {
   switch (rule.rule) {
     case GgmlRule::kTrunc:
       return GgmlRows<GgmlRule::kTrunc>(rule, x, rows, cols, block, params, out);
@@ -534,11 +536,10 @@ HWY_INLINE void CodebookVec(D d, float inverse, float scale, const float* HWY_RE
   hn::StoreU(hn::IfThenElse(finite, o, v), d, out);
 }
 
-void QuantizeCodebookBlocks(const float* HWY_RESTRICT x, int64_t rows, int64_t cols,
-                            int64_t block, const float* HWY_RESTRICT inverse,
-                            const float* HWY_RESTRICT scale, const float* HWY_RESTRICT thresholds,
-                            const float* HWY_RESTRICT values, int32_t count,
-                            float* HWY_RESTRICT out) {
+void QuantizeCodebookBlocks(const float* HWY_RESTRICT x, int64_t rows, int64_t cols, int64_t block,
+                            const float* HWY_RESTRICT inverse, const float* HWY_RESTRICT scale,
+                            const float* HWY_RESTRICT thresholds, const float* HWY_RESTRICT values,
+                            int32_t count, float* HWY_RESTRICT out) {
   const DF d;
   const hn::CappedTag<float, 1> d1;
   const size_t N = hn::Lanes(d);
@@ -591,7 +592,8 @@ uint64_t ScaleBlocks(const float* HWY_RESTRICT x, int64_t rows, int64_t cols, in
       const size_t len = static_cast<size_t>(std::min(block, cols - g * block));
       const int64_t at = r * cols + g * block;
       size_t i = 0;
-      for (; i + N <= len; i += N) clipped += ScaleVec(d, m, post, limit, clamp, x + at + i, v + at + i);
+      for (; i + N <= len; i += N)
+        clipped += ScaleVec(d, m, post, limit, clamp, x + at + i, v + at + i);
       for (; i < len; ++i) clipped += ScaleVec(d1, m, post, limit, clamp, x + at + i, v + at + i);
     }
   }
@@ -688,7 +690,7 @@ struct Accumulators {
 #if HWY_TARGET == HWY_SCALAR
 using DD = hn::Rebind<double, DF>;  // one lane: promote it whole
 #else
-using DD = hn::Rebind<double, hn::Half<DF> >;           // promote each half
+using DD = hn::Rebind<double, hn::Half<DF>>;            // promote each half
 #endif
 
 // Elements [0, n) with n a multiple of Lanes(DF). The sums stay in local
@@ -820,8 +822,7 @@ size_t DispatchCountCastEvents(const float* x, const float* q, size_t n, float c
 HWY_EXPORT(QuantizeGgmlBlocks);
 HWY_EXPORT(QuantizeCodebookBlocks);
 
-void DispatchBlockSignedMax(const float* x, int64_t rows, int64_t cols, int64_t block,
-                            float* max) {
+void DispatchBlockSignedMax(const float* x, int64_t rows, int64_t cols, int64_t block, float* max) {
   HWY_DYNAMIC_DISPATCH(BlockSignedMax)(x, rows, cols, block, max);
 }
 uint64_t DispatchQuantizeGgmlBlocks(const GgmlElementRule& rule, const float* x, int64_t rows,
@@ -833,8 +834,8 @@ void DispatchQuantizeCodebookBlocks(const float* x, int64_t rows, int64_t cols, 
                                     const float* inverse, const float* scale,
                                     const float* thresholds, const float* values, int32_t count,
                                     float* out) {
-  HWY_DYNAMIC_DISPATCH(QuantizeCodebookBlocks)(x, rows, cols, block, inverse, scale, thresholds,
-                                               values, count, out);
+  HWY_DYNAMIC_DISPATCH(QuantizeCodebookBlocks)
+  (x, rows, cols, block, inverse, scale, thresholds, values, count, out);
 }
 
 void DispatchBlockAbsMax(const float* x, int64_t rows, int64_t cols, int64_t block, float* amax) {

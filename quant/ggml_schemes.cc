@@ -162,7 +162,7 @@ class GgmlScheme final : public Scheme {
         stat2.resize(blocks);
         mq.resize(blocks);
         BlockMinMax(in, cols, kGgmlBlock, stat, stat2);  // min, max
-        if (cols % kGgmlBlock != 0) {  // the padding of each row's short block
+        if (cols % kGgmlBlock != 0) {                    // the padding of each row's short block
           for (int64_t r = 0; r < rows; ++r) {
             const size_t g = static_cast<size_t>(r * per_row + per_row - 1);
             stat[g] = std::min(stat[g], 0.0f);

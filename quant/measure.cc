@@ -364,9 +364,9 @@ absl::StatusOr<QuantReport> CompareTensors(const TensorView& original, const Ten
     if (absl::Status s = ReadAsFloat32(stored, first * cols, q); !s.ok()) return s;
     for (int64_t r = 0; r < n; ++r) {
       const int64_t source = row_of.empty() ? first + r : row_of[static_cast<size_t>(first + r)];
-      if (absl::Status s = ReadAsFloat32(
-              original, source * cols,
-              std::span<float>(x).subspan(static_cast<size_t>(r * cols), static_cast<size_t>(cols)));
+      if (absl::Status s = ReadAsFloat32(original, source * cols,
+                                         std::span<float>(x).subspan(static_cast<size_t>(r * cols),
+                                                                     static_cast<size_t>(cols)));
           !s.ok()) {
         return s;
       }

@@ -29,8 +29,8 @@
 #include "absl/strings/str_cat.h"
 #include "formats/packing.h"
 #include "formats/reference.h"
-#include "kernels/convert.h"
 #include "kernels/blocks.h"
+#include "kernels/convert.h"
 #include "kernels/quantize.h"
 #include "quant/scheme_families.h"
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/simd_targets.h"
 #include "kernels/blocks.h"
+#include "tests/simd_targets.h"
 
 namespace lowp::testing {
 namespace {
@@ -23,10 +23,10 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 std::vector<float> RandomValues(std::mt19937& rng, size_t n, double special) {
-  static const float kSpecial[] = {kNaN,   -kNaN,   kInf,    -kInf,  0.0f,   -0.0f,   1e-45f,
-                                   -1e-40f, 1e-38f, 3e38f,   -3e38f, 2.5f,   -2.5f,   0.5f,
-                                   -0.5f,  7.5f,    -8.0f,   8.0f,   15.5f,  -16.0f,  127.5f,
-                                   -128.5f, 1000,   -1000,   0.999999f};
+  static const float kSpecial[] = {kNaN,    -kNaN,  kInf,  -kInf,    0.0f,  -0.0f,  1e-45f,
+                                   -1e-40f, 1e-38f, 3e38f, -3e38f,   2.5f,  -2.5f,  0.5f,
+                                   -0.5f,   7.5f,   -8.0f, 8.0f,     15.5f, -16.0f, 127.5f,
+                                   -128.5f, 1000,   -1000, 0.999999f};
   std::uniform_real_distribution<double> u(0, 1);
   std::normal_distribution<float> normal(0, 1);
   std::uniform_int_distribution<int> pick(0, std::size(kSpecial) - 1);
@@ -84,7 +84,8 @@ TEST(BlocksSimd, SignedMaxMatchesRef) {
   std::mt19937 rng(3);
   ForEachTarget([&] {
     for (int64_t block = 1; block <= 70; ++block) {
-      for (const int64_t cols : {block, 3 * block, block + 1, 2 * block - 1, int64_t{131}, 20 * block}) {
+      for (const int64_t cols :
+           {block, 3 * block, block + 1, 2 * block - 1, int64_t{131}, 20 * block}) {
         const int64_t rows = 1 + block % 3, per_row = (cols + block - 1) / block;
         const size_t offset = static_cast<size_t>(block % 4);
         std::vector<float> buffer = RandomValues(rng, rows * cols + offset, block % 2 ? 0.1 : 0.6);

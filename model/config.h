@@ -30,6 +30,13 @@ struct RopeScaling {
   int64_t original_max_position_embeddings = 8192;  // llama3
 };
 
+// No real model has a dimension near 2^40; larger values are typos or
+// hostile input, and bounding them keeps the products of two dimensions
+// exact in int64.
+constexpr int64_t kMaxModelDimension = int64_t{1} << 40;
+// Gemma 2 has four norms per decoder layer; the others two.
+constexpr int kMaxNormsPerLayer = 4;
+
 // Which layers a sliding window applies to.
 enum class SlidingLayers {
   kAll,    // Mistral, Mixtral

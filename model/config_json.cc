@@ -1,0 +1,444 @@
+// Reading a Hugging Face config.json into a ModelConfig (model/config.h):
+// untrusted input, every field checked by type and range.
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+#include "io/mapped_file.h"
+#include "io/strict_json.h"
+#include "model/config.h"
+
+namespace lowp {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// A config.json is a few kilobytes; anything far larger is not one, and is
+// refused before the parser spends memory on it.
+constexpr int64_t kMaxConfigBytes = int64_t{16} << 20;
+constexpr int64_t kMaxDimension = kMaxModelDimension;
+
+absl::Status FieldError(absl::string_view source, absl::string_view field,
+                        absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(source, ": \"", field, "\" ", message));
+}
+
+
+// "a string", "an integer", ...: what a JSON value is, for messages.
+absl::string_view Described(const Json& value) {
+  if (value.is_number_integer()) return "an integer";
+  if (value.is_number_float()) return "a number";
+  if (value.is_array()) return "an array";
+  if (value.is_object()) return "an object";
+  if (value.is_boolean()) return "a boolean";
+  if (value.is_string()) return "a string";
+  return "null";
+}
+
+// Reads the fields of a config.json. A multimodal model's text fields live
+// in "text_config"; a key found there wins over the top level, the way
+// Hugging Face builds the text model from that object alone plus the
+// top-level defaults.
+//
+// The first bad field is kept in status() and every later read returns a
+// default, so a caller reads a group of fields and checks once.
+class FieldReader {
+ public:
+  // `prefix` names a nested object in messages ("rope_scaling.").
+  FieldReader(const Json& top, const Json* text, absl::string_view source,
+              std::string prefix = "")
+      : top_(top), text_(text), source_(source), prefix_(std::move(prefix)) {}
+
+  const absl::Status& status() const { return status_; }
+
+  // A positive integer no larger than 2^40; nullopt when the key is absent
+  // or null. Floats with no fractional part (4096.0) are accepted, since
+  // some exporters write them; fractions, strings and booleans are not.
+  std::optional<int64_t> OptionalSize(const std::string& key) {
+    std::string where;
+    const Json* value = Find(key, &where);
+    if (value == nullptr || value->is_null()) return std::nullopt;
+    int64_t n = 0;
+    if (value->is_number_unsigned()) {
+      const uint64_t u = value->get<uint64_t>();
+      n = u > static_cast<uint64_t>(kMaxDimension) ? kMaxDimension + 1 : static_cast<int64_t>(u);
+    } else if (value->is_number_integer()) {
+      n = value->get<int64_t>();
+    } else if (value->is_number_float()) {
+      const double d = value->get<double>();
+      if (!std::isfinite(d) || d != std::floor(d)) {
+        Fail(where, absl::StrCat("is ", value->dump(), ", not an integer"));
+        return std::nullopt;
+      }
+      n = d > static_cast<double>(kMaxDimension) ? kMaxDimension + 1
+          : d < 0                                ? -1
+                                                 : static_cast<int64_t>(d);
+    } else {
+      Fail(where, absl::StrCat("is ", Described(*value), ", not an integer"));
+      return std::nullopt;
+    }
+    if (n > kMaxDimension) {
+      Fail(where, absl::StrCat("is ", value->dump(), ", above the limit of 2^40"));
+      return std::nullopt;
+    }
+    if (n <= 0) {
+      Fail(where, absl::StrCat("is ", value->dump(), "; it must be positive"));
+      return std::nullopt;
+    }
+    return n;
+  }
+
+  // A required OptionalSize; 0 when missing or bad.
+  int64_t Size(const std::string& key) {
+    const std::optional<int64_t> n = OptionalSize(key);
+    if (!n.has_value()) Fail(key, "is missing");
+    return n.value_or(0);
+  }
+
+  // A boolean; `fallback` when absent, null or bad.
+  bool Bool(const std::string& key, bool fallback) {
+    std::string where;
+    const Json* value = Find(key, &where);
+    if (value == nullptr || value->is_null()) return fallback;
+    if (!value->is_boolean()) {
+      Fail(where, absl::StrCat("is ", Described(*value), ", not true or false"));
+      return fallback;
+    }
+    return value->get<bool>();
+  }
+
+  // A string; nullopt when absent, null or bad.
+  std::optional<std::string> OptionalString(const std::string& key) {
+    std::string where;
+    const Json* value = Find(key, &where);
+    if (value == nullptr || value->is_null()) return std::nullopt;
+    if (!value->is_string()) {
+      Fail(where, absl::StrCat("is ", Described(*value), ", not a string"));
+      return std::nullopt;
+    }
+    return value->get<std::string>();
+  }
+
+  // A finite number; nullopt when absent, null or bad.
+  std::optional<double> OptionalNumber(const std::string& key) {
+    std::string where;
+    const Json* value = Find(key, &where);
+    if (value == nullptr || value->is_null()) return std::nullopt;
+    if (!value->is_number() || !std::isfinite(value->get<double>())) {
+      Fail(where, absl::StrCat("is ", Described(*value), ", not a finite number"));
+      return std::nullopt;
+    }
+    return value->get<double>();
+  }
+
+  // An object; null when absent or null (an error when another type).
+  const Json* OptionalObject(const std::string& key) {
+    std::string where;
+    const Json* value = Find(key, &where);
+    if (value == nullptr || value->is_null()) return nullptr;
+    if (!value->is_object()) {
+      Fail(where, absl::StrCat("is ", Described(*value), ", not an object"));
+      return nullptr;
+    }
+    return value;
+  }
+
+  // Keeps another reader's error unless an earlier one is kept.
+  void Adopt(const absl::Status& status) {
+    if (status_.ok()) status_ = status;
+  }
+
+  // Whether the key is present (null included).
+  bool Has(const std::string& key) const {
+    std::string where;
+    return Find(key, &where) != nullptr;
+  }
+
+  // Records an error about `field` unless an earlier one is kept.
+  void Fail(absl::string_view field, absl::string_view message) {
+    if (status_.ok()) status_ = FieldError(source_, field, message);
+  }
+
+ private:
+  // The value of `key`, or null when absent; `*where` is the key as a user
+  // finds it in the file ("text_config.hidden_size").
+  const Json* Find(const std::string& key, std::string* where) const {
+    if (text_ != nullptr) {
+      if (auto it = text_->find(key); it != text_->end()) {
+        *where = "text_config." + key;
+        return &*it;
+      }
+    }
+    *where = prefix_ + key;
+    auto it = top_.find(key);
+    return it == top_.end() ? nullptr : &*it;
+  }
+
+  const Json& top_;
+  const Json* text_;
+  absl::string_view source_;
+  std::string prefix_;
+  absl::Status status_;
+};
+
+// What a model_type fixes about the architecture, beyond the config fields.
+struct Family {
+  const char* model_type;
+  bool tie_default = false;  // Hugging Face's default for tie_word_embeddings
+  // The config class has an attention_bias field (default false); without
+  // one, `attention_bias` is fixed.
+  bool reads_attention_bias = false;
+  bool attention_bias = false;
+  bool qk_norm = false;
+  int norms_per_layer = 2;
+  bool mixture_of_experts = false;
+  // The config class defaults head_dim to a constant (Gemma: 256, Qwen3:
+  // 128), not to hidden_size / num_attention_heads, so a config without it
+  // is ambiguous and is refused rather than guessed.
+  bool requires_head_dim = false;
+  // Gemma: RMSNorm scales by 1 + w, embeddings are multiplied by
+  // sqrt(hidden_size), the activation is read from hidden_activation and is
+  // tanh-approximated GELU unless it says otherwise.
+  bool gemma = false;
+  // Hugging Face's default when config.json has no sliding_window key (a
+  // null one means no window), and whether use_sliding_window gates it.
+  int64_t default_window = 0;
+  bool window_gated = false;
+  SlidingLayers sliding_layers = SlidingLayers::kAll;
+  double default_rope_theta = 10000;
+};
+
+constexpr Family kFamilies[] = {
+    {.model_type = "llama", .reads_attention_bias = true},
+    {.model_type = "mistral", .default_window = 4096},
+    {.model_type = "qwen2",
+     .attention_bias = true,
+     .default_window = 4096,
+     .window_gated = true,
+     .sliding_layers = SlidingLayers::kFrom},
+    {.model_type = "qwen3",
+     .reads_attention_bias = true,
+     .qk_norm = true,
+     .requires_head_dim = true,
+     .default_window = 4096,
+     .window_gated = true,
+     .sliding_layers = SlidingLayers::kFrom},
+    {.model_type = "gemma",
+     .tie_default = true,
+     .reads_attention_bias = true,
+     .requires_head_dim = true,
+     .gemma = true},
+    {.model_type = "gemma2",
+     .tie_default = true,
+     .reads_attention_bias = true,
+     .norms_per_layer = 4,
+     .requires_head_dim = true,
+     .gemma = true,
+     .default_window = 4096,
+     .sliding_layers = SlidingLayers::kEven},
+    {.model_type = "mixtral", .mixture_of_experts = true, .default_rope_theta = 1e6},
+};
+
+// The forward-pass fields of a config.json (ModelConfig's last group).
+void ReadForwardFields(FieldReader& fields, const Family& family, const std::string& source,
+                       ModelConfig& m) {
+  m.rms_norm_eps = fields.OptionalNumber("rms_norm_eps").value_or(1e-6);
+  if (m.rms_norm_eps < 0) fields.Fail("rms_norm_eps", "is negative");
+  m.rope_theta = fields.OptionalNumber("rope_theta").value_or(family.default_rope_theta);
+  if (!(m.rope_theta > 0)) fields.Fail("rope_theta", "must be positive");
+  if (const Json* rope = fields.OptionalObject("rope_scaling"); rope != nullptr) {
+    FieldReader scaling(*rope, nullptr, source, "rope_scaling.");
+    std::optional<std::string> type = scaling.OptionalString("rope_type");
+    if (!type.has_value()) type = scaling.OptionalString("type");
+    m.rope_scaling.type = type.value_or("");
+    if (m.rope_scaling.type == "default") m.rope_scaling.type.clear();
+    RopeScaling& r = m.rope_scaling;
+    r.factor = scaling.OptionalNumber("factor").value_or(1);
+    r.low_freq_factor = scaling.OptionalNumber("low_freq_factor").value_or(1);
+    r.high_freq_factor = scaling.OptionalNumber("high_freq_factor").value_or(4);
+    r.original_max_position_embeddings =
+        scaling.OptionalSize("original_max_position_embeddings").value_or(8192);
+    if (!scaling.status().ok()) {
+      fields.Adopt(scaling.status());
+    } else if (!(r.factor > 0) || !(r.low_freq_factor > 0) ||
+               !(r.high_freq_factor > r.low_freq_factor)) {
+      fields.Fail("rope_scaling", "needs factor > 0 and high_freq_factor > low_freq_factor > 0");
+    }
+  }
+  if (family.gemma) {
+    m.norm_adds_one = true;
+    m.scale_embeddings = true;
+    m.activation = fields.OptionalString("hidden_activation").value_or("gelu_pytorch_tanh");
+  } else {
+    m.activation = fields.OptionalString("hidden_act").value_or("silu");
+  }
+  const bool windowed = !family.window_gated || fields.Bool("use_sliding_window", false);
+  std::string where;
+  if (windowed && (family.default_window > 0 || family.mixture_of_experts)) {
+    // Present and null: no window; absent: the config class's default.
+    if (fields.Has("sliding_window")) {
+      m.sliding_window = fields.OptionalSize("sliding_window").value_or(0);
+    } else {
+      m.sliding_window = family.default_window;
+    }
+  }
+  m.sliding_layers = family.sliding_layers;
+  if (m.sliding_layers == SlidingLayers::kFrom) {
+    m.first_sliding_layer = fields.OptionalSize("max_window_layers").value_or(28);
+  }
+  if (absl::string_view(family.model_type) == "gemma2") {
+    m.query_pre_attn_scalar = fields.OptionalNumber("query_pre_attn_scalar").value_or(224);
+    if (!(m.query_pre_attn_scalar > 0)) fields.Fail("query_pre_attn_scalar", "must be positive");
+    m.attn_logit_softcapping =
+        fields.Has("attn_logit_softcapping")
+            ? fields.OptionalNumber("attn_logit_softcapping").value_or(0)
+            : 50.0;
+    m.final_logit_softcapping =
+        fields.Has("final_logit_softcapping")
+            ? fields.OptionalNumber("final_logit_softcapping").value_or(0)
+            : 30.0;
+    if (m.attn_logit_softcapping < 0) fields.Fail("attn_logit_softcapping", "is negative");
+    if (m.final_logit_softcapping < 0) fields.Fail("final_logit_softcapping", "is negative");
+  }
+  if (const std::optional<double> bos = fields.OptionalNumber("bos_token_id"); bos.has_value()) {
+    if (*bos < 0 || *bos != std::floor(*bos) || *bos > 1e12) {
+      fields.Fail("bos_token_id", "is not a token id");
+    } else {
+      m.bos_token_id = static_cast<int64_t>(*bos);
+    }
+  }
+}
+
+std::string SupportedModelTypes() {
+  std::vector<std::string> names;
+  for (const Family& f : kFamilies) names.push_back(f.model_type);
+  return absl::StrJoin(names, ", ");
+}
+
+absl::StatusOr<ModelConfig> ReadFields(FieldReader& fields, absl::string_view source) {
+  const std::optional<std::string> model_type = fields.OptionalString("model_type");
+  if (!fields.status().ok()) return fields.status();
+  if (!model_type.has_value()) {
+    fields.Fail("model_type", absl::StrCat("is missing (supported: ", SupportedModelTypes(), ")"));
+    return fields.status();
+  }
+  const Family* family = nullptr;
+  for (const Family& f : kFamilies) {
+    if (*model_type == f.model_type) family = &f;
+  }
+  if (family == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": model_type \"", *model_type,
+                     "\" is not supported (supported: ", SupportedModelTypes(), ")"));
+  }
+
+  ModelConfig m;
+  m.name = std::string(source);
+  m.model_type = *model_type;
+  m.hidden_size = fields.Size("hidden_size");
+  m.intermediate_size = fields.Size("intermediate_size");
+  m.num_layers = fields.Size("num_hidden_layers");
+  m.num_heads = fields.Size("num_attention_heads");
+  m.vocab_size = fields.Size("vocab_size");
+  // Without grouped-query attention the key is absent (Llama 1) or null.
+  const std::optional<int64_t> kv_heads = fields.OptionalSize("num_key_value_heads");
+  const std::optional<int64_t> head_dim = fields.OptionalSize("head_dim");
+  m.max_position_embeddings = fields.OptionalSize("max_position_embeddings").value_or(0);
+  m.tie_word_embeddings = fields.Bool("tie_word_embeddings", family->tie_default);
+  m.attention_bias =
+      family->reads_attention_bias ? fields.Bool("attention_bias", false) : family->attention_bias;
+  // Where the config has the field, Hugging Face biases o_proj with q, k, v
+  // (Qwen2's fixed biases leave it out).
+  m.output_bias = family->reads_attention_bias && m.attention_bias;
+  if (absl::string_view(family->model_type) == "llama") m.mlp_bias = fields.Bool("mlp_bias", false);
+  if (family->mixture_of_experts) {
+    m.num_experts = fields.Size("num_local_experts");
+    m.experts_per_token = fields.Size("num_experts_per_tok");
+  }
+  if (!fields.status().ok()) return fields.status();
+
+  m.num_kv_heads = kv_heads.value_or(m.num_heads);
+  if (head_dim.has_value()) {
+    m.head_dim = *head_dim;
+  } else if (family->requires_head_dim) {
+    return FieldError(
+        source, "head_dim",
+        absl::StrCat("is missing (", m.model_type, " does not derive it from hidden_size)"));
+  } else if (m.hidden_size % m.num_heads != 0) {
+    return FieldError(
+        source, "hidden_size",
+        absl::StrCat("is ", m.hidden_size, ", not a multiple of num_attention_heads (", m.num_heads,
+                     "), and there is no head_dim"));
+  } else {
+    m.head_dim = m.hidden_size / m.num_heads;
+  }
+  m.qk_norm = family->qk_norm;
+  m.norms_per_layer = family->norms_per_layer;
+  ReadForwardFields(fields, *family, std::string(source), m);
+  if (!fields.status().ok()) return fields.status();
+  if (absl::Status s = ValidateModel(m); !s.ok()) return s;  // m.name is `source`
+  return m;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json, absl::string_view source) {
+  if (static_cast<int64_t>(json.size()) > kMaxConfigBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", json.size(),
+                                                   " bytes, above the limit of ", kMaxConfigBytes,
+                                                   " for a config.json"));
+  }
+  absl::StatusOr<Json> parsed = ParseStrictJson(json, source);
+  if (!parsed.ok()) return parsed.status();
+  if (!parsed->is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": the JSON is ", Described(*parsed), ", not an object"));
+  }
+  const Json* text = nullptr;
+  if (auto it = parsed->find("text_config"); it != parsed->end() && !it->is_null()) {
+    if (!it->is_object()) {
+      return FieldError(source, "text_config",
+                        absl::StrCat("is ", Described(*it), ", not an object"));
+    }
+    text = &*it;
+  }
+  FieldReader fields(*parsed, text, source);
+  return ReadFields(fields, source);
+}
+
+absl::StatusOr<ModelConfig> ReadModelConfig(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (status.type() == std::filesystem::file_type::not_found) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  }
+  if (error) return absl::UnknownError(absl::StrCat(path, ": ", error.message()));
+  if (status.type() != std::filesystem::file_type::regular) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  }
+  const uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) return absl::UnknownError(absl::StrCat(path, ": ", error.message()));
+  if (size > static_cast<uintmax_t>(kMaxConfigBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", size, " bytes, above the limit of ",
+                                                   kMaxConfigBytes, " for a config.json"));
+  }
+  // Opened without blocking and checked again: the path may have changed.
+  absl::StatusOr<std::string> text = ReadRegularFile(path, kMaxConfigBytes);
+  if (!text.ok()) return text.status();
+  return ParseModelConfig(*text, path);
+}
+
+}  // namespace lowp

@@ -15,6 +15,7 @@
 #include "formats/option_error.h"
 #include "io/bundled.h"
 #include "io/tensor_set.h"
+#include "model/checkpoint.h"
 
 namespace lowp::api {
 namespace {
@@ -49,6 +50,7 @@ absl::StatusOr<std::shared_ptr<const Scheme>> SchemeFor(const std::string& field
 struct WeightCandidate {
   std::string spec;
   std::vector<WeightRule> rules;
+  std::string file;  // a checkpoint file's matrices
 };
 
 // `weights`: plain schemes are candidates of their own; a run of
@@ -172,10 +174,19 @@ absl::StatusOr<std::pair<int64_t, int64_t>> ParseSample(const std::string& text)
   return std::make_pair(n, len);
 }
 
-// Every id below the model's vocabulary: an option error on "tokens" naming
-// the first that is not (Evaluate and Forward check too, as a library
-// contract; this gives the front ends the field).
-absl::Status CheckTokenIds(const TokenArray& tokens, int64_t vocab) {
+// Every id below the model's vocabulary and sequences no longer than its
+// positions: an option error on "tokens" naming the first id that is not
+// (Evaluate checks too, as a library contract; this gives the front ends the
+// field).
+absl::Status CheckTokens(const TokenArray& tokens, const ModelConfig& config) {
+  const int64_t vocab = config.vocab_size;
+  if (config.max_position_embeddings > 0 && tokens.length > config.max_position_embeddings) {
+    return OptionError("tokens", absl::StrCat("sequences of ", tokens.length,
+                                              " tokens are longer than the model's ",
+                                              "max_position_embeddings (",
+                                              config.max_position_embeddings,
+                                              "); give [sequences, length] with a shorter length"));
+  }
   for (size_t i = 0; i < tokens.ids.size(); ++i) {
     if (tokens.ids[i] < 0 || tokens.ids[i] >= vocab) {
       return OptionError("tokens", absl::StrCat("token ", tokens.ids[i], " at sequence ",
@@ -227,9 +238,16 @@ const std::vector<std::string>& DefaultEvalWeights() {
 absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& o) {
   const bool any = !o.weights.empty() || !o.activations.empty() || !o.kv.empty() ||
                    !o.compute.empty();
-  absl::StatusOr<std::vector<WeightCandidate>> weights =
-      WeightCandidates(any ? o.weights : absl::StrJoin(DefaultEvalWeights(), ","));
+  absl::StatusOr<std::vector<WeightCandidate>> weights = WeightCandidates(
+      any || !o.weights_files.empty() ? o.weights : absl::StrJoin(DefaultEvalWeights(), ","));
   if (!weights.ok()) return weights.status();
+  // Files join the weight candidates; without --weights they are the only
+  // ones (the float32 weights are the reference).
+  if (!o.weights_files.empty() && o.weights.empty()) weights->clear();
+  for (const std::string& file : o.weights_files) {
+    if (file.empty()) return OptionError("weights_file", "an empty file name");
+    weights->push_back({file, {}, file});
+  }
   auto activations = SchemeList("activations", o.activations);
   if (!activations.ok()) return activations.status();
   auto kv = SchemeList("kv", o.kv);
@@ -251,6 +269,7 @@ absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& o) 
           // "PATTERN=none" is a rule with no scheme: it wins the match and
           // keeps those matrices in float32.
           e.weight_rules = w.rules;
+          e.weights_file = w.file;
           e.activations = a_name;
           e.kv = kv_name;
           e.compute = c_name;
@@ -274,15 +293,18 @@ absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& o) 
 
 absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
   if (absl::Status s = CheckThreads(o.threads); !s.ok()) return s;
+  if (o.batch_tokens < 0) {
+    return OptionError("batch_tokens", absl::StrCat(o.batch_tokens, " is negative"));
+  }
   absl::StatusOr<std::vector<EvalCandidate>> candidates = EvalCandidates(o);
   if (!candidates.ok()) return candidates.status();
   absl::StatusOr<std::string> path = ModelPath(o.model);
   if (!path.ok()) return path.status();
-  absl::StatusOr<ModelWeights> model = OpenModel(*path, o.tensors);
+  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(*path, o.tensors);
   if (!model.ok()) return model.status();
   EvalResult result;
   result.model = *path;
-  result.config = model->config;
+  result.config = model->config();
   TokenArray tokens;
   if (!o.tokens_file.empty()) {
     absl::StatusOr<TokenArray> read = ReadTokens(o.tokens_file);
@@ -301,7 +323,13 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
     s.seed = o.seed;
     s.threads = o.threads;
     absl::StatusOr<std::vector<int32_t>> ids = SampleTokens(*model, s);
-    if (!ids.ok()) return ids.status();
+    if (!ids.ok()) {
+      if (OptionOf(ids.status()) == "length") {
+        // "length: why": the option is --sample's LEN here.
+        return OptionError("sample", ids.status().message().substr(sizeof("length: ") - 1));
+      }
+      return ids.status();
+    }
     tokens.ids = *std::move(ids);
     tokens.length = s.length;
     result.tokens = absl::StrCat("sampled ", o.sample, " seed ", o.seed);
@@ -309,11 +337,15 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
   if (tokens.length < 2) {
     return OptionError("tokens", "sequences need at least 2 tokens (one prediction)");
   }
-  if (absl::Status s = CheckTokenIds(tokens, model->config.vocab_size); !s.ok()) return s;
-  absl::StatusOr<EvalReport> report =
-      Evaluate(*model, tokens.ids, tokens.length, *candidates, o.threads, o.progress);
+  if (absl::Status s = CheckTokens(tokens, model->config()); !s.ok()) return s;
+  EvalRun run;
+  run.threads = o.threads;
+  run.batch_tokens = o.batch_tokens;
+  run.progress = o.progress;
+  absl::StatusOr<EvalReport> report = Evaluate(*model, tokens.ids, tokens.length, *candidates, run);
   if (!report.ok()) return report.status();
   result.report = *std::move(report);
+  result.blas = BlasSetup();
   return result;
 }
 
@@ -323,9 +355,11 @@ nlohmann::json ToJson(const EvalResult& r) {
   j["model_config"] = ModelJson(r.config);
   j["tokens"] = r.tokens;
   const EvalReport& e = r.report;
+  j["blas"] = {{"core", r.blas.core}, {"chosen_by", r.blas.chosen_by}};
   j["sequences"] = e.sequences;
   j["sequence_length"] = e.sequence_length;
   j["positions"] = e.positions;
+  j["batches"] = e.batches;
   j["predictions"] = e.predictions;
   j["reference"] = {{"cross_entropy", JsonNumber(e.reference_cross_entropy)},
                     {"perplexity", JsonNumber(e.reference_perplexity)},
@@ -335,6 +369,7 @@ nlohmann::json ToJson(const EvalResult& r) {
     nlohmann::json x;
     x["label"] = c.candidate.label;
     x["weights"] = NullableName(c.candidate.weights);
+    x["weights_file"] = !c.candidate.weights_file.empty();
     x["activations"] = NullableName(c.candidate.activations);
     x["kv"] = NullableName(c.candidate.kv);
     x["compute"] = NullableName(c.candidate.compute);
@@ -375,27 +410,15 @@ absl::StatusOr<std::vector<float>> ForwardLogits(const std::string& model,
   if (absl::Status s = CheckThreads(threads); !s.ok()) return s;
   absl::StatusOr<std::string> path = ModelPath(model);
   if (!path.ok()) return path.status();
-  absl::StatusOr<ModelWeights> w = OpenModel(*path, tensors);
+  absl::StatusOr<Checkpoint> w = Checkpoint::OpenModel(*path, tensors);
   if (!w.ok()) return w.status();
   if (tokens.length < 1 || tokens.ids.empty() || tokens.ids.size() % tokens.length != 0) {
     return OptionError("tokens", "want a non-empty [sequences, length] array");
   }
-  const int64_t V = w->config.vocab_size;
-  const size_t sequences = tokens.ids.size() / tokens.length;
-  if (absl::Status s = CheckTokenIds(tokens, V); !s.ok()) return s;
-  std::vector<float> logits(tokens.ids.size() * V);
-  std::vector<absl::Status> errors(sequences);
-  ParallelFor(sequences, ResolveThreads(threads), [&](size_t s) {
-    KvCache cache;
-    errors[s] = Forward(*w, {}, std::span<const int32_t>(tokens.ids).subspan(s * tokens.length,
-                                                                            tokens.length),
-                        cache, std::span<float>(logits).subspan(s * tokens.length * V,
-                                                                tokens.length * V));
-  });
-  for (const absl::Status& s : errors) {
-    if (!s.ok()) return s;
-  }
-  return logits;
+  if (absl::Status s = CheckTokens(tokens, w->config()); !s.ok()) return s;
+  EvalRun run;
+  run.threads = threads;
+  return ReferenceLogits(*w, tokens.ids, tokens.length, run);
 }
 
 absl::StatusOr<TokenArray> Sample(const std::string& model,
@@ -404,7 +427,7 @@ absl::StatusOr<TokenArray> Sample(const std::string& model,
   if (absl::Status s = CheckThreads(options.threads); !s.ok()) return s;
   absl::StatusOr<std::string> path = ModelPath(model);
   if (!path.ok()) return path.status();
-  absl::StatusOr<ModelWeights> w = OpenModel(*path, tensors);
+  absl::StatusOr<Checkpoint> w = Checkpoint::OpenModel(*path, tensors);
   if (!w.ok()) return w.status();
   absl::StatusOr<std::vector<int32_t>> ids = SampleTokens(*w, options);
   if (!ids.ok()) return ids.status();

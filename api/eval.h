@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "eval/evaluate.h"
 #include "eval/sample.h"
+#include "model/blas.h"
 #include "model/config.h"
 #include "nlohmann/json.hpp"
 
@@ -43,11 +44,20 @@ struct EvalOptions {
   // decoder layers' linear layers. With no site given, `weights` is
   // DefaultEvalWeights().
   std::string weights;
+  // Checkpoint files of the same model as candidates of their own, each
+  // evaluated as stored (a GGUF file llama.cpp made from the model, by
+  // llama.cpp's names; or safetensors by Hugging Face's): its matrices, the
+  // model's norms and biases. Combined with the other sites as `weights` is.
+  std::vector<std::string> weights_files;
   std::string activations;  // schemes on the input of each linear layer, per token row
   std::string kv;           // schemes on each cached key and value vector
   std::string compute;      // floating formats every site's result is rounded to
   int threads = 0;
-  std::function<void(int64_t done, int64_t total)> progress;
+  // Tokens per pass over the checkpoint (EvalRun::batch_tokens); 0: automatic.
+  int64_t batch_tokens = 0;
+  // (steps done, steps in all, what): a step is a decoder layer of the
+  // reference or of one weight variant, for one batch.
+  std::function<void(int64_t done, int64_t total, const std::string& what)> progress;
 };
 
 // fp16, bf16, fp8_e4m3fn, fp8_e4m3fn-channel, int8-channel, int4-g128, nf4,
@@ -59,6 +69,7 @@ struct EvalResult {
   ModelConfig config;
   std::string tokens;  // where they came from: the file, "array", or "sampled N:LEN seed S"
   EvalReport report;
+  BlasKernels blas;    // what ran the products (model/blas.h)
 };
 
 // Errors name the option (model, tensors, tokens, sample, weights,
@@ -72,7 +83,7 @@ nlohmann::json ToJson(const EvalResult& result);
 absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& options);
 
 // The float32 logits of `tokens` ([sequences, length]): [sequences, length,
-// vocab_size].
+// vocab_size] (eval/evaluate.h's ReferenceLogits).
 absl::StatusOr<std::vector<float>> ForwardLogits(const std::string& model,
                                                  const std::vector<std::string>& tensors,
                                                  const TokenArray& tokens, int threads);

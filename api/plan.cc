@@ -156,8 +156,8 @@ absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model, Plan
   for (const PlanCandidate& c : plan.candidates) formats.push_back(c.format);
   e.weights = absl::StrJoin(formats, ",");
   if (o.progress) {
-    e.progress = [&o](int64_t done, int64_t total) {
-      o.progress(static_cast<size_t>(total), absl::StrCat("eval: sequence ", done));
+    e.progress = [&o](int64_t, int64_t total, const std::string& what) {
+      o.progress(static_cast<size_t>(total), absl::StrCat("eval: ", what));
     };
   }
   absl::StatusOr<EvalResult> r = Eval(e);

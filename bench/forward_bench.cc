@@ -58,6 +58,9 @@
 #include "kernels/thread_pool.h"
 #include "model/config.h"
 #include "model/forward.h"
+#include "model/batch.h"
+#include "model/blas.h"
+#include "model/checkpoint.h"
 #include "model/weights.h"
 #include "quant/scheme.h"
 
@@ -90,8 +93,8 @@ ModelConfig WideConfig() {
 
 // `n` seeded N(0, 0.02^2) values, drawn in chunks of 2^20 on the pool (chunk
 // c from seed + c: the values never depend on the thread count).
-Values Normal(int64_t n, uint32_t seed) {
-  auto v = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
+std::vector<float> Normal(int64_t n, uint32_t seed) {
+  std::vector<float> v(static_cast<size_t>(n));
   constexpr int64_t kChunk = int64_t{1} << 20;
   const size_t chunks = static_cast<size_t>((n + kChunk - 1) / kChunk);
   ParallelFor(chunks, 0, [&](size_t c) {
@@ -99,69 +102,147 @@ Values Normal(int64_t n, uint32_t seed) {
     std::normal_distribution<float> normal(0.0f, 0.02f);
     const int64_t begin = static_cast<int64_t>(c) * kChunk;
     const int64_t end = std::min(n, begin + kChunk);
-    for (int64_t i = begin; i < end; ++i) (*v)[i] = normal(rng);
+    for (int64_t i = begin; i < end; ++i) v[i] = normal(rng);
   });
   return v;
 }
 
-Values Ones(int64_t n) {
-  return std::make_shared<std::vector<float>>(static_cast<size_t>(n), 1.0f);
+// A model held whole in memory as float32: the forward pass's steps run on
+// it without reading a checkpoint (what the products cost, not the reads).
+struct InMemoryModel {
+  ModelConfig config;
+  std::vector<LayerStorage> storage;
+  std::vector<LayerWeights> layers;
+  std::vector<float> embed, final_norm;  // embed: [vocab, hidden], tied lm_head
+  std::vector<float> lm_head;            // empty when tied
+  std::span<const float> head() const { return lm_head.empty() ? embed : lm_head; }
+};
+
+void Die(const absl::Status& s) {
+  std::fprintf(stderr, "forward_bench: %s\n", std::string(s.message()).c_str());
+  std::exit(1);
 }
 
-Matrix RandomMatrix(std::string name, int64_t rows, int64_t cols, uint32_t seed) {
-  return Matrix{std::move(name), rows, cols, Normal(rows * cols, seed), nullptr};
+Matrix RandomMatrix(std::string name, int64_t rows, int64_t cols, std::vector<float>& buffer,
+                    uint32_t seed) {
+  buffer = Normal(rows * cols, seed);
+  return Matrix{std::move(name), rows, cols, buffer, {}};
 }
 
-ModelWeights WideWeights() {
-  ModelWeights w;
+InMemoryModel WideModel() {
+  InMemoryModel w;
   w.config = WideConfig();
   const ModelConfig& c = w.config;
-  if (absl::Status s = ValidateModel(c); !s.ok()) {
-    std::fprintf(stderr, "forward_bench: %s\n", std::string(s.message()).c_str());
-    std::exit(1);
-  }
+  if (absl::Status s = ValidateModel(c); !s.ok()) Die(s);
   const int64_t D = c.hidden_size, I = c.intermediate_size;
   const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
   uint32_t seed = 1000;
-  w.embed = RandomMatrix("model.embed_tokens.weight", c.vocab_size, D, seed += 1000);
+  w.embed = Normal(c.vocab_size * D, seed += 1000);
+  w.storage.resize(static_cast<size_t>(c.num_layers));
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
+    std::vector<std::vector<float>>& b = w.storage[i].buffers;
+    b.resize(8);
+    b[7].assign(static_cast<size_t>(D), 1.0f);  // both norms
     LayerWeights l;
-    l.input_norm = Ones(D);
-    l.post_attention_norm = Ones(D);
-    l.q = RandomMatrix(p + "self_attn.q_proj.weight", q, D, seed += 1000);
-    l.k = RandomMatrix(p + "self_attn.k_proj.weight", kv, D, seed += 1000);
-    l.v = RandomMatrix(p + "self_attn.v_proj.weight", kv, D, seed += 1000);
-    l.o = RandomMatrix(p + "self_attn.o_proj.weight", D, q, seed += 1000);
-    l.gate = RandomMatrix(p + "mlp.gate_proj.weight", I, D, seed += 1000);
-    l.up = RandomMatrix(p + "mlp.up_proj.weight", I, D, seed += 1000);
-    l.down = RandomMatrix(p + "mlp.down_proj.weight", D, I, seed += 1000);
+    l.input_norm = b[7];
+    l.post_attention_norm = b[7];
+    l.q = RandomMatrix(p + "self_attn.q_proj.weight", q, D, b[0], seed += 1000);
+    l.k = RandomMatrix(p + "self_attn.k_proj.weight", kv, D, b[1], seed += 1000);
+    l.v = RandomMatrix(p + "self_attn.v_proj.weight", kv, D, b[2], seed += 1000);
+    l.o = RandomMatrix(p + "self_attn.o_proj.weight", D, q, b[3], seed += 1000);
+    l.gate = RandomMatrix(p + "mlp.gate_proj.weight", I, D, b[4], seed += 1000);
+    l.up = RandomMatrix(p + "mlp.up_proj.weight", I, D, b[5], seed += 1000);
+    l.down = RandomMatrix(p + "mlp.down_proj.weight", D, I, b[6], seed += 1000);
     w.layers.push_back(std::move(l));
   }
-  w.final_norm = Ones(D);
-  w.lm_head = w.embed;  // tied
-  w.lm_head.name = "lm_head.weight";
+  w.final_norm.assign(static_cast<size_t>(D), 1.0f);
+  return w;
+}
+
+InMemoryModel BundledModel() {
+  absl::StatusOr<std::string> dir = lowp::BundledModel();
+  if (!dir.ok()) Die(dir.status());
+  absl::StatusOr<Checkpoint> checkpoint = Checkpoint::OpenModel(*dir, {});
+  if (!checkpoint.ok()) Die(checkpoint.status());
+  InMemoryModel w;
+  w.config = checkpoint->config();
+  const ModelConfig& c = w.config;
+  w.storage.resize(static_cast<size_t>(c.num_layers));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    absl::StatusOr<LayerWeights> l = checkpoint->ReadLayer(i, w.storage[i], 1);
+    if (!l.ok()) Die(l.status());
+    w.layers.push_back(*std::move(l));
+  }
+  w.embed.resize(static_cast<size_t>(c.vocab_size * c.hidden_size));
+  if (absl::Status s = checkpoint->ReadRows(Table::kEmbedding, 0, c.vocab_size, w.embed, 1);
+      !s.ok()) {
+    Die(s);
+  }
+  if (!c.tie_word_embeddings) {
+    w.lm_head.resize(w.embed.size());
+    if (absl::Status s = checkpoint->ReadRows(Table::kLmHead, 0, c.vocab_size, w.lm_head, 1);
+        !s.ok()) {
+      Die(s);
+    }
+  }
+  if (absl::Status s = checkpoint->ReadFinalNorm(w.final_norm); !s.ok()) Die(s);
   return w;
 }
 
 // The model by name, made (or read) on first use, then kept.
-const ModelWeights& Model(const std::string& name) {
-  static std::unique_ptr<ModelWeights> bundled, wide;
+const InMemoryModel& Model(const std::string& name) {
+  static std::unique_ptr<InMemoryModel> bundled, wide;
   if (name == kWide) {
-    if (wide == nullptr) wide = std::make_unique<ModelWeights>(WideWeights());
+    if (wide == nullptr) wide = std::make_unique<InMemoryModel>(WideModel());
     return *wide;
   }
-  if (bundled == nullptr) {
-    absl::StatusOr<std::string> dir = BundledModel();
-    absl::StatusOr<ModelWeights> w =
-        dir.ok() ? OpenModel(*dir, {}) : absl::StatusOr<ModelWeights>(dir.status());
-    if (!w.ok()) {
-      std::fprintf(stderr, "forward_bench: %s\n", std::string(w.status().message()).c_str());
-      std::exit(1);
-    }
-    bundled = std::make_unique<ModelWeights>(*std::move(w));
-  }
+  if (bundled == nullptr) bundled = std::make_unique<InMemoryModel>(BundledModel());
   return *bundled;
+}
+
+// The forward pass of `ids` ([sequences, kTokens]) as the evaluator runs a
+// stream: the embedding, every layer (RunLayerTasks: groups side by side for
+// a small model, each product on every thread for a large one), the final
+// norm and the logits ([tokens, vocab]).
+absl::Status Forward(const InMemoryModel& w, const Emulation& e, std::span<const int32_t> ids,
+                     int64_t sequences, int threads, std::vector<float>& logits) {
+  const ModelConfig& c = w.config;
+  const int64_t D = c.hidden_size, V = c.vocab_size;
+  const std::vector<int64_t> lengths(static_cast<size_t>(sequences), kTokens);
+  const Batch batch = Batch::Make(lengths, {}, ProductGroupRows(c));
+  const bool small = SmallLayer(c);
+  const std::vector<Batch> groups = small ? batch.Groups() : std::vector<Batch>{batch};
+  std::vector<float> hidden(static_cast<size_t>(batch.rows * D));
+  for (int64_t r = 0; r < batch.rows; ++r) {
+    std::copy_n(w.embed.data() + ids[r] * D, D, hidden.data() + r * D);
+  }
+  if (absl::Status s = Embed(c, e, hidden, threads, nullptr); !s.ok()) return s;
+  std::vector<LayerKv> kv(static_cast<size_t>(sequences));
+  std::vector<LayerKv*> kv_of;
+  for (LayerKv& k : kv) kv_of.push_back(&k);
+  thread_local ForwardBuffers buffers;
+  std::vector<LayerTask> tasks;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    for (LayerKv& k : kv) k.Clear();
+    tasks.clear();
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const int64_t first = small ? batch.group_starts[g] : 0;
+      LayerTask t;
+      t.weights = &w.layers[l];
+      t.emulation = &e;
+      t.batch = &groups[g];
+      t.hidden = std::span<float>(hidden).subspan(static_cast<size_t>(first * kTokens * D),
+                                                  static_cast<size_t>(groups[g].rows * D));
+      t.kv = std::span<LayerKv* const>(kv_of).subspan(static_cast<size_t>(first),
+                                                      groups[g].sequences.size());
+      tasks.push_back(t);
+    }
+    if (absl::Status s = RunLayerTasks(c, l, tasks, buffers, threads); !s.ok()) return s;
+  }
+  FinalNorm(c, w.final_norm, e, hidden, hidden, threads, nullptr);
+  Logits(c, e, batch, hidden, w.head(), V, logits.data(), V, threads, nullptr);
+  return absl::OkStatus();
 }
 
 // Executed flops per token of a prefill of `tokens` from position 0.
@@ -219,24 +300,15 @@ Site1 ParseSite(const std::string& label) {
 
 void ForwardCase(benchmark::State& state, std::string model, std::string site, int64_t sequences,
                  int threads) {
-  const ModelWeights& w = Model(model);
+  const InMemoryModel& w = Model(model);
   const Site1 s = ParseSite(site);
   const int64_t V = w.config.vocab_size;
   const std::vector<int32_t> ids = Tokens(sequences, V);
   std::vector<float> logits(static_cast<size_t>(sequences * kTokens * V));
-  std::vector<absl::Status> errors(static_cast<size_t>(sequences));
   for (auto _ : state) {
-    ParallelFor(static_cast<size_t>(sequences), threads, [&](size_t q) {
-      KvCache cache;
-      errors[q] =
-          Forward(w, s.emulation, std::span<const int32_t>(ids).subspan(q * kTokens, kTokens),
-                  cache, std::span<float>(logits).subspan(q * kTokens * V, kTokens * V));
-    });
-    for (const absl::Status& e : errors) {
-      if (!e.ok()) {
-        state.SkipWithError(std::string(e.message()).c_str());
-        return;
-      }
+    if (absl::Status e = Forward(w, s.emulation, ids, sequences, threads, logits); !e.ok()) {
+      state.SkipWithError(std::string(e.message()).c_str());
+      return;
     }
     benchmark::ClobberMemory();
   }
@@ -261,7 +333,7 @@ void ForwardCase(benchmark::State& state, std::string model, std::string site, i
 // median over iterations of emulated - plain and emulated / plain - 1), so
 // that a slow spell of this shared machine falls on both sides of a pair.
 void SiteCase(benchmark::State& state, std::string model, std::string site) {
-  const ModelWeights& w = Model(model);
+  const InMemoryModel& w = Model(model);
   const Site1 s = ParseSite(site);
   const int64_t V = w.config.vocab_size;
   const std::vector<int32_t> ids = Tokens(1, V);
@@ -269,9 +341,8 @@ void SiteCase(benchmark::State& state, std::string model, std::string site) {
   std::vector<double> differences, ratios;
   double none_seconds = 0;
   auto run = [&](const Emulation& e) -> double {
-    KvCache cache;
     const auto start = std::chrono::steady_clock::now();
-    const absl::Status status = Forward(w, e, ids, cache, logits);
+    const absl::Status status = Forward(w, e, ids, 1, 1, logits);
     benchmark::ClobberMemory();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -310,13 +381,13 @@ void SiteCase(benchmark::State& state, std::string model, std::string site) {
 // B for an sgemm case: the 1B shape's own matrix of that shape, else random.
 const float* SgemmB(int64_t rows, int64_t cols, bool transposed, std::vector<float>& own) {
   if (transposed) {
-    const ModelWeights& w = Model(kWide);
-    for (const Matrix* m :
-         {&w.layers[0].q, &w.layers[0].k, &w.layers[0].gate, &w.layers[0].down, &w.lm_head}) {
-      if (m->rows == rows && m->cols == cols) return m->values->data();
+    const InMemoryModel& w = Model(kWide);
+    for (const Matrix* m : {&w.layers[0].q, &w.layers[0].k, &w.layers[0].gate, &w.layers[0].down}) {
+      if (m->rows == rows && m->cols == cols) return m->values.data();
     }
+    if (rows == w.config.vocab_size && cols == w.config.hidden_size) return w.embed.data();
   }
-  own = *Normal(rows * cols, 7);
+  own = Normal(rows * cols, 7);
   return own.data();
 }
 
@@ -326,7 +397,7 @@ void Sgemm(benchmark::State& state, bool transposed, int64_t m, int64_t n, int64
   const float* b = transposed ? SgemmB(n, k, true, own_b) : SgemmB(k, n, false, own_b);
   std::vector<std::vector<float>> a(threads), c(threads);
   for (int t = 0; t < threads; ++t) {
-    a[t] = *Normal(m * k, 11 + t);
+    a[t] = Normal(m * k, 11 + t);
     c[t].assign(static_cast<size_t>(m * n), 0.0f);
   }
   const blasint ldb = static_cast<blasint>(transposed ? k : n);
@@ -418,7 +489,8 @@ void RegisterAll() {
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  openblas_set_num_threads(1);
+  const lowp::BlasKernels& blas = lowp::BlasSetup();
+  benchmark::AddCustomContext("openblas_chosen_by", blas.chosen_by);
   benchmark::AddCustomContext("openblas_core", openblas_get_corename());
   benchmark::AddCustomContext("openblas_config", openblas_get_config());
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");

@@ -173,9 +173,9 @@ int EvalCommand(const std::vector<std::string>& argv) {
   o.compute = args->Value("compute").value_or("");
   std::optional<Progress> line;
   const bool quiet = args->Has("quiet");
-  o.progress = [&line, quiet](int64_t done, int64_t total) {
+  o.progress = [&line, quiet](int64_t, int64_t total, const std::string& what) {
     if (!line) line.emplace(static_cast<size_t>(total), quiet);
-    line->Step(absl::StrCat("sequence ", done));
+    line->Step(what);
   };
   absl::StatusOr<api::EvalResult> result = api::Eval(o);
   line.reset();

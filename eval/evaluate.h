@@ -1,8 +1,16 @@
 // lowp eval's engine: the float32 reference model and every candidate (a
-// set of emulated sites) run on the same token sequences, one sequence at a
-// time per thread, and compared position by position (eval/metrics.h). Per
-// sequence only its logits and hidden states are held, never the whole
-// run's, so memory is bounded by (threads) sequences.
+// set of emulated sites) on the same token sequences, compared position by
+// position (eval/metrics.h), in one pass over the checkpoint.
+//
+// Layer-major: for a batch of sequences, the reference and every candidate
+// advance one decoder layer at a time over all their tokens. Each layer is
+// read from the checkpoint once (model/layer_reader.h), each weight variant
+// of the candidates made from it (model/variant.h), every stream run through
+// it, and the layer dropped. lm_head follows in chunks of vocabulary rows,
+// the metrics gathered chunk by chunk (eval/logit_stats.h). Memory is about
+// one layer's float32 weights twice (the reference's and one variant's), the
+// hidden states [candidates + 1, tokens, hidden] and one chunk of logits,
+// whatever the number of layers.
 #ifndef LOWP_EVAL_EVALUATE_H_
 #define LOWP_EVAL_EVALUATE_H_
 
@@ -14,17 +22,19 @@
 
 #include "absl/status/statusor.h"
 #include "eval/metrics.h"
+#include "model/checkpoint.h"
 #include "model/forward.h"
-#include "model/weights.h"
+#include "model/variant.h"
 
 namespace lowp {
 
 // One emulated variant of the model.
 struct EvalCandidate {
-  std::string label;        // how results name it ("int4-g128", "w=q8_0 kv=fp8_e4m3fn")
-  std::string weights;      // the weight spec as given ("" for float32 weights)
+  std::string label;         // how results name it ("int4-g128", "w=q8_0 kv=fp8_e4m3fn")
+  std::string weights;       // the weight spec as given, or the file ("" for float32 weights)
   std::vector<WeightRule> weight_rules;
-  std::string activations;  // scheme names as given, "" when not emulated
+  std::string weights_file;  // a checkpoint file whose matrices the candidate runs
+  std::string activations;   // scheme names as given, "" when not emulated
   std::string kv;
   std::string compute;
   Emulation emulation;
@@ -32,10 +42,10 @@ struct EvalCandidate {
 
 struct CandidateResult {
   EvalCandidate candidate;
-  WeightReport weights;     // the matrices quantized (none without weight rules)
-  Distribution kl;          // over every position of every sequence
+  WeightReport weights;      // the matrices changed (none with float32 weights)
+  Distribution kl;           // over every position of every sequence
   double top1_agreement = 0;  // share of positions whose argmax equals the reference's
-  Distribution delta_p;     // over positions 0..L-2 (the next token known)
+  Distribution delta_p;      // over positions 0..L-2 (the next token known)
   double cross_entropy = 0;  // mean -log q(next), nats
   double perplexity = 0;     // exp(cross_entropy)
   uint64_t nonfinite_positions = 0;  // positions with a NaN or inf logit
@@ -50,24 +60,42 @@ struct EvalReport {
   int64_t sequence_length = 0;
   uint64_t positions = 0;    // sequences * length: where KL and top-1 are taken
   uint64_t predictions = 0;  // sequences * (length - 1): where perplexity is
+  int64_t batches = 0;       // passes over the checkpoint
   double reference_cross_entropy = 0;
   double reference_perplexity = 0;
   Census reference_census;
   std::vector<CandidateResult> candidates;
 };
 
-// Called after each sequence with (sequences done, sequences in all), from
-// one thread at a time.
-using EvalProgress = std::function<void(int64_t, int64_t)>;
+struct EvalRun {
+  int threads = 0;  // 0: every CPU; results never depend on it
+  // Tokens per pass over the checkpoint (whole groups of sequences,
+  // model/batch.h); 0: as many as kEvalActivationBytes of hidden states and
+  // scratch allow. Results never depend on it.
+  int64_t batch_tokens = 0;
+  // Called before each step with (steps done, steps in all, what): a step is
+  // a decoder layer (or lm_head) of one batch for the reference or one weight
+  // variant.
+  std::function<void(int64_t, int64_t, const std::string&)> progress;
+};
+
+// The activation memory a batch may take when EvalRun::batch_tokens is 0.
+constexpr uint64_t kEvalActivationBytes = uint64_t{1} << 30;
 
 // `tokens` is [sequences, length] row-major; every id must be below
-// vocab_size (InvalidArgument naming the sequence and position otherwise).
-// Candidates' weights are quantized first (each a copy of the matrices it
-// replaces). Results do not depend on `threads`.
-absl::StatusOr<EvalReport> Evaluate(const ModelWeights& reference,
-                                    std::span<const int32_t> tokens, int64_t length,
-                                    const std::vector<EvalCandidate>& candidates, int threads,
-                                    const EvalProgress& progress = {});
+// vocab_size and the length at most max_position_embeddings when the config
+// gives it (InvalidArgument naming the sequence and position, or the
+// lengths). Errors from reading name the file and tensor; a checkpoint that
+// shrank or changed while read is DataLoss.
+absl::StatusOr<EvalReport> Evaluate(const Checkpoint& reference, std::span<const int32_t> tokens,
+                                    int64_t length, const std::vector<EvalCandidate>& candidates,
+                                    const EvalRun& run = {});
+
+// The float32 logits of `tokens` ([sequences, length]) through the same
+// pass: [sequences, length, vocab_size], or InvalidArgument as Evaluate.
+absl::StatusOr<std::vector<float>> ReferenceLogits(const Checkpoint& model,
+                                                   std::span<const int32_t> tokens,
+                                                   int64_t length, const EvalRun& run = {});
 
 }  // namespace lowp
 

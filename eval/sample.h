@@ -1,10 +1,11 @@
 // Token sequences sampled from a model: each starts with the config's
 // bos_token_id and continues with tokens drawn from the model's own
 // next-token distribution softmax(logits / temperature) (temperature 0:
-// greedy, the lowest id on ties), run incrementally on a KV cache. Draws
-// come from a counter-based generator keyed by (seed, sequence, position),
-// so the tokens depend on neither the thread count nor the order sequences
-// run in.
+// greedy, the lowest id on ties). All sequences decode together, one token
+// each per step on their KV caches, so a step reads the model's weights once
+// for every sequence (layer by layer: model/layer_reader.h). Draws come from
+// a counter-based generator keyed by (seed, sequence, position), so the
+// tokens depend on neither the thread count nor the order of the work.
 #ifndef LOWP_EVAL_SAMPLE_H_
 #define LOWP_EVAL_SAMPLE_H_
 
@@ -12,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/weights.h"
+#include "model/checkpoint.h"
 
 namespace lowp {
 
@@ -25,9 +26,10 @@ struct SampleOptions {
 };
 
 // [count, length] token ids, row-major. InvalidArgument (an option error on
-// the field it names) for a count or length outside 1..2^20, a temperature
-// not in [0, 100], or a BOS id outside the vocabulary.
-absl::StatusOr<std::vector<int32_t>> SampleTokens(const ModelWeights& model,
+// the field it names) for a count or length outside 1..2^20 or a length
+// beyond the model's max_position_embeddings, a temperature not in [0, 100],
+// or a BOS id outside the vocabulary.
+absl::StatusOr<std::vector<int32_t>> SampleTokens(const Checkpoint& model,
                                                   const SampleOptions& options);
 
 }  // namespace lowp

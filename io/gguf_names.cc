@@ -58,6 +58,28 @@ std::optional<std::string> HuggingFaceName(absl::string_view name) {
   return std::nullopt;
 }
 
+std::optional<std::string> LlamaCppName(absl::string_view name) {
+  absl::string_view suffix;
+  for (absl::string_view s : {".weight", ".bias"}) {
+    if (absl::EndsWith(name, s)) suffix = s;
+  }
+  if (suffix.empty()) return std::nullopt;
+  absl::string_view stem = name.substr(0, name.size() - suffix.size());
+  for (const auto& [gguf, hf] : kGlobal) {
+    if (stem == hf) return absl::StrCat(gguf, suffix);
+  }
+  if (!absl::ConsumePrefix(&stem, "model.layers.")) return std::nullopt;
+  const size_t dot = stem.find('.');
+  if (dot == absl::string_view::npos) return std::nullopt;
+  int layer;
+  if (!absl::SimpleAtoi(stem.substr(0, dot), &layer) || layer < 0) return std::nullopt;
+  const absl::string_view rest = stem.substr(dot + 1);
+  for (const auto& [gguf, hf] : kLayer) {
+    if (rest == hf) return absl::StrCat("blk.", layer, ".", gguf, suffix);
+  }
+  return std::nullopt;
+}
+
 std::vector<int64_t> LlamaRopeRowOrder(int64_t rows, int64_t heads) {
   if (heads <= 0 || rows % heads != 0 || (rows / heads) % 2 != 0) return {};
   const int64_t d = rows / heads;

@@ -21,6 +21,11 @@ namespace lowp {
 // "rope_freqs") or not llama.cpp's.
 std::optional<std::string> HuggingFaceName(absl::string_view gguf_name);
 
+// The inverse: llama.cpp's name of a Hugging Face tensor of the llama family
+// ("model.layers.3.self_attn.q_proj.weight" -> "blk.3.attn_q.weight"), for
+// messages; none where HuggingFaceName has no counterpart.
+std::optional<std::string> LlamaCppName(absl::string_view hf_name);
+
 // llama.cpp's converter (LlamaModel.permute) reorders the rows of attn_q
 // (with the head count) and attn_k (with the kv-head count) for its rope: in
 // each head of d rows, stored row 2 b + a holds original row a d / 2 + b.

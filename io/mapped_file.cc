@@ -228,7 +228,7 @@ bool MappedFile::Contains(std::span<const uint8_t> range) const {
   return begin >= base && begin - base <= size_ && range.size() <= size_ - (begin - base);
 }
 
-void MappedFile::Release(std::span<const uint8_t> range) const {
+void MappedFile::Release(std::span<const uint8_t> range, bool keep_cached) const {
   if (!Contains(range)) return;
   const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t base = reinterpret_cast<uintptr_t>(data_);
@@ -238,6 +238,7 @@ void MappedFile::Release(std::span<const uint8_t> range) const {
       map_end, (reinterpret_cast<uintptr_t>(range.data()) + range.size() + page - 1) / page * page);
   if (end <= begin) return;
   ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  if (keep_cached) return;
   // And out of the page cache, so that a file larger than it is read from
   // storage once, not evicting everything else on the way.
   ::posix_fadvise(fd_, static_cast<off_t>(begin - base), static_cast<off_t>(end - begin),

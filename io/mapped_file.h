@@ -70,8 +70,9 @@ class MappedFile {
   // pages `range` touches (rounded out to whole pages, clipped to the
   // mapping): the memory is returned, the pages leave the page cache, and
   // the data is read from storage again if used later. Ranges outside the
-  // mapping are ignored.
-  void Release(std::span<const uint8_t> range) const;
+  // mapping are ignored. With `keep_cached`, only madvise: the pages stay in
+  // the page cache.
+  void Release(std::span<const uint8_t> range, bool keep_cached = false) const;
   // OK while the file still has the size it had when mapped and no read ran
   // past its end; DataLoss naming the file otherwise ("shrank from N to M
   // bytes while being read"). Whatever was read from the mapping since it

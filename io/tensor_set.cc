@@ -179,10 +179,10 @@ absl::StatusOr<TensorSet> TensorSet::FromViews(std::vector<TensorView> views) {
 
 void TensorSet::Release(const TensorView& tensor) const { Release(tensor.bytes); }
 
-void TensorSet::Release(std::span<const uint8_t> bytes) const {
+void TensorSet::Release(std::span<const uint8_t> bytes, bool keep_cached) const {
   for (const auto& file : files_) {
     if (file->Contains(bytes)) {
-      file->Release(bytes);
+      file->Release(bytes, keep_cached);
       return;
     }
   }

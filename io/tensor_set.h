@@ -47,13 +47,16 @@ class TensorSet {
   // null when the set holds no GGUF file.
   const ParsedGguf* gguf() const { return gguf_.get(); }
 
-  // Drops the pages of `tensor` from this process's memory (madvise); the
-  // view stays valid and re-reads the file if used again.
+  // Drops the pages of `tensor` from this process's memory (madvise) and
+  // from the page cache; the view stays valid and re-reads the file if used
+  // again.
   void Release(const TensorView& tensor) const;
   // The same for part of a tensor's bytes (MeasureOptions::release calls it
   // batch by batch, so even one tensor larger than RAM streams through).
-  // Bytes outside this set's files are left alone.
-  void Release(std::span<const uint8_t> bytes) const;
+  // Bytes outside this set's files are left alone. With `keep_cached` the
+  // pages leave this process's memory but stay in the page cache, for a
+  // caller that reads them again soon (the evaluator's next batch).
+  void Release(std::span<const uint8_t> bytes, bool keep_cached = false) const;
 
   // OK while every file behind the set still has the size it had when
   // opened; DataLoss naming the file that shrank while it was read (its

@@ -1,16 +1,16 @@
 #include "model/forward.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "formats/packing.h"
 #include "kernels/convert.h"
+#include "kernels/thread_pool.h"
+#include "model/blas.h"
 
 namespace lowp {
 
@@ -22,24 +22,6 @@ constexpr const char* kSiteNames[kSiteCount] = {
     "residual",  "mlp_norm",    "router",         "gate_proj",  "up_proj",     "act",
     "act_mul",   "down_proj",   "post_mlp_norm",  "final_norm", "logits"};
 
-// One BLAS thread: lowp runs sequences on its own pool, and a product's bits
-// then never depend on the thread count.
-void UseOneBlasThread() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
-
-// C[m, n] = alpha * A[m, k] * op(B) (+ C when accumulate), row-major;
-// op(B) = B^T for B stored [n, k] (a weight), else B stored [k, n].
-void Gemm(bool b_transposed, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0f, c,
-              static_cast<blasint>(ldc));
-}
-
 float Silu(float x) { return x / (1.0f + std::exp(-x)); }
 float GeluTanh(float x) {
   const float k = 0.7978845608028654f;  // sqrt(2 / pi)
@@ -47,334 +29,465 @@ float GeluTanh(float x) {
 }
 float GeluErf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f)); }
 
-// The state of one Forward call: the model, the sites, scratch buffers.
-class Pass {
- public:
-  Pass(const ModelWeights& w, const Emulation& e, Census* census)
-      : w_(w), c_(w.config), e_(e), census_(census) {}
+// Below this many operations, work stays on the calling thread: waking the
+// pool's threads costs more.
+constexpr int64_t kParallelWork = int64_t{1} << 16;
+int Workers(int threads, int64_t work) { return work >= kParallelWork ? threads : 1; }
 
-  // Rounds `x` to the compute format (when emulated) and counts what the
-  // site produced.
-  void Round(Site site, std::span<float> x) {
+// Runs body(first, end) over [0, rows) in pieces of whole rows (about 16K
+// values each) on the pool.
+void ForRows(int64_t rows, int64_t width, int threads,
+             const std::function<void(int64_t, int64_t)>& body) {
+  const int64_t piece = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(width, 1));
+  const int64_t pieces = (rows + piece - 1) / piece;
+  ParallelFor(static_cast<size_t>(pieces), Workers(threads, rows * width), [&](size_t i) {
+    const int64_t first = static_cast<int64_t>(i) * piece;
+    body(first, std::min(rows, first + piece));
+  });
+}
+
+// The emulated rounding of every site's values and their census. Tasks on
+// the pool each count into a Census of their own and merge it once: the
+// counts are sums, so they never depend on how work was split.
+class Sites {
+ public:
+  Sites(const Emulation& e, Census* census) : e_(e), census_(census) {
     if (e_.compute.has_value()) {
-      // The values before rounding only for the census's counts.
-      if (census_ != nullptr) before_.assign(x.begin(), x.end());
-      codes_.resize(StorageBytes(*e_.compute, x.size()));
+      // Nearest-even is valid for every floating format.
+      rounder_.emplace(*Rounder::Make(*e_.compute));
+      max_finite_ = static_cast<float>(e_.compute->max_finite());
+    }
+  }
+
+  // Rounds `x` to the compute format (when emulated) and counts into `local`.
+  void Round(Site site, std::span<float> x, Census& local) const {
+    if (rounder_.has_value()) {
+      thread_local std::vector<float> before;
+      if (census_ != nullptr) before.assign(x.begin(), x.end());
       RunOptions run;
       run.threads = 1;
-      // The sizes match and nearest-even is valid for every float format.
-      (void)EncodeArray(*e_.compute, x, codes_, {}, run);
-      (void)DecodeArray(*e_.compute, codes_, x, run);
+      rounder_->Round(x, x, run);
+      if (census_ != nullptr) {
+        SiteCounts& s = local.sites[static_cast<int>(site)];
+        for (size_t i = 0; i < x.size(); ++i) {
+          const float a = std::fabs(before[i]), q = std::fabs(x[i]);
+          const bool finite_in = std::isfinite(a);
+          s.overflow += finite_in & !std::isfinite(q);
+          s.saturated += finite_in & (a > max_finite_) & std::isfinite(q);
+          s.flushed += (a != 0) & finite_in & (q == 0);
+        }
+      }
     }
     if (census_ == nullptr) return;
-    SiteCounts& s = census_->sites[static_cast<int>(site)];
+    SiteCounts& s = local.sites[static_cast<int>(site)];
     s.values += x.size();
     uint64_t nonfinite = 0;
     for (float v : x) nonfinite += !std::isfinite(v);
     s.nonfinite += nonfinite;
-    if (!e_.compute.has_value()) return;
-    const float max_finite = static_cast<float>(e_.compute->max_finite());
-    uint64_t overflow = 0, saturated = 0, flushed = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      const float a = std::fabs(before_[i]), q = std::fabs(x[i]);
-      const bool finite_in = std::isfinite(a);
-      overflow += finite_in & !std::isfinite(q);
-      saturated += finite_in & (a > max_finite) & std::isfinite(q);
-      flushed += (a != 0) & finite_in & (q == 0);
-    }
-    s.overflow += overflow;
-    s.saturated += saturated;
-    s.flushed += flushed;
   }
 
-  // `x` [rows, cols] through `scheme` (rows = tokens, or tokens x kv heads).
-  std::span<const float> Quantize(const Scheme* scheme, std::span<const float> x, int64_t cols,
-                                  std::vector<float>& out) {
-    if (scheme == nullptr) return x;
-    out.resize(x.size());
-    TensorContext context;
-    if (scheme->NeedsTensorPass()) scheme->Observe(x, cols, context);
-    SchemeCounts counts;
-    scheme->Apply(x, cols, context, out, counts);
-    return out;
+  void Merge(const Census& local) const {
+    if (census_ == nullptr) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    census_->Merge(local);
   }
 
-  // out[n, m.rows] = in[n, m.cols] * m^T + bias, rounded at `site`.
-  void Linear(const Matrix& m, std::span<const float> in, int64_t n, std::vector<float>& out,
-              Site site) {
-    out.resize(static_cast<size_t>(n * m.rows));
-    Gemm(true, n, m.rows, m.cols, 1.0f, in.data(), m.cols, m.values->data(), m.cols, out.data(),
-         m.rows);
-    if (m.bias) {
-      for (int64_t t = 0; t < n; ++t) {
-        float* row = out.data() + t * m.rows;
-        for (int64_t j = 0; j < m.rows; ++j) row[j] += (*m.bias)[j];
+  // Rounds rows [0, rows) of width `width` (row stride `stride`) at `site`.
+  void RoundRows(Site site, float* x, int64_t rows, int64_t width, int64_t stride,
+                 int threads) const {
+    if (!rounder_.has_value() && census_ == nullptr) return;
+    ForRows(rows, width, threads, [&](int64_t first, int64_t end) {
+      Census local;
+      for (int64_t r = first; r < end; ++r) {
+        Round(site, std::span<float>(x + r * stride, static_cast<size_t>(width)), local);
       }
-    }
-    Round(site, out);
+      Merge(local);
+    });
+  }
+  void RoundAll(Site site, std::span<float> x, int64_t width, int threads) const {
+    RoundRows(site, x.data(), static_cast<int64_t>(x.size()) / width, width, width, threads);
   }
 
-  // RMSNorm of each `width`-wide row of `x` into `out` (may be `x`).
-  void Norm(std::span<const float> x, int64_t width, const std::vector<float>& weight,
-            std::span<float> out, Site site) {
-    const size_t rows = x.size() / width;
-    for (size_t r = 0; r < rows; ++r) {
+ private:
+  const Emulation& e_;
+  Census* census_;
+  std::optional<Rounder> rounder_;
+  float max_finite_ = 0;
+  mutable std::mutex mutex_;
+};
+
+// RMSNorm of each `width`-wide row of `x` into `out` (may be `x`), rounded
+// at `site`.
+void Norm(const ModelConfig& c, const Sites& sites, std::span<const float> x, int64_t width,
+          std::span<const float> weight, std::span<float> out, Site site, int threads) {
+  const int64_t rows = static_cast<int64_t>(x.size()) / width;
+  ForRows(rows, width, threads, [&](int64_t first, int64_t end) {
+    Census local;
+    for (int64_t r = first; r < end; ++r) {
       const float* in = x.data() + r * width;
       float* o = out.data() + r * width;
       double ss = 0;
       for (int64_t j = 0; j < width; ++j) ss += static_cast<double>(in[j]) * in[j];
-      const float scale = static_cast<float>(1.0 / std::sqrt(ss / width + c_.rms_norm_eps));
+      const float scale = static_cast<float>(1.0 / std::sqrt(ss / width + c.rms_norm_eps));
       for (int64_t j = 0; j < width; ++j) {
-        const float wj = c_.norm_adds_one ? 1.0f + weight[j] : weight[j];
+        const float wj = c.norm_adds_one ? 1.0f + weight[j] : weight[j];
         o[j] = in[j] * scale * wj;
       }
+      sites.Round(site, std::span<float>(o, static_cast<size_t>(width)), local);
     }
-    Round(site, out);
-  }
+    sites.Merge(local);
+  });
+}
 
-  // Rotates each head_dim-wide vector of `x` ([n, heads * head_dim]) by its
-  // position's angles.
-  void Rope(std::span<float> x, int64_t n, int64_t heads, int64_t first_position) {
-    const int64_t d = c_.head_dim, half = d / 2;
-    for (int64_t t = 0; t < n; ++t) {
-      const double pos = static_cast<double>(first_position + t);
-      for (int64_t i = 0; i < half; ++i) {
-        const double angle = pos * inv_freq_[i];
-        const float cs = static_cast<float>(std::cos(angle));
-        const float sn = static_cast<float>(std::sin(angle));
-        for (int64_t h = 0; h < heads; ++h) {
-          float* v = x.data() + (t * heads + h) * d;
-          const float x1 = v[i], x2 = v[i + half];
-          v[i] = x1 * cs - x2 * sn;
-          v[i + half] = x2 * cs + x1 * sn;
-        }
-      }
-    }
-  }
+// Each sequence's rows of `x` ([rows, cols]) through `scheme`, one call per
+// sequence (a "-tensor" scheme's scale is per sequence): `out` then, or `x`
+// itself when there is no scheme.
+std::span<const float> QuantizePerSequence(const Scheme* scheme, const Batch& b,
+                                           std::span<const float> x, int64_t cols,
+                                           std::vector<float>& out, int threads) {
+  if (scheme == nullptr) return x;
+  out.resize(x.size());
+  const int64_t width = static_cast<int64_t>(x.size()) / std::max<int64_t>(b.rows, 1);
+  ParallelFor(b.sequences.size(), Workers(threads, static_cast<int64_t>(x.size()) * 8),
+              [&](size_t s) {
+    const SequenceRows& seq = b.sequences[s];
+    const size_t first = static_cast<size_t>(seq.first_row * width);
+    const size_t n = static_cast<size_t>(seq.rows * width);
+    std::span<const float> in = x.subspan(first, n);
+    TensorContext context;
+    if (scheme->NeedsTensorPass()) scheme->Observe(in, cols, context);
+    SchemeCounts counts;
+    scheme->Apply(in, cols, context, std::span<float>(out).subspan(first, n), counts);
+  });
+  return out;
+}
 
-  void InitRope() {
-    const int64_t d = c_.head_dim;
-    inv_freq_.resize(d / 2);
-    const RopeScaling& r = c_.rope_scaling;
-    for (int64_t i = 0; i < d / 2; ++i) {
-      double f = std::pow(c_.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
-      if (r.type == "linear") {
+// The inverse frequencies of the rotary embedding, rope_scaling applied.
+std::vector<double> InverseFrequencies(const ModelConfig& c) {
+  const int64_t d = c.head_dim;
+  std::vector<double> inv_freq(static_cast<size_t>(d / 2));
+  const RopeScaling& r = c.rope_scaling;
+  for (int64_t i = 0; i < d / 2; ++i) {
+    double f = std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+    if (r.type == "linear") {
+      f /= r.factor;
+    } else if (r.type == "llama3") {
+      const double wavelen = 2 * M_PI / f;
+      const double old_context = static_cast<double>(r.original_max_position_embeddings);
+      const double low_wavelen = old_context / r.low_freq_factor;
+      const double high_wavelen = old_context / r.high_freq_factor;
+      if (wavelen > low_wavelen) {
         f /= r.factor;
-      } else if (r.type == "llama3") {
-        const double wavelen = 2 * M_PI / f;
-        const double old_context = static_cast<double>(r.original_max_position_embeddings);
-        const double low_wavelen = old_context / r.low_freq_factor;
-        const double high_wavelen = old_context / r.high_freq_factor;
-        if (wavelen > low_wavelen) {
-          f /= r.factor;
-        } else if (wavelen >= high_wavelen) {
-          const double smooth =
-              (old_context / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
-          f = (1 - smooth) * f / r.factor + smooth * f;
-        }
+      } else if (wavelen >= high_wavelen) {
+        const double smooth =
+            (old_context / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+        f = (1 - smooth) * f / r.factor + smooth * f;
       }
-      inv_freq_[i] = f;
     }
+    inv_freq[i] = f;
+  }
+  return inv_freq;
+}
+
+// One decoder layer over one batch: the state of a ForwardLayer call.
+class LayerPass {
+ public:
+  LayerPass(const ModelConfig& c, int64_t layer, const LayerWeights& w, const Emulation& e,
+            const Batch& b, std::span<LayerKv* const> kv, ForwardBuffers& buf, int threads,
+            Census* census)
+      : c_(c), layer_(layer), w_(w), e_(e), b_(b), kv_(kv), buf_(buf), threads_(threads),
+        sites_(e, census) {}
+
+  void Run(std::span<float> x) {
+    const int64_t D = c_.hidden_size;
+    buf_.positions.resize(static_cast<size_t>(b_.rows));
+    for (const SequenceRows& s : b_.sequences) {
+      for (int64_t r = 0; r < s.rows; ++r) buf_.positions[s.first_row + r] = s.first_position + r;
+    }
+    buf_.normed.resize(x.size());
+    Norm(c_, sites_, x, D, w_.input_norm, buf_.normed, Site::kAttnNorm, threads_);
+    Attention(buf_.normed, buf_.branch);
+    if (c_.norms_per_layer == 4) {
+      Norm(c_, sites_, buf_.branch, D, w_.post_attention_norm, buf_.branch, Site::kPostAttnNorm,
+           threads_);
+    }
+    AddResidual(x, buf_.branch);
+    std::span<const float> mlp_norm =
+        c_.norms_per_layer == 4 ? w_.pre_feedforward_norm : w_.post_attention_norm;
+    Norm(c_, sites_, x, D, mlp_norm, buf_.normed, Site::kMlpNorm, threads_);
+    if (c_.num_experts > 0) {
+      Moe(buf_.normed, buf_.branch);
+    } else {
+      std::span<const float> in = QuantizePerSequence(e_.activations.get(), b_, buf_.normed, D,
+                                                      buf_.in, threads_);
+      Mlp(w_.gate, w_.up, w_.down, in, buf_.branch);
+    }
+    if (c_.norms_per_layer == 4) {
+      Norm(c_, sites_, buf_.branch, D, w_.post_feedforward_norm, buf_.branch, Site::kPostMlpNorm,
+           threads_);
+    }
+    AddResidual(x, buf_.branch);
   }
 
-  void Attention(int64_t layer, const LayerWeights& l, std::span<const float> a, int64_t n,
-                 KvCache& cache, std::vector<float>& out) {
+ private:
+  // out[rows, m.rows] = in[rows, m.cols] m^T + bias, rounded at `site`.
+  void Linear(const Matrix& m, std::span<const float> in, std::vector<float>& out, Site site) {
+    out.resize(static_cast<size_t>(b_.rows * m.rows));
+    LinearProduct(b_.blocks, in.data(), m.cols, m.values.data(), m.rows, m.cols,
+                  m.bias.empty() ? nullptr : m.bias.data(), out.data(), m.rows, threads_);
+    sites_.RoundAll(site, out, m.rows, threads_);
+  }
+
+  void AddResidual(std::span<float> x, std::span<const float> branch) {
+    const int64_t D = c_.hidden_size;
+    ForRows(b_.rows, D, threads_, [&](int64_t first, int64_t end) {
+      Census local;
+      for (int64_t r = first; r < end; ++r) {
+        float* row = x.data() + r * D;
+        for (int64_t j = 0; j < D; ++j) row[j] += branch[r * D + j];
+        sites_.Round(Site::kResidual, std::span<float>(row, static_cast<size_t>(D)), local);
+      }
+      sites_.Merge(local);
+    });
+  }
+
+  // Rotates each head_dim-wide vector of `x` ([rows, heads * head_dim]) by
+  // its row's position.
+  void Rope(std::span<float> x, int64_t heads, const std::vector<double>& inv_freq) {
+    const int64_t d = c_.head_dim, half = d / 2;
+    ForRows(b_.rows, heads * d, threads_, [&](int64_t first, int64_t end) {
+      for (int64_t t = first; t < end; ++t) {
+        const double pos = static_cast<double>(buf_.positions[t]);
+        for (int64_t i = 0; i < half; ++i) {
+          const double angle = pos * inv_freq[i];
+          const float cs = static_cast<float>(std::cos(angle));
+          const float sn = static_cast<float>(std::sin(angle));
+          for (int64_t h = 0; h < heads; ++h) {
+            float* v = x.data() + (t * heads + h) * d;
+            const float x1 = v[i], x2 = v[i + half];
+            v[i] = x1 * cs - x2 * sn;
+            v[i + half] = x2 * cs + x1 * sn;
+          }
+        }
+      }
+    });
+  }
+
+  void Attention(std::span<const float> a, std::vector<float>& out) {
     const int64_t H = c_.num_heads, KV = c_.num_kv_heads, d = c_.head_dim;
-    const int64_t p0 = cache.positions;
-    std::span<const float> in = Quantize(e_.activations.get(), a, c_.hidden_size, act_q_);
-    Linear(l.q, in, n, q_, Site::kQProj);
-    Linear(l.k, in, n, k_, Site::kKProj);
-    Linear(l.v, in, n, v_, Site::kVProj);
+    std::span<const float> in =
+        QuantizePerSequence(e_.activations.get(), b_, a, c_.hidden_size, buf_.in, threads_);
+    Linear(w_.q, in, buf_.q, Site::kQProj);
+    Linear(w_.k, in, buf_.k, Site::kKProj);
+    Linear(w_.v, in, buf_.v, Site::kVProj);
     if (c_.qk_norm) {
-      Norm(q_, d, *l.q_norm, q_, Site::kQkNorm);
-      Norm(k_, d, *l.k_norm, k_, Site::kQkNorm);
+      Norm(c_, sites_, buf_.q, d, w_.q_norm, buf_.q, Site::kQkNorm, threads_);
+      Norm(c_, sites_, buf_.k, d, w_.k_norm, buf_.k, Site::kQkNorm, threads_);
     }
-    Rope(q_, n, H, p0);
-    Rope(k_, n, KV, p0);
-    Round(Site::kRope, q_);
-    Round(Site::kRope, k_);
-    std::span<const float> k_stored = Quantize(e_.kv.get(), k_, d, kv_q_);
-    std::vector<float>& keys = cache.keys[layer];
-    keys.insert(keys.end(), k_stored.begin(), k_stored.end());
-    std::span<const float> v_stored = Quantize(e_.kv.get(), v_, d, kv_q_);
-    std::vector<float>& values = cache.values[layer];
-    values.insert(values.end(), v_stored.begin(), v_stored.end());
-    const int64_t T = p0 + n;  // positions in the cache
+    const std::vector<double> inv_freq = InverseFrequencies(c_);
+    Rope(buf_.q, H, inv_freq);
+    Rope(buf_.k, KV, inv_freq);
+    sites_.RoundAll(Site::kRope, buf_.q, H * d, threads_);
+    sites_.RoundAll(Site::kRope, buf_.k, KV * d, threads_);
+    // Each sequence's keys and values into its cache, as stored.
+    ParallelFor(b_.sequences.size(), Workers(threads_, b_.rows * KV * d * 2), [&](size_t s) {
+      const SequenceRows& seq = b_.sequences[s];
+      const size_t first = static_cast<size_t>(seq.first_row * KV * d);
+      const size_t n = static_cast<size_t>(seq.rows * KV * d);
+      thread_local std::vector<float> stored;
+      LayerKv& cache = *kv_[s];
+      for (auto [from, to] : {std::pair{&buf_.k, &cache.keys}, std::pair{&buf_.v, &cache.values}}) {
+        std::span<const float> x = std::span<const float>(*from).subspan(first, n);
+        if (e_.kv != nullptr) {
+          stored.resize(n);
+          TensorContext context;
+          if (e_.kv->NeedsTensorPass()) e_.kv->Observe(x, d, context);
+          SchemeCounts counts;
+          e_.kv->Apply(x, d, context, stored, counts);
+          x = stored;
+        }
+        to->insert(to->end(), x.begin(), x.end());
+      }
+      cache.positions += seq.rows;
+    });
 
     const double scalar = c_.query_pre_attn_scalar > 0 ? c_.query_pre_attn_scalar
                                                         : static_cast<double>(d);
     const float scale = static_cast<float>(1.0 / std::sqrt(scalar));
-    const int64_t window = SlidingLayer(c_, layer) ? c_.sliding_window : 0;
+    const int64_t window = SlidingLayer(c_, layer_) ? c_.sliding_window : 0;
     const float cap = static_cast<float>(c_.attn_logit_softcapping);
-    attn_.assign(static_cast<size_t>(n * H * d), 0.0f);
-    scores_.resize(static_cast<size_t>(n * T));
-    for (int64_t h = 0; h < H; ++h) {
+    buf_.attn.resize(static_cast<size_t>(b_.rows * H * d));
+    const size_t tasks = b_.sequences.size() * static_cast<size_t>(H);
+    int64_t work = 0;  // multiply-adds of the scores and values products
+    for (size_t s = 0; s < b_.sequences.size(); ++s) work += b_.sequences[s].rows * kv_[s]->positions;
+    ParallelFor(tasks, Workers(threads_, 2 * work * H * d), [&](size_t task) {
+      const SequenceRows& seq = b_.sequences[task / H];
+      const int64_t h = static_cast<int64_t>(task % H);
+      const LayerKv& cache = *kv_[task / H];
+      const int64_t n = seq.rows, p0 = seq.first_position, T = cache.positions;
       const int64_t g = h / (H / KV);
-      Gemm(true, n, T, d, scale, q_.data() + h * d, H * d, keys.data() + g * d, KV * d,
-           scores_.data(), T);
+      thread_local std::vector<float> scores;
+      scores.resize(static_cast<size_t>(n * T));
+      Census local;
+      Sgemm(true, n, T, d, scale, buf_.q.data() + seq.first_row * H * d + h * d, H * d,
+            cache.keys.data() + g * d, KV * d, scores.data(), T);
       for (int64_t i = 0; i < n; ++i) {
         const int64_t pos = p0 + i;
         const int64_t first = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
-        float* s = scores_.data() + i * T;
+        float* s = scores.data() + i * T;
         std::span<float> seen(s + first, static_cast<size_t>(pos + 1 - first));
         if (cap > 0) {
-          for (float& x : seen) x = cap * std::tanh(x / cap);
+          for (float& v : seen) v = cap * std::tanh(v / cap);
         }
-        Round(Site::kScores, seen);
+        sites_.Round(Site::kScores, seen, local);
         float max = -std::numeric_limits<float>::infinity();
-        for (float x : seen) max = std::max(max, x);
+        for (float v : seen) max = std::max(max, v);
         double sum = 0;
-        for (float& x : seen) {
-          x = std::exp(x - max);
-          sum += x;
+        for (float& v : seen) {
+          v = std::exp(v - max);
+          sum += v;
         }
         const float inv = static_cast<float>(1.0 / sum);
-        for (float& x : seen) x *= inv;
-        Round(Site::kSoftmax, seen);
+        for (float& v : seen) v *= inv;
+        sites_.Round(Site::kSoftmax, seen, local);
         std::fill(s, s + first, 0.0f);
         std::fill(s + pos + 1, s + T, 0.0f);
       }
-      Gemm(false, n, d, T, 1.0f, scores_.data(), T, values.data() + g * d, KV * d,
-           attn_.data() + h * d, H * d);
-    }
-    Round(Site::kAttnValues, attn_);
-    std::span<const float> o_in = Quantize(e_.activations.get(), attn_, H * d, act_q_);
-    Linear(l.o, o_in, n, out, Site::kOProj);
+      Sgemm(false, n, d, T, 1.0f, scores.data(), T, cache.values.data() + g * d, KV * d,
+            buf_.attn.data() + seq.first_row * H * d + h * d, H * d);
+      sites_.Merge(local);
+    });
+    sites_.RoundAll(Site::kAttnValues, buf_.attn, H * d, threads_);
+    std::span<const float> o_in =
+        QuantizePerSequence(e_.activations.get(), b_, buf_.attn, H * d, buf_.act_in, threads_);
+    Linear(w_.o, o_in, out, Site::kOProj);
   }
 
-  // act(gate x) * up x -> down, for `n` rows of `in` (already quantized).
+  // act(gate x) * up x -> down, for the batch's rows of `in` (quantized).
   void Mlp(const Matrix& gate, const Matrix& up, const Matrix& down, std::span<const float> in,
-           int64_t n, std::vector<float>& out) {
-    Linear(gate, in, n, gate_, Site::kGateProj);
-    Linear(up, in, n, up_, Site::kUpProj);
+           std::vector<float>& out) {
+    Linear(gate, in, buf_.gate, Site::kGateProj);
+    Linear(up, in, buf_.up, Site::kUpProj);
+    ActMul(buf_.gate, buf_.up, gate.rows, b_.rows, threads_, Census());
+    std::span<const float> down_in =
+        QuantizePerSequence(e_.activations.get(), b_, buf_.gate, gate.rows, buf_.act_in, threads_);
+    Linear(down, down_in, out, Site::kDownProj);
+  }
+
+  // gate = act(gate) (rounded at kAct), then gate * up (rounded at kActMul).
+  void ActMul(std::span<float> gate, std::span<const float> up, int64_t width, int64_t rows,
+              int threads, Census) {
     // The activation chosen once, not per element.
     const std::string& act = c_.activation;
-    float (*const f)(float) = act == "gelu_pytorch_tanh" ? GeluTanh : act == "gelu" ? GeluErf : Silu;
-    for (float& x : gate_) x = f(x);
-    Round(Site::kAct, gate_);
-    for (size_t i = 0; i < gate_.size(); ++i) gate_[i] *= up_[i];
-    Round(Site::kActMul, gate_);
-    std::span<const float> down_in =
-        Quantize(e_.activations.get(), gate_, gate.rows, act_q_);
-    Linear(down, down_in, n, out, Site::kDownProj);
+    float (*const f)(float) =
+        act == "gelu_pytorch_tanh" ? GeluTanh : act == "gelu" ? GeluErf : Silu;
+    ForRows(rows, width, threads, [&](int64_t first, int64_t end) {
+      Census local;
+      std::span<float> g = gate.subspan(static_cast<size_t>(first * width),
+                                        static_cast<size_t>((end - first) * width));
+      for (float& v : g) v = f(v);
+      sites_.Round(Site::kAct, g, local);
+      for (size_t i = 0; i < g.size(); ++i) g[i] *= up[first * width + i];
+      sites_.Round(Site::kActMul, g, local);
+      sites_.Merge(local);
+    });
   }
 
-  void Moe(const LayerWeights& l, std::span<const float> m, int64_t n, std::vector<float>& out) {
+  // Mixtral's experts, sequence by sequence on the pool (each sequence's
+  // products on its own thread, as the activations' per-call scales are).
+  void Moe(std::span<const float> m, std::vector<float>& out) {
     const int64_t E = c_.num_experts, k = c_.experts_per_token, D = c_.hidden_size;
     std::vector<float> router;
-    Linear(l.router, m, n, router, Site::kRouter);
-    std::span<const float> in = Quantize(e_.activations.get(), m, D, moe_in_q_);
-    // Per expert, the tokens routed to it and their weights.
-    std::vector<std::vector<int64_t>> tokens(E);
-    std::vector<std::vector<float>> gains(E);
-    std::vector<double> p(E);
-    std::vector<int64_t> order(E);
-    for (int64_t t = 0; t < n; ++t) {
-      const float* r = router.data() + t * E;
-      const float max = *std::max_element(r, r + E);
-      double sum = 0;
-      for (int64_t e = 0; e < E; ++e) sum += p[e] = std::exp(static_cast<double>(r[e] - max));
-      for (double& x : p) x /= sum;
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
-      double top = 0;
-      for (int64_t j = 0; j < k; ++j) top += p[order[j]];
-      for (int64_t j = 0; j < k; ++j) {
-        tokens[order[j]].push_back(t);
-        gains[order[j]].push_back(static_cast<float>(p[order[j]] / top));
+    Linear(w_.router, m, router, Site::kRouter);
+    std::span<const float> in = QuantizePerSequence(e_.activations.get(), b_, m, D, buf_.in,
+                                                    threads_);
+    out.assign(static_cast<size_t>(b_.rows * D), 0.0f);
+    ParallelFor(b_.sequences.size(), Workers(threads_, b_.rows * k * 3 * D * c_.intermediate_size),
+                [&](size_t s) {
+      const SequenceRows& seq = b_.sequences[s];
+      const int64_t n = seq.rows;
+      // Per expert, the tokens routed to it and their weights.
+      std::vector<std::vector<int64_t>> tokens(E);
+      std::vector<std::vector<float>> gains(E);
+      std::vector<double> p(E);
+      std::vector<int64_t> order(E);
+      for (int64_t t = 0; t < n; ++t) {
+        const float* r = router.data() + (seq.first_row + t) * E;
+        const float max = *std::max_element(r, r + E);
+        double sum = 0;
+        for (int64_t e = 0; e < E; ++e) sum += p[e] = std::exp(static_cast<double>(r[e] - max));
+        for (double& x : p) x /= sum;
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+        double top = 0;
+        for (int64_t j = 0; j < k; ++j) top += p[order[j]];
+        for (int64_t j = 0; j < k; ++j) {
+          tokens[order[j]].push_back(t);
+          gains[order[j]].push_back(static_cast<float>(p[order[j]] / top));
+        }
       }
-    }
-    out.assign(static_cast<size_t>(n * D), 0.0f);
-    std::vector<float> rows, result;
-    for (int64_t e = 0; e < E; ++e) {
-      const int64_t count = static_cast<int64_t>(tokens[e].size());
-      if (count == 0) continue;
-      rows.resize(static_cast<size_t>(count * D));
-      for (int64_t j = 0; j < count; ++j) {
-        std::copy_n(in.data() + tokens[e][j] * D, D, rows.data() + j * D);
+      std::vector<float> rows, gate, up, act_in, result;
+      for (int64_t e = 0; e < E; ++e) {
+        const int64_t count = static_cast<int64_t>(tokens[e].size());
+        if (count == 0) continue;
+        rows.resize(static_cast<size_t>(count * D));
+        for (int64_t j = 0; j < count; ++j) {
+          std::copy_n(in.data() + (seq.first_row + tokens[e][j]) * D, D, rows.data() + j * D);
+        }
+        const Expert& x = w_.experts[e];
+        ExpertMlp(x, rows, count, gate, up, act_in, result);
+        for (int64_t j = 0; j < count; ++j) {
+          float* o = out.data() + (seq.first_row + tokens[e][j]) * D;
+          for (int64_t i = 0; i < D; ++i) o[i] += gains[e][j] * result[j * D + i];
+        }
       }
-      const Expert& x = l.experts[e];
-      Mlp(x.gate, x.up, x.down, rows, count, result);
-      for (int64_t j = 0; j < count; ++j) {
-        float* o = out.data() + tokens[e][j] * D;
-        for (int64_t i = 0; i < D; ++i) o[i] += gains[e][j] * result[j * D + i];
-      }
-    }
+    });
   }
 
-  absl::Status Run(std::span<const int32_t> tokens, KvCache& cache, std::span<float> logits,
-                   LayerTrace* trace) {
-    const int64_t n = static_cast<int64_t>(tokens.size()), D = c_.hidden_size;
-    const int64_t V = c_.vocab_size;
-    for (int64_t t = 0; t < n; ++t) {
-      if (tokens[t] < 0 || tokens[t] >= V) {
-        return absl::InvalidArgumentError(absl::StrCat("token ", tokens[t], " at index ", t,
-                                                       " is not below vocab_size (", V, ")"));
-      }
+  // One expert's MLP over `count` rows on the calling thread.
+  void ExpertMlp(const Expert& x, std::span<const float> in, int64_t count,
+                 std::vector<float>& gate, std::vector<float>& up, std::vector<float>& act_in,
+                 std::vector<float>& out) {
+    const RowBlock all[] = {{0, count}};
+    Census local;
+    auto linear = [&](const Matrix& m, std::span<const float> a, std::vector<float>& o, Site site) {
+      o.resize(static_cast<size_t>(count * m.rows));
+      LinearProduct(all, a.data(), m.cols, m.values.data(), m.rows, m.cols, nullptr, o.data(),
+                    m.rows, 1);
+      sites_.Round(site, o, local);
+    };
+    linear(x.gate, in, gate, Site::kGateProj);
+    linear(x.up, in, up, Site::kUpProj);
+    const std::string& act = c_.activation;
+    float (*const f)(float) =
+        act == "gelu_pytorch_tanh" ? GeluTanh : act == "gelu" ? GeluErf : Silu;
+    for (float& v : gate) v = f(v);
+    sites_.Round(Site::kAct, gate, local);
+    for (size_t i = 0; i < gate.size(); ++i) gate[i] *= up[i];
+    sites_.Round(Site::kActMul, gate, local);
+    std::span<const float> down_in = gate;
+    if (const Scheme* scheme = e_.activations.get(); scheme != nullptr) {
+      act_in.resize(gate.size());
+      TensorContext context;
+      if (scheme->NeedsTensorPass()) scheme->Observe(gate, x.gate.rows, context);
+      SchemeCounts counts;
+      scheme->Apply(gate, x.gate.rows, context, act_in, counts);
+      down_in = act_in;
     }
-    if (static_cast<int64_t>(logits.size()) != n * V) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("logits hold ", logits.size(), " values, not ", n, " x ", V));
-    }
-    UseOneBlasThread();
-    InitRope();
-    if (cache.keys.empty()) {
-      cache.keys.resize(c_.num_layers);
-      cache.values.resize(c_.num_layers);
-    }
-    x_.resize(static_cast<size_t>(n * D));
-    const float embed_scale = static_cast<float>(std::sqrt(static_cast<double>(D)));
-    for (int64_t t = 0; t < n; ++t) {
-      const float* row = w_.embed.values->data() + static_cast<int64_t>(tokens[t]) * D;
-      for (int64_t j = 0; j < D; ++j) {
-        x_[t * D + j] = c_.scale_embeddings ? row[j] * embed_scale : row[j];
-      }
-    }
-    Round(Site::kEmbedding, x_);
-    if (trace != nullptr) trace->hidden.resize(c_.num_layers);
-    std::vector<float> normed(x_.size()), branch;
-    for (int64_t li = 0; li < c_.num_layers; ++li) {
-      const LayerWeights& l = w_.layers[li];
-      Norm(x_, D, *l.input_norm, normed, Site::kAttnNorm);
-      Attention(li, l, normed, n, cache, branch);
-      if (c_.norms_per_layer == 4) Norm(branch, D, *l.post_attention_norm, branch, Site::kPostAttnNorm);
-      for (size_t i = 0; i < x_.size(); ++i) x_[i] += branch[i];
-      Round(Site::kResidual, x_);
-      const Values& mlp_norm = c_.norms_per_layer == 4 ? l.pre_feedforward_norm : l.post_attention_norm;
-      Norm(x_, D, *mlp_norm, normed, Site::kMlpNorm);
-      if (c_.num_experts > 0) {
-        Moe(l, normed, n, branch);
-      } else {
-        std::span<const float> in = Quantize(e_.activations.get(), normed, D, act_q_);
-        // `in` may alias act_q_, which Mlp reuses for down_proj's input.
-        mlp_in_.assign(in.begin(), in.end());
-        Mlp(l.gate, l.up, l.down, mlp_in_, n, branch);
-      }
-      if (c_.norms_per_layer == 4) Norm(branch, D, *l.post_feedforward_norm, branch, Site::kPostMlpNorm);
-      for (size_t i = 0; i < x_.size(); ++i) x_[i] += branch[i];
-      Round(Site::kResidual, x_);
-      if (trace != nullptr) trace->hidden[li] = x_;
-    }
-    Norm(x_, D, *w_.final_norm, normed, Site::kFinalNorm);
-    Gemm(true, n, V, D, 1.0f, normed.data(), D, w_.lm_head.values->data(), D, logits.data(), V);
-    if (c_.final_logit_softcapping > 0) {
-      const float cap = static_cast<float>(c_.final_logit_softcapping);
-      for (float& x : logits) x = cap * std::tanh(x / cap);
-    }
-    Round(Site::kLogits, logits);
-    cache.positions += n;
-    return absl::OkStatus();
+    linear(x.down, down_in, out, Site::kDownProj);
+    sites_.Merge(local);
   }
 
- private:
-  const ModelWeights& w_;
   const ModelConfig& c_;
+  const int64_t layer_;
+  const LayerWeights& w_;
   const Emulation& e_;
-  Census* census_;
-  std::vector<double> inv_freq_;
-  std::vector<float> x_, q_, k_, v_, attn_, scores_, gate_, up_, act_q_, kv_q_, mlp_in_,
-      moe_in_q_, before_;
-  std::vector<uint8_t> codes_;
+  const Batch& b_;
+  std::span<LayerKv* const> kv_;
+  ForwardBuffers& buf_;
+  const int threads_;
+  Sites sites_;
 };
 
 }  // namespace
@@ -402,11 +515,104 @@ uint64_t Census::nonfinite() const {
   return n;
 }
 
-absl::Status Forward(const ModelWeights& weights, const Emulation& emulation,
-                     std::span<const int32_t> tokens, KvCache& cache, std::span<float> logits,
-                     Census* census, LayerTrace* trace) {
-  Pass pass(weights, emulation, census);
-  return pass.Run(tokens, cache, logits, trace);
+absl::Status Embed(const ModelConfig& c, const Emulation& emulation, std::span<float> hidden,
+                   int threads, Census* census) {
+  const int64_t D = c.hidden_size;
+  if (hidden.size() % static_cast<size_t>(D) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a hidden state of ", hidden.size(), " values is not rows of ", D));
+  }
+  if (c.scale_embeddings) {
+    const float scale = static_cast<float>(std::sqrt(static_cast<double>(D)));
+    for (float& v : hidden) v *= scale;
+  }
+  Sites(emulation, census).RoundAll(Site::kEmbedding, hidden, D, threads);
+  return absl::OkStatus();
+}
+
+absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerWeights& w,
+                          const Emulation& emulation, const Batch& batch, std::span<float> hidden,
+                          std::span<LayerKv* const> kv, ForwardBuffers& buffers, int threads,
+                          Census* census) {
+  const int64_t D = config.hidden_size;
+  if (static_cast<int64_t>(hidden.size()) != batch.rows * D || kv.size() != batch.sequences.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "layer ", layer, ": a hidden state of ", hidden.size(), " values and ", kv.size(),
+        " caches for ", batch.sequences.size(), " sequences of ", batch.rows, " rows"));
+  }
+  for (size_t s = 0; s < kv.size(); ++s) {
+    if (kv[s]->positions != batch.sequences[s].first_position) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "layer ", layer, ": sequence ", s, " starts at position ",
+          batch.sequences[s].first_position, " but its cache holds ", kv[s]->positions));
+    }
+  }
+  BlasSetup();
+  LayerPass(config, layer, w, emulation, batch, kv, buffers, threads, census).Run(hidden);
+  return absl::OkStatus();
+}
+
+bool SmallLayer(const ModelConfig& c) {
+  const int64_t d = c.head_dim;
+  const int64_t widths = (c.num_heads + 2 * c.num_kv_heads) * d + c.hidden_size +
+                         3 * c.intermediate_size * std::max<int64_t>(1, c.experts_per_token);
+  return c.hidden_size * widths < (int64_t{1} << 22);
+}
+
+int64_t ProductGroupRows(const ModelConfig& config) {
+  return SmallLayer(config) ? 1 : kGroupRows;
+}
+
+absl::Status RunLayerTasks(const ModelConfig& config, int64_t layer,
+                           std::span<const LayerTask> tasks, ForwardBuffers& buffers,
+                           int threads) {
+  if (!SmallLayer(config) || threads <= 1 || tasks.size() <= 1) {
+    for (const LayerTask& t : tasks) {
+      if (absl::Status s = ForwardLayer(config, layer, *t.weights, *t.emulation, *t.batch,
+                                        t.hidden, t.kv, buffers, threads, t.census);
+          !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+  std::vector<absl::Status> errors(tasks.size());
+  std::vector<Census> censuses(tasks.size());
+  ParallelFor(tasks.size(), threads, [&](size_t i) {
+    const LayerTask& t = tasks[i];
+    thread_local ForwardBuffers mine;
+    errors[i] = ForwardLayer(config, layer, *t.weights, *t.emulation, *t.batch, t.hidden, t.kv,
+                             mine, 1, t.census != nullptr ? &censuses[i] : nullptr);
+  });
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (!errors[i].ok()) return errors[i];
+    if (tasks[i].census != nullptr) tasks[i].census->Merge(censuses[i]);
+  }
+  return absl::OkStatus();
+}
+
+void FinalNorm(const ModelConfig& config, std::span<const float> weight,
+               const Emulation& emulation, std::span<const float> hidden,
+               std::span<float> normed, int threads, Census* census) {
+  Norm(config, Sites(emulation, census), hidden, config.hidden_size, weight, normed,
+       Site::kFinalNorm, threads);
+}
+
+void Logits(const ModelConfig& config, const Emulation& emulation, const Batch& batch,
+            std::span<const float> normed, std::span<const float> head, int64_t count, float* out,
+            int64_t ldc, int threads, Census* census) {
+  const int64_t D = config.hidden_size;
+  LinearProduct(batch.blocks, normed.data(), D, head.data(), count, D, nullptr, out, ldc,
+                threads);
+  if (config.final_logit_softcapping > 0) {
+    const float cap = static_cast<float>(config.final_logit_softcapping);
+    ForRows(batch.rows, count, threads, [&](int64_t first, int64_t end) {
+      for (int64_t r = first; r < end; ++r) {
+        for (int64_t j = 0; j < count; ++j) out[r * ldc + j] = cap * std::tanh(out[r * ldc + j] / cap);
+      }
+    });
+  }
+  Sites(emulation, census).RoundRows(Site::kLogits, out, batch.rows, count, ldc, threads);
 }
 
 }  // namespace lowp

@@ -1,10 +1,19 @@
-// The float32 forward pass of a decoder-only transformer (model/weights.h),
-// with every emulation site: the inputs of the linear layers (activations),
-// the keys and values as the KV cache stores them, and the result of every
-// matrix product and elementwise step (compute) can each be put through a
-// lowp scheme or format. Matrix products go to OpenBLAS's sgemm, run on the
-// calling thread (one BLAS thread), so a sequence's logits never depend on
-// how many sequences run beside it.
+// The float32 forward pass of a decoder-only transformer, one step at a time:
+// the embedding, one decoder layer, the final norm, the logits of a chunk of
+// the vocabulary. A run calls ForwardLayer once per layer with that layer's
+// weights (model/checkpoint.h reads them), so it holds one layer, never the
+// model; the streamed evaluator (eval/evaluate.h) and the sampler
+// (eval/sample.h) are such loops.
+//
+// Every emulation site is here: the inputs of the linear layers
+// (activations), the keys and values as the KV cache stores them, and the
+// result of every matrix product and elementwise step (compute) can each be
+// put through a lowp scheme or format.
+//
+// A step runs a batch of sequences (model/batch.h): matrix products on
+// lowp's pool in tiles fixed by the shapes (model/gemm.h), attention per
+// sequence and head, elementwise steps by rows. A sequence's values depend
+// on its own tokens and the batch's row grouping, never on the thread count.
 //
 // Semantics follow Hugging Face transformers for float32 models:
 //   RMSNorm      x / sqrt(mean(x^2) + eps) * w (Gemma: * (1 + w)), the mean in double
@@ -31,6 +40,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "formats/format.h"
+#include "model/batch.h"
+#include "model/config.h"
 #include "model/weights.h"
 #include "quant/scheme.h"
 
@@ -99,25 +110,80 @@ struct Emulation {
   bool empty() const { return !activations && !kv && !compute.has_value(); }
 };
 
-// Keys and values of the positions run so far, per layer, as stored (after
-// the kv scheme): [positions, kv_heads * head_dim] each.
-struct KvCache {
-  std::vector<std::vector<float>> keys, values;
+// One layer's keys and values of the positions run so far, as stored
+// (after the kv scheme): [positions, kv_heads * head_dim] each.
+struct LayerKv {
+  std::vector<float> keys, values;
   int64_t positions = 0;
+
+  void Clear() {
+    keys.clear();
+    values.clear();
+    positions = 0;
+  }
 };
 
-// The hidden state after each decoder layer of the tokens run.
-struct LayerTrace {
-  std::vector<std::vector<float>> hidden;  // per layer [tokens, hidden_size]
+// The scratch arrays of the forward pass, kept between calls so that each
+// layer reuses their memory. One per run of calls that do not overlap.
+struct ForwardBuffers {
+  std::vector<float> normed, in, q, k, v, attn, branch, gate, up, act_in;
+  std::vector<int64_t> positions;  // per row of the batch
 };
 
-// Runs `tokens` at positions cache.positions onward, appending their keys
-// and values to `cache`, and writes their logits ([tokens, vocab_size]).
-// InvalidArgument for a token outside [0, vocab_size) naming its index, or a
-// logits span of the wrong size. `census` and `trace` may be null.
-absl::Status Forward(const ModelWeights& weights, const Emulation& emulation,
-                     std::span<const int32_t> tokens, KvCache& cache, std::span<float> logits,
-                     Census* census = nullptr, LayerTrace* trace = nullptr);
+// Scales the embedding rows already in `hidden` ([batch rows, hidden_size])
+// for Gemma and rounds them at Site::kEmbedding. InvalidArgument for a
+// hidden state of the wrong size.
+absl::Status Embed(const ModelConfig& config, const Emulation& emulation, std::span<float> hidden,
+                   int threads, Census* census);
+
+// Runs decoder layer `layer` (weights `w`) over `batch`: `hidden` ([batch
+// rows, hidden_size]) in place; sequence s's keys and values appended to
+// *kv[s], which must hold batch.sequences[s].first_position positions.
+absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerWeights& w,
+                          const Emulation& emulation, const Batch& batch, std::span<float> hidden,
+                          std::span<LayerKv* const> kv, ForwardBuffers& buffers, int threads,
+                          Census* census);
+
+// One ForwardLayer call of a run: one stream's batch, or one group of it.
+struct LayerTask {
+  const LayerWeights* weights = nullptr;
+  const Emulation* emulation = nullptr;
+  const Batch* batch = nullptr;
+  std::span<float> hidden;
+  std::span<LayerKv* const> kv;
+  Census* census = nullptr;
+};
+
+// Whether a layer of `config` is too little work to split its products
+// across threads: then whole tasks (streams, groups of sequences) run side by
+// side instead.
+bool SmallLayer(const ModelConfig& config);
+
+// How many rows a run of `config` multiplies together (Batch::Make's
+// group_rows): each sequence alone for a small model (its products are too
+// little work to share; they run side by side), else kGroupRows.
+int64_t ProductGroupRows(const ModelConfig& config);
+
+// Runs every task's ForwardLayer for `layer`: side by side on the pool, one
+// thread each, when the layer is small (a task's census is counted apart and
+// merged, in order, after), else one after another on every thread, with
+// `buffers`. The values are the same either way.
+absl::Status RunLayerTasks(const ModelConfig& config, int64_t layer,
+                           std::span<const LayerTask> tasks, ForwardBuffers& buffers,
+                           int threads);
+
+// The final norm of every row of `hidden` into `normed` (same size).
+void FinalNorm(const ModelConfig& config, std::span<const float> weight,
+               const Emulation& emulation, std::span<const float> hidden,
+               std::span<float> normed, int threads, Census* census);
+
+// The logits of the batch's rows for `count` consecutive vocabulary rows
+// whose lm_head rows are `head` ([count, hidden_size]): out[r, j] for row r
+// of `normed` at out + r * ldc + j; soft-capped (Gemma 2) and rounded at
+// Site::kLogits.
+void Logits(const ModelConfig& config, const Emulation& emulation, const Batch& batch,
+            std::span<const float> normed, std::span<const float> head, int64_t count, float* out,
+            int64_t ldc, int threads, Census* census);
 
 }  // namespace lowp
 

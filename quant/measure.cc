@@ -45,12 +45,15 @@ void AddHistogram(std::span<const float> x, std::span<const float> q,
 // in cache. Per scheme the chunk results are merged in chunk order.
 class Driver {
  public:
+  // `tensor` may be rows [row_offset, ...) of a larger tensor (a window):
+  // stochastic rounding then draws by the element's index in the whole.
   Driver(const TensorView& tensor, std::span<const Scheme* const> schemes,
-         const MeasureOptions& options)
+         const MeasureOptions& options, int64_t row_offset = 0)
       : tensor_(tensor),
         schemes_(schemes),
         options_(options),
-        cols_(std::max<int64_t>(1, tensor.cols())) {
+        cols_(std::max<int64_t>(1, tensor.cols())),
+        row_offset_(row_offset) {
     // A multiple of every scheme's ChunkRows (all 1 but NF4 double quant's).
     int64_t align = 1;
     for (const Scheme* scheme : schemes) {
@@ -63,40 +66,55 @@ class Driver {
     compare_.relative_floor = options.relative_floor;
   }
 
-  // Runs the tensor pass (when a scheme needs one) and then the quantizing
-  // pass, filling reports[s] for schemes_[s] and handing each batch's output
-  // to sink (if any, for a single scheme) in order.
-  absl::Status Run(const std::function<absl::Status(std::span<const float>)>* sink,
-                   std::span<QuantReport> reports) {
+  int64_t chunk_rows() const { return chunk_rows_; }
+
+  // The tensor pass alone: the merged context of schemes_[s] in contexts[s].
+  absl::Status Observe(std::span<TensorContext> contexts) {
     const size_t n_schemes = schemes_.size();
     const int64_t rows = tensor_.rows(), total_chunks = (rows + chunk_rows_ - 1) / chunk_rows_;
     const int threads = ResolveThreads(options_.threads);
-    std::vector<TensorContext> contexts(n_schemes);
-    if (tensor_pass_) {
-      for (int64_t first = 0; first < total_chunks; first += batch_chunks_) {
-        const int64_t count = std::min(batch_chunks_, total_chunks - first);
-        std::vector<ChunkResult> results(static_cast<size_t>(count) * n_schemes);
-        std::vector<absl::Status> status(static_cast<size_t>(count));
-        ParallelFor(static_cast<size_t>(count), threads, [&](size_t index) {
-          const int64_t i = static_cast<int64_t>(index);
-          thread_local std::vector<float> buffer;
-          std::span<const float> in;
-          status[index] = Read(first + i, buffer, in);
-          if (!status[index].ok()) return;
-          for (size_t s = 0; s < n_schemes; ++s) {
-            if (schemes_[s]->NeedsTensorPass()) {
-              schemes_[s]->Observe(in, cols_, results[index * n_schemes + s].context);
-            }
-          }
-        });
-        for (size_t c = 0; c < status.size(); ++c) {
-          if (!status[c].ok()) return status[c];
-          for (size_t s = 0; s < n_schemes; ++s) {
-            contexts[s].Merge(results[c * n_schemes + s].context);
+    for (int64_t first = 0; first < total_chunks; first += batch_chunks_) {
+      const int64_t count = std::min(batch_chunks_, total_chunks - first);
+      std::vector<ChunkResult> results(static_cast<size_t>(count) * n_schemes);
+      std::vector<absl::Status> status(static_cast<size_t>(count));
+      ParallelFor(static_cast<size_t>(count), threads, [&](size_t index) {
+        const int64_t i = static_cast<int64_t>(index);
+        thread_local std::vector<float> buffer;
+        std::span<const float> in;
+        status[index] = Read(first + i, buffer, in);
+        if (!status[index].ok()) return;
+        for (size_t s = 0; s < n_schemes; ++s) {
+          if (schemes_[s]->NeedsTensorPass()) {
+            schemes_[s]->Observe(in, cols_, results[index * n_schemes + s].context);
           }
         }
-        // No Release here: the quantizing pass reads these pages again, from
-        // the page cache rather than from storage.
+      });
+      for (size_t c = 0; c < status.size(); ++c) {
+        if (!status[c].ok()) return status[c];
+        for (size_t s = 0; s < n_schemes; ++s) {
+          contexts[s].Merge(results[c * n_schemes + s].context);
+        }
+      }
+      // No Release here: the quantizing pass reads these pages again, from
+      // the page cache rather than from storage.
+    }
+    return absl::OkStatus();
+  }
+
+  // Runs the tensor pass (when a scheme needs one and `given` holds no
+  // contexts) and then the quantizing pass, merging each chunk's statistics
+  // into reports[s] for schemes_[s] in chunk order and handing each batch's
+  // output to sink (if any, for a single scheme) in order.
+  absl::Status Run(const std::function<absl::Status(std::span<const float>)>* sink,
+                   std::span<QuantReport> reports, std::span<const TensorContext> given = {}) {
+    const size_t n_schemes = schemes_.size();
+    const int64_t rows = tensor_.rows(), total_chunks = (rows + chunk_rows_ - 1) / chunk_rows_;
+    const int threads = ResolveThreads(options_.threads);
+    std::vector<TensorContext> contexts(given.begin(), given.end());
+    if (contexts.empty()) {
+      contexts.resize(n_schemes);
+      if (tensor_pass_) {
+        if (absl::Status s = Observe(contexts); !s.ok()) return s;
       }
     }
     std::vector<float> batch_out;
@@ -124,7 +142,7 @@ class Driver {
             dst = out;
           }
           TensorContext chunk_context = contexts[s];
-          chunk_context.first_element = (first + i) * chunk_rows_ * cols_;
+          chunk_context.first_element = (row_offset_ + (first + i) * chunk_rows_) * cols_;
           schemes_[s]->Apply(in, cols_, chunk_context, dst, r.counts);
           ComparePairs(in, dst, compare_, r.stats);
           r.stats.inf_inputs -= beyond;
@@ -201,6 +219,7 @@ class Driver {
   std::span<const Scheme* const> schemes_;
   const MeasureOptions& options_;
   int64_t cols_;
+  int64_t row_offset_;
   bool tensor_pass_ = false;
   int64_t chunk_rows_;
   int64_t batch_chunks_;
@@ -396,6 +415,63 @@ absl::Status QuantizeTensor(const TensorView& tensor, const Scheme& scheme,
   QuantReport local;
   const Scheme* one[] = {&scheme};
   return Measure(tensor, one, options, &sink, {report != nullptr ? report : &local, 1});
+}
+
+QuantReport StartReport(const TensorView& tensor, const Scheme& scheme) {
+  QuantReport report;
+  report.tensor = tensor.name;
+  report.scheme = scheme.name();
+  if (std::string applied = scheme.AppliedName(tensor.cols()); applied != scheme.name()) {
+    report.applied = std::move(applied);
+  }
+  report.dtype = tensor.type_name();
+  report.shape = tensor.shape;
+  if (tensor.elements() > 0) {
+    report.elements = static_cast<uint64_t>(tensor.elements());
+    report.storage_bits = scheme.StorageBits(tensor.rows(), std::max<int64_t>(1, tensor.cols()));
+  }
+  return report;
+}
+
+int64_t QuantizeWindowRows(int64_t cols, const Scheme& scheme) {
+  TensorView shape;
+  shape.shape = {1, std::max<int64_t>(1, cols)};
+  const Scheme* one[] = {&scheme};
+  const MeasureOptions options;
+  return Driver(shape, one, options).chunk_rows();
+}
+
+absl::StatusOr<TensorContext> ObserveTensor(const TensorView& tensor, const Scheme& scheme,
+                                            const MeasureOptions& options) {
+  TensorContext context;
+  if (!scheme.NeedsTensorPass() || tensor.elements() == 0) return context;
+  const Scheme* one[] = {&scheme};
+  if (absl::Status s = Driver(tensor, one, options).Observe({&context, 1}); !s.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat("tensor '", tensor.name, "' in ", tensor.file, ": ", s.message()));
+  }
+  return context;
+}
+
+absl::Status QuantizeWindow(const TensorView& window, int64_t first_row, const Scheme& scheme,
+                            const TensorContext& context, const MeasureOptions& options,
+                            std::span<float> out, QuantReport* report) {
+  if (!IsFloating(window.dtype) || static_cast<int64_t>(out.size()) != window.elements()) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", window.name, "': a window of ",
+                                                   window.elements(), " values into ", out.size()));
+  }
+  if (window.elements() == 0) return absl::OkStatus();
+  const Scheme* one[] = {&scheme};
+  QuantReport local;
+  size_t written = 0;
+  const std::function<absl::Status(std::span<const float>)> sink =
+      [&](std::span<const float> piece) {
+        std::copy(piece.begin(), piece.end(), out.begin() + static_cast<ptrdiff_t>(written));
+        written += piece.size();
+        return absl::OkStatus();
+      };
+  Driver driver(window, one, options, first_row);
+  return driver.Run(&sink, {report != nullptr ? report : &local, 1}, {&context, 1});
 }
 
 absl::StatusOr<SetReports> MeasureTensors(

@@ -118,6 +118,27 @@ absl::Status QuantizeTensor(const TensorView& tensor, const Scheme& scheme,
                             const std::function<absl::Status(std::span<const float>)>& sink,
                             QuantReport* report);
 
+// Quantizing a tensor in windows of rows (the evaluator's lm_head, a chunk
+// of the vocabulary at a time, and embedding rows by token):
+//   StartReport    the report of `scheme` on `tensor` before any element:
+//                  its name, shape, elements and storage
+//   ObserveTensor  the tensor-wide context a scheme that NeedsTensorPass()
+//                  quantizes with (an empty one for the others)
+//   QuantizeWindow rows [first_row, first_row + window rows) of the tensor,
+//                  given as `window` (a view of those rows), quantized with
+//                  `context` into `out`; the statistics merged into *report
+//                  chunk by chunk, in order. Windows of the whole tensor in
+//                  order, each starting at a multiple of QuantizeWindowRows,
+//                  give QuantizeTensor's values and report exactly; any
+//                  window of whole ChunkRows groups gives its values.
+QuantReport StartReport(const TensorView& tensor, const Scheme& scheme);
+int64_t QuantizeWindowRows(int64_t cols, const Scheme& scheme);
+absl::StatusOr<TensorContext> ObserveTensor(const TensorView& tensor, const Scheme& scheme,
+                                            const MeasureOptions& options);
+absl::Status QuantizeWindow(const TensorView& window, int64_t first_row, const Scheme& scheme,
+                            const TensorContext& context, const MeasureOptions& options,
+                            std::span<float> out, QuantReport* report);
+
 // Every scheme on each of `tensors` (of `set`) in order: the reports per
 // tensor and scheme (kept when `keep_results`), and per scheme the aggregate
 // "(all)", the reports added in that order. A tensor that is not floating is

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "io/tensor_set.h"
 #include "model/forward.h"
+#include "model/checkpoint.h"
 #include "model/weights.h"
 
 namespace lowp {
@@ -26,13 +27,13 @@ using ::testing::HasSubstr;
 
 const std::string kModel = std::string(LOWP_TEST_DATA_DIR) + "/stories260K-hf";
 
-ModelWeights Bundled() {
-  absl::StatusOr<ModelWeights> w = OpenModel(kModel, {});
+Checkpoint Bundled() {
+  absl::StatusOr<Checkpoint> w = Checkpoint::OpenModel(kModel, {});
   EXPECT_TRUE(w.ok()) << w.status();
   return *std::move(w);
 }
 
-std::vector<int32_t> SampledTokens(const ModelWeights& w, int64_t count, int64_t length) {
+std::vector<int32_t> SampledTokens(const Checkpoint& w, int64_t count, int64_t length) {
   SampleOptions o;
   o.count = count;
   o.length = length;
@@ -52,46 +53,43 @@ EvalCandidate WeightsCandidate(const std::string& scheme, const std::string& pat
   return c;
 }
 
-std::vector<float> Logits(const ModelWeights& w, const Emulation& e,
-                          const std::vector<int32_t>& tokens) {
-  KvCache cache;
-  std::vector<float> logits(tokens.size() * w.config.vocab_size);
-  EXPECT_TRUE(Forward(w, e, tokens, cache, logits).ok());
-  return logits;
+EvalRun Threads(int threads) {
+  EvalRun run;
+  run.threads = threads;
+  return run;
 }
 
 TEST(Eval, ModelAgainstItselfIsExactlyZeroAndFp32WeightsAreBitIdentical) {
-  const ModelWeights w = Bundled();
+  const Checkpoint w = Bundled();
   const std::vector<int32_t> tokens = SampledTokens(w, 4, 48);
   EvalCandidate self;
   self.label = "fp32";
+  // fp32 on every matrix, lm_head and the embedding included: the cast keeps
+  // every weight's bits, so the hidden states and logits are the same bits.
   absl::StatusOr<EvalReport> r =
-      Evaluate(w, tokens, 48, {self, WeightsCandidate("fp32")}, 2);
+      Evaluate(w, tokens, 48, {self, WeightsCandidate("fp32"), WeightsCandidate("fp32", "*")},
+               Threads(2));
   ASSERT_TRUE(r.ok()) << r.status();
   for (const CandidateResult& c : r->candidates) {
     EXPECT_EQ(c.kl.mean, 0.0) << c.candidate.label;
     EXPECT_EQ(c.kl.max, 0.0) << c.candidate.label;
     EXPECT_EQ(c.top1_agreement, 1.0) << c.candidate.label;
     EXPECT_EQ(c.perplexity, r->reference_perplexity) << c.candidate.label;
+    EXPECT_EQ(c.delta_p.max, 0.0) << c.candidate.label;
+    EXPECT_EQ(c.delta_p.min, 0.0) << c.candidate.label;
     for (double e : c.layer_relative_rmse) EXPECT_EQ(e, 0.0);
   }
-  // The fp32 cast keeps every weight's bits, so the logits are the same bits.
-  absl::StatusOr<ModelWeights> fp32 =
-      QuantizeWeights(w, WeightsCandidate("fp32").weight_rules, 1, nullptr);
-  ASSERT_TRUE(fp32.ok());
-  const std::vector<int32_t> first(tokens.begin(), tokens.begin() + 48);
-  const std::vector<float> a = Logits(w, {}, first), b = Logits(*fp32, {}, first);
-  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+  EXPECT_EQ(r->candidates[2].weights.tensors.size(), 37u);  // embedding, 35, lm_head
 }
 
 TEST(Eval, MeanKlOrdersFormatsOnTheBundledModel) {
-  const ModelWeights w = Bundled();
+  const Checkpoint w = Bundled();
   const std::vector<int32_t> tokens = SampledTokens(w, 8, 64);
   absl::StatusOr<EvalReport> r = Evaluate(w, tokens, 64,
                                           {WeightsCandidate("fp16"), WeightsCandidate("bf16"),
                                            WeightsCandidate("fp8_e4m3fn-channel"),
                                            WeightsCandidate("int4-g128")},
-                                          0);
+                                          Threads(0));
   ASSERT_TRUE(r.ok()) << r.status();
   const auto& c = r->candidates;
   EXPECT_LT(c[0].kl.mean, c[1].kl.mean);
@@ -104,7 +102,7 @@ TEST(Eval, MeanKlOrdersFormatsOnTheBundledModel) {
 }
 
 TEST(Eval, ResultsDoNotDependOnTheThreadCount) {
-  const ModelWeights w = Bundled();
+  const Checkpoint w = Bundled();
   const std::vector<int32_t> tokens = SampledTokens(w, 5, 40);
   EvalCandidate emulated = WeightsCandidate("int4-g128");
   absl::StatusOr<std::unique_ptr<Scheme>> kv = ParseScheme("fp8_e4m3fn");
@@ -112,7 +110,7 @@ TEST(Eval, ResultsDoNotDependOnTheThreadCount) {
   emulated.emulation.compute = *FindFormat("bf16");
   std::vector<EvalReport> reports;
   for (int threads : {1, 2, 3}) {
-    absl::StatusOr<EvalReport> r = Evaluate(w, tokens, 40, {emulated}, threads);
+    absl::StatusOr<EvalReport> r = Evaluate(w, tokens, 40, {emulated}, Threads(threads));
     ASSERT_TRUE(r.ok()) << r.status();
     reports.push_back(*r);
   }
@@ -166,7 +164,7 @@ class HandModel {
     Add("lm_head.weight", {2, 2}, lm_head_);
   }
 
-  absl::StatusOr<ModelWeights> Load() {
+  absl::StatusOr<Checkpoint> Load() {
     std::vector<TensorView> views;
     for (size_t i = 0; i < names_.size(); ++i) {
       TensorView v;
@@ -179,7 +177,7 @@ class HandModel {
     }
     absl::StatusOr<TensorSet> set = TensorSet::FromViews(views);
     if (!set.ok()) return set.status();
-    return LoadWeights(config_, *set);
+    return Checkpoint::Open(config_, *std::move(set));
   }
 
   ModelConfig config_;
@@ -203,7 +201,7 @@ TEST(Eval, OneLayerModelGivesTheHandComputedAnswers) {
   // Token 0's normalized embedding is [sqrt 2, 0], token 1's [0, sqrt 2]; the
   // logits are lm_head's columns times sqrt 2.
   HandModel hand({1.0f, 0.0f, 0.0f, 0.3f});
-  absl::StatusOr<ModelWeights> w = hand.Load();
+  absl::StatusOr<Checkpoint> w = hand.Load();
   ASSERT_TRUE(w.ok()) << w.status();
   const std::vector<int32_t> tokens = {0, 1, 1, 0};
   const double r2 = std::sqrt(2.0);
@@ -211,7 +209,7 @@ TEST(Eval, OneLayerModelGivesTheHandComputedAnswers) {
   // fp8_e4m3fn rounds 0.3 to 0.3125 (1.25 x 2^-2), and leaves 1 and 0.
   const double a = 0.3 * r2, b = 0.3125 * r2;
   absl::StatusOr<EvalReport> r =
-      Evaluate(*w, tokens, 4, {WeightsCandidate("fp8_e4m3fn", "lm_head.weight")}, 1);
+      Evaluate(*w, tokens, 4, {WeightsCandidate("fp8_e4m3fn", "lm_head.weight")}, Threads(1));
   ASSERT_TRUE(r.ok()) << r.status();
   // Cross-entropy of the predictions 0->1, 1->1, 1->0.
   const double ref_ce = -(LogP(0, r2) + LogP(a, 0) + LogP(0, a)) / 3;
@@ -233,12 +231,12 @@ TEST(Eval, TopOneDisagreementIsCounted) {
   // (logits [0, 0.0005 sqrt 2]); with that weight rounded to zero the logits
   // tie at [0, 0] and the argmax is the lowest id, 0.
   HandModel hand({1.0f, 0.0f, 0.0f, 0.0005f});
-  absl::StatusOr<ModelWeights> w = hand.Load();
+  absl::StatusOr<Checkpoint> w = hand.Load();
   ASSERT_TRUE(w.ok()) << w.status();
   const std::vector<int32_t> tokens = {0, 1, 1, 0};
   // fp8_e4m3fn: 0.0005 is below 2^-10, half its smallest subnormal 2^-9: zero.
   absl::StatusOr<EvalReport> r =
-      Evaluate(*w, tokens, 4, {WeightsCandidate("fp8_e4m3fn", "lm_head.weight")}, 1);
+      Evaluate(*w, tokens, 4, {WeightsCandidate("fp8_e4m3fn", "lm_head.weight")}, Threads(1));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->candidates[0].top1_agreement, 0.5);  // tokens 1's two positions disagree
 }
@@ -246,13 +244,14 @@ TEST(Eval, TopOneDisagreementIsCounted) {
 TEST(Eval, NonFiniteLogitsMakeKlInfiniteAndAreCounted) {
   // fp16 compute overflows lm_head's 1e5 x sqrt 2 logit to inf.
   HandModel hand({1e5f, 0.0f, 0.0f, 1.0f});
-  absl::StatusOr<ModelWeights> w = hand.Load();
+  absl::StatusOr<Checkpoint> w = hand.Load();
   ASSERT_TRUE(w.ok()) << w.status();
   EvalCandidate c;
   c.label = "compute=fp16";
   c.compute = "fp16";
   c.emulation.compute = *FindFormat("fp16");
-  absl::StatusOr<EvalReport> r = Evaluate(*w, std::vector<int32_t>{0, 1, 1, 0}, 4, {c}, 1);
+  absl::StatusOr<EvalReport> r =
+      Evaluate(*w, std::vector<int32_t>{0, 1, 1, 0}, 4, {c}, Threads(1));
   ASSERT_TRUE(r.ok()) << r.status();
   const CandidateResult& x = r->candidates[0];
   EXPECT_TRUE(std::isinf(x.kl.max));
@@ -268,7 +267,7 @@ TEST(Eval, BadInputsNameWhatIsWrong) {
   hand.config_.num_heads = 2;
   hand.config_.head_dim = 1;
   hand.config_.num_kv_heads = 1;
-  absl::StatusOr<ModelWeights> w = hand.Load();
+  absl::StatusOr<Checkpoint> w = hand.Load();
   ASSERT_FALSE(w.ok());
   EXPECT_THAT(w.status().message(), HasSubstr("model.layers.0.self_attn.k_proj.weight"));
   EXPECT_THAT(w.status().message(), HasSubstr("num_key_value_heads * head_dim = 1 * 1"));
@@ -295,7 +294,8 @@ TEST(Eval, BadInputsNameWhatIsWrong) {
   HandModel good({1, 0, 0, 1});
   w = good.Load();
   ASSERT_TRUE(w.ok());
-  absl::StatusOr<EvalReport> r = Evaluate(*w, std::vector<int32_t>{0, 1, 0, 2}, 2, {}, 1);
+  absl::StatusOr<EvalReport> r =
+      Evaluate(*w, std::vector<int32_t>{0, 1, 0, 2}, 2, {}, Threads(1));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("token 2 at sequence 1, position 1"));
 }
@@ -337,9 +337,10 @@ TEST(EvalApi, CandidatesAreEveryCombinationAndGlobRunsAreOne) {
   EXPECT_EQ((*c)[3].label, "w=fp16 kv=fp8_e4m3fn");
   // The rules apply in order: down_proj takes q8_0, the rest int4-g128
   // (the embedding and lm_head included, since '*' names them).
-  const ModelWeights w = Bundled();
-  WeightReport report;
-  ASSERT_TRUE(QuantizeWeights(w, (*c)[0].weight_rules, 1, &report).ok());
+  const Checkpoint w = Bundled();
+  absl::StatusOr<EvalReport> r = Evaluate(w, SampledTokens(w, 1, 8), 8, {(*c)[0]}, Threads(1));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const WeightReport& report = r->candidates[0].weights;
   ASSERT_EQ(report.tensors.size(), 37u);
   int q8 = 0;
   for (const QuantReport& t : report.tensors) {

@@ -17,7 +17,7 @@
 #include "io/safetensors.h"
 #include "quant/scheme.h"
 #include "model/config.h"
-#include "model/weights.h"
+#include "model/checkpoint.h"
 #include "io/tensor_set.h"
 
 namespace lowp::fuzz {
@@ -45,7 +45,7 @@ bool ModelLoads(const std::vector<uint8_t>& bytes) {
       ParseSafetensors(std::span<const uint8_t>(bytes).subspan(4 + n), "seed");
   if (!parsed.ok()) return false;
   absl::StatusOr<TensorSet> set = TensorSet::FromViews(parsed->tensors);
-  return set.ok() && LoadWeights(*config, *set).ok();
+  return set.ok() && Checkpoint::Open(*config, *std::move(set)).ok();
 }
 
 // Whether the parser of `target` accepts `bytes`: for names, as a format or

@@ -1,9 +1,10 @@
-// libFuzzer target: a checkpoint read for the forward pass (LoadWeights) and
-// run (Forward) from an arbitrary config.json and safetensors image. The
-// input is a 4-byte little-endian length, that many bytes of config.json,
-// then the safetensors file. Whatever loads must run three tokens to finite
-// or non-finite logits of the right count without a crash, and every error
-// must name the config or the file.
+// libFuzzer target: a checkpoint opened for the forward pass
+// (Checkpoint::Open) and run (ReferenceLogits, Evaluate) from an arbitrary
+// config.json and safetensors image. The input is a 4-byte little-endian
+// length, that many bytes of config.json, then the safetensors file.
+// Whatever opens must run three tokens to finite or non-finite logits of the
+// right count without a crash, and every error must name the config or the
+// file.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -13,8 +14,8 @@
 #include "io/safetensors.h"
 #include "io/tensor_set.h"
 #include "model/config.h"
-#include "model/forward.h"
-#include "model/weights.h"
+#include "eval/evaluate.h"
+#include "model/checkpoint.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace lowp::fuzz {
@@ -32,26 +33,38 @@ int FuzzModel(const uint8_t* data, size_t size) {
   if (!parsed.ok()) return 0;  // safetensors_fuzzer covers it
   absl::StatusOr<TensorSet> set = TensorSet::FromViews(parsed->tensors);
   if (!set.ok()) return 0;
-  absl::StatusOr<ModelWeights> weights = LoadWeights(*config, *set);
-  if (!weights.ok()) {
-    const absl::string_view m = weights.status().message();
+  absl::StatusOr<Checkpoint> model = Checkpoint::Open(*config, *std::move(set));
+  if (!model.ok()) {
+    const absl::string_view m = model.status().message();
     Check(m.find("fuzz/config.json") != absl::string_view::npos ||
               m.find("fuzz.safetensors") != absl::string_view::npos,
           "a load error names neither the config nor the file");
     return 0;
   }
-  const ModelConfig& c = weights->config;
+  const ModelConfig& c = model->config();
   std::vector<int32_t> tokens = {0, static_cast<int32_t>(c.vocab_size - 1), 0};
-  KvCache cache;
-  std::vector<float> logits(tokens.size() * static_cast<size_t>(c.vocab_size));
-  Census census;
-  LayerTrace trace;
-  Check(Forward(*weights, {}, tokens, cache, logits, &census, &trace).ok(), "forward failed");
-  Check(cache.positions == 3, "the cache does not hold the three positions");
-  Check(trace.hidden.size() == static_cast<size_t>(c.num_layers), "a layer is missing");
+  EvalRun run;
+  run.threads = 1;
+  absl::StatusOr<std::vector<float>> logits = ReferenceLogits(*model, tokens, 3, run);
+  if (c.max_position_embeddings > 0 && c.max_position_embeddings < 3) {
+    Check(!logits.ok(), "a sequence longer than max_position_embeddings was run");
+    return 0;
+  }
+  Check(logits.ok(), "forward failed");
+  Check(logits->size() == tokens.size() * static_cast<size_t>(c.vocab_size),
+        "the logits are not [tokens, vocab]");
+  // The same tokens through the evaluator with one emulated site, float32 and
+  // a cast of every matrix: whatever the values, a report or a clear error.
+  EvalCandidate candidate;
+  candidate.label = "bf16";
+  candidate.weights = "*=bf16";
+  candidate.weight_rules.push_back({"*", std::shared_ptr<const Scheme>(*ParseScheme("bf16"))});
+  absl::StatusOr<EvalReport> report = Evaluate(*model, tokens, 3, {candidate}, run);
+  Check(report.ok() || report.status().message().find("non-finite") != absl::string_view::npos,
+        "the evaluator failed on a loaded model");
   // A token past the vocabulary is an error, not a read out of bounds.
   tokens[1] = static_cast<int32_t>(c.vocab_size);
-  Check(!Forward(*weights, {}, tokens, cache, logits).ok(), "a bad token was accepted");
+  Check(!ReferenceLogits(*model, tokens, 3, run).ok(), "a bad token was accepted");
   return 0;
 }
 

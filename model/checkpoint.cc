@@ -1,0 +1,393 @@
+#include "model/checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "formats/option_error.h"
+#include "io/gguf.h"
+#include "io/gguf_names.h"
+#include "kernels/thread_pool.h"
+
+namespace lowp {
+namespace {
+
+// A dimension the config fixes, with the fields it comes from.
+struct Dim {
+  int64_t value;
+  std::string fields;  // "num_key_value_heads * head_dim = 4 * 8"
+};
+
+Dim Field(absl::string_view name, int64_t value) { return {value, std::string(name)}; }
+Dim Product(absl::string_view a, int64_t x, absl::string_view b, int64_t y) {
+  return {x * y, absl::StrCat(a, " * ", b, " = ", x, " * ", y)};
+}
+
+std::string ShapeText(std::span<const int64_t> shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+enum class Kind { kNorm, kMatrix, kBias };
+
+// One tensor of a layer as the config implies it.
+struct Want {
+  std::string name;
+  std::vector<Dim> dims;
+  Kind kind;
+  absl::string_view why = "";  // why the config needs it, for messages
+};
+
+// Calls get(want) for every tensor of decoder layer `i` in checkpoint order
+// and assembles the layer's views from what it returns
+// (StatusOr<std::span<const float>>); the first error stops the walk.
+template <class Get>
+absl::StatusOr<LayerWeights> WalkLayer(const ModelConfig& c, int64_t i, Get&& get) {
+  const Dim hidden = Field("hidden_size", c.hidden_size);
+  const Dim inter = Field("intermediate_size", c.intermediate_size);
+  const Dim q_width = Product("num_attention_heads", c.num_heads, "head_dim", c.head_dim);
+  const Dim kv_width = Product("num_key_value_heads", c.num_kv_heads, "head_dim", c.head_dim);
+  const std::string p = absl::StrCat("model.layers.", i, ".");
+  LayerWeights l;
+  absl::Status status;
+  auto one = [&](Want want) -> std::span<const float> {
+    if (!status.ok()) return {};
+    absl::StatusOr<std::span<const float>> got = get(want);
+    if (!got.ok()) {
+      status = got.status();
+      return {};
+    }
+    return *got;
+  };
+  auto matrix = [&](const std::string& name, Dim rows, Dim cols, bool bias) {
+    Matrix m;
+    m.name = name + ".weight";
+    m.rows = rows.value;
+    m.cols = cols.value;
+    m.values = one({m.name, {rows, cols}, Kind::kMatrix});
+    if (bias) m.bias = one({name + ".bias", {rows}, Kind::kBias, "the config asks for biases"});
+    return m;
+  };
+  l.input_norm = one({p + "input_layernorm.weight", {hidden}, Kind::kNorm});
+  l.post_attention_norm = one({p + "post_attention_layernorm.weight", {hidden}, Kind::kNorm});
+  if (c.norms_per_layer == 4) {
+    l.pre_feedforward_norm = one({p + "pre_feedforward_layernorm.weight", {hidden}, Kind::kNorm});
+    l.post_feedforward_norm =
+        one({p + "post_feedforward_layernorm.weight", {hidden}, Kind::kNorm});
+  }
+  const std::string a = p + "self_attn.";
+  l.q = matrix(a + "q_proj", q_width, hidden, c.attention_bias);
+  l.k = matrix(a + "k_proj", kv_width, hidden, c.attention_bias);
+  l.v = matrix(a + "v_proj", kv_width, hidden, c.attention_bias);
+  l.o = matrix(a + "o_proj", hidden, q_width, c.output_bias);
+  if (c.qk_norm) {
+    const Dim head = Field("head_dim", c.head_dim);
+    l.q_norm = one({a + "q_norm.weight", {head}, Kind::kNorm, "qwen3 normalizes q and k"});
+    l.k_norm = one({a + "k_norm.weight", {head}, Kind::kNorm, "qwen3 normalizes q and k"});
+  }
+  if (c.num_experts > 0) {
+    const std::string m = p + "block_sparse_moe.";
+    l.router = matrix(m + "gate", Field("num_local_experts", c.num_experts), hidden, false);
+    for (int64_t e = 0; e < c.num_experts; ++e) {
+      const std::string x = absl::StrCat(m, "experts.", e, ".");
+      Expert ex;
+      ex.gate = matrix(x + "w1", inter, hidden, false);
+      ex.up = matrix(x + "w3", inter, hidden, false);
+      ex.down = matrix(x + "w2", hidden, inter, false);
+      l.experts.push_back(std::move(ex));
+    }
+  } else {
+    const std::string m = p + "mlp.";
+    l.gate = matrix(m + "gate_proj", inter, hidden, c.mlp_bias);
+    l.up = matrix(m + "up_proj", inter, hidden, c.mlp_bias);
+    l.down = matrix(m + "down_proj", hidden, inter, c.mlp_bias);
+  }
+  if (!status.ok()) return status;
+  return l;
+}
+
+// The integer value of a GGUF metadata key, if it has one.
+std::optional<std::string> GgufString(const TensorSet& set, const std::string& key) {
+  if (set.gguf() == nullptr) return std::nullopt;
+  const GgufValue* v = set.gguf()->Find(key);
+  if (v == nullptr || v->type != GgufType::kString) return std::nullopt;
+  return v->s;
+}
+
+// A tensor's elements as float32 into `out`, rows in the original order,
+// split into pieces of whole rows across the pool.
+absl::Status ReadTensor(const Checkpoint::Found& found, int64_t first_row, int64_t rows,
+                        std::span<float> out, int threads) {
+  const TensorView& t = *found.view;
+  const int64_t cols = std::max<int64_t>(1, t.cols());
+  constexpr int64_t kPieceElements = int64_t{1} << 20;
+  const int64_t piece_rows = std::max<int64_t>(1, kPieceElements / cols);
+  const int64_t pieces = (rows + piece_rows - 1) / piece_rows;
+  std::vector<absl::Status> errors(static_cast<size_t>(pieces));
+  ParallelFor(static_cast<size_t>(pieces), threads, [&](size_t p) {
+    const int64_t begin = static_cast<int64_t>(p) * piece_rows;
+    const int64_t end = std::min(rows, begin + piece_rows);
+    absl::Status s;
+    if (found.row_of.empty()) {
+      s = ReadAsFloat32(t, (first_row + begin) * cols,
+                        out.subspan(static_cast<size_t>(begin * cols),
+                                    static_cast<size_t>((end - begin) * cols)));
+    } else {
+      // Stored row r holds original row row_of[r]: whole tensors only.
+      for (int64_t r = begin; r < end && s.ok(); ++r) {
+        s = ReadAsFloat32(t, r * cols,
+                          out.subspan(static_cast<size_t>(found.row_of[r] * cols),
+                                      static_cast<size_t>(cols)));
+      }
+    }
+    if (!s.ok()) {
+      errors[p] = absl::Status(s.code(), absl::StrCat(t.file, ": tensor ", t.name, ": ",
+                                                      s.message()));
+    }
+  });
+  for (const absl::Status& s : errors) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Checkpoint::Checkpoint(Checkpoint&&) noexcept = default;
+Checkpoint& Checkpoint::operator=(Checkpoint&&) noexcept = default;
+Checkpoint::~Checkpoint() = default;
+
+absl::Status Checkpoint::Index() {
+  const bool gguf = set_->gguf() != nullptr;
+  // llama.cpp's converter permutes q and k of architecture "llama" (Llama,
+  // Mistral, Mixtral) for its rotary embedding, not those of qwen or gemma.
+  const bool permuted = gguf && GgufString(*set_, "general.architecture") == "llama";
+  for (const TensorView& t : set_->tensors()) {
+    std::string name = t.name;
+    if (gguf) {
+      std::optional<std::string> hf = HuggingFaceName(t.name);
+      if (!hf.has_value()) continue;
+      name = *std::move(hf);
+    }
+    Found found{&t, {}};
+    if (permuted && t.shape.size() == 2) {
+      if (absl::EndsWith(name, "self_attn.q_proj.weight")) {
+        found.row_of = LlamaRopeRowOrder(t.rows(), config_.num_heads);
+      } else if (absl::EndsWith(name, "self_attn.k_proj.weight")) {
+        found.row_of = LlamaRopeRowOrder(t.rows(), config_.num_kv_heads);
+      }
+    }
+    by_name_.emplace(std::move(name), std::move(found));
+  }
+  // Check every tensor the config implies without reading any.
+  auto check = [&](const Want& want) -> absl::StatusOr<std::span<const float>> {
+    if (matrices_only_ && want.kind != Kind::kMatrix) return std::span<const float>();
+    const Found* f = Find(want.name);
+    if (f == nullptr) {
+      const std::string why = want.why.empty() ? "" : absl::StrCat(" (", want.why, ")");
+      if (!gguf && !matrices_only_) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(config_.name, ": the checkpoint has no tensor ", want.name, why));
+      }
+      std::string llama_cpp;
+      if (std::optional<std::string> ll = LlamaCppName(want.name); gguf && ll.has_value()) {
+        llama_cpp = absl::StrCat(" (llama.cpp's ", *ll, ")");
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat(absl::StrJoin(set_->files(), ", "), ": no tensor ", want.name, llama_cpp,
+                       " of ", config_.name, why));
+    }
+    const TensorView& t = *f->view;
+    std::vector<int64_t> shape;
+    std::vector<std::string> fields;
+    for (const Dim& d : want.dims) {
+      shape.push_back(d.value);
+      fields.push_back(d.fields);
+    }
+    if (t.shape != shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          t.file, ": tensor ", t.name, " has shape ", ShapeText(t.shape), "; ", config_.name,
+          " makes it ", ShapeText(shape), " (", absl::StrJoin(fields, ", "), ")"));
+    }
+    if (!IsFloating(t.dtype)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(t.file, ": tensor ", t.name, " is ", DTypeName(t.dtype), ", not floating"));
+    }
+    if (t.dtype == DType::kGgml && (t.ggml == nullptr || !t.ggml->can_decode)) {
+      return absl::InvalidArgumentError(absl::StrCat(t.file, ": tensor ", t.name, " is ",
+                                                     t.type_name(), ", which lowp cannot decode"));
+    }
+    return std::span<const float>();
+  };
+  // In the order of the file's layout: the first error a reader meets.
+  const Dim hidden = Field("hidden_size", config_.hidden_size);
+  const Dim vocab = Field("vocab_size", config_.vocab_size);
+  auto check_one = [&](Want want) { return check(want).status(); };
+  if (absl::Status s = check_one({"model.embed_tokens.weight", {vocab, hidden}, Kind::kMatrix});
+      !s.ok()) {
+    return s;
+  }
+  for (int64_t i = 0; i < config_.num_layers; ++i) {
+    absl::StatusOr<LayerWeights> l = WalkLayer(config_, i, check);
+    if (!l.ok()) return l.status();
+  }
+  if (absl::Status s = check_one({"model.norm.weight", {hidden}, Kind::kNorm}); !s.ok()) return s;
+  if (!config_.tie_word_embeddings && !(gguf && Find("lm_head.weight") == nullptr)) {
+    if (absl::Status s = check_one(
+            {"lm_head.weight", {vocab, hidden}, Kind::kMatrix, "tie_word_embeddings is false"});
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Checkpoint> Checkpoint::Open(const ModelConfig& config, TensorSet set,
+                                            bool matrices_only) {
+  if (absl::Status s = CheckForwardSupport(config); !s.ok()) return s;
+  Checkpoint c;
+  c.config_ = config;
+  c.set_ = std::make_unique<TensorSet>(std::move(set));
+  c.matrices_only_ = matrices_only;
+  if (absl::Status s = c.Index(); !s.ok()) return s;
+  return c;
+}
+
+absl::StatusOr<Checkpoint> Checkpoint::OpenModel(const std::string& model,
+                                                 const std::vector<std::string>& tensors) {
+  std::error_code ec;
+  std::vector<std::string> files = tensors;
+  absl::StatusOr<ModelConfig> config = FindModel(model);
+  if (!config.ok()) return OptionError("model", config.status().message());
+  if (files.empty()) {
+    if (!std::filesystem::is_directory(model, ec)) {
+      return OptionError("tensors",
+                         absl::StrCat(model, " names no checkpoint: give its tensor files, or a "
+                                             "directory with config.json and model.safetensors"));
+    }
+    absl::StatusOr<std::vector<std::string>> found = SnapshotCheckpoint(model);
+    if (!found.ok()) return found.status();
+    files = *found;
+  }
+  absl::StatusOr<TensorSet> set = TensorSet::OpenAll(files);
+  if (!set.ok()) return set.status();
+  return Open(*config, *std::move(set));
+}
+
+const Checkpoint::Found* Checkpoint::Find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &it->second;
+}
+
+uint64_t Checkpoint::LayerBytes() const {
+  uint64_t bytes = 0;
+  auto count = [&](const Want& want) -> absl::StatusOr<std::span<const float>> {
+    if (matrices_only_ && want.kind != Kind::kMatrix) return std::span<const float>();
+    uint64_t n = 1;
+    for (const Dim& d : want.dims) n *= static_cast<uint64_t>(d.value);
+    bytes += n * sizeof(float);
+    return std::span<const float>();
+  };
+  (void)WalkLayer(config_, 0, count);
+  return bytes;
+}
+
+absl::StatusOr<LayerWeights> Checkpoint::ReadLayer(int64_t layer, LayerStorage& storage,
+                                                   int threads) const {
+  size_t index = 0;
+  auto read = [&](const Want& want) -> absl::StatusOr<std::span<const float>> {
+    if (matrices_only_ && want.kind != Kind::kMatrix) return std::span<const float>();
+    const Found* f = Find(want.name);
+    if (f == nullptr) return absl::InternalError(absl::StrCat("no tensor ", want.name));
+    const int64_t elements = f->view->elements();
+    std::span<float> out = storage.Buffer(index++, static_cast<size_t>(elements));
+    if (absl::Status s = ReadTensor(*f, 0, f->view->rows(), out, threads); !s.ok()) return s;
+    return std::span<const float>(out);
+  };
+  return WalkLayer(config_, layer, read);
+}
+
+std::vector<TensorView> Checkpoint::MatrixShapes() const {
+  std::vector<TensorView> out;
+  auto add = [&](const std::string& name, std::vector<int64_t> shape) {
+    TensorView v;
+    v.name = name;
+    v.dtype = DType::kF32;
+    v.shape = std::move(shape);
+    out.push_back(std::move(v));
+  };
+  add("model.embed_tokens.weight", {config_.vocab_size, config_.hidden_size});
+  for (int64_t i = 0; i < config_.num_layers; ++i) {
+    auto shape = [&](const Want& want) -> absl::StatusOr<std::span<const float>> {
+      if (want.kind == Kind::kMatrix) {
+        std::vector<int64_t> dims;
+        for (const Dim& d : want.dims) dims.push_back(d.value);
+        add(want.name, std::move(dims));
+      }
+      return std::span<const float>();
+    };
+    (void)WalkLayer(config_, i, shape);
+  }
+  if (!config_.tie_word_embeddings) add("lm_head.weight", {config_.vocab_size, config_.hidden_size});
+  return out;
+}
+
+const TensorView& Checkpoint::TableView(Table table) const {
+  if (table == Table::kLmHead && !config_.tie_word_embeddings) {
+    if (const Found* f = Find("lm_head.weight"); f != nullptr) return *f->view;
+  }
+  return *Find("model.embed_tokens.weight")->view;
+}
+
+std::string Checkpoint::TableName(Table table) const {
+  return table == Table::kLmHead && !config_.tie_word_embeddings ? "lm_head.weight"
+                                                                 : "model.embed_tokens.weight";
+}
+
+absl::Status Checkpoint::ReadRows(Table table, int64_t first, int64_t count, std::span<float> out,
+                                  int threads) const {
+  const TensorView& t = TableView(table);
+  if (first < 0 || count < 0 || first + count > t.rows() ||
+      static_cast<int64_t>(out.size()) != count * t.cols()) {
+    return absl::InvalidArgumentError(absl::StrCat(t.file, ": rows ", first, "..", first + count,
+                                                   " of ", t.name, " (", t.rows(), " rows)"));
+  }
+  return ReadTensor(Found{&t, {}}, first, count, out, threads);
+}
+
+absl::Status Checkpoint::ReadFinalNorm(std::vector<float>& out) const {
+  const Found* f = Find("model.norm.weight");
+  if (f == nullptr) return absl::InternalError("no final norm");
+  out.resize(static_cast<size_t>(f->view->elements()));
+  return ReadTensor(*f, 0, f->view->rows(), out, 1);
+}
+
+void Checkpoint::ReleaseLayer(int64_t layer, bool keep_cached) const {
+  auto release = [&](const Want& want) -> absl::StatusOr<std::span<const float>> {
+    if (const Found* f = Find(want.name); f != nullptr) set_->Release(f->view->bytes, keep_cached);
+    return std::span<const float>();
+  };
+  (void)WalkLayer(config_, layer, release);
+}
+
+void Checkpoint::ReleaseRows(Table table, int64_t first, int64_t count, bool keep_cached) const {
+  const TensorView& t = TableView(table);
+  set_->Release(ElementBytes(t, first * t.cols(), count * t.cols()), keep_cached);
+}
+
+absl::Status Checkpoint::CheckIntact() const { return set_->CheckIntact(); }
+
+absl::StatusOr<std::vector<std::string>> SnapshotCheckpoint(const std::string& dir) {
+  std::error_code ec;
+  for (const char* name : {"model.safetensors.index.json", "model.safetensors"}) {
+    const std::string path = dir + "/" + name;
+    if (std::filesystem::exists(path, ec)) return std::vector<std::string>{path};
+  }
+  return OptionError("tensors", absl::StrCat(dir, " has neither model.safetensors.index.json nor ",
+                                             "model.safetensors; give the checkpoint's files"));
+}
+
+}  // namespace lowp

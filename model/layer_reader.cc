@@ -1,0 +1,37 @@
+#include "model/layer_reader.h"
+
+namespace lowp {
+
+LayerReader::LayerReader(const Checkpoint& checkpoint, uint64_t resident_bytes)
+    : checkpoint_(checkpoint) {
+  const int64_t layers = checkpoint.config().num_layers;
+  resident_ = checkpoint.LayerBytes() * static_cast<uint64_t>(layers) <= resident_bytes;
+  storage_.resize(resident_ ? static_cast<size_t>(layers) : 1);
+  layers_.resize(storage_.size());
+  read_.assign(storage_.size(), false);
+}
+
+absl::StatusOr<const LayerWeights*> LayerReader::Layer(int64_t layer, int threads) {
+  const size_t slot = resident_ ? static_cast<size_t>(layer) : 0;
+  if (resident_ && read_[slot]) return &layers_[slot];
+  absl::StatusOr<LayerWeights> w = checkpoint_.ReadLayer(layer, storage_[slot], threads);
+  if (!w.ok()) return w.status();
+  layers_[slot] = *std::move(w);
+  read_[slot] = true;
+  return &layers_[slot];
+}
+
+void LayerReader::Done(int64_t layer, bool again) {
+  // A resident layer's pages go once it is read: it is never read again.
+  checkpoint_.ReleaseLayer(layer, again && !resident_);
+}
+
+absl::StatusOr<std::span<const float>> LayerReader::FinalNorm() {
+  if (!final_norm_read_) {
+    if (absl::Status s = checkpoint_.ReadFinalNorm(final_norm_); !s.ok()) return s;
+    final_norm_read_ = true;
+  }
+  return std::span<const float>(final_norm_);
+}
+
+}  // namespace lowp

@@ -1,0 +1,378 @@
+#include "model/variant.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/quantize.h"
+#include "kernels/thread_pool.h"
+#include "quant/recipe.h"
+
+namespace lowp {
+namespace {
+
+// A matrix's place in checkpoint order (WeightReport's order).
+constexpr int64_t kEmbeddingKey = 0;
+constexpr int64_t kHeadKey = std::numeric_limits<int64_t>::max();
+int64_t LayerKey(int64_t layer, size_t matrix) {
+  return 1 + layer * (int64_t{1} << 20) + static_cast<int64_t>(matrix);
+}
+
+// A float32 view of values in memory, for the quantizers.
+TensorView F32View(const std::string& name, int64_t rows, int64_t cols,
+                   std::span<const float> values) {
+  TensorView v;
+  v.name = name;
+  v.dtype = DType::kF32;
+  v.shape = {rows, cols};
+  v.bytes = {reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float)};
+  v.file = "(memory)";
+  return v;
+}
+
+// x against its stored form q, in pieces of whole rows merged in order.
+void CompareInto(std::span<const float> x, std::span<const float> q, int64_t cols, int threads,
+                 ErrorStats& stats) {
+  constexpr int64_t kPiece = int64_t{1} << 16;
+  const int64_t rows = static_cast<int64_t>(x.size()) / std::max<int64_t>(cols, 1);
+  const int64_t piece_rows = std::max<int64_t>(1, kPiece / std::max<int64_t>(cols, 1));
+  const int64_t pieces = (rows + piece_rows - 1) / piece_rows;
+  std::vector<ErrorStats> parts(static_cast<size_t>(pieces));
+  const CompareOptions options{.relative_floor = MeasureOptions().relative_floor};
+  ParallelFor(static_cast<size_t>(pieces), threads, [&](size_t p) {
+    const size_t first = static_cast<size_t>(static_cast<int64_t>(p) * piece_rows * cols);
+    const size_t n = std::min(x.size() - first, static_cast<size_t>(piece_rows * cols));
+    ComparePairs(x.subspan(first, n), q.subspan(first, n), options, parts[p]);
+  });
+  for (const ErrorStats& part : parts) stats.Merge(part);
+}
+
+// ---------------------------------------------------------------------------
+// Schemes by rule.
+
+class RuleVariant : public WeightVariant {
+ public:
+  RuleVariant(std::string spec, std::vector<WeightRule> rules, const Checkpoint& reference)
+      : WeightVariant(std::move(spec)), rules_(std::move(rules)), reference_(reference) {
+    const std::vector<TensorView> shapes = reference.MatrixShapes();
+    model_ = RecipeModel::Of(shapes);
+    const ModelConfig& c = reference.config();
+    for (Table table : {Table::kEmbedding, Table::kLmHead}) {
+      TableScheme& t = tables_[static_cast<int>(table)];
+      if (table == Table::kLmHead && c.tie_word_embeddings) {
+        t = tables_[0];  // the embedding's values serve as lm_head
+        continue;
+      }
+      const std::string name = reference.TableName(table);
+      t.view = F32View(name, c.vocab_size, c.hidden_size, {});
+      if (const WeightRule* rule = RuleFor(rules_, name, false);
+          rule != nullptr && rule->scheme != nullptr) {
+        t.rule = rule->scheme.get();
+        t.scheme = &SchemeForTensor(*rule->scheme, t.view, model_, &t.choice);
+      }
+    }
+  }
+
+  absl::Status Prepare(int threads) override {
+    MeasureOptions options;
+    options.threads = threads;
+    for (int i = 0; i < 2; ++i) {
+      TableScheme& t = tables_[i];
+      if (t.scheme == nullptr) continue;
+      const TensorView& stored = reference_.TableView(static_cast<Table>(i));
+      absl::StatusOr<TensorContext> context = ObserveTensor(stored, *t.scheme, options);
+      if (!context.ok()) return context.status();
+      t.context = *context;
+    }
+    // An untied embedding is not otherwise read whole: its statistics in a
+    // pass of their own (a tied one's come with lm_head's chunks).
+    const TableScheme& e = tables_[0];
+    if (e.scheme != nullptr && !reference_.config().tie_word_embeddings) {
+      absl::StatusOr<QuantReport> r =
+          MeasureTensor(reference_.TableView(Table::kEmbedding), *e.scheme, options);
+      if (!r.ok()) return r.status();
+      r->tensor = e.view.name;
+      r->dtype = "F32";
+      Keep(kEmbeddingKey, *e.rule, e.choice, *std::move(r));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<LayerWeights> Layer(int64_t layer, const LayerWeights& reference, int threads,
+                                     bool measure) override {
+    LayerWeights out = reference;
+    std::vector<LayerWeights::Entry> entries = out.Matrices(reference_.config());
+    MeasureOptions options;
+    options.threads = threads;
+    for (size_t j = 0; j < entries.size(); ++j) {
+      Matrix& m = *entries[j].matrix;
+      const WeightRule* rule = RuleFor(rules_, m.name, entries[j].linear);
+      if (rule == nullptr || rule->scheme == nullptr) continue;
+      const TensorView view = F32View(m.name, m.rows, m.cols, m.values);
+      RecipeChoice choice;
+      const Scheme& scheme = SchemeForTensor(*rule->scheme, view, model_, &choice);
+      std::span<float> q = storage_.Buffer(j, m.values.size());
+      size_t written = 0;
+      QuantReport report;
+      absl::Status s = QuantizeTensor(
+          view, scheme, options,
+          [&](std::span<const float> piece) {
+            std::copy(piece.begin(), piece.end(), q.begin() + static_cast<ptrdiff_t>(written));
+            written += piece.size();
+            return absl::OkStatus();
+          },
+          &report);
+      if (!s.ok()) return s;
+      m.values = q;
+      if (measure) Keep(LayerKey(layer, j), *rule->scheme, choice, std::move(report));
+    }
+    return out;
+  }
+
+  bool Changes(Table table) const override {
+    return tables_[static_cast<int>(table)].scheme != nullptr;
+  }
+
+  absl::Status EmbeddingRows(std::span<const int32_t> ids, std::span<float> out,
+                             int threads) override {
+    const TableScheme& t = tables_[0];
+    const int64_t D = reference_.config().hidden_size;
+    // Whole groups of ChunkRows rows (NF4's double quantization spans rows).
+    const int64_t group = std::max<int64_t>(1, t.scheme->ChunkRows(D));
+    const int64_t V = reference_.config().vocab_size;
+    std::vector<absl::Status> errors(ids.size());
+    ParallelFor(ids.size(), threads, [&](size_t i) {
+      const int64_t first = ids[i] / group * group, rows = std::min(group, V - first);
+      thread_local std::vector<float> x, q;
+      x.resize(static_cast<size_t>(rows * D));
+      q.resize(x.size());
+      errors[i] = reference_.ReadRows(Table::kEmbedding, first, rows, x, 1);
+      if (!errors[i].ok()) return;
+      MeasureOptions options;
+      options.threads = 1;
+      errors[i] = QuantizeWindow(F32View(t.view.name, rows, D, x), first, *t.scheme, t.context,
+                                 options, q, nullptr);
+      if (!errors[i].ok()) return;
+      std::copy_n(q.data() + (ids[i] - first) * D, D, out.data() + static_cast<int64_t>(i) * D);
+    });
+    for (const absl::Status& s : errors) {
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::span<const float>> HeadRows(int64_t first, int64_t count,
+                                                  std::span<const float> reference_rows,
+                                                  int threads, bool measure) override {
+    TableScheme& t = tables_[1];
+    const int64_t D = reference_.config().hidden_size;
+    head_.resize(reference_rows.size());
+    MeasureOptions options;
+    options.threads = threads;
+    if (measure && first == 0) head_report_ = StartReport(t.view, *t.scheme);
+    absl::Status s = QuantizeWindow(F32View(t.view.name, count, D, reference_rows), first,
+                                    *t.scheme, t.context, options, head_,
+                                    measure ? &head_report_ : nullptr);
+    if (!s.ok()) return s;
+    if (measure && first + count == reference_.config().vocab_size) {
+      const int64_t key = reference_.config().tie_word_embeddings ? kEmbeddingKey : kHeadKey;
+      head_report_.dtype = "F32";
+      Keep(key, *t.rule, t.choice, std::move(head_report_));
+    }
+    return std::span<const float>(head_);
+  }
+
+  int64_t HeadChunkRows() const override {
+    const TableScheme& t = tables_[1];
+    return t.scheme == nullptr ? 1
+                               : QuantizeWindowRows(reference_.config().hidden_size, *t.scheme);
+  }
+
+ private:
+  struct TableScheme {
+    TensorView view;                // name and shape
+    const Scheme* rule = nullptr;   // the rule's scheme (a recipe, say)
+    const Scheme* scheme = nullptr; // what it applies to this table
+    RecipeChoice choice;
+    TensorContext context;
+  };
+
+  void Keep(int64_t key, const Scheme& rule, const RecipeChoice& choice, QuantReport report) {
+    NameForRecipe(rule, choice, report);
+    if (scheme_names_.empty()) {
+      scheme_names_ = rule.name();
+    } else if (scheme_names_ != rule.name()) {
+      scheme_names_ = "mixed";
+    }
+    reports_[key] = std::move(report);
+  }
+
+  std::vector<WeightRule> rules_;
+  const Checkpoint& reference_;
+  RecipeModel model_;
+  TableScheme tables_[2];
+  LayerStorage storage_;
+  std::vector<float> head_;
+  QuantReport head_report_;
+};
+
+// ---------------------------------------------------------------------------
+// Another checkpoint's matrices.
+
+class FileVariant : public WeightVariant {
+ public:
+  FileVariant(std::string spec, Checkpoint file, const Checkpoint& reference)
+      : WeightVariant(std::move(spec)), file_(std::move(file)), reference_(reference) {}
+
+  absl::Status Prepare(int threads) override {
+    if (reference_.config().tie_word_embeddings) return absl::OkStatus();
+    // The embedding compared with the reference's in pieces of rows.
+    const ModelConfig& c = reference_.config();
+    const int64_t D = c.hidden_size, V = c.vocab_size;
+    const int64_t piece = std::max<int64_t>(1, (int64_t{1} << 22) / D);
+    QuantReport report = Start(Table::kEmbedding);
+    std::vector<float> x, q;
+    for (int64_t first = 0; first < V; first += piece) {
+      const int64_t rows = std::min(piece, V - first);
+      x.resize(static_cast<size_t>(rows * D));
+      q.resize(x.size());
+      if (absl::Status s = reference_.ReadRows(Table::kEmbedding, first, rows, x, threads);
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = file_.ReadRows(Table::kEmbedding, first, rows, q, threads); !s.ok()) {
+        return s;
+      }
+      CompareInto(x, q, D, threads, report.stats);
+    }
+    Keep(kEmbeddingKey, std::move(report));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<LayerWeights> Layer(int64_t layer, const LayerWeights& reference, int threads,
+                                     bool measure) override {
+    absl::StatusOr<LayerWeights> stored = file_.ReadLayer(layer, storage_, threads);
+    if (!stored.ok()) return stored.status();
+    LayerWeights out = reference;
+    std::vector<LayerWeights::Entry> mine = out.Matrices(reference_.config());
+    std::vector<LayerWeights::Entry> theirs = stored->Matrices(reference_.config());
+    for (size_t j = 0; j < mine.size(); ++j) {
+      Matrix& m = *mine[j].matrix;
+      if (measure) {
+        const Checkpoint::Found* f = file_.Find(m.name);
+        QuantReport report = Start(*f->view, m.name);
+        CompareInto(m.values, theirs[j].matrix->values, m.cols, threads, report.stats);
+        Keep(LayerKey(layer, j), std::move(report));
+      }
+      m.values = theirs[j].matrix->values;
+    }
+    return out;
+  }
+
+  void ReleaseLayer(int64_t layer, bool keep_cached) const override {
+    file_.ReleaseLayer(layer, keep_cached);
+  }
+
+  bool Changes(Table) const override { return true; }
+
+  absl::Status EmbeddingRows(std::span<const int32_t> ids, std::span<float> out,
+                             int threads) override {
+    const int64_t D = reference_.config().hidden_size;
+    std::vector<absl::Status> errors(ids.size());
+    ParallelFor(ids.size(), threads, [&](size_t i) {
+      errors[i] = file_.ReadRows(Table::kEmbedding, ids[i], 1,
+                                 out.subspan(i * static_cast<size_t>(D), static_cast<size_t>(D)), 1);
+    });
+    for (const absl::Status& s : errors) {
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::span<const float>> HeadRows(int64_t first, int64_t count,
+                                                  std::span<const float> reference_rows,
+                                                  int threads, bool measure) override {
+    const ModelConfig& c = reference_.config();
+    head_.resize(reference_rows.size());
+    if (absl::Status s = file_.ReadRows(Table::kLmHead, first, count, head_, threads); !s.ok()) {
+      return s;
+    }
+    file_.ReleaseRows(Table::kLmHead, first, count, false);
+    if (measure) {
+      if (first == 0) head_report_ = Start(Table::kLmHead);
+      CompareInto(reference_rows, head_, c.hidden_size, threads, head_report_.stats);
+      if (first + count == c.vocab_size) {
+        Keep(c.tie_word_embeddings ? kEmbeddingKey : kHeadKey, std::move(head_report_));
+      }
+    }
+    return std::span<const float>(head_);
+  }
+
+ private:
+  // A report of a stored tensor under the reference's name: its type as the
+  // scheme, its bytes as the storage.
+  QuantReport Start(const TensorView& stored, const std::string& name) const {
+    QuantReport r;
+    r.tensor = name;
+    r.scheme = stored.type_name();
+    r.dtype = "F32";
+    r.shape = stored.shape;
+    r.elements = static_cast<uint64_t>(stored.elements());
+    r.storage_bits = static_cast<uint64_t>(stored.bytes.size()) * 8;
+    return r;
+  }
+  QuantReport Start(Table table) const {
+    const std::string name = reference_.TableName(table);
+    QuantReport r = Start(file_.TableView(table), name);
+    r.shape = {reference_.config().vocab_size, reference_.config().hidden_size};
+    return r;
+  }
+
+  void Keep(int64_t key, QuantReport report) {
+    if (scheme_names_.empty()) {
+      scheme_names_ = report.scheme;
+    } else if (scheme_names_ != report.scheme) {
+      scheme_names_ = "mixed";
+    }
+    reports_[key] = std::move(report);
+  }
+
+  Checkpoint file_;
+  const Checkpoint& reference_;
+  LayerStorage storage_;
+  std::vector<float> head_;
+  QuantReport head_report_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WeightVariant>> WeightVariant::FromRules(
+    std::string spec, std::vector<WeightRule> rules, const Checkpoint& reference) {
+  return std::unique_ptr<WeightVariant>(
+      new RuleVariant(std::move(spec), std::move(rules), reference));
+}
+
+absl::StatusOr<std::unique_ptr<WeightVariant>> WeightVariant::FromFile(
+    const std::string& path, const Checkpoint& reference) {
+  absl::StatusOr<TensorSet> set = TensorSet::Open(path);
+  if (!set.ok()) return set.status();
+  absl::StatusOr<Checkpoint> file =
+      Checkpoint::Open(reference.config(), *std::move(set), /*matrices_only=*/true);
+  if (!file.ok()) return file.status();
+  return std::unique_ptr<WeightVariant>(new FileVariant(path, *std::move(file), reference));
+}
+
+WeightReport WeightVariant::Report() const {
+  WeightReport r;
+  r.total.tensor = "(all)";
+  for (const auto& [key, report] : reports_) {
+    r.total.Add(report);
+    r.tensors.push_back(report);
+  }
+  r.total.scheme = scheme_names_ == "mixed" ? "" : scheme_names_;
+  return r;
+}
+
+}  // namespace lowp

@@ -1,0 +1,92 @@
+// A candidate's weights, made a layer at a time from the reference's so that
+// a candidate costs one layer's memory, not a model's:
+//   rules  each matrix a WeightRule takes (model/weights.h) quantized with its
+//          scheme, or the choice a recipe makes for it, and dequantized: the
+//          values and statistics quant-error gives (QuantizeTensor). The
+//          embedding is quantized by the rows a batch's tokens need, lm_head
+//          a chunk of vocabulary rows at a time (QuantizeWindow), with the
+//          same values and statistics as the whole tensor's.
+//   file   the matrices of another checkpoint of the same model (a GGUF file
+//          llama.cpp made from it, its q and k rows put back in order; or any
+//          safetensors file with the reference's names), as that file stores
+//          them; norms and biases are the reference's (llama.cpp keeps them in
+//          float32, Gemma's norms with 1 added).
+#ifndef LOWP_MODEL_VARIANT_H_
+#define LOWP_MODEL_VARIANT_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/checkpoint.h"
+#include "model/weights.h"
+#include "quant/measure.h"
+
+namespace lowp {
+
+// What a variant did to the matrices it changed, per matrix (checkpoint
+// order: the embedding, the layers', lm_head) and in all.
+struct WeightReport {
+  std::vector<QuantReport> tensors;
+  QuantReport total;  // tensor "(all)"; scheme the variant's one scheme, "" when mixed
+};
+
+class WeightVariant {
+ public:
+  virtual ~WeightVariant() = default;
+
+  // `spec` names the variant in reports (the --weights item as given).
+  static absl::StatusOr<std::unique_ptr<WeightVariant>> FromRules(
+      std::string spec, std::vector<WeightRule> rules, const Checkpoint& reference);
+  // A checkpoint file of the reference's model (GGUF or safetensors); errors
+  // name the file and the tensor that does not match.
+  static absl::StatusOr<std::unique_ptr<WeightVariant>> FromFile(const std::string& path,
+                                                                 const Checkpoint& reference);
+
+  const std::string& spec() const { return spec_; }
+
+  // Once, before the first layer: the tensor-wide contexts of the tables'
+  // schemes, and the statistics of an untied embedding it changes (one pass
+  // over it).
+  virtual absl::Status Prepare(int threads) = 0;
+  // Layer `layer` from the reference's: the views of what it changes point
+  // into the variant's own buffers (valid until the next call). With
+  // `measure` (the first batch of a run) the matrices' statistics are kept.
+  virtual absl::StatusOr<LayerWeights> Layer(int64_t layer, const LayerWeights& reference,
+                                             int threads, bool measure) = 0;
+  // Drops what the variant read for a layer (a file's pages).
+  virtual void ReleaseLayer(int64_t layer, bool keep_cached) const {}
+
+  // Whether the variant changes a table; where it does not, the reference's
+  // rows serve.
+  virtual bool Changes(Table table) const = 0;
+  // The embedding rows of `ids` into `out` ([ids, hidden_size]).
+  virtual absl::Status EmbeddingRows(std::span<const int32_t> ids, std::span<float> out,
+                                     int threads) = 0;
+  // lm_head rows [first, first + count), given the reference's same rows:
+  // valid until the next call. `first` must be a multiple of HeadChunkRows.
+  virtual absl::StatusOr<std::span<const float>> HeadRows(int64_t first, int64_t count,
+                                                          std::span<const float> reference_rows,
+                                                          int threads, bool measure) = 0;
+  virtual int64_t HeadChunkRows() const { return 1; }
+
+  // The statistics kept so far, in checkpoint order.
+  WeightReport Report() const;
+
+ protected:
+  explicit WeightVariant(std::string spec) : spec_(std::move(spec)) {}
+  // Reports by their place in the checkpoint's order of matrices.
+  std::map<int64_t, QuantReport> reports_;
+  std::string scheme_names_;  // the one scheme's name, "mixed", or ""
+
+ private:
+  std::string spec_;
+};
+
+}  // namespace lowp
+
+#endif  // LOWP_MODEL_VARIANT_H_

@@ -19,12 +19,14 @@ namespace lowp::cli {
 
 const char kEvalHelp[] =
     "usage: lowp eval [--model DIR | --model CONFIG --tensors FILES] [--tokens FILE.npy |\n"
-    "                 --sample N:LEN] [--seed S] [--weights LIST] [--activations LIST]\n"
-    "                 [--kv LIST] [--compute LIST] [--layers] [--census] [--json | --csv]\n"
-    "                 [--threads N] [--quiet]\n"
+    "                 --sample N:LEN] [--seed S] [--weights LIST] [--weights-file FILES]\n"
+    "                 [--activations LIST] [--kv LIST] [--compute LIST] [--layers]\n"
+    "                 [--census] [--json | --csv] [--threads N] [--batch-tokens N] [--quiet]\n"
     "\n"
     "Runs the model in float32 and each candidate (emulated sites) on the same\n"
-    "tokens and compares their next-token distributions position by position:\n"
+    "tokens, one decoder layer at a time for all of them (memory: about two layers\n"
+    "in float32, whatever the model's size), and compares their next-token\n"
+    "distributions position by position:\n"
     "KL(P_ref || P_q) in nats (mean, median, p90, p99, max), top-1 agreement, delta p\n"
     "of the next token (q - p), both models' perplexity over positions 1..L-1, and\n"
     "per layer the relative RMSE of the hidden state (--layers). NaN or inf counts\n"
@@ -49,8 +51,13 @@ const char kEvalHelp[] =
     "                 per token and kv head.\n"
     "  --compute      formats every matmul output and elementwise result is rounded\n"
     "                 to (nearest even; fp16 overflows to inf), counted per site.\n"
-    "--threads: sequences run in parallel, 0 (default) takes every core; results\n"
-    "  do not depend on it.\n";
+    "--weights-file: checkpoint files of the same model, each a candidate as stored:\n"
+    "  a GGUF file llama.cpp made from it (llama.cpp's names, q/k rows put back in\n"
+    "  order) or safetensors by Hugging Face's names; its matrices, the model's\n"
+    "  norms and biases. Combined with the other sites as --weights is.\n"
+    "--threads: 0 (default) takes every core; results do not depend on it.\n"
+    "--batch-tokens: tokens per pass over the checkpoint (default: as many as 1 GiB\n"
+    "  of activations holds); results do not depend on it.\n";
 
 namespace {
 
@@ -140,8 +147,8 @@ void PrintResult(const api::EvalResult& r, Output output, bool layers, bool cens
 int EvalCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = Args::Parse(
       argv,
-      {"model", "tensors", "tokens", "sample", "seed", "weights", "activations", "kv", "compute",
-       "threads"},
+      {"model", "tensors", "tokens", "sample", "seed", "weights", "weights-file", "activations",
+       "kv", "compute", "threads", "batch-tokens"},
       {"json", "csv", "layers", "census", "quiet"});
   if (!args.ok()) return Fail(args.status());
   if (!args->positional().empty()) {
@@ -168,6 +175,17 @@ int EvalCommand(const std::vector<std::string>& argv) {
     }
   }
   o.weights = args->Value("weights").value_or("");
+  if (std::optional<std::string> f = args->Value("weights-file")) {
+    absl::StatusOr<std::vector<std::string>> files = SplitList(*args, "weights-file");
+    if (!files.ok()) return Fail(files.status());
+    o.weights_files = *files;
+  }
+  if (std::optional<std::string> b = args->Value("batch-tokens")) {
+    if (!absl::SimpleAtoi(*b, &o.batch_tokens) || o.batch_tokens < 0) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--batch-tokens '", *b, "': want a number >= 0")));
+    }
+  }
   o.activations = args->Value("activations").value_or("");
   o.kv = args->Value("kv").value_or("");
   o.compute = args->Value("compute").value_or("");

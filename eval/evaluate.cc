@@ -192,9 +192,18 @@ class Evaluator {
         tasks.push_back(t);
       }
     };
+    // Small: every (stream, sequence) has a cache of its own; large: the
+    // streams run one at a time on one set of caches.
     auto run = [&](std::vector<LayerTask>& tasks, int64_t layer) {
-      for (LayerKv& cache : kv) cache.Clear();
-      absl::Status st = RunLayerTasks(c_, layer, tasks, buffers_, threads_);
+      absl::Status st;
+      if (small) {
+        for (LayerKv& cache : kv) cache.Clear();
+        st = RunLayerTasks(c_, layer, tasks, buffers_, threads_);
+      }
+      for (size_t i = 0; i < tasks.size() && !small && st.ok(); ++i) {
+        for (LayerKv& cache : kv) cache.Clear();
+        st = RunLayerTasks(c_, layer, {&tasks[i], 1}, buffers_, threads_);
+      }
       tasks.clear();
       return st;
     };
@@ -311,8 +320,10 @@ class Evaluator {
     for (auto& v : variants_) {
       if (v->Changes(Table::kLmHead)) align = std::lcm(align, v->HeadChunkRows());
     }
-    int64_t chunk = std::min(kChunkBytes / 4 / std::max<int64_t>(rows, 1), kChunkBytes / 4 / D);
-    chunk = std::min(V, std::max(align, chunk / align * align));
+    int64_t chunk = run_.head_rows > 0 ? run_.head_rows
+                                       : std::min(kChunkBytes / 4 / std::max<int64_t>(rows, 1),
+                                                  kChunkBytes / 4 / D);
+    chunk = std::min(V, std::max(align, (chunk + align - 1) / align * align));
     std::vector<float> head(static_cast<size_t>(chunk * D));
     std::vector<float> x(static_cast<size_t>(rows * chunk)), y(x.size());
     std::vector<double> old_max(static_cast<size_t>(rows));

@@ -73,6 +73,11 @@ struct EvalRun {
   // model/batch.h); 0: as many as kEvalActivationBytes of hidden states and
   // scratch allow. Results never depend on it.
   int64_t batch_tokens = 0;
+  // Vocabulary rows per chunk of lm_head (rounded up to what the weight
+  // variants' schemes need); 0: as many as 64 MiB of lm_head rows or of
+  // logits allow. Results depend on it only through the order of the KL's
+  // sums (eval/logit_stats.h).
+  int64_t head_rows = 0;
   // Called before each step with (steps done, steps in all, what): a step is
   // a decoder layer (or lm_head) of one batch for the reference or one weight
   // variant.

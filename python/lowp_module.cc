@@ -624,6 +624,13 @@ py::object EvalCall(const py::kwargs& kwargs) {
   s["activations"] = SiteInto(&o.activations);
   s["kv"] = SiteInto(&o.kv);
   s["compute"] = SiteInto(&o.compute);
+  s["weights_file"] = [&](const std::string& n, const py::object& v) {
+    o.weights_files = Paths(n, v);
+  };
+  s["batch_tokens"] = [&](const std::string& n, const py::object& v) {
+    o.batch_tokens = Int(n, v);
+    if (o.batch_tokens < 0) throw py::value_error("batch_tokens: want a number >= 0");
+  };
   s["threads"] = IntInto(&o.threads);
   Keywords("eval", kwargs).Apply(s);
   return Run<api::EvalResult>([&] { return api::Eval(o); });
@@ -888,7 +895,8 @@ PYBIND11_MODULE(_lowp, m) {
         "(temperature 0: greedy).");
   m.def("eval", &EvalCall,
         "`lowp eval --json`: model=dir, tensors=[paths], tokens=array or .npy path, "
-        "sample='N:LEN', seed=0, weights=[...], activations=[...], kv=[...], compute=[...], "
+        "sample='N:LEN', seed=0, weights=[...], weights_file=[GGUF or safetensors files of the "
+        "model], activations=[...], kv=[...], compute=[...], batch_tokens=0, "
         "threads=0.");
   m.def(
       "bundled_model", [] { return Value(BundledModel()); },

@@ -180,12 +180,9 @@ absl::StatusOr<std::pair<int64_t, int64_t>> ParseSample(const std::string& text)
 // field).
 absl::Status CheckTokens(const TokenArray& tokens, const ModelConfig& config) {
   const int64_t vocab = config.vocab_size;
-  if (config.max_position_embeddings > 0 && tokens.length > config.max_position_embeddings) {
-    return OptionError("tokens", absl::StrCat("sequences of ", tokens.length,
-                                              " tokens are longer than the model's ",
-                                              "max_position_embeddings (",
-                                              config.max_position_embeddings,
-                                              "); give [sequences, length] with a shorter length"));
+  if (absl::Status s = CheckSequenceLength(config, tokens.length); !s.ok()) {
+    return OptionError("tokens", absl::StrCat(s.message(), "; give [sequences, length] with ",
+                                              "shorter sequences"));
   }
   for (size_t i = 0; i < tokens.ids.size(); ++i) {
     if (tokens.ids[i] < 0 || tokens.ids[i] >= vocab) {

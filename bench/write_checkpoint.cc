@@ -1,7 +1,7 @@
 // Writes a checkpoint of a deployed model's shape with random weights
 // (tests/random_checkpoint.h) and a file of token ids, for bench/eval_scale.sh:
 //
-//   write_checkpoint --shape llama-3.2-1b|llama-3.1-8b --out DIR
+//   write_checkpoint --shape llama-3.2-1b|llama-3.1-8b|llama:H:I:L:HEADS:KV:VOCAB --out DIR
 //                    [--layers N] [--dtype bf16|f32] [--tokens S:L] [--seed K]
 //
 // DIR gets config.json, model.safetensors and, with --tokens, tokens.npy
@@ -77,6 +77,15 @@ int main(int argc, char** argv) {
     c = lowp::testing::Llama32_1B(layers);
   } else if (shape == "llama-3.1-8b") {
     c = lowp::testing::Llama31_8B(layers);
+  } else if (shape.starts_with("llama:")) {
+    // llama:HIDDEN:INTERMEDIATE:LAYERS:HEADS:KV_HEADS:VOCAB, untied.
+    std::vector<std::string> f = absl::StrSplit(shape.substr(6), ':');
+    int64_t v[6];
+    if (f.size() != 6) return Usage("--shape llama:HIDDEN:INTERMEDIATE:LAYERS:HEADS:KV_HEADS:VOCAB");
+    for (int i = 0; i < 6; ++i) {
+      if (!absl::SimpleAtoi(f[i], &v[i]) || v[i] < 1) return Usage("bad --shape number");
+    }
+    c = lowp::testing::LlamaShape("llama-shape", v[0], v[1], v[2], v[3], v[4], v[5], false);
   } else {
     return Usage("unknown --shape");
   }

@@ -41,11 +41,7 @@ absl::Status CheckTokens(const ModelConfig& c, std::span<const int32_t> tokens, 
     return absl::InvalidArgumentError(
         absl::StrCat(tokens.size(), " tokens do not make sequences of ", length));
   }
-  if (c.max_position_embeddings > 0 && length > c.max_position_embeddings) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sequences of ", length, " tokens are longer than ", c.name,
-        "'s max_position_embeddings (", c.max_position_embeddings, ")"));
-  }
+  if (absl::Status s = CheckSequenceLength(c, length); !s.ok()) return s;
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] >= c.vocab_size) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -111,6 +107,7 @@ class Evaluator {
     for (auto& v : variants_) {
       if (absl::Status s = v->Prepare(threads_); !s.ok()) return s;
     }
+    variant_storage_.resize(std::max<size_t>(1, variants_.size()));
     for (int64_t first = 0; first < sequences_; first += per_batch) {
       const int64_t count = std::min(per_batch, sequences_ - first);
       const bool again = first + count < sequences_;
@@ -163,7 +160,7 @@ class Evaluator {
                         static_cast<size_t>(count * length_));
     const std::string where =
         batches_ > 1 ? absl::StrCat("batch ", index + 1, "/", batches_, ", ") : "";
-    if (absl::Status s = Embed(batch, ids); !s.ok()) return s;
+    if (absl::Status s = Embed(batch, ids, again); !s.ok()) return s;
     // Small layers run every stream and group side by side, each on one
     // thread (all variants' layers made first); large ones one stream after
     // another with every thread on each product.
@@ -212,7 +209,7 @@ class Evaluator {
     for (int64_t layer = 0; layer < c_.num_layers; ++layer) {
       const std::string at = absl::StrCat(where, "layer ", layer + 1, "/", c_.num_layers);
       Progress(absl::StrCat(at, ": float32"));
-      absl::StatusOr<const LayerWeights*> w = reader_.Layer(layer, threads_);
+      absl::StatusOr<const LayerWeights*> w = reader_.Layer(layer, threads_, again);
       if (!w.ok()) return w.status();
       for (size_t k = 0; k < streams_.size(); ++k) {
         if (streams_[k].variant == nullptr) tasks_of(k, **w, tasks);
@@ -222,7 +219,11 @@ class Evaluator {
       }
       for (size_t v = 0; v < variants_.size(); ++v) {
         Progress(absl::StrCat(at, ": ", variants_[v]->spec()));
-        absl::StatusOr<LayerWeights> vw = variants_[v]->Layer(layer, **w, threads_, measure);
+        // Small: each variant's layer kept for the side-by-side run; large:
+        // one after another in one set of buffers.
+        LayerStorage& storage = variant_storage_[small ? v : 0];
+        absl::StatusOr<LayerWeights> vw =
+            variants_[v]->Layer(layer, **w, storage, threads_, measure, again);
         if (!vw.ok()) return vw.status();
         made[v] = *std::move(vw);
         for (size_t k = 0; k < streams_.size(); ++k) {
@@ -230,14 +231,11 @@ class Evaluator {
         }
         if (!small) {
           if (absl::Status st = run(tasks, layer); !st.ok()) return st;
-          variants_[v]->ReleaseLayer(layer, again);
         }
       }
       if (small) {
         if (absl::Status st = run(tasks, layer); !st.ok()) return st;
-        for (auto& v : variants_) v->ReleaseLayer(layer, again);
       }
-      reader_.Done(layer, again);
       LayerErrors(batch, first_sequence, layer);
     }
     Progress(absl::StrCat(where, "lm_head"));
@@ -246,7 +244,7 @@ class Evaluator {
 
   // Each stream's embedding rows of `ids` (a variant's own, or the
   // reference's), scaled and rounded.
-  absl::Status Embed(const Batch& batch, std::span<const int32_t> ids) {
+  absl::Status Embed(const Batch& batch, std::span<const int32_t> ids, bool again) {
     const int64_t D = c_.hidden_size;
     Stream& reference = streams_[0];
     reference.hidden.resize(static_cast<size_t>(batch.rows * D));
@@ -254,6 +252,7 @@ class Evaluator {
     ParallelFor(ids.size(), threads_, [&](size_t i) {
       errors[i] = ref_.ReadRows(Table::kEmbedding, ids[i], 1,
                                 std::span<float>(reference.hidden).subspan(i * D, D), 1);
+      ref_.ReleaseRows(Table::kEmbedding, ids[i], 1, again);
     });
     for (const absl::Status& s : errors) {
       if (!s.ok()) return s;
@@ -262,7 +261,8 @@ class Evaluator {
       Stream& s = streams_[k];
       if (s.variant != nullptr && s.variant->Changes(Table::kEmbedding)) {
         s.hidden.resize(reference.hidden.size());
-        if (absl::Status st = s.variant->EmbeddingRows(ids, s.hidden, threads_); !st.ok()) {
+        if (absl::Status st = s.variant->EmbeddingRows(ids, s.hidden, threads_, again);
+            !st.ok()) {
           return st;
         }
       } else {
@@ -362,7 +362,7 @@ class Evaluator {
       for (auto& v : variants_) {
         if (!v->Changes(Table::kLmHead)) continue;
         absl::StatusOr<std::span<const float>> w =
-            v->HeadRows(first, count, head_rows, threads_, measure);
+            v->HeadRows(first, count, head_rows, threads_, measure, again);
         if (!w.ok()) return w.status();
         for (size_t k = 1; k < streams_.size(); ++k) {
           if (streams_[k].variant == v.get()) candidate(streams_[k], *w);
@@ -468,6 +468,7 @@ class Evaluator {
   std::vector<Stream> streams_;
   std::vector<std::unique_ptr<WeightVariant>> variants_;
   ForwardBuffers buffers_;
+  std::vector<LayerStorage> variant_storage_;  // one per variant (small), or one
   int64_t batches_ = 0, steps_ = 0, step_ = 0;
   std::vector<std::vector<SequenceResult>> per_sequence_;  // [candidate][sequence]
   std::vector<std::vector<PositionMetrics>> metrics_;      // [candidate][position]

@@ -58,10 +58,8 @@ absl::StatusOr<std::vector<int32_t>> SampleTokens(const Checkpoint& model,
     return OptionError("temperature", absl::StrCat(o.temperature, " is not in [0, 100]"));
   }
   const ModelConfig& c = model.config();
-  if (c.max_position_embeddings > 0 && o.length > c.max_position_embeddings) {
-    return OptionError("length", absl::StrCat(o.length, " tokens are more than ", c.name,
-                                              "'s max_position_embeddings (",
-                                              c.max_position_embeddings, ")"));
+  if (absl::Status s = CheckSequenceLength(c, o.length); !s.ok()) {
+    return OptionError("length", s.message());
   }
   if (c.bos_token_id >= c.vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat(c.name, ": bos_token_id ", c.bos_token_id,
@@ -100,13 +98,14 @@ absl::StatusOr<std::vector<int32_t>> SampleTokens(const Checkpoint& model,
     ParallelFor(static_cast<size_t>(S), threads, [&](size_t s) {
       errors[s] = model.ReadRows(Table::kEmbedding, last[s], 1,
                                  std::span<float>(hidden).subspan(s * D, D), 1);
+      model.ReleaseRows(Table::kEmbedding, last[s], 1, again);
     });
     for (const absl::Status& e : errors) {
       if (!e.ok()) return e;
     }
     if (absl::Status e = Embed(c, {}, hidden, threads, nullptr); !e.ok()) return e;
     for (int64_t l = 0; l < c.num_layers; ++l) {
-      absl::StatusOr<const LayerWeights*> w = reader.Layer(l, threads);
+      absl::StatusOr<const LayerWeights*> w = reader.Layer(l, threads, again);
       if (!w.ok()) return w.status();
       tasks.clear();
       for (size_t g = 0; g < groups.size(); ++g) {
@@ -122,7 +121,6 @@ absl::StatusOr<std::vector<int32_t>> SampleTokens(const Checkpoint& model,
         tasks.push_back(task);
       }
       if (absl::Status e = RunLayerTasks(c, l, tasks, buffers, threads); !e.ok()) return e;
-      reader.Done(l, again);
     }
     absl::StatusOr<std::span<const float>> norm = reader.FinalNorm();
     if (!norm.ok()) return norm.status();

@@ -68,15 +68,17 @@ class MappedFile {
   bool Contains(std::span<const uint8_t> range) const;
   // madvise(MADV_DONTNEED) and posix_fadvise(POSIX_FADV_DONTNEED) over the
   // pages `range` touches (rounded out to whole pages, clipped to the
-  // mapping): the memory is returned, the pages leave the page cache, and
-  // the data is read from storage again if used later. Ranges outside the
+  // mapping; the madvise 2 MiB further either side, for the pages a fault
+  // maps around the one it touches): the memory is returned, the pages leave
+  // the page cache, and the data is read from storage again if used later. Ranges outside the
   // mapping are ignored. With `keep_cached`, only madvise: the pages stay in
   // the page cache.
   void Release(std::span<const uint8_t> range, bool keep_cached = false) const;
-  // OK while the file still has the size it had when mapped and no read ran
-  // past its end; DataLoss naming the file otherwise ("shrank from N to M
-  // bytes while being read"). Whatever was read from the mapping since it
-  // was opened is then not to be trusted.
+  // OK while the file still has the size and modification time it had when
+  // mapped and no read ran past its end; DataLoss naming the file otherwise
+  // ("shrank from N to M bytes while being read", "was modified while being
+  // read"). Whatever was read from the mapping since it was opened is then
+  // not to be trusted.
   absl::Status CheckIntact() const;
 
  private:
@@ -85,6 +87,7 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   int fd_ = -1;    // kept open to ask the file's size again
+  int64_t mtime_ns_ = 0;  // its modification time when mapped
   int slot_ = -1;  // in the SIGBUS handler's table; -1 when not guarded
 };
 

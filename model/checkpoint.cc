@@ -1,6 +1,7 @@
 #include "model/checkpoint.h"
 
 #include <algorithm>
+#include <functional>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -118,9 +119,11 @@ std::optional<std::string> GgufString(const TensorSet& set, const std::string& k
 }
 
 // A tensor's elements as float32 into `out`, rows in the original order,
-// split into pieces of whole rows across the pool.
+// split into pieces of whole rows across the pool; with `release`, each
+// piece's pages are handed to it once read.
 absl::Status ReadTensor(const Checkpoint::Found& found, int64_t first_row, int64_t rows,
-                        std::span<float> out, int threads) {
+                        std::span<float> out, int threads,
+                        const std::function<void(std::span<const uint8_t>)>& release = {}) {
   const TensorView& t = *found.view;
   const int64_t cols = std::max<int64_t>(1, t.cols());
   constexpr int64_t kPieceElements = int64_t{1} << 20;
@@ -146,6 +149,9 @@ absl::Status ReadTensor(const Checkpoint::Found& found, int64_t first_row, int64
     if (!s.ok()) {
       errors[p] = absl::Status(s.code(), absl::StrCat(t.file, ": tensor ", t.name, ": ",
                                                       s.message()));
+    } else if (release) {
+      // Stored rows [begin, end) were read (in place or permuted).
+      release(ElementBytes(t, (first_row + begin) * cols, (end - begin) * cols));
     }
   });
   for (const absl::Status& s : errors) {
@@ -296,7 +302,8 @@ uint64_t Checkpoint::LayerBytes() const {
 }
 
 absl::StatusOr<LayerWeights> Checkpoint::ReadLayer(int64_t layer, LayerStorage& storage,
-                                                   int threads) const {
+                                                   int threads, bool keep_cached) const {
+  const auto release = [&](std::span<const uint8_t> bytes) { set_->Release(bytes, keep_cached); };
   size_t index = 0;
   auto read = [&](const Want& want) -> absl::StatusOr<std::span<const float>> {
     if (matrices_only_ && want.kind != Kind::kMatrix) return std::span<const float>();
@@ -304,7 +311,9 @@ absl::StatusOr<LayerWeights> Checkpoint::ReadLayer(int64_t layer, LayerStorage& 
     if (f == nullptr) return absl::InternalError(absl::StrCat("no tensor ", want.name));
     const int64_t elements = f->view->elements();
     std::span<float> out = storage.Buffer(index++, static_cast<size_t>(elements));
-    if (absl::Status s = ReadTensor(*f, 0, f->view->rows(), out, threads); !s.ok()) return s;
+    if (absl::Status s = ReadTensor(*f, 0, f->view->rows(), out, threads, release); !s.ok()) {
+      return s;
+    }
     return std::span<const float>(out);
   };
   return WalkLayer(config_, layer, read);
@@ -363,14 +372,6 @@ absl::Status Checkpoint::ReadFinalNorm(std::vector<float>& out) const {
   if (f == nullptr) return absl::InternalError("no final norm");
   out.resize(static_cast<size_t>(f->view->elements()));
   return ReadTensor(*f, 0, f->view->rows(), out, 1);
-}
-
-void Checkpoint::ReleaseLayer(int64_t layer, bool keep_cached) const {
-  auto release = [&](const Want& want) -> absl::StatusOr<std::span<const float>> {
-    if (const Found* f = Find(want.name); f != nullptr) set_->Release(f->view->bytes, keep_cached);
-    return std::span<const float>();
-  };
-  (void)WalkLayer(config_, layer, release);
 }
 
 void Checkpoint::ReleaseRows(Table table, int64_t first, int64_t count, bool keep_cached) const {

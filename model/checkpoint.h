@@ -60,9 +60,12 @@ class Checkpoint {
   uint64_t LayerBytes() const;
 
   // Decoder layer `layer` as float32 views into `storage` (its buffers
-  // reused), read on `threads` threads. With matrices_only, the views of the
-  // norms and biases are empty.
-  absl::StatusOr<LayerWeights> ReadLayer(int64_t layer, LayerStorage& storage, int threads) const;
+  // reused), read on `threads` threads, each piece's file pages dropped once
+  // widened (kept in the page cache with `keep_cached`: another pass reads
+  // them again). With matrices_only, the views of the norms and biases are
+  // empty.
+  absl::StatusOr<LayerWeights> ReadLayer(int64_t layer, LayerStorage& storage, int threads,
+                                         bool keep_cached = false) const;
   // Rows [first, first + count) of a table into `out` (count x hidden_size).
   absl::Status ReadRows(Table table, int64_t first, int64_t count, std::span<float> out,
                         int threads) const;
@@ -78,9 +81,8 @@ class Checkpoint {
   const TensorView& TableView(Table table) const;
   std::string TableName(Table table) const;
 
-  // Drops the pages a layer's tensors (a table's rows) were read from; with
-  // `keep_cached` they stay in the page cache for the next pass.
-  void ReleaseLayer(int64_t layer, bool keep_cached) const;
+  // Drops the pages a table's rows were read from; with `keep_cached` they
+  // stay in the page cache for the next pass.
   void ReleaseRows(Table table, int64_t first, int64_t count, bool keep_cached) const;
 
   // TensorSet::CheckIntact: ask before reporting anything read.

@@ -29,6 +29,9 @@ float GeluTanh(float x) {
 }
 float GeluErf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f)); }
 
+// Queries per attention task (its scores: this many rows of the keys seen).
+constexpr int64_t kAttentionRows = 256;
+
 // Below this many operations, work stays on the calling thread: waking the
 // pool's threads costs more.
 constexpr int64_t kParallelWork = int64_t{1} << 16;
@@ -317,19 +320,36 @@ class LayerPass {
     const int64_t window = SlidingLayer(c_, layer_) ? c_.sliding_window : 0;
     const float cap = static_cast<float>(c_.attn_logit_softcapping);
     buf_.attn.resize(static_cast<size_t>(b_.rows * H * d));
-    const size_t tasks = b_.sequences.size() * static_cast<size_t>(H);
+    // Tasks of (sequence, head, block of queries): a block's scores are
+    // [queries, keys it may see], so memory stays kAttentionRows rows of
+    // scores per thread however long the sequence.
+    struct Block {
+      size_t sequence;
+      int64_t begin, end;  // queries, relative to the sequence's first row
+    };
+    std::vector<Block> blocks;
     int64_t work = 0;  // multiply-adds of the scores and values products
-    for (size_t s = 0; s < b_.sequences.size(); ++s) work += b_.sequences[s].rows * kv_[s]->positions;
-    ParallelFor(tasks, Workers(threads_, 2 * work * H * d), [&](size_t task) {
-      const SequenceRows& seq = b_.sequences[task / H];
+    for (size_t s = 0; s < b_.sequences.size(); ++s) {
+      const int64_t n = b_.sequences[s].rows;
+      for (int64_t i = 0; i < n; i += kAttentionRows) {
+        blocks.push_back({s, i, std::min(n, i + kAttentionRows)});
+      }
+      work += n * kv_[s]->positions;
+    }
+    ParallelFor(blocks.size() * static_cast<size_t>(H), Workers(threads_, 2 * work * H * d),
+                [&](size_t task) {
+      const Block& block = blocks[task / H];
+      const SequenceRows& seq = b_.sequences[block.sequence];
       const int64_t h = static_cast<int64_t>(task % H);
-      const LayerKv& cache = *kv_[task / H];
-      const int64_t n = seq.rows, p0 = seq.first_position, T = cache.positions;
+      const LayerKv& cache = *kv_[block.sequence];
+      const int64_t n = block.end - block.begin, p0 = seq.first_position + block.begin;
+      const int64_t T = p0 + n;  // keys the block's last query sees
       const int64_t g = h / (H / KV);
+      const int64_t row = seq.first_row + block.begin;
       thread_local std::vector<float> scores;
       scores.resize(static_cast<size_t>(n * T));
       Census local;
-      Sgemm(true, n, T, d, scale, buf_.q.data() + seq.first_row * H * d + h * d, H * d,
+      Sgemm(true, n, T, d, scale, buf_.q.data() + row * H * d + h * d, H * d,
             cache.keys.data() + g * d, KV * d, scores.data(), T);
       for (int64_t i = 0; i < n; ++i) {
         const int64_t pos = p0 + i;
@@ -354,7 +374,7 @@ class LayerPass {
         std::fill(s + pos + 1, s + T, 0.0f);
       }
       Sgemm(false, n, d, T, 1.0f, scores.data(), T, cache.values.data() + g * d, KV * d,
-            buf_.attn.data() + seq.first_row * H * d + h * d, H * d);
+            buf_.attn.data() + row * H * d + h * d, H * d);
       sites_.Merge(local);
     });
     sites_.RoundAll(Site::kAttnValues, buf_.attn, H * d, threads_);
@@ -550,6 +570,24 @@ absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerW
   BlasSetup();
   LayerPass(config, layer, w, emulation, batch, kv, buffers, threads, census).Run(hidden);
   return absl::OkStatus();
+}
+
+int64_t MaxSequenceTokens(const ModelConfig& config) {
+  return config.max_position_embeddings > 0 ? config.max_position_embeddings
+                                            : kMaxTokensWithoutPositions;
+}
+
+absl::Status CheckSequenceLength(const ModelConfig& c, int64_t length) {
+  if (length <= MaxSequenceTokens(c)) return absl::OkStatus();
+  if (c.max_position_embeddings > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sequences of ", length, " tokens are longer than ", c.name,
+        "'s max_position_embeddings (", c.max_position_embeddings, ")"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "sequences of ", length, " tokens are longer than ", kMaxTokensWithoutPositions,
+      ", the most lowp runs for a model whose config gives no max_position_embeddings (",
+      c.name, ")"));
 }
 
 bool SmallLayer(const ModelConfig& c) {

@@ -144,6 +144,13 @@ absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerW
                           std::span<LayerKv* const> kv, ForwardBuffers& buffers, int threads,
                           Census* census);
 
+// The longest sequence a run takes: the config's max_position_embeddings,
+// or kMaxTokensWithoutPositions when the config gives none.
+constexpr int64_t kMaxTokensWithoutPositions = 32768;
+int64_t MaxSequenceTokens(const ModelConfig& config);
+// InvalidArgument naming the model and the limit when `length` exceeds it.
+absl::Status CheckSequenceLength(const ModelConfig& config, int64_t length);
+
 // One ForwardLayer call of a run: one stream's batch, or one group of it.
 struct LayerTask {
   const LayerWeights* weights = nullptr;

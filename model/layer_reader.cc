@@ -11,19 +11,16 @@ LayerReader::LayerReader(const Checkpoint& checkpoint, uint64_t resident_bytes)
   read_.assign(storage_.size(), false);
 }
 
-absl::StatusOr<const LayerWeights*> LayerReader::Layer(int64_t layer, int threads) {
+absl::StatusOr<const LayerWeights*> LayerReader::Layer(int64_t layer, int threads, bool again) {
   const size_t slot = resident_ ? static_cast<size_t>(layer) : 0;
   if (resident_ && read_[slot]) return &layers_[slot];
-  absl::StatusOr<LayerWeights> w = checkpoint_.ReadLayer(layer, storage_[slot], threads);
+  // A resident layer is never read again.
+  absl::StatusOr<LayerWeights> w =
+      checkpoint_.ReadLayer(layer, storage_[slot], threads, again && !resident_);
   if (!w.ok()) return w.status();
   layers_[slot] = *std::move(w);
   read_[slot] = true;
   return &layers_[slot];
-}
-
-void LayerReader::Done(int64_t layer, bool again) {
-  // A resident layer's pages go once it is read: it is never read again.
-  checkpoint_.ReleaseLayer(layer, again && !resident_);
 }
 
 absl::StatusOr<std::span<const float>> LayerReader::FinalNorm() {

@@ -1,7 +1,7 @@
 // A checkpoint's decoder layers for a run that passes over the model once or
 // many times (the evaluator's batches, the sampler's steps): kept in memory
 // once read when the whole model is small, otherwise read into one set of
-// buffers each time and the file's pages dropped after use.
+// buffers each time, the file's pages dropped as they are read.
 #ifndef LOWP_MODEL_LAYER_READER_H_
 #define LOWP_MODEL_LAYER_READER_H_
 
@@ -26,11 +26,10 @@ class LayerReader {
   bool resident() const { return resident_; }
 
   // Layer `layer`'s weights, read on `threads` threads (or kept from an
-  // earlier pass); valid until the next call unless resident.
-  absl::StatusOr<const LayerWeights*> Layer(int64_t layer, int threads);
-  // Done with `layer` for this pass: a streamed layer's file pages are
-  // dropped (kept in the page cache when `again`: another pass follows).
-  void Done(int64_t layer, bool again);
+  // earlier pass); valid until the next call unless resident. The file's
+  // pages are dropped as they are read, kept in the page cache when `again`
+  // (another pass follows and the layers are not resident).
+  absl::StatusOr<const LayerWeights*> Layer(int64_t layer, int threads, bool again);
 
   // The final norm's weight, read once.
   absl::StatusOr<std::span<const float>> FinalNorm();

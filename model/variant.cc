@@ -100,8 +100,9 @@ class RuleVariant : public WeightVariant {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<LayerWeights> Layer(int64_t layer, const LayerWeights& reference, int threads,
-                                     bool measure) override {
+  absl::StatusOr<LayerWeights> Layer(int64_t layer, const LayerWeights& reference,
+                                     LayerStorage& storage, int threads, bool measure,
+                                     bool) override {
     LayerWeights out = reference;
     std::vector<LayerWeights::Entry> entries = out.Matrices(reference_.config());
     MeasureOptions options;
@@ -113,7 +114,7 @@ class RuleVariant : public WeightVariant {
       const TensorView view = F32View(m.name, m.rows, m.cols, m.values);
       RecipeChoice choice;
       const Scheme& scheme = SchemeForTensor(*rule->scheme, view, model_, &choice);
-      std::span<float> q = storage_.Buffer(j, m.values.size());
+      std::span<float> q = storage.Buffer(j, m.values.size());
       size_t written = 0;
       QuantReport report;
       absl::Status s = QuantizeTensor(
@@ -135,8 +136,8 @@ class RuleVariant : public WeightVariant {
     return tables_[static_cast<int>(table)].scheme != nullptr;
   }
 
-  absl::Status EmbeddingRows(std::span<const int32_t> ids, std::span<float> out,
-                             int threads) override {
+  absl::Status EmbeddingRows(std::span<const int32_t> ids, std::span<float> out, int threads,
+                             bool again) override {
     const TableScheme& t = tables_[0];
     const int64_t D = reference_.config().hidden_size;
     // Whole groups of ChunkRows rows (NF4's double quantization spans rows).
@@ -150,6 +151,7 @@ class RuleVariant : public WeightVariant {
       q.resize(x.size());
       errors[i] = reference_.ReadRows(Table::kEmbedding, first, rows, x, 1);
       if (!errors[i].ok()) return;
+      reference_.ReleaseRows(Table::kEmbedding, first, rows, again);
       MeasureOptions options;
       options.threads = 1;
       errors[i] = QuantizeWindow(F32View(t.view.name, rows, D, x), first, *t.scheme, t.context,
@@ -165,7 +167,7 @@ class RuleVariant : public WeightVariant {
 
   absl::StatusOr<std::span<const float>> HeadRows(int64_t first, int64_t count,
                                                   std::span<const float> reference_rows,
-                                                  int threads, bool measure) override {
+                                                  int threads, bool measure, bool) override {
     TableScheme& t = tables_[1];
     const int64_t D = reference_.config().hidden_size;
     head_.resize(reference_rows.size());
@@ -213,7 +215,6 @@ class RuleVariant : public WeightVariant {
   const Checkpoint& reference_;
   RecipeModel model_;
   TableScheme tables_[2];
-  LayerStorage storage_;
   std::vector<float> head_;
   QuantReport head_report_;
 };
@@ -251,9 +252,10 @@ class FileVariant : public WeightVariant {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<LayerWeights> Layer(int64_t layer, const LayerWeights& reference, int threads,
-                                     bool measure) override {
-    absl::StatusOr<LayerWeights> stored = file_.ReadLayer(layer, storage_, threads);
+  absl::StatusOr<LayerWeights> Layer(int64_t layer, const LayerWeights& reference,
+                                     LayerStorage& storage, int threads, bool measure,
+                                     bool again) override {
+    absl::StatusOr<LayerWeights> stored = file_.ReadLayer(layer, storage, threads, again);
     if (!stored.ok()) return stored.status();
     LayerWeights out = reference;
     std::vector<LayerWeights::Entry> mine = out.Matrices(reference_.config());
@@ -271,19 +273,16 @@ class FileVariant : public WeightVariant {
     return out;
   }
 
-  void ReleaseLayer(int64_t layer, bool keep_cached) const override {
-    file_.ReleaseLayer(layer, keep_cached);
-  }
-
   bool Changes(Table) const override { return true; }
 
-  absl::Status EmbeddingRows(std::span<const int32_t> ids, std::span<float> out,
-                             int threads) override {
+  absl::Status EmbeddingRows(std::span<const int32_t> ids, std::span<float> out, int threads,
+                             bool again) override {
     const int64_t D = reference_.config().hidden_size;
     std::vector<absl::Status> errors(ids.size());
     ParallelFor(ids.size(), threads, [&](size_t i) {
       errors[i] = file_.ReadRows(Table::kEmbedding, ids[i], 1,
                                  out.subspan(i * static_cast<size_t>(D), static_cast<size_t>(D)), 1);
+      file_.ReleaseRows(Table::kEmbedding, ids[i], 1, again);
     });
     for (const absl::Status& s : errors) {
       if (!s.ok()) return s;
@@ -293,13 +292,13 @@ class FileVariant : public WeightVariant {
 
   absl::StatusOr<std::span<const float>> HeadRows(int64_t first, int64_t count,
                                                   std::span<const float> reference_rows,
-                                                  int threads, bool measure) override {
+                                                  int threads, bool measure, bool again) override {
     const ModelConfig& c = reference_.config();
     head_.resize(reference_rows.size());
     if (absl::Status s = file_.ReadRows(Table::kLmHead, first, count, head_, threads); !s.ok()) {
       return s;
     }
-    file_.ReleaseRows(Table::kLmHead, first, count, false);
+    file_.ReleaseRows(Table::kLmHead, first, count, again);
     if (measure) {
       if (first == 0) head_report_ = Start(Table::kLmHead);
       CompareInto(reference_rows, head_, c.hidden_size, threads, head_report_.stats);
@@ -341,7 +340,6 @@ class FileVariant : public WeightVariant {
 
   Checkpoint file_;
   const Checkpoint& reference_;
-  LayerStorage storage_;
   std::vector<float> head_;
   QuantReport head_report_;
 };

@@ -54,24 +54,29 @@ class WeightVariant {
   // over it).
   virtual absl::Status Prepare(int threads) = 0;
   // Layer `layer` from the reference's: the views of what it changes point
-  // into the variant's own buffers (valid until the next call). With
-  // `measure` (the first batch of a run) the matrices' statistics are kept.
+  // into `storage` (the caller's: variants run one after another share one,
+  // so that memory holds one variant's layer). With `measure` (the first
+  // batch of a run) the matrices' statistics are kept; what it reads of a
+  // file is dropped from memory as read (kept in the page cache with
+  // `again`: another pass follows).
   virtual absl::StatusOr<LayerWeights> Layer(int64_t layer, const LayerWeights& reference,
-                                             int threads, bool measure) = 0;
-  // Drops what the variant read for a layer (a file's pages).
-  virtual void ReleaseLayer(int64_t layer, bool keep_cached) const {}
+                                             LayerStorage& storage, int threads, bool measure,
+                                             bool again) = 0;
 
   // Whether the variant changes a table; where it does not, the reference's
   // rows serve.
   virtual bool Changes(Table table) const = 0;
-  // The embedding rows of `ids` into `out` ([ids, hidden_size]).
+  // The embedding rows of `ids` into `out` ([ids, hidden_size]); `again` as
+  // for Layer.
   virtual absl::Status EmbeddingRows(std::span<const int32_t> ids, std::span<float> out,
-                                     int threads) = 0;
+                                     int threads, bool again) = 0;
   // lm_head rows [first, first + count), given the reference's same rows:
   // valid until the next call. `first` must be a multiple of HeadChunkRows.
+  // `measure` and `again` as for Layer.
   virtual absl::StatusOr<std::span<const float>> HeadRows(int64_t first, int64_t count,
                                                           std::span<const float> reference_rows,
-                                                          int threads, bool measure) = 0;
+                                                          int threads, bool measure,
+                                                          bool again) = 0;
   virtual int64_t HeadChunkRows() const { return 1; }
 
   // The statistics kept so far, in checkpoint order.

@@ -90,11 +90,19 @@ inline std::string ConfigJson(const ModelConfig& c) {
   return j.dump(2) + "\n";
 }
 
-// Value `index` of a random matrix: N(0, 0.02^2).
+// Values `index` and `index` + 1 (index even) of a random matrix: a pair of
+// N(0, 0.02^2) values by Box-Muller.
+inline void RandomPair(uint32_t seed, uint64_t index, float* out) {
+  const double u1 = (RandomBits(seed, index) + 1.0) * 0x1.0p-32;  // (0, 1]
+  const double u2 = RandomBits(seed, index + 1) * 0x1.0p-32;
+  const double r = 0.02 * std::sqrt(-2 * std::log(u1));
+  out[0] = static_cast<float>(r * std::cos(2 * M_PI * u2));
+  out[1] = static_cast<float>(r * std::sin(2 * M_PI * u2));
+}
 inline float RandomWeight(uint32_t seed, uint64_t index) {
-  const double u1 = (RandomBits(seed, 2 * index) + 1.0) * 0x1.0p-32;  // (0, 1]
-  const double u2 = RandomBits(seed, 2 * index + 1) * 0x1.0p-32;
-  return static_cast<float>(0.02 * std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2));
+  float pair[2];
+  RandomPair(seed, index & ~uint64_t{1}, pair);
+  return pair[index & 1];
 }
 
 // The tensors of a dense llama config in checkpoint order: name, shape,
@@ -193,8 +201,11 @@ inline absl::Status WriteRandomCheckpoint(const std::string& dir, const ModelCon
       ParallelFor(static_cast<size_t>((count + 65535) / 65536), 0, [&](size_t part) {
         const int64_t begin = static_cast<int64_t>(part) * 65536;
         const int64_t end = std::min(count, begin + 65536);
+        float pair[2] = {1.0f, 1.0f};
         for (int64_t i = begin; i < end; ++i) {
-          const float v = ones[t] ? 1.0f : RandomWeight(seed, index + static_cast<uint64_t>(i));
+          const uint64_t at = index + static_cast<uint64_t>(i);
+          if (!ones[t] && (i == begin || at % 2 == 0)) RandomPair(seed, at & ~uint64_t{1}, pair);
+          const float v = pair[at & 1];
           uint32_t bits;
           std::memcpy(&bits, &v, 4);
           if (width == 2) {

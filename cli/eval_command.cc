@@ -100,6 +100,8 @@ void PrintResult(const api::EvalResult& r, Output output, bool layers, bool cens
               Printable(ShortPath(r.tokens)).c_str(),
               static_cast<long long>(e.sequences), static_cast<long long>(e.sequence_length),
               static_cast<unsigned long long>(e.positions));
+  std::printf("products  OpenBLAS, %s kernels (%s)\n", r.blas.core.c_str(),
+              r.blas.chosen_by.c_str());
   std::printf("reference float32 perplexity %.4f (cross-entropy %.5f nats over %llu predictions)\n",
               e.reference_perplexity, e.reference_cross_entropy,
               static_cast<unsigned long long>(e.predictions));

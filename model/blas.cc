@@ -130,10 +130,12 @@ const BlasKernels& BlasSetup() {
     } else if (!k->cpu_best.empty() &&
                OpenBlasCoreClass(chosen) < OpenBlasCoreClass(k->cpu_best)) {
       const absl::Status s = SwitchOpenBlasCore(k->cpu_best);
-      k->chosen_by = s.ok() ? absl::StrCat("lowp (OpenBLAS chose ", chosen, ")")
-                            : absl::StrCat("OpenBLAS (cannot switch: ", s.message(), ")");
+      k->chosen_by = s.ok() ? absl::StrCat("lowp's choice: OpenBLAS chose ", chosen,
+                                           ", below this CPU's")
+                            : absl::StrCat("OpenBLAS's choice; ", k->cpu_best,
+                                           " would suit this CPU, but ", s.message());
     } else {
-      k->chosen_by = "OpenBLAS";
+      k->chosen_by = "OpenBLAS's choice";
     }
     k->core = openblas_get_corename();
     k->library = openblas_get_config();

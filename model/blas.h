@@ -28,9 +28,10 @@ struct BlasKernels {
   std::string library;    // openblas_get_config(): "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..."
   std::string core;       // the kernels in use: "Cooperlake", "Haswell", ...
   std::string cpu_best;   // the best kernels for the CPU's instructions ("" when unknown)
-  // Who chose `core`: "OpenBLAS" (its own pick, as good as the CPU allows),
-  // "OPENBLAS_CORETYPE" (the user), "lowp (OpenBLAS chose X)" (switched), or
-  // "OpenBLAS (cannot switch: ...)" when a better choice was not possible.
+  // Who chose `core`, in words: "OpenBLAS's choice" (as good as the CPU
+  // allows), "OPENBLAS_CORETYPE" (the user), "lowp's choice: OpenBLAS chose
+  // Prescott, below this CPU's" (switched), or "OpenBLAS's choice; SkylakeX
+  // would suit this CPU, but ..." when switching was not possible.
   std::string chosen_by;
 };
 

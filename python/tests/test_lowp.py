@@ -467,3 +467,33 @@ def test_seven_schemes_read_a_checkpoint_from_storage_once(tmp_path):
     if read == 0:
         pytest.skip("no storage reads accounted here (tmpfs, or no block-I/O accounting)")
     assert read <= 1.1 * os.path.getsize(path), read
+
+
+# ------------------------------------------------------------ eval
+
+
+def test_eval_with_a_gguf_file_is_the_commands_json(tmp_path):
+    gguf = os.path.join(DATA, "ggml", "stories260K-Q4_K_M.gguf")
+    tokens = lowp.sample(count=2, length=24, seed=4)
+    ours = lowp.eval(tokens=tokens, weights="Q4_K_M", weights_file=[gguf], batch_tokens=24)
+    assert [c["label"] for c in ours["candidates"]] == ["Q4_K_M", gguf]
+    recipe, stored = ours["candidates"]
+    assert stored["weights_file"] is True and recipe["weights_file"] is False
+    # llama.cpp's file holds lowp's Q4_K_M values: the same outputs
+    for key in ("kl_mean", "kl_max", "perplexity", "top1_agreement", "layer_relative_rmse"):
+        assert recipe[key] == stored[key], key
+    assert ours["batches"] == 2
+    np.save(tmp_path / "tokens.npy", tokens)
+    theirs = cli_json("eval", "--tokens", tmp_path / "tokens.npy", "--weights", "Q4_K_M",
+                      "--weights-file", gguf, "--batch-tokens", "24")
+    theirs["tokens"] = ours["tokens"]
+    assert ours == theirs
+
+
+def test_eval_refuses_what_the_model_cannot_take():
+    with pytest.raises(ValueError, match="weights_file"):
+        lowp.eval(weights_file=[""])
+    with pytest.raises(ValueError, match="batch_tokens"):
+        lowp.eval(batch_tokens=-1)
+    with pytest.raises(ValueError, match="longer than .*max_position_embeddings"):
+        lowp.eval(tokens=np.ones((1, 600), np.int32))

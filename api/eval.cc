@@ -8,13 +8,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "kernels/thread_pool.h"
 #include "api/json.h"
 #include "api/quant.h"
 #include "formats/format.h"
 #include "formats/option_error.h"
 #include "io/bundled.h"
 #include "io/tensor_set.h"
+#include "kernels/thread_pool.h"
 #include "model/checkpoint.h"
 
 namespace lowp::api {
@@ -153,9 +153,9 @@ absl::StatusOr<TokenArray> ReadTokens(const std::string& path) {
       std::memcpy(&v, t.bytes.data() + 8 * i, 8);
     }
     if (v < 0 || v > INT32_MAX) {
-      return OptionError("tokens", absl::StrCat(path, ": token ", v, " at sequence ",
-                                                i / out.length, ", position ", i % out.length,
-                                                " is not a token id"));
+      return OptionError("tokens",
+                         absl::StrCat(path, ": token ", v, " at sequence ", i / out.length,
+                                      ", position ", i % out.length, " is not a token id"));
     }
     out.ids[i] = static_cast<int32_t>(v);
   }
@@ -168,8 +168,9 @@ absl::StatusOr<std::pair<int64_t, int64_t>> ParseSample(const std::string& text)
   int64_t n = 0, len = 0;
   if (!absl::SimpleAtoi(parts.first, &n) || !absl::SimpleAtoi(parts.second, &len) || n < 1 ||
       len < 2 || n > kMaxSequences || len > kMaxSequences) {
-    return OptionError("sample", absl::StrCat("'", text, "' is not N:LEN (N sequences of LEN tokens, ",
-                                              "1 <= N, 2 <= LEN <= ", kMaxSequences, ")"));
+    return OptionError("sample",
+                       absl::StrCat("'", text, "' is not N:LEN (N sequences of LEN tokens, ",
+                                    "1 <= N, 2 <= LEN <= ", kMaxSequences, ")"));
   }
   return std::make_pair(n, len);
 }
@@ -186,23 +187,20 @@ absl::Status CheckTokens(const TokenArray& tokens, const ModelConfig& config) {
   }
   for (size_t i = 0; i < tokens.ids.size(); ++i) {
     if (tokens.ids[i] < 0 || tokens.ids[i] >= vocab) {
-      return OptionError("tokens", absl::StrCat("token ", tokens.ids[i], " at sequence ",
-                                                i / tokens.length, ", position ",
-                                                i % tokens.length,
-                                                " is not a token id of the model (vocab_size ",
-                                                vocab, ")"));
+      return OptionError("tokens",
+                         absl::StrCat("token ", tokens.ids[i], " at sequence ", i / tokens.length,
+                                      ", position ", i % tokens.length,
+                                      " is not a token id of the model (vocab_size ", vocab, ")"));
     }
   }
   return absl::OkStatus();
 }
 
 nlohmann::json DistributionJson(const Distribution& d) {
-  return {{"mean", JsonNumber(d.mean)},     {"rms", JsonNumber(d.rms)},
-          {"min", JsonNumber(d.min)},       {"p1", JsonNumber(d.p1)},
-          {"p5", JsonNumber(d.p5)},         {"p10", JsonNumber(d.p10)},
-          {"median", JsonNumber(d.median)}, {"p90", JsonNumber(d.p90)},
-          {"p95", JsonNumber(d.p95)},       {"p99", JsonNumber(d.p99)},
-          {"max", JsonNumber(d.max)}};
+  return {{"mean", JsonNumber(d.mean)},     {"rms", JsonNumber(d.rms)}, {"min", JsonNumber(d.min)},
+          {"p1", JsonNumber(d.p1)},         {"p5", JsonNumber(d.p5)},   {"p10", JsonNumber(d.p10)},
+          {"median", JsonNumber(d.median)}, {"p90", JsonNumber(d.p90)}, {"p95", JsonNumber(d.p95)},
+          {"p99", JsonNumber(d.p99)},       {"max", JsonNumber(d.max)}};
 }
 
 nlohmann::json CensusJson(const Census& census) {
@@ -227,14 +225,14 @@ nlohmann::json NullableName(const std::string& s) {
 
 const std::vector<std::string>& DefaultEvalWeights() {
   static const auto* list = new std::vector<std::string>{
-      "fp16",      "bf16", "fp8_e4m3fn", "fp8_e4m3fn-channel", "int8-channel",
-      "int4-g128", "nf4",  "mxfp4",      "q4_0"};
+      "fp16", "bf16",  "fp8_e4m3fn", "fp8_e4m3fn-channel", "int8-channel", "int4-g128",
+      "nf4",  "mxfp4", "q4_0"};
   return *list;
 }
 
 absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& o) {
-  const bool any = !o.weights.empty() || !o.activations.empty() || !o.kv.empty() ||
-                   !o.compute.empty();
+  const bool any =
+      !o.weights.empty() || !o.activations.empty() || !o.kv.empty() || !o.compute.empty();
   absl::StatusOr<std::vector<WeightCandidate>> weights = WeightCandidates(
       any || !o.weights_files.empty() ? o.weights : absl::StrJoin(DefaultEvalWeights(), ","));
   if (!weights.ok()) return weights.status();
@@ -418,8 +416,7 @@ absl::StatusOr<std::vector<float>> ForwardLogits(const std::string& model,
   return ReferenceLogits(*w, tokens.ids, tokens.length, run);
 }
 
-absl::StatusOr<TokenArray> Sample(const std::string& model,
-                                  const std::vector<std::string>& tensors,
+absl::StatusOr<TokenArray> Sample(const std::string& model, const std::vector<std::string>& tensors,
                                   const SampleOptions& options) {
   if (absl::Status s = CheckThreads(options.threads); !s.ok()) return s;
   absl::StatusOr<std::string> path = ModelPath(model);

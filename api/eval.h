@@ -65,11 +65,11 @@ struct EvalOptions {
 const std::vector<std::string>& DefaultEvalWeights();
 
 struct EvalResult {
-  std::string model;   // as given or found (the bundled model's directory)
+  std::string model;  // as given or found (the bundled model's directory)
   ModelConfig config;
   std::string tokens;  // where they came from: the file, "array", or "sampled N:LEN seed S"
   EvalReport report;
-  BlasKernels blas;    // what ran the products (model/blas.h)
+  BlasKernels blas;  // what ran the products (model/blas.h)
 };
 
 // Errors name the option (model, tensors, tokens, sample, weights,
@@ -89,8 +89,7 @@ absl::StatusOr<std::vector<float>> ForwardLogits(const std::string& model,
                                                  const TokenArray& tokens, int threads);
 
 // Sequences sampled from the float32 model (eval/sample.h).
-absl::StatusOr<TokenArray> Sample(const std::string& model,
-                                  const std::vector<std::string>& tensors,
+absl::StatusOr<TokenArray> Sample(const std::string& model, const std::vector<std::string>& tensors,
                                   const SampleOptions& options);
 
 }  // namespace lowp::api

@@ -56,11 +56,11 @@
 #include "formats/format.h"
 #include "io/bundled.h"
 #include "kernels/thread_pool.h"
-#include "model/config.h"
-#include "model/forward.h"
 #include "model/batch.h"
 #include "model/blas.h"
 #include "model/checkpoint.h"
+#include "model/config.h"
+#include "model/forward.h"
 #include "model/weights.h"
 #include "quant/scheme.h"
 

@@ -27,6 +27,10 @@ forward_bench. Each repetition runs the forward until --min-time seconds
 have passed (at least once) after one warm-up forward; the median over
 repetitions is reported, as Google Benchmark's aggregates.
 
+With --checkpoint DIR --tokens FILE.npy --threads T instead: PyTorch's forward
+of a snapshot on disk (bench/eval_scale.sh's peer; rope_scaling ignored, the
+same products), one JSON line with its median time and peak RSS.
+
 Writes a JSON file in Google Benchmark's layout (context, benchmarks with
 run_name, aggregate_name "median", real_time in ms, counters
 tokens_per_second, gflops, flops_per_token, logits_mean) that
@@ -97,6 +101,13 @@ def read_safetensors(path):
 def bundled_model():
     directory = os.path.join(os.environ.get("LOWP_DATA_DIR", os.path.join(SOURCE, "tests", "data")),
                              "stories260K-hf")
+    return checkpoint_model(directory, timing_only=False)
+
+
+def checkpoint_model(directory, timing_only):
+    """A llama snapshot directory (config.json, model.safetensors). With
+    `timing_only`, rope_scaling is ignored: the timing of the same products,
+    not the same logits (bench/eval_scale.sh)."""
     with open(os.path.join(directory, "config.json")) as f:
         cfg = json.load(f)
     t = read_safetensors(os.path.join(directory, "model.safetensors"))
@@ -108,7 +119,8 @@ def bundled_model():
         "vocab": cfg["vocab_size"], "rope_theta": cfg.get("rope_theta", 10000.0),
         "eps": cfg.get("rms_norm_eps", 1e-6),
     }
-    if cfg.get("model_type") != "llama" or cfg.get("rope_scaling") or cfg.get("hidden_act") != "silu":
+    if cfg.get("model_type") != "llama" or cfg.get("hidden_act") != "silu" or \
+            (cfg.get("rope_scaling") and not timing_only):
         raise ValueError(f"{directory}: this script runs a plain llama (silu, no rope_scaling)")
     layers = []
     for i in range(config["layers"]):
@@ -219,8 +231,41 @@ def run_case(m, sequences, min_time, repetitions):
     return times, iterations, float(logits[0].double().mean())
 
 
+def checkpoint_case(args):
+    """--checkpoint DIR --tokens FILE.npy: the median forward time of those
+    tokens (all sequences as one batch) on --threads threads, one JSON line."""
+    import numpy as np
+    t = int(args.threads or len(os.sched_getaffinity(0)))
+    torch.set_num_threads(t)
+    blas = openblas()
+    if blas is not None:
+        blas.openblas_set_num_threads(t)
+    start = time.perf_counter()
+    m = checkpoint_model(args.checkpoint, timing_only=True)
+    load = time.perf_counter() - start
+    tokens = torch.from_numpy(np.load(args.tokens).astype(np.int64))
+    with torch.inference_mode():
+        forward(m, tokens)  # warm-up
+        times = []
+        for _ in range(args.repetitions):
+            start = time.perf_counter()
+            forward(m, tokens)
+            times.append(time.perf_counter() - start)
+    median = statistics.median(times)
+    with open("/proc/self/status") as f:
+        peak = next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmHWM"))
+    print(json.dumps({"tool": "torch forward", "checkpoint": args.checkpoint,
+                      "tokens": list(tokens.shape), "threads": t, "load_seconds": load,
+                      "forward_seconds": median, "repetitions": args.repetitions,
+                      "tokens_per_second": tokens.numel() / median, "max_rss_bytes": peak,
+                      "torch": torch.__version__,
+                      "openblas_core": blas.openblas_get_corename().decode() if blas else None}))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", help="a llama snapshot directory (with --tokens)")
+    parser.add_argument("--tokens", help=".npy token ids [sequences, length]")
     parser.add_argument("--threads", default=None,
                         help="comma-separated thread counts (default: 1 and all CPUs)")
     parser.add_argument("--repetitions", type=int, default=1)
@@ -230,6 +275,9 @@ def main():
                         help="skip the torch-split: cases")
     parser.add_argument("--out", help="JSON file to write")
     args = parser.parse_args()
+    if args.checkpoint:
+        checkpoint_case(args)
+        return
     cpus = len(os.sched_getaffinity(0))
     threads = sorted({int(t) for t in args.threads.split(",")}) if args.threads else sorted({1, cpus})
     blas = openblas()

@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
     // llama:HIDDEN:INTERMEDIATE:LAYERS:HEADS:KV_HEADS:VOCAB, untied.
     std::vector<std::string> f = absl::StrSplit(shape.substr(6), ':');
     int64_t v[6];
-    if (f.size() != 6) return Usage("--shape llama:HIDDEN:INTERMEDIATE:LAYERS:HEADS:KV_HEADS:VOCAB");
+    if (f.size() != 6)
+      return Usage("--shape llama:HIDDEN:INTERMEDIATE:LAYERS:HEADS:KV_HEADS:VOCAB");
     for (int i = 0; i < 6; ++i) {
       if (!absl::SimpleAtoi(f[i], &v[i]) || v[i] < 1) return Usage("bad --shape number");
     }

@@ -81,10 +81,10 @@ void PrintResult(const api::EvalResult& r, Output output, bool layers, bool cens
     const bool quantized = !c.weights.tensors.empty();
     rows.push_back({c.candidate.label,
                     quantized ? absl::StrFormat("%.4g", c.weights.total.bits_per_weight()) : "32",
-                    quantized ? api::SqnrText(c.weights.total.sqnr_db()) : "-",
-                    Sci(c.kl.mean), Sci(c.kl.median), Sci(c.kl.p99), Sci(c.kl.max),
-                    api::PercentText(c.top1_agreement), Sci(c.delta_p.rms),
-                    Fixed(c.perplexity, 4), Fixed(c.perplexity / e.reference_perplexity, 5),
+                    quantized ? api::SqnrText(c.weights.total.sqnr_db()) : "-", Sci(c.kl.mean),
+                    Sci(c.kl.median), Sci(c.kl.p99), Sci(c.kl.max),
+                    api::PercentText(c.top1_agreement), Sci(c.delta_p.rms), Fixed(c.perplexity, 4),
+                    Fixed(c.perplexity / e.reference_perplexity, 5),
                     std::to_string(c.nonfinite_positions)});
   }
   if (output == Output::kCsv) {
@@ -92,22 +92,23 @@ void PrintResult(const api::EvalResult& r, Output output, bool layers, bool cens
     return;
   }
   std::printf("model     %s (%s, %lld layers, hidden %lld, vocab %lld)\n",
-              Printable(ShortPath(r.model)).c_str(),
-              r.config.model_type.c_str(), static_cast<long long>(r.config.num_layers),
+              Printable(ShortPath(r.model)).c_str(), r.config.model_type.c_str(),
+              static_cast<long long>(r.config.num_layers),
               static_cast<long long>(r.config.hidden_size),
               static_cast<long long>(r.config.vocab_size));
   std::printf("tokens    %s: %lld sequences x %lld = %llu positions\n",
-              Printable(ShortPath(r.tokens)).c_str(),
-              static_cast<long long>(e.sequences), static_cast<long long>(e.sequence_length),
+              Printable(ShortPath(r.tokens)).c_str(), static_cast<long long>(e.sequences),
+              static_cast<long long>(e.sequence_length),
               static_cast<unsigned long long>(e.positions));
   std::printf("products  OpenBLAS, %s kernels (%s)\n", r.blas.core.c_str(),
               r.blas.chosen_by.c_str());
   std::printf("reference float32 perplexity %.4f (cross-entropy %.5f nats over %llu predictions)\n",
               e.reference_perplexity, e.reference_cross_entropy,
               static_cast<unsigned long long>(e.predictions));
-  std::printf("units     KL in nats, KL(P_ref || P_q) per position; top-1: positions whose\n"
-              "          argmax agrees; dp: q(next) - p(next); bits/w and w SQNR over the\n"
-              "          quantized matrices ('-': weights in float32)\n\n");
+  std::printf(
+      "units     KL in nats, KL(P_ref || P_q) per position; top-1: positions whose\n"
+      "          argmax agrees; dp: q(next) - p(next); bits/w and w SQNR over the\n"
+      "          quantized matrices ('-': weights in float32)\n\n");
   PrintTable(rows, {0});
   if (layers) {
     std::printf("\nrelative RMSE of the hidden state after each layer, ||h_q - h|| / ||h||\n");
@@ -123,8 +124,9 @@ void PrintResult(const api::EvalResult& r, Output output, bool layers, bool cens
     PrintTable(table, {0});
   }
   if (census) {
-    std::printf("\ncensus: values per site and what the compute format did to them (candidates\n"
-                "with a compute format or a non-finite value)\n");
+    std::printf(
+        "\ncensus: values per site and what the compute format did to them (candidates\n"
+        "with a compute format or a non-finite value)\n");
     std::vector<Row> table = {
         {"candidate", "site", "values", "overflow", "saturated", "flushed", "nonfinite"}};
     for (const CandidateResult& c : e.candidates) {
@@ -147,11 +149,11 @@ void PrintResult(const api::EvalResult& r, Output output, bool layers, bool cens
 }  // namespace
 
 int EvalCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = Args::Parse(
-      argv,
-      {"model", "tensors", "tokens", "sample", "seed", "weights", "weights-file", "activations",
-       "kv", "compute", "threads", "batch-tokens"},
-      {"json", "csv", "layers", "census", "quiet"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv,
+                  {"model", "tensors", "tokens", "sample", "seed", "weights", "weights-file",
+                   "activations", "kv", "compute", "threads", "batch-tokens"},
+                  {"json", "csv", "layers", "census", "quiet"});
   if (!args.ok()) return Fail(args.status());
   if (!args->positional().empty()) {
     return Fail(absl::InvalidArgumentError("eval takes no positional arguments; see --help"));
@@ -173,7 +175,8 @@ int EvalCommand(const std::vector<std::string>& argv) {
   }
   if (std::optional<std::string> s = args->Value("seed")) {
     if (!absl::SimpleAtoi(*s, &o.seed)) {
-      return Fail(absl::InvalidArgumentError(absl::StrCat("--seed '", *s, "': want a number >= 0")));
+      return Fail(
+          absl::InvalidArgumentError(absl::StrCat("--seed '", *s, "': want a number >= 0")));
     }
   }
   o.weights = args->Value("weights").value_or("");

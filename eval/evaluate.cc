@@ -44,9 +44,9 @@ absl::Status CheckTokens(const ModelConfig& c, std::span<const int32_t> tokens, 
   if (absl::Status s = CheckSequenceLength(c, length); !s.ok()) return s;
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] >= c.vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "token ", tokens[i], " at sequence ", i / length, ", position ", i % length,
-          " is not a token id of the model (vocab_size ", c.vocab_size, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("token ", tokens[i], " at sequence ", i / length, ", position ", i % length,
+                       " is not a token id of the model (vocab_size ", c.vocab_size, ")"));
     }
   }
   return absl::OkStatus();
@@ -63,8 +63,8 @@ int64_t BatchSequences(const ModelConfig& c, int64_t sequences, int64_t length, 
              (2 * c.num_heads + 2 * c.num_kv_heads) * d + 3 * c.intermediate_size);
     batch_tokens = static_cast<int64_t>(kEvalActivationBytes) / std::max<int64_t>(per_token, 1);
   }
-  const std::vector<int64_t> lengths(static_cast<size_t>(std::min<int64_t>(sequences, 2 * kGroupRows)),
-                                     length);
+  const std::vector<int64_t> lengths(
+      static_cast<size_t>(std::min<int64_t>(sequences, 2 * kGroupRows)), length);
   const std::vector<int64_t> starts = GroupSequences(lengths, ProductGroupRows(c));
   const int64_t group = starts.size() > 1 ? starts[1] : static_cast<int64_t>(lengths.size());
   const int64_t groups = std::max<int64_t>(1, batch_tokens / (group * length));
@@ -130,8 +130,8 @@ class Evaluator {
       Stream& s = streams_[k + 1];
       s.candidate = &cand;
       if (cand.weight_rules.empty() && cand.weights_file.empty()) continue;
-      const std::string key = cand.weights_file.empty() ? "rules " + cand.weights
-                                                        : "file " + cand.weights_file;
+      const std::string key =
+          cand.weights_file.empty() ? "rules " + cand.weights : "file " + cand.weights_file;
       auto it = by_spec.find(key);
       if (it == by_spec.end()) {
         absl::StatusOr<std::unique_ptr<WeightVariant>> v =
@@ -155,9 +155,8 @@ class Evaluator {
                         bool again) {
     const std::vector<int64_t> lengths(static_cast<size_t>(count), length_);
     const Batch batch = Batch::Make(lengths, {}, ProductGroupRows(c_));
-    const std::span<const int32_t> ids =
-        tokens_.subspan(static_cast<size_t>(first_sequence * length_),
-                        static_cast<size_t>(count * length_));
+    const std::span<const int32_t> ids = tokens_.subspan(
+        static_cast<size_t>(first_sequence * length_), static_cast<size_t>(count * length_));
     const std::string where =
         batches_ > 1 ? absl::StrCat("batch ", index + 1, "/", batches_, ", ") : "";
     if (absl::Status s = Embed(batch, ids, again); !s.ok()) return s;
@@ -182,9 +181,11 @@ class Evaluator {
         t.weights = &w;
         t.emulation = s.candidate != nullptr ? &s.candidate->emulation : &kNone;
         t.batch = &groups[g];
-        t.hidden = std::span<float>(s.hidden).subspan(static_cast<size_t>(first_row * c_.hidden_size),
-                                                      static_cast<size_t>(groups[g].rows * c_.hidden_size));
-        t.kv = std::span<LayerKv* const>(kv_of).subspan(kv_base + first_seq, groups[g].sequences.size());
+        t.hidden = std::span<float>(s.hidden).subspan(
+            static_cast<size_t>(first_row * c_.hidden_size),
+            static_cast<size_t>(groups[g].rows * c_.hidden_size));
+        t.kv = std::span<LayerKv* const>(kv_of).subspan(kv_base + first_seq,
+                                                        groups[g].sequences.size());
         t.census = &s.census;
         tasks.push_back(t);
       }
@@ -261,8 +262,7 @@ class Evaluator {
       Stream& s = streams_[k];
       if (s.variant != nullptr && s.variant->Changes(Table::kEmbedding)) {
         s.hidden.resize(reference.hidden.size());
-        if (absl::Status st = s.variant->EmbeddingRows(ids, s.hidden, threads_, again);
-            !st.ok()) {
+        if (absl::Status st = s.variant->EmbeddingRows(ids, s.hidden, threads_, again); !st.ok()) {
           return st;
         }
       } else {
@@ -335,8 +335,9 @@ class Evaluator {
         return s;
       }
       Stream& reference = streams_[0];
-      float* out = kept_logits_ != nullptr ? kept_logits_->data() + first_sequence * length_ * V + first
-                                           : x.data();
+      float* out = kept_logits_ != nullptr
+                       ? kept_logits_->data() + first_sequence * length_ * V + first
+                       : x.data();
       const int64_t ldc = kept_logits_ != nullptr ? V : count;
       Logits(c_, Emulation(), batch, reference.hidden, head_rows, count, out, ldc, threads_,
              &reference.census);
@@ -374,13 +375,14 @@ class Evaluator {
   }
 
   // The batch's positions' metrics from the finished states.
-  absl::Status Finish(const Batch& batch, int64_t first_sequence, const std::vector<int64_t>& next) {
+  absl::Status Finish(const Batch& batch, int64_t first_sequence,
+                      const std::vector<int64_t>& next) {
     const Stream& reference = streams_[0];
     for (int64_t r = 0; r < batch.rows && kept_logits_ == nullptr; ++r) {
       if (!reference.reference_logits[r].finite) {
-        return absl::InternalError(absl::StrCat(
-            "the float32 reference gives a non-finite logit at sequence ",
-            first_sequence + r / length_, ", position ", r % length_));
+        return absl::InternalError(
+            absl::StrCat("the float32 reference gives a non-finite logit at sequence ",
+                         first_sequence + r / length_, ", position ", r % length_));
       }
     }
     const size_t base = static_cast<size_t>(first_sequence * length_);
@@ -486,8 +488,8 @@ absl::StatusOr<EvalReport> Evaluate(const Checkpoint& reference, std::span<const
 }
 
 absl::StatusOr<std::vector<float>> ReferenceLogits(const Checkpoint& model,
-                                                   std::span<const int32_t> tokens,
-                                                   int64_t length, const EvalRun& run) {
+                                                   std::span<const int32_t> tokens, int64_t length,
+                                                   const EvalRun& run) {
   if (absl::Status s = CheckTokens(model.config(), tokens, length); !s.ok()) return s;
   std::vector<float> logits(tokens.size() * static_cast<size_t>(model.config().vocab_size));
   const std::vector<EvalCandidate> none;

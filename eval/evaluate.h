@@ -30,8 +30,8 @@ namespace lowp {
 
 // One emulated variant of the model.
 struct EvalCandidate {
-  std::string label;         // how results name it ("int4-g128", "w=q8_0 kv=fp8_e4m3fn")
-  std::string weights;       // the weight spec as given, or the file ("" for float32 weights)
+  std::string label;    // how results name it ("int4-g128", "w=q8_0 kv=fp8_e4m3fn")
+  std::string weights;  // the weight spec as given, or the file ("" for float32 weights)
   std::vector<WeightRule> weight_rules;
   std::string weights_file;  // a checkpoint file whose matrices the candidate runs
   std::string activations;   // scheme names as given, "" when not emulated
@@ -42,12 +42,12 @@ struct EvalCandidate {
 
 struct CandidateResult {
   EvalCandidate candidate;
-  WeightReport weights;      // the matrices changed (none with float32 weights)
-  Distribution kl;           // over every position of every sequence
-  double top1_agreement = 0;  // share of positions whose argmax equals the reference's
-  Distribution delta_p;      // over positions 0..L-2 (the next token known)
-  double cross_entropy = 0;  // mean -log q(next), nats
-  double perplexity = 0;     // exp(cross_entropy)
+  WeightReport weights;              // the matrices changed (none with float32 weights)
+  Distribution kl;                   // over every position of every sequence
+  double top1_agreement = 0;         // share of positions whose argmax equals the reference's
+  Distribution delta_p;              // over positions 0..L-2 (the next token known)
+  double cross_entropy = 0;          // mean -log q(next), nats
+  double perplexity = 0;             // exp(cross_entropy)
   uint64_t nonfinite_positions = 0;  // positions with a NaN or inf logit
   // Per decoder layer, ||h_q - h_ref|| / ||h_ref|| of the hidden state after
   // the layer, over every token.
@@ -99,8 +99,8 @@ absl::StatusOr<EvalReport> Evaluate(const Checkpoint& reference, std::span<const
 // The float32 logits of `tokens` ([sequences, length]) through the same
 // pass: [sequences, length, vocab_size], or InvalidArgument as Evaluate.
 absl::StatusOr<std::vector<float>> ReferenceLogits(const Checkpoint& model,
-                                                   std::span<const int32_t> tokens,
-                                                   int64_t length, const EvalRun& run = {});
+                                                   std::span<const int32_t> tokens, int64_t length,
+                                                   const EvalRun& run = {});
 
 }  // namespace lowp
 

@@ -45,8 +45,7 @@ int64_t Draw(std::span<const float> logits, double temperature, double u) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<int32_t>> SampleTokens(const Checkpoint& model,
-                                                  const SampleOptions& o) {
+absl::StatusOr<std::vector<int32_t>> SampleTokens(const Checkpoint& model, const SampleOptions& o) {
   constexpr int64_t kMax = int64_t{1} << 20;
   if (o.count < 1 || o.count > kMax) {
     return OptionError("count", absl::StrCat(o.count, " is not in 1..", kMax));
@@ -116,8 +115,8 @@ absl::StatusOr<std::vector<int32_t>> SampleTokens(const Checkpoint& model,
         task.batch = &groups[g];
         task.hidden = std::span<float>(hidden).subspan(static_cast<size_t>(first * D),
                                                        static_cast<size_t>(groups[g].rows * D));
-        task.kv = std::span<LayerKv* const>(cache_of[l]).subspan(static_cast<size_t>(first),
-                                                                 groups[g].sequences.size());
+        task.kv = std::span<LayerKv* const>(cache_of[l])
+                      .subspan(static_cast<size_t>(first), groups[g].sequences.size());
         tasks.push_back(task);
       }
       if (absl::Status e = RunLayerTasks(c, l, tasks, buffers, threads); !e.ok()) return e;

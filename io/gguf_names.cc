@@ -19,18 +19,12 @@ constexpr std::pair<absl::string_view, absl::string_view> kGlobal[] = {
 
 // Per-layer tensors: "blk.N.<key>" -> "model.layers.N.<value>".
 constexpr std::pair<absl::string_view, absl::string_view> kLayer[] = {
-    {"attn_norm", "input_layernorm"},
-    {"ffn_norm", "post_attention_layernorm"},
-    {"attn_q", "self_attn.q_proj"},
-    {"attn_k", "self_attn.k_proj"},
-    {"attn_v", "self_attn.v_proj"},
-    {"attn_output", "self_attn.o_proj"},
-    {"attn_q_norm", "self_attn.q_norm"},
-    {"attn_k_norm", "self_attn.k_norm"},
-    {"ffn_gate", "mlp.gate_proj"},
-    {"ffn_up", "mlp.up_proj"},
-    {"ffn_down", "mlp.down_proj"},
-    {"ffn_gate_inp", "block_sparse_moe.gate"},
+    {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
+    {"attn_q", "self_attn.q_proj"},      {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},      {"attn_output", "self_attn.o_proj"},
+    {"attn_q_norm", "self_attn.q_norm"}, {"attn_k_norm", "self_attn.k_norm"},
+    {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},       {"ffn_gate_inp", "block_sparse_moe.gate"},
 };
 
 }  // namespace

@@ -40,8 +40,7 @@ void PassOn(int sig, siginfo_t* info, void* context) {
   const struct sigaction& p = previous_sigbus;
   if ((p.sa_flags & SA_SIGINFO) != 0 && p.sa_sigaction != nullptr) {
     p.sa_sigaction(sig, info, context);
-  } else if ((p.sa_flags & SA_SIGINFO) == 0 && p.sa_handler != SIG_DFL &&
-             p.sa_handler != SIG_IGN) {
+  } else if ((p.sa_flags & SA_SIGINFO) == 0 && p.sa_handler != SIG_DFL && p.sa_handler != SIG_IGN) {
     p.sa_handler(sig);
   } else {
     // The default action: the process ends with SIGBUS, as without lowp
@@ -116,13 +115,20 @@ int64_t MtimeNs(const struct stat& st) {
 
 std::string FileKindName(unsigned mode) {
   switch (mode & S_IFMT) {
-    case S_IFREG: return "a regular file";
-    case S_IFDIR: return "a directory";
-    case S_IFIFO: return "a named pipe (FIFO)";
-    case S_IFCHR: return "a character device";
-    case S_IFBLK: return "a block device";
-    case S_IFSOCK: return "a socket";
-    case S_IFLNK: return "a symbolic link";
+    case S_IFREG:
+      return "a regular file";
+    case S_IFDIR:
+      return "a directory";
+    case S_IFIFO:
+      return "a named pipe (FIFO)";
+    case S_IFCHR:
+      return "a character device";
+    case S_IFBLK:
+      return "a block device";
+    case S_IFSOCK:
+      return "a socket";
+    case S_IFLNK:
+      return "a symbolic link";
   }
   return "not a regular file";
 }
@@ -130,9 +136,9 @@ std::string FileKindName(unsigned mode) {
 absl::StatusOr<RegularFile> OpenRegularFile(const std::string& path, absl::string_view what) {
   const std::string name = what.empty() ? path : absl::StrCat(what, " ", path);
   if (path.find('\0') != std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what.empty() ? "path" : what, " \"", path.substr(0, path.find('\0')),
-                     "\\0...\": a file name cannot hold a NUL byte"));
+    return absl::InvalidArgumentError(absl::StrCat(what.empty() ? "path" : what, " \"",
+                                                   path.substr(0, path.find('\0')),
+                                                   "\\0...\": a file name cannot hold a NUL byte"));
   }
   if (path.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(what.empty() ? "path" : what, ": empty name"));
@@ -218,8 +224,8 @@ absl::Status MappedFile::CheckIntact() const {
   if (::fstat(fd_, &st) != 0) return ErrnoError(errno, path_, "cannot stat");
   const uint64_t now = static_cast<uint64_t>(st.st_size);
   if (now < size_) {
-    return absl::DataLossError(absl::StrCat(path_, ": shrank from ", size_, " to ", now,
-                                            " bytes while being read"));
+    return absl::DataLossError(
+        absl::StrCat(path_, ": shrank from ", size_, " to ", now, " bytes while being read"));
   }
   if (slot_ >= 0 && slots[slot_].faulted.load(std::memory_order_acquire)) {
     return absl::DataLossError(

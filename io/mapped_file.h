@@ -18,10 +18,10 @@
 #include <memory>
 #include <span>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace lowp {
 
@@ -86,9 +86,9 @@ class MappedFile {
   std::string path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  int fd_ = -1;    // kept open to ask the file's size again
+  int fd_ = -1;           // kept open to ask the file's size again
   int64_t mtime_ns_ = 0;  // its modification time when mapped
-  int slot_ = -1;  // in the SIGBUS handler's table; -1 when not guarded
+  int slot_ = -1;         // in the SIGBUS handler's table; -1 when not guarded
 };
 
 }  // namespace lowp

@@ -10,10 +10,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "nlohmann/json.hpp"
 #include "io/gguf.h"
 #include "io/npy.h"
 #include "io/safetensors.h"
+#include "nlohmann/json.hpp"
 
 namespace lowp {
 namespace {

@@ -18,7 +18,7 @@
 
 namespace lowp {
 
-class MappedFile;  // io/mapped_file.h
+class MappedFile;   // io/mapped_file.h
 struct ParsedGguf;  // io/gguf.h
 
 class TensorSet {

@@ -29,7 +29,8 @@ Batch Batch::Make(std::span<const int64_t> lengths, std::span<const int64_t> pos
   b.group_starts = starts;
   for (size_t g = 0; g < starts.size(); ++g) {
     const int64_t first = starts[g];
-    const int64_t last = g + 1 < starts.size() ? starts[g + 1] : static_cast<int64_t>(lengths.size());
+    const int64_t last =
+        g + 1 < starts.size() ? starts[g + 1] : static_cast<int64_t>(lengths.size());
     if (first >= last) continue;
     const int64_t begin = b.sequences[first].first_row;
     const int64_t end = b.sequences[last - 1].first_row + b.sequences[last - 1].rows;
@@ -44,14 +45,14 @@ std::vector<Batch> Batch::Groups() const {
   std::vector<Batch> out;
   for (size_t g = 0; g < group_starts.size(); ++g) {
     const int64_t first = group_starts[g];
-    const int64_t last = g + 1 < group_starts.size() ? group_starts[g + 1]
-                                                     : static_cast<int64_t>(sequences.size());
+    const int64_t last =
+        g + 1 < group_starts.size() ? group_starts[g + 1] : static_cast<int64_t>(sequences.size());
     if (first >= last) continue;
     Batch b;
     const int64_t base = sequences[first].first_row;
     for (int64_t s = first; s < last; ++s) {
-      b.sequences.push_back({sequences[s].first_row - base, sequences[s].rows,
-                             sequences[s].first_position});
+      b.sequences.push_back(
+          {sequences[s].first_row - base, sequences[s].rows, sequences[s].first_position});
       b.rows += sequences[s].rows;
     }
     for (const RowBlock& block : blocks) {

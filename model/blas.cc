@@ -56,9 +56,9 @@ CpuFeatures ReadCpuFeatures() {
   if (max_leaf < 7) return f;
   __get_cpuid_count(7, 0, &a, &b, &c, &d);
   f.avx2_fma = ((b >> 5) & 1) && fma;
-  const bool avx512 = ((b >> 16) & 1) && ((b >> 17) & 1) && ((b >> 28) & 1) &&
-                      ((b >> 30) & 1) && ((b >> 31) & 1);  // F, DQ, CD, BW, VL
-  f.avx512 = avx512 && (xcr0 & 0xE0) == 0xE0;             // opmask, ZMM upper halves, ZMM16-31
+  const bool avx512 = ((b >> 16) & 1) && ((b >> 17) & 1) && ((b >> 28) & 1) && ((b >> 30) & 1) &&
+                      ((b >> 31) & 1);         // F, DQ, CD, BW, VL
+  f.avx512 = avx512 && (xcr0 & 0xE0) == 0xE0;  // opmask, ZMM upper halves, ZMM16-31
   unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
   __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
   f.avx512_bf16 = f.avx512 && ((a1 >> 5) & 1);
@@ -84,9 +84,9 @@ int OpenBlasCoreClass(absl::string_view core) {
   for (const char* name : {"sandybridge", "bulldozer", "piledriver", "steamroller", "excavator"}) {
     if (c == name) return 2;
   }
-  for (const char* name : {"prescott", "core2", "penryn", "dunnington", "nehalem", "atom",
-                           "opteron", "opteron_sse3", "barcelona", "bobcat", "nano", "katmai",
-                           "coppermine", "northwood", "banias", "athlon"}) {
+  for (const char* name :
+       {"prescott", "core2", "penryn", "dunnington", "nehalem", "atom", "opteron", "opteron_sse3",
+        "barcelona", "bobcat", "nano", "katmai", "coppermine", "northwood", "banias", "athlon"}) {
     if (c == name) return 1;
   }
   return 0;
@@ -127,13 +127,12 @@ const BlasKernels& BlasSetup() {
     const std::string chosen = openblas_get_corename();
     if (std::getenv("OPENBLAS_CORETYPE") != nullptr) {
       k->chosen_by = "OPENBLAS_CORETYPE";
-    } else if (!k->cpu_best.empty() &&
-               OpenBlasCoreClass(chosen) < OpenBlasCoreClass(k->cpu_best)) {
+    } else if (!k->cpu_best.empty() && OpenBlasCoreClass(chosen) < OpenBlasCoreClass(k->cpu_best)) {
       const absl::Status s = SwitchOpenBlasCore(k->cpu_best);
-      k->chosen_by = s.ok() ? absl::StrCat("lowp's choice: OpenBLAS chose ", chosen,
-                                           ", below this CPU's")
-                            : absl::StrCat("OpenBLAS's choice; ", k->cpu_best,
-                                           " would suit this CPU, but ", s.message());
+      k->chosen_by =
+          s.ok() ? absl::StrCat("lowp's choice: OpenBLAS chose ", chosen, ", below this CPU's")
+                 : absl::StrCat("OpenBLAS's choice; ", k->cpu_best, " would suit this CPU, but ",
+                                s.message());
     } else {
       k->chosen_by = "OpenBLAS's choice";
     }

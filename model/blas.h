@@ -25,9 +25,9 @@ namespace lowp {
 
 // What runs the products, for reports and benchmarks.
 struct BlasKernels {
-  std::string library;    // openblas_get_config(): "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..."
-  std::string core;       // the kernels in use: "Cooperlake", "Haswell", ...
-  std::string cpu_best;   // the best kernels for the CPU's instructions ("" when unknown)
+  std::string library;   // openblas_get_config(): "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..."
+  std::string core;      // the kernels in use: "Cooperlake", "Haswell", ...
+  std::string cpu_best;  // the best kernels for the CPU's instructions ("" when unknown)
   // Who chose `core`, in words: "OpenBLAS's choice" (as good as the CPU
   // allows), "OPENBLAS_CORETYPE" (the user), "lowp's choice: OpenBLAS chose
   // Prescott, below this CPU's" (switched), or "OpenBLAS's choice; SkylakeX
@@ -44,8 +44,8 @@ const BlasKernels& BlasSetup();
 struct CpuFeatures {
   bool intel = false;  // GenuineIntel (else AMD or another vendor)
   bool avx = false;
-  bool avx2_fma = false;   // AVX2 and FMA3
-  bool avx512 = false;     // AVX-512 F, CD, BW, DQ and VL
+  bool avx2_fma = false;  // AVX2 and FMA3
+  bool avx512 = false;    // AVX-512 F, CD, BW, DQ and VL
   bool avx512_bf16 = false;
 };
 CpuFeatures ReadCpuFeatures();

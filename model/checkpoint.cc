@@ -1,8 +1,8 @@
 #include "model/checkpoint.h"
 
 #include <algorithm>
-#include <functional>
 #include <filesystem>
+#include <functional>
 #include <system_error>
 #include <utility>
 
@@ -76,8 +76,7 @@ absl::StatusOr<LayerWeights> WalkLayer(const ModelConfig& c, int64_t i, Get&& ge
   l.post_attention_norm = one({p + "post_attention_layernorm.weight", {hidden}, Kind::kNorm});
   if (c.norms_per_layer == 4) {
     l.pre_feedforward_norm = one({p + "pre_feedforward_layernorm.weight", {hidden}, Kind::kNorm});
-    l.post_feedforward_norm =
-        one({p + "post_feedforward_layernorm.weight", {hidden}, Kind::kNorm});
+    l.post_feedforward_norm = one({p + "post_feedforward_layernorm.weight", {hidden}, Kind::kNorm});
   }
   const std::string a = p + "self_attn.";
   l.q = matrix(a + "q_proj", q_width, hidden, c.attention_bias);
@@ -141,14 +140,14 @@ absl::Status ReadTensor(const Checkpoint::Found& found, int64_t first_row, int64
     } else {
       // Stored row r holds original row row_of[r]: whole tensors only.
       for (int64_t r = begin; r < end && s.ok(); ++r) {
-        s = ReadAsFloat32(t, r * cols,
-                          out.subspan(static_cast<size_t>(found.row_of[r] * cols),
-                                      static_cast<size_t>(cols)));
+        s = ReadAsFloat32(
+            t, r * cols,
+            out.subspan(static_cast<size_t>(found.row_of[r] * cols), static_cast<size_t>(cols)));
       }
     }
     if (!s.ok()) {
-      errors[p] = absl::Status(s.code(), absl::StrCat(t.file, ": tensor ", t.name, ": ",
-                                                      s.message()));
+      errors[p] =
+          absl::Status(s.code(), absl::StrCat(t.file, ": tensor ", t.name, ": ", s.message()));
     } else if (release) {
       // Stored rows [begin, end) were read (in place or permuted).
       release(ElementBytes(t, (first_row + begin) * cols, (end - begin) * cols));
@@ -202,9 +201,9 @@ absl::Status Checkpoint::Index() {
       if (std::optional<std::string> ll = LlamaCppName(want.name); gguf && ll.has_value()) {
         llama_cpp = absl::StrCat(" (llama.cpp's ", *ll, ")");
       }
-      return absl::InvalidArgumentError(
-          absl::StrCat(absl::StrJoin(set_->files(), ", "), ": no tensor ", want.name, llama_cpp,
-                       " of ", config_.name, why));
+      return absl::InvalidArgumentError(absl::StrCat(absl::StrJoin(set_->files(), ", "),
+                                                     ": no tensor ", want.name, llama_cpp, " of ",
+                                                     config_.name, why));
     }
     const TensorView& t = *f->view;
     std::vector<int64_t> shape;
@@ -271,8 +270,9 @@ absl::StatusOr<Checkpoint> Checkpoint::OpenModel(const std::string& model,
   if (files.empty()) {
     if (!std::filesystem::is_directory(model, ec)) {
       return OptionError("tensors",
-                         absl::StrCat(model, " names no checkpoint: give its tensor files, or a "
-                                             "directory with config.json and model.safetensors"));
+                         absl::StrCat(model,
+                                      " names no checkpoint: give its tensor files, or a "
+                                      "directory with config.json and model.safetensors"));
     }
     absl::StatusOr<std::vector<std::string>> found = SnapshotCheckpoint(model);
     if (!found.ok()) return found.status();
@@ -340,7 +340,8 @@ std::vector<TensorView> Checkpoint::MatrixShapes() const {
     };
     (void)WalkLayer(config_, i, shape);
   }
-  if (!config_.tie_word_embeddings) add("lm_head.weight", {config_.vocab_size, config_.hidden_size});
+  if (!config_.tie_word_embeddings)
+    add("lm_head.weight", {config_.vocab_size, config_.hidden_size});
   return out;
 }
 

@@ -25,8 +25,8 @@ namespace lowp {
 struct RopeScaling {
   std::string type;  // "" (none or "default"), "linear", "llama3", or another name
   double factor = 1;
-  double low_freq_factor = 1;   // llama3
-  double high_freq_factor = 4;  // llama3
+  double low_freq_factor = 1;                       // llama3
+  double high_freq_factor = 4;                      // llama3
   int64_t original_max_position_embeddings = 8192;  // llama3
 };
 
@@ -39,9 +39,9 @@ constexpr int kMaxNormsPerLayer = 4;
 
 // Which layers a sliding window applies to.
 enum class SlidingLayers {
-  kAll,    // Mistral, Mixtral
-  kEven,   // Gemma 2: layers 0, 2, 4, ... (the others attend globally)
-  kFrom,   // Qwen2 with use_sliding_window: layers >= max_window_layers
+  kAll,   // Mistral, Mixtral
+  kEven,  // Gemma 2: layers 0, 2, 4, ... (the others attend globally)
+  kFrom,  // Qwen2 with use_sliding_window: layers >= max_window_layers
 };
 
 struct ModelConfig {
@@ -83,8 +83,8 @@ struct ModelConfig {
   // included) in the layers SlidingLayer names; 0: no window.
   int64_t sliding_window = 0;
   SlidingLayers sliding_layers = SlidingLayers::kAll;
-  int64_t first_sliding_layer = 0;  // kFrom: Qwen2's max_window_layers
-  double query_pre_attn_scalar = 0;  // Gemma 2: scores scaled by its -1/2 power; 0: head_dim
+  int64_t first_sliding_layer = 0;     // kFrom: Qwen2's max_window_layers
+  double query_pre_attn_scalar = 0;    // Gemma 2: scores scaled by its -1/2 power; 0: head_dim
   double attn_logit_softcapping = 0;   // Gemma 2: scores = c tanh(scores / c); 0: none
   double final_logit_softcapping = 0;  // Gemma 2: the same on the logits
   int64_t bos_token_id = 1;

@@ -17,10 +17,10 @@ namespace lowp {
 namespace {
 
 constexpr const char* kSiteNames[kSiteCount] = {
-    "embedding", "attn_norm",   "q_proj",         "k_proj",     "v_proj",      "qk_norm",
-    "rope",      "scores",      "softmax",        "attn_values", "o_proj",     "post_attn_norm",
-    "residual",  "mlp_norm",    "router",         "gate_proj",  "up_proj",     "act",
-    "act_mul",   "down_proj",   "post_mlp_norm",  "final_norm", "logits"};
+    "embedding", "attn_norm", "q_proj",        "k_proj",      "v_proj",  "qk_norm",
+    "rope",      "scores",    "softmax",       "attn_values", "o_proj",  "post_attn_norm",
+    "residual",  "mlp_norm",  "router",        "gate_proj",   "up_proj", "act",
+    "act_mul",   "down_proj", "post_mlp_norm", "final_norm",  "logits"};
 
 float Silu(float x) { return x / (1.0f + std::exp(-x)); }
 float GeluTanh(float x) {
@@ -151,8 +151,8 @@ std::span<const float> QuantizePerSequence(const Scheme* scheme, const Batch& b,
   if (scheme == nullptr) return x;
   out.resize(x.size());
   const int64_t width = static_cast<int64_t>(x.size()) / std::max<int64_t>(b.rows, 1);
-  ParallelFor(b.sequences.size(), Workers(threads, static_cast<int64_t>(x.size()) * 8),
-              [&](size_t s) {
+  const int workers = Workers(threads, static_cast<int64_t>(x.size()) * 8);
+  ParallelFor(b.sequences.size(), workers, [&](size_t s) {
     const SequenceRows& seq = b.sequences[s];
     const size_t first = static_cast<size_t>(seq.first_row * width);
     const size_t n = static_cast<size_t>(seq.rows * width);
@@ -198,7 +198,14 @@ class LayerPass {
   LayerPass(const ModelConfig& c, int64_t layer, const LayerWeights& w, const Emulation& e,
             const Batch& b, std::span<LayerKv* const> kv, ForwardBuffers& buf, int threads,
             Census* census)
-      : c_(c), layer_(layer), w_(w), e_(e), b_(b), kv_(kv), buf_(buf), threads_(threads),
+      : c_(c),
+        layer_(layer),
+        w_(w),
+        e_(e),
+        b_(b),
+        kv_(kv),
+        buf_(buf),
+        threads_(threads),
         sites_(e, census) {}
 
   void Run(std::span<float> x) {
@@ -221,8 +228,8 @@ class LayerPass {
     if (c_.num_experts > 0) {
       Moe(buf_.normed, buf_.branch);
     } else {
-      std::span<const float> in = QuantizePerSequence(e_.activations.get(), b_, buf_.normed, D,
-                                                      buf_.in, threads_);
+      std::span<const float> in =
+          QuantizePerSequence(e_.activations.get(), b_, buf_.normed, D, buf_.in, threads_);
       Mlp(w_.gate, w_.up, w_.down, in, buf_.branch);
     }
     if (c_.norms_per_layer == 4) {
@@ -314,8 +321,8 @@ class LayerPass {
       cache.positions += seq.rows;
     });
 
-    const double scalar = c_.query_pre_attn_scalar > 0 ? c_.query_pre_attn_scalar
-                                                        : static_cast<double>(d);
+    const double scalar =
+        c_.query_pre_attn_scalar > 0 ? c_.query_pre_attn_scalar : static_cast<double>(d);
     const float scale = static_cast<float>(1.0 / std::sqrt(scalar));
     const int64_t window = SlidingLayer(c_, layer_) ? c_.sliding_window : 0;
     const float cap = static_cast<float>(c_.attn_logit_softcapping);
@@ -336,8 +343,8 @@ class LayerPass {
       }
       work += n * kv_[s]->positions;
     }
-    ParallelFor(blocks.size() * static_cast<size_t>(H), Workers(threads_, 2 * work * H * d),
-                [&](size_t task) {
+    const int workers = Workers(threads_, 2 * work * H * d);
+    ParallelFor(blocks.size() * static_cast<size_t>(H), workers, [&](size_t task) {
       const Block& block = blocks[task / H];
       const SequenceRows& seq = b_.sequences[block.sequence];
       const int64_t h = static_cast<int64_t>(task % H);
@@ -399,8 +406,9 @@ class LayerPass {
               int threads, Census) {
     // The activation chosen once, not per element.
     const std::string& act = c_.activation;
-    float (*const f)(float) =
-        act == "gelu_pytorch_tanh" ? GeluTanh : act == "gelu" ? GeluErf : Silu;
+    float (*const f)(float) = act == "gelu_pytorch_tanh" ? GeluTanh
+                              : act == "gelu"            ? GeluErf
+                                                         : Silu;
     ForRows(rows, width, threads, [&](int64_t first, int64_t end) {
       Census local;
       std::span<float> g = gate.subspan(static_cast<size_t>(first * width),
@@ -419,11 +427,11 @@ class LayerPass {
     const int64_t E = c_.num_experts, k = c_.experts_per_token, D = c_.hidden_size;
     std::vector<float> router;
     Linear(w_.router, m, router, Site::kRouter);
-    std::span<const float> in = QuantizePerSequence(e_.activations.get(), b_, m, D, buf_.in,
-                                                    threads_);
+    std::span<const float> in =
+        QuantizePerSequence(e_.activations.get(), b_, m, D, buf_.in, threads_);
     out.assign(static_cast<size_t>(b_.rows * D), 0.0f);
-    ParallelFor(b_.sequences.size(), Workers(threads_, b_.rows * k * 3 * D * c_.intermediate_size),
-                [&](size_t s) {
+    const int workers = Workers(threads_, b_.rows * k * 3 * D * c_.intermediate_size);
+    ParallelFor(b_.sequences.size(), workers, [&](size_t s) {
       const SequenceRows& seq = b_.sequences[s];
       const int64_t n = seq.rows;
       // Per expert, the tokens routed to it and their weights.
@@ -480,8 +488,9 @@ class LayerPass {
     linear(x.gate, in, gate, Site::kGateProj);
     linear(x.up, in, up, Site::kUpProj);
     const std::string& act = c_.activation;
-    float (*const f)(float) =
-        act == "gelu_pytorch_tanh" ? GeluTanh : act == "gelu" ? GeluErf : Silu;
+    float (*const f)(float) = act == "gelu_pytorch_tanh" ? GeluTanh
+                              : act == "gelu"            ? GeluErf
+                                                         : Silu;
     for (float& v : gate) v = f(v);
     sites_.Round(Site::kAct, gate, local);
     for (size_t i = 0; i < gate.size(); ++i) gate[i] *= up[i];
@@ -555,7 +564,8 @@ absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerW
                           std::span<LayerKv* const> kv, ForwardBuffers& buffers, int threads,
                           Census* census) {
   const int64_t D = config.hidden_size;
-  if (static_cast<int64_t>(hidden.size()) != batch.rows * D || kv.size() != batch.sequences.size()) {
+  if (static_cast<int64_t>(hidden.size()) != batch.rows * D ||
+      kv.size() != batch.sequences.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "layer ", layer, ": a hidden state of ", hidden.size(), " values and ", kv.size(),
         " caches for ", batch.sequences.size(), " sequences of ", batch.rows, " rows"));
@@ -580,14 +590,14 @@ int64_t MaxSequenceTokens(const ModelConfig& config) {
 absl::Status CheckSequenceLength(const ModelConfig& c, int64_t length) {
   if (length <= MaxSequenceTokens(c)) return absl::OkStatus();
   if (c.max_position_embeddings > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sequences of ", length, " tokens are longer than ", c.name,
-        "'s max_position_embeddings (", c.max_position_embeddings, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequences of ", length, " tokens are longer than ", c.name,
+                     "'s max_position_embeddings (", c.max_position_embeddings, ")"));
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "sequences of ", length, " tokens are longer than ", kMaxTokensWithoutPositions,
-      ", the most lowp runs for a model whose config gives no max_position_embeddings (",
-      c.name, ")"));
+      ", the most lowp runs for a model whose config gives no max_position_embeddings (", c.name,
+      ")"));
 }
 
 bool SmallLayer(const ModelConfig& c) {
@@ -597,17 +607,14 @@ bool SmallLayer(const ModelConfig& c) {
   return c.hidden_size * widths < (int64_t{1} << 22);
 }
 
-int64_t ProductGroupRows(const ModelConfig& config) {
-  return SmallLayer(config) ? 1 : kGroupRows;
-}
+int64_t ProductGroupRows(const ModelConfig& config) { return SmallLayer(config) ? 1 : kGroupRows; }
 
 absl::Status RunLayerTasks(const ModelConfig& config, int64_t layer,
-                           std::span<const LayerTask> tasks, ForwardBuffers& buffers,
-                           int threads) {
+                           std::span<const LayerTask> tasks, ForwardBuffers& buffers, int threads) {
   if (!SmallLayer(config) || threads <= 1 || tasks.size() <= 1) {
     for (const LayerTask& t : tasks) {
-      if (absl::Status s = ForwardLayer(config, layer, *t.weights, *t.emulation, *t.batch,
-                                        t.hidden, t.kv, buffers, threads, t.census);
+      if (absl::Status s = ForwardLayer(config, layer, *t.weights, *t.emulation, *t.batch, t.hidden,
+                                        t.kv, buffers, threads, t.census);
           !s.ok()) {
         return s;
       }
@@ -629,9 +636,9 @@ absl::Status RunLayerTasks(const ModelConfig& config, int64_t layer,
   return absl::OkStatus();
 }
 
-void FinalNorm(const ModelConfig& config, std::span<const float> weight,
-               const Emulation& emulation, std::span<const float> hidden,
-               std::span<float> normed, int threads, Census* census) {
+void FinalNorm(const ModelConfig& config, std::span<const float> weight, const Emulation& emulation,
+               std::span<const float> hidden, std::span<float> normed, int threads,
+               Census* census) {
   Norm(config, Sites(emulation, census), hidden, config.hidden_size, weight, normed,
        Site::kFinalNorm, threads);
 }
@@ -640,13 +647,13 @@ void Logits(const ModelConfig& config, const Emulation& emulation, const Batch& 
             std::span<const float> normed, std::span<const float> head, int64_t count, float* out,
             int64_t ldc, int threads, Census* census) {
   const int64_t D = config.hidden_size;
-  LinearProduct(batch.blocks, normed.data(), D, head.data(), count, D, nullptr, out, ldc,
-                threads);
+  LinearProduct(batch.blocks, normed.data(), D, head.data(), count, D, nullptr, out, ldc, threads);
   if (config.final_logit_softcapping > 0) {
     const float cap = static_cast<float>(config.final_logit_softcapping);
     ForRows(batch.rows, count, threads, [&](int64_t first, int64_t end) {
       for (int64_t r = first; r < end; ++r) {
-        for (int64_t j = 0; j < count; ++j) out[r * ldc + j] = cap * std::tanh(out[r * ldc + j] / cap);
+        for (int64_t j = 0; j < count; ++j)
+          out[r * ldc + j] = cap * std::tanh(out[r * ldc + j] / cap);
       }
     });
   }

@@ -49,29 +49,29 @@ namespace lowp {
 
 // Where values are produced, in the order a layer produces them.
 enum class Site : int {
-  kEmbedding,      // the token's embedding row (scaled for Gemma)
-  kAttnNorm,       // input_layernorm's output
-  kQProj,          // q, k, v projections (bias included)
+  kEmbedding,  // the token's embedding row (scaled for Gemma)
+  kAttnNorm,   // input_layernorm's output
+  kQProj,      // q, k, v projections (bias included)
   kKProj,
   kVProj,
-  kQkNorm,         // Qwen3's per-head norms of q and k
-  kRope,           // q and k rotated
-  kScores,         // q.k scaled (and soft-capped), the positions attended
-  kSoftmax,        // attention probabilities
-  kAttnValues,     // probabilities times values: o_proj's input
-  kOProj,          // o_proj's output
-  kPostAttnNorm,   // Gemma 2's norm of the attention output
-  kResidual,       // the hidden state after each residual add
-  kMlpNorm,        // post_attention_layernorm (Gemma 2: pre_feedforward_layernorm)
-  kRouter,         // Mixtral's router logits
+  kQkNorm,        // Qwen3's per-head norms of q and k
+  kRope,          // q and k rotated
+  kScores,        // q.k scaled (and soft-capped), the positions attended
+  kSoftmax,       // attention probabilities
+  kAttnValues,    // probabilities times values: o_proj's input
+  kOProj,         // o_proj's output
+  kPostAttnNorm,  // Gemma 2's norm of the attention output
+  kResidual,      // the hidden state after each residual add
+  kMlpNorm,       // post_attention_layernorm (Gemma 2: pre_feedforward_layernorm)
+  kRouter,        // Mixtral's router logits
   kGateProj,
   kUpProj,
-  kAct,            // act(gate)
-  kActMul,         // act(gate) * up: down_proj's input
+  kAct,     // act(gate)
+  kActMul,  // act(gate) * up: down_proj's input
   kDownProj,
-  kPostMlpNorm,    // Gemma 2's norm of the MLP output
+  kPostMlpNorm,  // Gemma 2's norm of the MLP output
   kFinalNorm,
-  kLogits,         // lm_head's output (soft-capped for Gemma 2)
+  kLogits,  // lm_head's output (soft-capped for Gemma 2)
   kCount
 };
 constexpr int kSiteCount = static_cast<int>(Site::kCount);
@@ -176,13 +176,11 @@ int64_t ProductGroupRows(const ModelConfig& config);
 // merged, in order, after), else one after another on every thread, with
 // `buffers`. The values are the same either way.
 absl::Status RunLayerTasks(const ModelConfig& config, int64_t layer,
-                           std::span<const LayerTask> tasks, ForwardBuffers& buffers,
-                           int threads);
+                           std::span<const LayerTask> tasks, ForwardBuffers& buffers, int threads);
 
 // The final norm of every row of `hidden` into `normed` (same size).
-void FinalNorm(const ModelConfig& config, std::span<const float> weight,
-               const Emulation& emulation, std::span<const float> hidden,
-               std::span<float> normed, int threads, Census* census);
+void FinalNorm(const ModelConfig& config, std::span<const float> weight, const Emulation& emulation,
+               std::span<const float> hidden, std::span<float> normed, int threads, Census* census);
 
 // The logits of the batch's rows for `count` consecutive vocabulary rows
 // whose lm_head rows are `head` ([count, hidden_size]): out[r, j] for row r

@@ -21,7 +21,7 @@ struct RowBlock {
 };
 
 // The width of the column tiles of a product of a weight [n, k]: about
-// n / 16, between 128 and 1024 and a multiple of 64; n itself (one tile) for
+// n / 8, between 256 and 2048 and a multiple of 64; n itself (one tile) for
 // a weight below 2^20 values, too little to share.
 int64_t GemmTileColumns(int64_t n, int64_t k);
 

@@ -20,8 +20,7 @@ constexpr uint64_t kResidentLayerBytes = uint64_t{256} << 20;
 class LayerReader {
  public:
   // Resident when the layers' float32 bytes are at most `resident_bytes`.
-  explicit LayerReader(const Checkpoint& checkpoint,
-                       uint64_t resident_bytes = kResidentLayerBytes);
+  explicit LayerReader(const Checkpoint& checkpoint, uint64_t resident_bytes = kResidentLayerBytes);
 
   bool resident() const { return resident_; }
 

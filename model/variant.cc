@@ -174,9 +174,9 @@ class RuleVariant : public WeightVariant {
     MeasureOptions options;
     options.threads = threads;
     if (measure && first == 0) head_report_ = StartReport(t.view, *t.scheme);
-    absl::Status s = QuantizeWindow(F32View(t.view.name, count, D, reference_rows), first,
-                                    *t.scheme, t.context, options, head_,
-                                    measure ? &head_report_ : nullptr);
+    absl::Status s =
+        QuantizeWindow(F32View(t.view.name, count, D, reference_rows), first, *t.scheme, t.context,
+                       options, head_, measure ? &head_report_ : nullptr);
     if (!s.ok()) return s;
     if (measure && first + count == reference_.config().vocab_size) {
       const int64_t key = reference_.config().tie_word_embeddings ? kEmbeddingKey : kHeadKey;
@@ -188,15 +188,14 @@ class RuleVariant : public WeightVariant {
 
   int64_t HeadChunkRows() const override {
     const TableScheme& t = tables_[1];
-    return t.scheme == nullptr ? 1
-                               : QuantizeWindowRows(reference_.config().hidden_size, *t.scheme);
+    return t.scheme == nullptr ? 1 : QuantizeWindowRows(reference_.config().hidden_size, *t.scheme);
   }
 
  private:
   struct TableScheme {
-    TensorView view;                // name and shape
-    const Scheme* rule = nullptr;   // the rule's scheme (a recipe, say)
-    const Scheme* scheme = nullptr; // what it applies to this table
+    TensorView view;                 // name and shape
+    const Scheme* rule = nullptr;    // the rule's scheme (a recipe, say)
+    const Scheme* scheme = nullptr;  // what it applies to this table
     RecipeChoice choice;
     TensorContext context;
   };
@@ -280,8 +279,9 @@ class FileVariant : public WeightVariant {
     const int64_t D = reference_.config().hidden_size;
     std::vector<absl::Status> errors(ids.size());
     ParallelFor(ids.size(), threads, [&](size_t i) {
-      errors[i] = file_.ReadRows(Table::kEmbedding, ids[i], 1,
-                                 out.subspan(i * static_cast<size_t>(D), static_cast<size_t>(D)), 1);
+      errors[i] =
+          file_.ReadRows(Table::kEmbedding, ids[i], 1,
+                         out.subspan(i * static_cast<size_t>(D), static_cast<size_t>(D)), 1);
       file_.ReleaseRows(Table::kEmbedding, ids[i], 1, again);
     });
     for (const absl::Status& s : errors) {

@@ -40,8 +40,9 @@ class WeightVariant {
   virtual ~WeightVariant() = default;
 
   // `spec` names the variant in reports (the --weights item as given).
-  static absl::StatusOr<std::unique_ptr<WeightVariant>> FromRules(
-      std::string spec, std::vector<WeightRule> rules, const Checkpoint& reference);
+  static absl::StatusOr<std::unique_ptr<WeightVariant>> FromRules(std::string spec,
+                                                                  std::vector<WeightRule> rules,
+                                                                  const Checkpoint& reference);
   // A checkpoint file of the reference's model (GGUF or safetensors); errors
   // name the file and the tensor that does not match.
   static absl::StatusOr<std::unique_ptr<WeightVariant>> FromFile(const std::string& path,

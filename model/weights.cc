@@ -59,13 +59,12 @@ absl::Status CheckForwardSupport(const ModelConfig& c) {
   return absl::OkStatus();
 }
 
-const WeightRule* RuleFor(std::span<const WeightRule> rules, const std::string& name,
-                          bool linear) {
+const WeightRule* RuleFor(std::span<const WeightRule> rules, const std::string& name, bool linear) {
   for (const WeightRule& rule : rules) {
     // A recipe without a pattern is a whole-model mix: it decides for the
     // embeddings and the output too.
-    const bool whole = rule.pattern.empty() && rule.scheme != nullptr &&
-                       AsRecipe(*rule.scheme) != nullptr;
+    const bool whole =
+        rule.pattern.empty() && rule.scheme != nullptr && AsRecipe(*rule.scheme) != nullptr;
     if (rule.pattern.empty() ? linear || whole : MatchesPattern(rule.pattern, name)) return &rule;
   }
   return nullptr;

@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "kernels/quantize.h"
-#include "quant/scheme.h"
 #include "io/tensor.h"
 #include "io/tensor_set.h"
+#include "kernels/quantize.h"
+#include "quant/scheme.h"
 
 namespace lowp {
 
@@ -58,7 +58,7 @@ struct QuantReport {
   // (llama.cpp's fallback for a row 256 does not divide: "q5_0"); else empty.
   std::string applied;
   std::string applied_reason;  // for a recipe's choice: why, in llama.cpp's terms
-  std::string dtype;  // of the input tensor ("q4_K" for a GGUF tensor of that type)
+  std::string dtype;           // of the input tensor ("q4_K" for a GGUF tensor of that type)
   std::vector<int64_t> shape;
   uint64_t elements = 0;
   uint64_t storage_bits = 0;

@@ -3,13 +3,14 @@
 // with OPENBLAS_CORETYPE=Prescott, tests/CMakeLists.txt: the worst x86-64
 // kernels, whatever the CPU).
 
+#include "model/blas.h"
+
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "model/blas.h"
 #include "nlohmann/json.hpp"
 #include "tests/cli_run.h"
 

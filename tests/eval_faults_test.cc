@@ -47,7 +47,8 @@ void WriteTokens(const std::string& path, const std::vector<int64_t>& shape,
   const uint16_t n = static_cast<uint16_t>(header.size());
   out.write(reinterpret_cast<const char*>(&n), 2);
   out << header;
-  out.write(reinterpret_cast<const char*>(ids.data()), static_cast<std::streamsize>(ids.size() * 4));
+  out.write(reinterpret_cast<const char*>(ids.data()),
+            static_cast<std::streamsize>(ids.size() * 4));
 }
 
 class EvalFaults : public ScratchDir {
@@ -102,8 +103,9 @@ TEST_F(EvalFaults, ACheckpointModifiedInPlaceDuringTheRunIsAnError) {
     ASSERT_GE(fd, 0);
     const char zeros[64] = {};
     // Past the header, inside the last layer's tensors.
-    ASSERT_EQ(pwrite(fd, zeros, sizeof(zeros), static_cast<off_t>(fs::file_size(Safetensors()) - 4096)),
-              64);
+    ASSERT_EQ(
+        pwrite(fd, zeros, sizeof(zeros), static_cast<off_t>(fs::file_size(Safetensors()) - 4096)),
+        64);
     close(fd);
   });
   ASSERT_FALSE(r.ok());

@@ -77,9 +77,9 @@ EvalRun Runs(int threads, int64_t batch_tokens = 0, int64_t head_rows = 0) {
 
 void ExpectSameDistribution(const Distribution& a, const Distribution& b, const std::string& what) {
   EXPECT_EQ(a.count, b.count) << what;
-  for (auto [x, y] : {std::pair{a.mean, b.mean}, std::pair{a.rms, b.rms}, std::pair{a.min, b.min},
-                      std::pair{a.median, b.median}, std::pair{a.p99, b.p99},
-                      std::pair{a.max, b.max}}) {
+  for (auto [x, y] :
+       {std::pair{a.mean, b.mean}, std::pair{a.rms, b.rms}, std::pair{a.min, b.min},
+        std::pair{a.median, b.median}, std::pair{a.p99, b.p99}, std::pair{a.max, b.max}}) {
     EXPECT_TRUE(x == y || (std::isnan(x) && std::isnan(y))) << what << ": " << x << " != " << y;
   }
 }
@@ -141,7 +141,9 @@ TEST(LogitStats, ChunksGiveComparePositionsNumbers) {
         EXPECT_TRUE(std::isnan(m.delta_p)) << at;
         continue;
       }
-      if (trial == 1) EXPECT_EQ(m.kl, 0.0) << at;
+      if (trial == 1) {
+        EXPECT_EQ(m.kl, 0.0) << at;
+      }
       EXPECT_NEAR(m.kl, whole.kl, 1e-13 + 1e-11 * whole.kl) << at;
       EXPECT_NEAR(m.ce_reference, whole.ce_reference, 1e-12) << at;
       EXPECT_NEAR(m.ce_candidate, whole.ce_candidate, 1e-12) << at;
@@ -173,9 +175,9 @@ TEST(EvalStream, SmallModelResultsDoNotDependOnBatchesOrThreads) {
 TEST(EvalStream, HeadChunksChangeOnlyTheOrderOfTheKlSums) {
   const Checkpoint w = Bundled();
   const std::vector<int32_t> tokens = Sampled(w, 4, 24);
-  const std::vector<EvalCandidate> candidates = {
-      Candidate("*=nf4:double-quant"), Candidate("*=bf16:rounding=stochastic:seed=3"),
-      Candidate("*=fp8_e4m3fn-tensor")};
+  const std::vector<EvalCandidate> candidates = {Candidate("*=nf4:double-quant"),
+                                                 Candidate("*=bf16:rounding=stochastic:seed=3"),
+                                                 Candidate("*=fp8_e4m3fn-tensor")};
   absl::StatusOr<EvalReport> whole = Evaluate(w, tokens, 24, candidates, Runs(2));
   absl::StatusOr<EvalReport> chunked = Evaluate(w, tokens, 24, candidates, Runs(2, 0, 64));
   ASSERT_TRUE(whole.ok() && chunked.ok());
@@ -253,8 +255,7 @@ TEST(EvalStream, GgufFileEqualsItsRecipe) {
   EvalCandidate file;
   file.label = "file";
   file.weights = file.weights_file = kData + "/ggml/stories260K-Q4_K_M.gguf";
-  absl::StatusOr<EvalReport> r =
-      Evaluate(w, tokens, 40, {Candidate("Q4_K_M"), file}, Runs(2));
+  absl::StatusOr<EvalReport> r = Evaluate(w, tokens, 40, {Candidate("Q4_K_M"), file}, Runs(2));
   ASSERT_TRUE(r.ok()) << r.status();
   const CandidateResult& recipe = r->candidates[0];
   const CandidateResult& stored = r->candidates[1];

@@ -55,8 +55,8 @@ inline ModelConfig Llama32_1B(int64_t layers = 0) {
                     true);
 }
 inline ModelConfig Llama31_8B(int64_t layers = 0) {
-  ModelConfig c = LlamaShape("llama-3.1-8b-shape", 4096, 14336, layers > 0 ? layers : 32, 32, 8,
-                             128256, false);
+  ModelConfig c =
+      LlamaShape("llama-3.1-8b-shape", 4096, 14336, layers > 0 ? layers : 32, 32, 8, 128256, false);
   c.rope_scaling.factor = 8;
   return c;
 }
@@ -77,12 +77,12 @@ inline std::string ConfigJson(const ModelConfig& c) {
   j["rms_norm_eps"] = c.rms_norm_eps;
   j["rope_theta"] = c.rope_theta;
   if (!c.rope_scaling.type.empty()) {
-    j["rope_scaling"] = {{"rope_type", c.rope_scaling.type},
-                         {"factor", c.rope_scaling.factor},
-                         {"low_freq_factor", c.rope_scaling.low_freq_factor},
-                         {"high_freq_factor", c.rope_scaling.high_freq_factor},
-                         {"original_max_position_embeddings",
-                          c.rope_scaling.original_max_position_embeddings}};
+    j["rope_scaling"] = {
+        {"rope_type", c.rope_scaling.type},
+        {"factor", c.rope_scaling.factor},
+        {"low_freq_factor", c.rope_scaling.low_freq_factor},
+        {"high_freq_factor", c.rope_scaling.high_freq_factor},
+        {"original_max_position_embeddings", c.rope_scaling.original_max_position_embeddings}};
   }
   j["bos_token_id"] = c.bos_token_id;
   j["hidden_act"] = "silu";
@@ -171,8 +171,8 @@ inline MemoryCheckpoint RandomTensors(const ModelConfig& c, uint32_t seed) {
 // Writes DIR/config.json and DIR/model.safetensors (F32 or BF16) for a dense
 // llama config: the embedding, each layer's norms and linear layers, the
 // final norm, lm_head unless tied.
-inline absl::Status WriteRandomCheckpoint(const std::string& dir, const ModelConfig& c,
-                                          DType dtype, uint32_t seed) {
+inline absl::Status WriteRandomCheckpoint(const std::string& dir, const ModelConfig& c, DType dtype,
+                                          uint32_t seed) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   {

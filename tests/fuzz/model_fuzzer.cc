@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "eval/evaluate.h"
 #include "io/safetensors.h"
 #include "io/tensor_set.h"
-#include "model/config.h"
-#include "eval/evaluate.h"
 #include "model/checkpoint.h"
+#include "model/config.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace lowp::fuzz {

@@ -25,28 +25,6 @@ int Usage(const char* why) {
   return 2;
 }
 
-bool WriteTokens(const std::string& path, int64_t sequences, int64_t length, int64_t vocab,
-                 int64_t bos, uint32_t seed) {
-  std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (" +
-                       std::to_string(sequences) + ", " + std::to_string(length) + "), }";
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  out.write("\x93NUMPY\x01\x00", 8);
-  const uint16_t n = static_cast<uint16_t>(header.size());
-  out.write(reinterpret_cast<const char*>(&n), 2);
-  out << header;
-  for (int64_t s = 0; s < sequences; ++s) {
-    for (int64_t t = 0; t < length; ++t) {
-      const int32_t id = t == 0 ? static_cast<int32_t>(bos)
-                                : static_cast<int32_t>(lowp::RandomBits(seed + 1, s * length + t) %
-                                                       static_cast<uint64_t>(vocab));
-      out.write(reinterpret_cast<const char*>(&id), 4);
-    }
-  }
-  return static_cast<bool>(out);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,7 +82,17 @@ int main(int argc, char** argv) {
         sequences < 1 || length < 2) {
       return Usage("--tokens is S:L");
     }
-    if (!WriteTokens(out + "/tokens.npy", sequences, length, c.vocab_size, c.bos_token_id, seed)) {
+    // BOS first, the rest uniform over the vocabulary.
+    std::vector<int32_t> ids(static_cast<size_t>(sequences * length));
+    for (int64_t s = 0; s < sequences; ++s) {
+      for (int64_t t = 0; t < length; ++t) {
+        ids[s * length + t] =
+            t == 0 ? static_cast<int32_t>(c.bos_token_id)
+                   : static_cast<int32_t>(lowp::RandomBits(seed + 1, s * length + t) %
+                                          static_cast<uint64_t>(c.vocab_size));
+      }
+    }
+    if (!lowp::testing::WriteTokensNpy(out + "/tokens.npy", {sequences, length}, ids)) {
       return Usage("cannot write tokens.npy");
     }
   }

@@ -29,7 +29,15 @@ constexpr std::pair<absl::string_view, absl::string_view> kLayer[] = {
 
 }  // namespace
 
-std::optional<std::string> HuggingFaceName(absl::string_view name) {
+namespace {
+
+// `name` in the naming `from` translated to the other one, through the
+// tables' pairs (llama.cpp's name first, Hugging Face's second).
+enum class Side { kLlamaCpp, kHuggingFace };
+std::optional<std::string> Translate(absl::string_view name, Side from) {
+  const auto pick = [from](const std::pair<absl::string_view, absl::string_view>& p, bool source) {
+    return (from == Side::kLlamaCpp) == source ? p.first : p.second;
+  };
   // The suffix: ".weight" or ".bias".
   absl::string_view suffix;
   for (absl::string_view s : {".weight", ".bias"}) {
@@ -37,41 +45,33 @@ std::optional<std::string> HuggingFaceName(absl::string_view name) {
   }
   if (suffix.empty()) return std::nullopt;
   absl::string_view stem = name.substr(0, name.size() - suffix.size());
-  for (const auto& [gguf, hf] : kGlobal) {
-    if (stem == gguf) return absl::StrCat(hf, suffix);
+  for (const auto& pair : kGlobal) {
+    if (stem == pick(pair, true)) return absl::StrCat(pick(pair, false), suffix);
   }
-  if (!absl::ConsumePrefix(&stem, "blk.")) return std::nullopt;
+  const absl::string_view layers[] = {"blk.", "model.layers."};
+  const bool llama_cpp = from == Side::kLlamaCpp;
+  if (!absl::ConsumePrefix(&stem, layers[llama_cpp ? 0 : 1])) return std::nullopt;
   const size_t dot = stem.find('.');
   if (dot == absl::string_view::npos) return std::nullopt;
   int layer;
   if (!absl::SimpleAtoi(stem.substr(0, dot), &layer) || layer < 0) return std::nullopt;
   const absl::string_view rest = stem.substr(dot + 1);
-  for (const auto& [gguf, hf] : kLayer) {
-    if (rest == gguf) return absl::StrCat("model.layers.", layer, ".", hf, suffix);
+  for (const auto& pair : kLayer) {
+    if (rest == pick(pair, true)) {
+      return absl::StrCat(layers[llama_cpp ? 1 : 0], layer, ".", pick(pair, false), suffix);
+    }
   }
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<std::string> HuggingFaceName(absl::string_view name) {
+  return Translate(name, Side::kLlamaCpp);
+}
+
 std::optional<std::string> LlamaCppName(absl::string_view name) {
-  absl::string_view suffix;
-  for (absl::string_view s : {".weight", ".bias"}) {
-    if (absl::EndsWith(name, s)) suffix = s;
-  }
-  if (suffix.empty()) return std::nullopt;
-  absl::string_view stem = name.substr(0, name.size() - suffix.size());
-  for (const auto& [gguf, hf] : kGlobal) {
-    if (stem == hf) return absl::StrCat(gguf, suffix);
-  }
-  if (!absl::ConsumePrefix(&stem, "model.layers.")) return std::nullopt;
-  const size_t dot = stem.find('.');
-  if (dot == absl::string_view::npos) return std::nullopt;
-  int layer;
-  if (!absl::SimpleAtoi(stem.substr(0, dot), &layer) || layer < 0) return std::nullopt;
-  const absl::string_view rest = stem.substr(dot + 1);
-  for (const auto& [gguf, hf] : kLayer) {
-    if (rest == hf) return absl::StrCat("blk.", layer, ".", gguf, suffix);
-  }
-  return std::nullopt;
+  return Translate(name, Side::kHuggingFace);
 }
 
 std::vector<int64_t> LlamaRopeRowOrder(int64_t rows, int64_t heads) {

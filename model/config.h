@@ -159,6 +159,12 @@ ParameterCounts CountParameters(const ModelConfig& model);
 absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json, absl::string_view source);
 absl::StatusOr<ModelConfig> ReadModelConfig(const std::string& path);
 
+// A llama-family description of these shapes (head_dim hidden / heads, the
+// forward fields Hugging Face's defaults): what the presets and the tests'
+// random checkpoints are made from.
+ModelConfig LlamaShape(std::string name, int64_t hidden, int64_t intermediate, int64_t layers,
+                       int64_t heads, int64_t kv_heads, int64_t vocab, int64_t max_positions);
+
 // Built-in models with their config.json values (llama-3.1-8b, ...).
 const std::vector<ModelConfig>& ModelPresets();
 // A preset by name (case-insensitive), or else a path to a config.json or to

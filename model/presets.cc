@@ -12,25 +12,27 @@
 
 namespace lowp {
 
+ModelConfig LlamaShape(std::string name, int64_t hidden, int64_t intermediate, int64_t layers,
+                       int64_t heads, int64_t kv_heads, int64_t vocab, int64_t max_positions) {
+  ModelConfig m;
+  m.name = std::move(name);
+  m.model_type = "llama";
+  m.hidden_size = hidden;
+  m.intermediate_size = intermediate;
+  m.num_layers = layers;
+  m.num_heads = heads;
+  m.num_kv_heads = kv_heads;
+  m.head_dim = hidden / heads;
+  m.vocab_size = vocab;
+  m.max_position_embeddings = max_positions;
+  return m;
+}
+
 const std::vector<ModelConfig>& ModelPresets() {
   // Values from each model's config.json on the Hugging Face hub; the test
   // checks every total against the published parameter count.
   static const std::vector<ModelConfig>* presets = [] {
-    auto llama = [](std::string name, int64_t hidden, int64_t inter, int64_t layers, int64_t heads,
-                    int64_t kv_heads, int64_t vocab, int64_t max_positions) {
-      ModelConfig m;
-      m.name = std::move(name);
-      m.model_type = "llama";
-      m.hidden_size = hidden;
-      m.intermediate_size = inter;
-      m.num_layers = layers;
-      m.num_heads = heads;
-      m.num_kv_heads = kv_heads;
-      m.head_dim = hidden / heads;
-      m.vocab_size = vocab;
-      m.max_position_embeddings = max_positions;
-      return m;
-    };
+    const auto llama = LlamaShape;
     auto* list = new std::vector<ModelConfig>;
     list->push_back(llama("llama-3.1-8b", 4096, 14336, 32, 32, 8, 128256, 131072));
     list->push_back(llama("llama-3.1-70b", 8192, 28672, 80, 64, 8, 128256, 131072));
@@ -97,8 +99,8 @@ absl::StatusOr<ModelConfig> FindModel(absl::string_view preset_or_path) {
   if (std::filesystem::exists(path, error)) return ReadModelConfig(path);
   std::vector<std::string> names;
   for (const ModelConfig& m : ModelPresets()) names.push_back(m.name);
-  return absl::InvalidArgumentError(
-      absl::StrCat("model \"", preset_or_path, "\" is not a preset (",
-                   absl::StrJoin(names, ", "), "), a config.json file or a directory with one"));
+  return absl::InvalidArgumentError(absl::StrCat("model \"", preset_or_path, "\" is not a preset (",
+                                                 absl::StrJoin(names, ", "),
+                                                 "), a config.json file or a directory with one"));
 }
 }  // namespace lowp

@@ -35,22 +35,6 @@ using ::testing::HasSubstr;
 // 34 MB on disk).
 ModelConfig Shape() { return testing::LlamaShape("faults", 512, 4096, 4, 8, 2, 3000, false); }
 
-void WriteTokens(const std::string& path, const std::vector<int64_t>& shape,
-                 const std::vector<int32_t>& ids) {
-  std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (";
-  for (int64_t d : shape) absl::StrAppend(&header, d, ", ");
-  header += "), }";
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  out.write("\x93NUMPY\x01\x00", 8);
-  const uint16_t n = static_cast<uint16_t>(header.size());
-  out.write(reinterpret_cast<const char*>(&n), 2);
-  out << header;
-  out.write(reinterpret_cast<const char*>(ids.data()),
-            static_cast<std::streamsize>(ids.size() * 4));
-}
-
 class EvalFaults : public ScratchDir {
  protected:
   void SetUp() override {
@@ -58,7 +42,7 @@ class EvalFaults : public ScratchDir {
     ASSERT_TRUE(testing::WriteRandomCheckpoint(Path("model"), Shape(), DType::kBF16, 4).ok());
     tokens_.resize(2 * 48);
     for (size_t i = 0; i < tokens_.size(); ++i) tokens_[i] = static_cast<int32_t>((i * 613) % 3000);
-    WriteTokens(Path("tokens.npy"), {2, 48}, tokens_);
+    testing::WriteTokensNpy(Path("tokens.npy"), {2, 48}, tokens_);
   }
 
   std::vector<EvalCandidate> Candidates() const {
@@ -164,7 +148,7 @@ TEST_F(EvalFaults, TokenFilesTheModelCannotTakeAreRefused) {
   // model's 512 positions (it aborted with std::bad_alloc before).
   std::vector<int32_t> ids(789146);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i % 512);
-  WriteTokens(Path("long.npy"), {static_cast<int64_t>(ids.size())}, ids);
+  testing::WriteTokensNpy(Path("long.npy"), {static_cast<int64_t>(ids.size())}, ids);
   Result r = RunLowp("eval --tokens " + Path("long.npy"), 60);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("--tokens: sequences of 789146 tokens are longer than"));
@@ -177,7 +161,7 @@ TEST_F(EvalFaults, TokenFilesTheModelCannotTakeAreRefused) {
   }());
   fs::copy_file(Safetensors(), Path("model.safetensors"));
   std::vector<int32_t> three(300, 7);
-  WriteTokens(Path("300.npy"), {1, 300}, three);
+  testing::WriteTokensNpy(Path("300.npy"), {1, 300}, three);
   r = RunLowp("eval --model " + Path("") + " --tokens " + Path("300.npy"), 60);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("sequences of 300 tokens are longer than"));

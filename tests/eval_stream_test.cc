@@ -17,6 +17,7 @@
 #include "io/tensor_set.h"
 #include "model/checkpoint.h"
 #include "model/forward.h"
+#include "tests/bundled_model.h"
 #include "tests/random_checkpoint.h"
 
 namespace lowp {
@@ -25,22 +26,11 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::string kData = LOWP_TEST_DATA_DIR;
-const std::string kModel = kData + "/stories260K-hf";
 
-Checkpoint Bundled() {
-  absl::StatusOr<Checkpoint> w = Checkpoint::OpenModel(kModel, {});
-  EXPECT_TRUE(w.ok()) << w.status();
-  return *std::move(w);
-}
+Checkpoint Bundled() { return testing::BundledCheckpoint(); }
 
 std::vector<int32_t> Sampled(const Checkpoint& w, int64_t count, int64_t length) {
-  SampleOptions o;
-  o.count = count;
-  o.length = length;
-  o.seed = 11;
-  absl::StatusOr<std::vector<int32_t>> t = SampleTokens(w, o);
-  EXPECT_TRUE(t.ok()) << t.status();
-  return *t;
+  return testing::SampledTokens(w, count, length, 11);
 }
 
 EvalCandidate Candidate(const std::string& weights, const std::string& kv = "",

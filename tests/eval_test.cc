@@ -19,28 +19,17 @@
 #include "model/forward.h"
 #include "model/checkpoint.h"
 #include "model/weights.h"
+#include "tests/bundled_model.h"
 
 namespace lowp {
 namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kModel = std::string(LOWP_TEST_DATA_DIR) + "/stories260K-hf";
-
-Checkpoint Bundled() {
-  absl::StatusOr<Checkpoint> w = Checkpoint::OpenModel(kModel, {});
-  EXPECT_TRUE(w.ok()) << w.status();
-  return *std::move(w);
-}
+Checkpoint Bundled() { return testing::BundledCheckpoint(); }
 
 std::vector<int32_t> SampledTokens(const Checkpoint& w, int64_t count, int64_t length) {
-  SampleOptions o;
-  o.count = count;
-  o.length = length;
-  o.seed = 7;
-  absl::StatusOr<std::vector<int32_t>> t = SampleTokens(w, o);
-  EXPECT_TRUE(t.ok()) << t.status();
-  return *t;
+  return testing::SampledTokens(w, count, length, 7);
 }
 
 EvalCandidate WeightsCandidate(const std::string& scheme, const std::string& pattern = "") {

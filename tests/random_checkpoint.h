@@ -29,17 +29,8 @@ namespace lowp::testing {
 inline ModelConfig LlamaShape(std::string name, int64_t hidden, int64_t intermediate,
                               int64_t layers, int64_t heads, int64_t kv_heads, int64_t vocab,
                               bool tied) {
-  ModelConfig c;
-  c.name = std::move(name);
-  c.model_type = "llama";
-  c.hidden_size = hidden;
-  c.intermediate_size = intermediate;
-  c.num_layers = layers;
-  c.num_heads = heads;
-  c.num_kv_heads = kv_heads;
-  c.head_dim = hidden / heads;
-  c.vocab_size = vocab;
-  c.max_position_embeddings = 131072;
+  ModelConfig c = lowp::LlamaShape(std::move(name), hidden, intermediate, layers, heads, kv_heads,
+                                   vocab, 131072);
   c.tie_word_embeddings = tied;
   c.rms_norm_eps = 1e-5;
   c.rope_theta = 500000;
@@ -224,6 +215,24 @@ inline absl::Status WriteRandomCheckpoint(const std::string& dir, const ModelCon
     }
   }
   return (*writer)->Finish();
+}
+
+// Token ids as a NumPy .npy file (int32, C order) of `shape`.
+inline bool WriteTokensNpy(const std::string& path, const std::vector<int64_t>& shape,
+                           const std::vector<int32_t>& ids) {
+  std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (";
+  for (int64_t d : shape) absl::StrAppend(&header, d, ", ");
+  header += "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  const uint16_t n = static_cast<uint16_t>(header.size());
+  out.write(reinterpret_cast<const char*>(&n), 2);
+  out << header;
+  out.write(reinterpret_cast<const char*>(ids.data()),
+            static_cast<std::streamsize>(ids.size() * sizeof(int32_t)));
+  return static_cast<bool>(out);
 }
 
 }  // namespace lowp::testing

@@ -203,6 +203,9 @@ TEST(EvalLargeVocabulary, AVocabularyOf256KRunsInChunks) {
 // 61 MB), evaluated with two weight candidates, must stay within a bound that
 // holds a few layers, far below the model (label slow).
 TEST_F(EvalFaults, MemoryStaysBoundedByALayerNotTheModel) {
+#ifdef LOWP_SANITIZE
+  GTEST_SKIP() << "AddressSanitizer's shadow memory and quarantine are not the evaluator's";
+#endif
   const ModelConfig c = testing::LlamaShape("bound", 1024, 4096, 20, 8, 2, 32000, false);
   ASSERT_TRUE(testing::WriteRandomCheckpoint(Path("big"), c, DType::kBF16, 6).ok());
   const uint64_t file = fs::file_size(Path("big/model.safetensors"));

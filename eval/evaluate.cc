@@ -116,6 +116,9 @@ class Evaluator {
       }
     }
     if (absl::Status s = ref_.CheckIntact(); !s.ok()) return s;
+    for (const auto& v : variants_) {
+      if (absl::Status s = v->CheckIntact(); !s.ok()) return s;
+    }
     return Report();
   }
 

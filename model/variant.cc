@@ -78,6 +78,11 @@ class RuleVariant : public WeightVariant {
   absl::Status Prepare(int threads) override {
     MeasureOptions options;
     options.threads = threads;
+    // Whole passes over a table: its pages leave this process's memory
+    // batch by batch (the page cache keeps them for the rows read later).
+    options.release = [this](std::span<const uint8_t> bytes) {
+      reference_.set().Release(bytes, /*keep_cached=*/true);
+    };
     for (int i = 0; i < 2; ++i) {
       TableScheme& t = tables_[i];
       if (t.scheme == nullptr) continue;
@@ -245,6 +250,8 @@ class FileVariant : public WeightVariant {
       if (absl::Status s = file_.ReadRows(Table::kEmbedding, first, rows, q, threads); !s.ok()) {
         return s;
       }
+      reference_.ReleaseRows(Table::kEmbedding, first, rows, /*keep_cached=*/true);
+      file_.ReleaseRows(Table::kEmbedding, first, rows, /*keep_cached=*/true);
       CompareInto(x, q, D, threads, report.stats);
     }
     Keep(kEmbeddingKey, std::move(report));
@@ -273,6 +280,8 @@ class FileVariant : public WeightVariant {
   }
 
   bool Changes(Table) const override { return true; }
+
+  absl::Status CheckIntact() const override { return file_.CheckIntact(); }
 
   absl::Status EmbeddingRows(std::span<const int32_t> ids, std::span<float> out, int threads,
                              bool again) override {

@@ -83,6 +83,10 @@ class WeightVariant {
   // The statistics kept so far, in checkpoint order.
   WeightReport Report() const;
 
+  // DataLoss when a file the variant read shrank or changed while read
+  // (TensorSet::CheckIntact); ask before reporting.
+  virtual absl::Status CheckIntact() const { return absl::OkStatus(); }
+
  protected:
   explicit WeightVariant(std::string spec) : spec_(std::move(spec)) {}
   // Reports by their place in the checkpoint's order of matrices.

@@ -68,8 +68,10 @@ class Driver {
 
   int64_t chunk_rows() const { return chunk_rows_; }
 
-  // The tensor pass alone: the merged context of schemes_[s] in contexts[s].
-  absl::Status Observe(std::span<TensorContext> contexts) {
+  // The tensor pass alone: the merged context of schemes_[s] in contexts[s];
+  // with `release`, each batch's bytes are handed to options_.release (no
+  // quantizing pass follows to read them again).
+  absl::Status Observe(std::span<TensorContext> contexts, bool release = false) {
     const size_t n_schemes = schemes_.size();
     const int64_t rows = tensor_.rows(), total_chunks = (rows + chunk_rows_ - 1) / chunk_rows_;
     const int threads = ResolveThreads(options_.threads);
@@ -95,8 +97,9 @@ class Driver {
           contexts[s].Merge(results[c * n_schemes + s].context);
         }
       }
-      // No Release here: the quantizing pass reads these pages again, from
-      // the page cache rather than from storage.
+      // Otherwise no Release: the quantizing pass reads these pages again,
+      // from the page cache rather than from storage.
+      if (release) Release(first, count);
     }
     return absl::OkStatus();
   }
@@ -446,7 +449,8 @@ absl::StatusOr<TensorContext> ObserveTensor(const TensorView& tensor, const Sche
   TensorContext context;
   if (!scheme.NeedsTensorPass() || tensor.elements() == 0) return context;
   const Scheme* one[] = {&scheme};
-  if (absl::Status s = Driver(tensor, one, options).Observe({&context, 1}); !s.ok()) {
+  if (absl::Status s = Driver(tensor, one, options).Observe({&context, 1}, /*release=*/true);
+      !s.ok()) {
     return absl::Status(
         s.code(), absl::StrCat("tensor '", tensor.name, "' in ", tensor.file, ": ", s.message()));
   }

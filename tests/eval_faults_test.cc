@@ -97,6 +97,28 @@ TEST_F(EvalFaults, ACheckpointModifiedInPlaceDuringTheRunIsAnError) {
   EXPECT_THAT(r.status().message(), HasSubstr("modified while being read"));
 }
 
+TEST_F(EvalFaults, ACandidatesFileTruncatedDuringTheRunIsAnError) {
+  // The checkpoint's own copy as a candidate's file, cut short mid-run.
+  fs::copy_file(Safetensors(), Path("copy.safetensors"));
+  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(Path("model"), {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EvalCandidate file;
+  file.label = file.weights = file.weights_file = Path("copy.safetensors");
+  EvalRun run;
+  run.threads = 2;
+  bool done = false;
+  run.progress = [&](int64_t, int64_t, const std::string& what) {
+    if (!done && what.starts_with("layer 3/")) {
+      done = true;
+      fs::resize_file(Path("copy.safetensors"), fs::file_size(Path("copy.safetensors")) / 3);
+    }
+  };
+  absl::StatusOr<EvalReport> r = Evaluate(*model, tokens_, 48, {file}, run);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("copy.safetensors"));
+}
+
 TEST_F(EvalFaults, ACheckpointReplacedDuringTheRunIsReadAsOpened) {
   absl::StatusOr<EvalReport> undisturbed = EvaluateWith({});
   ASSERT_TRUE(undisturbed.ok()) << undisturbed.status();

@@ -227,9 +227,12 @@ TEST(EvalStream, LargeModelResultsDoNotDependOnBatchesOrThreads) {
     if (run.head_rows == 0) {
       ExpectSameReport(*a, *b);
     } else {
+      // The chunk's width is the BLAS's n, and some kernels (OpenBLAS's Haswell
+      // sgemm) round a few logits differently at another n: KL agrees to the
+      // float32 logits' rounding, not bit for bit (measured: 1.4e-9 relative).
       EXPECT_EQ(a->candidates[1].top1_agreement, b->candidates[1].top1_agreement);
       EXPECT_NEAR(a->candidates[1].kl.mean, b->candidates[1].kl.mean,
-                  1e-14 + 1e-12 * a->candidates[1].kl.mean);
+                  1e-14 + 1e-7 * a->candidates[1].kl.mean);
     }
   }
   // The logits too, by the same pass on one thread and on three.

@@ -19,5 +19,6 @@
 #include "api/quant.h"
 #include "api/size.h"
 #include "api/tensors.h"
+#include "api/tokenize.h"
 
 #endif  // LOWP_API_API_H_

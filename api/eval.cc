@@ -5,11 +5,13 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "api/json.h"
 #include "api/quant.h"
+#include "api/tokenize.h"
 #include "formats/format.h"
 #include "formats/option_error.h"
 #include "io/bundled.h"
@@ -286,6 +288,49 @@ absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& o) 
   return out;
 }
 
+// The text's chunks by llama.cpp's perplexity protocol (EvalOptions).
+absl::StatusOr<TokenArray> TextChunks(const EvalOptions& o, const std::string& model,
+                                      EvalResult& result) {
+  if (!o.text_file.empty() && o.text.has_value()) {
+    return OptionError("text", "give either a text file or a text");
+  }
+  if (o.ctx < 4) return OptionError("ctx", absl::StrCat(o.ctx, " is below 4"));
+  if (o.chunks == 0 || o.chunks < -1) {
+    return OptionError("chunks", absl::StrCat(o.chunks, " is not a count (-1: all)"));
+  }
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = FindTokenizer(model, o.tokenizer);
+  if (!tokenizer.ok()) return tokenizer.status();
+  std::string text;
+  if (o.text) {
+    text = *o.text;
+  } else {
+    absl::StatusOr<std::string> read = ReadText(o.text_file);
+    if (!read.ok()) return read.status();
+    text = *std::move(read);
+  }
+  // llama.cpp's -f drops one trailing newline.
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  absl::StatusOr<std::vector<int32_t>> ids = (*tokenizer)->Tokenize(text);
+  if (!ids.ok()) return ids.status();
+  const TokenizerInfo& info = (*tokenizer)->info();
+  result.tokenizer = info;
+  result.text_tokens = ids->size();
+  result.tokens = absl::StrCat("text ", o.text ? "(given)" : o.text_file);
+  int64_t n = static_cast<int64_t>(ids->size()) / o.ctx;
+  if (n == 0) {
+    return OptionError("text", absl::StrCat("gives ", ids->size(),
+                                            " tokens, fewer than one chunk of --ctx ", o.ctx));
+  }
+  if (o.chunks > 0) n = std::min(n, o.chunks);
+  TokenArray out;
+  out.length = o.ctx;
+  out.ids.assign(ids->begin(), ids->begin() + n * o.ctx);
+  if (info.add_bos) {
+    for (int64_t c = 0; c < n; ++c) out.ids[c * o.ctx] = info.bos;
+  }
+  return out;
+}
+
 absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
   if (absl::Status s = CheckThreads(o.threads); !s.ok()) return s;
   if (o.batch_tokens < 0) {
@@ -301,7 +346,13 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
   result.model = *path;
   result.config = model->config();
   TokenArray tokens;
-  if (!o.tokens_file.empty()) {
+  EvalRun run;
+  if (!o.text_file.empty() || o.text.has_value()) {
+    absl::StatusOr<TokenArray> chunks = TextChunks(o, *path, result);
+    if (!chunks.ok()) return chunks.status();
+    tokens = *std::move(chunks);
+    run.scored_from = o.ctx / 2;
+  } else if (!o.tokens_file.empty()) {
     absl::StatusOr<TokenArray> read = ReadTokens(o.tokens_file);
     if (!read.ok()) return read.status();
     tokens = *std::move(read);
@@ -333,7 +384,6 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
     return OptionError("tokens", "sequences need at least 2 tokens (one prediction)");
   }
   if (absl::Status s = CheckTokens(tokens, model->config()); !s.ok()) return s;
-  EvalRun run;
   run.threads = o.threads;
   run.batch_tokens = o.batch_tokens;
   run.progress = o.progress;
@@ -344,12 +394,56 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
   return result;
 }
 
+nlohmann::json EstimateJson(const Estimate& e) {
+  return {{"value", JsonNumber(e.value)}, {"uncertainty", JsonNumber(e.uncertainty)}};
+}
+
+// Percentiles as {"99.9": v, ...}, maximum and minimum by name.
+nlohmann::json PercentilesJson(const std::vector<std::pair<double, double>>& p) {
+  nlohmann::ordered_json j;
+  for (const auto& [f, v] : p) {
+    const std::string key = f == 1   ? "maximum"
+                            : f == 0 ? "minimum"
+                            : f == .5 ? "median"
+                                      : absl::StrFormat("%.1f", 100 * f);
+    j[key] = JsonNumber(v);
+  }
+  return j;
+}
+
+nlohmann::json LlamaCppJson(const LlamaCppStats& s) {
+  return {{"count", s.count},
+          {"ppl_q", EstimateJson(s.ppl_q)},
+          {"ppl_base", EstimateJson(s.ppl_base)},
+          {"ln_ppl_correlation", JsonNumber(s.ln_ppl_correlation)},
+          {"ln_ppl_ratio", EstimateJson(s.ln_ppl_ratio)},
+          {"ppl_ratio", EstimateJson(s.ppl_ratio)},
+          {"ppl_difference", EstimateJson(s.ppl_difference)},
+          {"kld", EstimateJson(s.kld)},
+          {"kld_percentiles", PercentilesJson(s.kld_percentiles)},
+          {"delta_p", EstimateJson(s.delta_p)},
+          {"rms_delta_p", EstimateJson(s.rms_delta_p)},
+          {"delta_p_percentiles", PercentilesJson(s.delta_p_percentiles)},
+          {"same_top", EstimateJson(s.same_top)}};
+}
+
 nlohmann::json ToJson(const EvalResult& r) {
   nlohmann::json j;
   j["model"] = r.model;
   j["model_config"] = ModelJson(r.config);
   j["tokens"] = r.tokens;
   const EvalReport& e = r.report;
+  if (e.scored_from >= 0) {
+    j["text"] = {{"tokenizer", {{"path", r.tokenizer.path},
+                                {"kind", r.tokenizer.kind},
+                                {"vocab_size", r.tokenizer.vocab_size},
+                                {"bos", r.tokenizer.bos},
+                                {"add_bos", r.tokenizer.add_bos}}},
+                 {"tokens", r.text_tokens},
+                 {"ctx", e.sequence_length},
+                 {"chunks", e.sequences},
+                 {"scored_from", e.scored_from}};
+  }
   j["blas"] = {{"core", r.blas.core}, {"chosen_by", r.blas.chosen_by}};
   j["sequences"] = e.sequences;
   j["sequence_length"] = e.sequence_length;
@@ -388,6 +482,7 @@ nlohmann::json ToJson(const EvalResult& r) {
     x["perplexity"] = JsonNumber(c.perplexity);
     x["perplexity_ratio"] = JsonNumber(c.perplexity / e.reference_perplexity);
     x["nonfinite_positions"] = c.nonfinite_positions;
+    x["llama_cpp"] = LlamaCppJson(c.llama_cpp);
     nlohmann::json layers = nlohmann::json::array();
     for (double v : c.layer_relative_rmse) layers.push_back(JsonNumber(v));
     x["layer_relative_rmse"] = layers;

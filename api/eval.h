@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "model/blas.h"
 #include "model/config.h"
 #include "nlohmann/json.hpp"
+#include "tokenizer/tokenizer.h"
 
 namespace lowp::api {
 
@@ -37,6 +39,19 @@ struct EvalOptions {
   TokenArray token_array;
   std::string sample = "16:128";
   uint64_t seed = 0;
+  // Or text, over all of the above: `text_file` (or `text` itself), one
+  // trailing newline dropped, tokenized whole as one string by the model's
+  // tokenizer (`tokenizer`: a file or directory over the model's own), BOS
+  // first when the tokenizer adds it; then llama.cpp's perplexity protocol:
+  // consecutive chunks of `ctx` tokens (the rest dropped; `chunks` of them
+  // at most, -1: all), the first token of each replaced by BOS when the
+  // tokenizer adds one, and only positions ctx/2 .. ctx-2 scored, each
+  // predicting the next (EvalRun::scored_from).
+  std::string text_file;
+  std::optional<std::string> text;
+  std::string tokenizer;
+  int64_t ctx = 512;
+  int64_t chunks = -1;
   // The sites, each a comma-separated list of candidates ("none" or an empty
   // list: float32); the candidates are every combination. In `weights` a run
   // of PATTERN=SCHEME items is one candidate, its rules tried in order
@@ -67,12 +82,15 @@ const std::vector<std::string>& DefaultEvalWeights();
 struct EvalResult {
   std::string model;  // as given or found (the bundled model's directory)
   ModelConfig config;
-  std::string tokens;  // where they came from: the file, "array", or "sampled N:LEN seed S"
+  std::string tokens;  // where they came from: the file, "array", "sampled N:LEN seed S" or "text FILE"
+  // With text: the tokenizer, and the text's tokens before chunking.
+  TokenizerInfo tokenizer;
+  uint64_t text_tokens = 0;
   EvalReport report;
   BlasKernels blas;  // what ran the products (model/blas.h)
 };
 
-// Errors name the option (model, tensors, tokens, sample, weights,
+// Errors name the option (model, tensors, tokens, sample, text, tokenizer, ctx, chunks, weights,
 // activations, kv, compute, threads), the file and tensor, or the position
 // of a bad token.
 absl::StatusOr<EvalResult> Eval(const EvalOptions& options);

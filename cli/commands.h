@@ -44,6 +44,7 @@ int DevicesCommand(const std::vector<std::string>& argv);
 int PlanCommand(const std::vector<std::string>& argv);
 int EvalCommand(const std::vector<std::string>& argv);
 int TensorsCommand(const std::vector<std::string>& argv);
+int TokenizeCommand(const std::vector<std::string>& argv);
 
 extern const char kFormatsHelp[];
 extern const char kConvertHelp[];
@@ -56,6 +57,7 @@ extern const char kDevicesHelp[];
 extern const char kPlanHelp[];
 extern const char kEvalHelp[];
 extern const char kTensorsHelp[];
+extern const char kTokenizeHelp[];
 
 }  // namespace lowp::cli
 

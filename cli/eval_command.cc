@@ -18,8 +18,9 @@
 namespace lowp::cli {
 
 const char kEvalHelp[] =
-    "usage: lowp eval [--model DIR | --model CONFIG --tensors FILES] [--tokens FILE.npy |\n"
-    "                 --sample N:LEN] [--seed S] [--weights LIST] [--weights-file FILES]\n"
+    "usage: lowp eval [--model DIR | --model CONFIG --tensors FILES] [--text FILE [--ctx N]\n"
+    "                 [--chunks N] [--tokenizer FILE] | --tokens FILE.npy | --sample N:LEN]\n"
+    "                 [--seed S] [--weights LIST] [--weights-file FILES]\n"
     "                 [--activations LIST] [--kv LIST] [--compute LIST] [--layers]\n"
     "                 [--census] [--json | --csv] [--threads N] [--batch-tokens N] [--quiet]\n"
     "\n"
@@ -34,6 +35,14 @@ const char kEvalHelp[] =
     "--model: a Hugging Face directory (config.json + model.safetensors or its\n"
     "  index), or a config.json / preset with --tensors; default: the bundled\n"
     "  stories260K-hf (llama, 292,800 parameters, vocab 512).\n"
+    "--text: a text file, tokenized whole by the model's tokenizer (the snapshot's\n"
+    "  tokenizer.model, tokenizer.json or tok*.bin, or --tokenizer FILE; see\n"
+    "  `lowp tokenize`), BOS first when it adds one, and measured by llama.cpp's\n"
+    "  perplexity protocol: chunks of --ctx tokens (default 512; --chunks N of them\n"
+    "  at most), BOS first in each, only positions ctx/2 .. ctx-2 scored, each\n"
+    "  predicting the next. Adds llama.cpp's statistics: PPL(Q) and the ratio to\n"
+    "  the reference with their +/-, mean KLD +/-, its 99.9%, 99% and median, RMS\n"
+    "  dp and same top p (all in --json).\n"
     "--tokens: .npy of int32/int64 ids, [sequences, length] or [length]; else\n"
     "  --sample N:LEN (default 16:128) sequences sampled from the float32 model at\n"
     "  temperature 1, BOS first, seeded by --seed (default 0), decoded together: each\n"
@@ -74,6 +83,36 @@ std::string Fixed(double v, int digits) {
   return absl::StrFormat("%.*f", digits, v);
 }
 
+std::string PlusMinus(const Estimate& e, int digits, double scale = 1) {
+  return absl::StrCat(Fixed(scale * e.value, digits), " ± ", Fixed(scale * e.uncertainty, digits));
+}
+
+double At(const std::vector<std::pair<double, double>>& percentiles, double fraction) {
+  for (const auto& [f, v] : percentiles) {
+    if (f == fraction) return v;
+  }
+  return NAN;
+}
+
+// llama.cpp's final statistics, a row per candidate as its tables read.
+void PrintLlamaCpp(const EvalReport& e) {
+  std::printf("\nas llama.cpp's perplexity --kl-divergence reports them (± its standard errors):\n");
+  const LlamaCppStats* first = e.candidates.empty() ? nullptr : &e.candidates[0].llama_cpp;
+  if (first != nullptr) {
+    std::printf("PPL(base) %s\n", PlusMinus(first->ppl_base, 4).c_str());
+  }
+  std::vector<Row> rows = {{"candidate", "PPL(Q)", "PPL(Q)/PPL(base)", "mean KLD", "KLD 99.9%",
+                            "KLD 99%", "KLD median", "RMS Δp %", "same top p %"}};
+  for (const CandidateResult& c : e.candidates) {
+    const LlamaCppStats& s = c.llama_cpp;
+    rows.push_back({c.candidate.label, PlusMinus(s.ppl_q, 4), PlusMinus(s.ppl_ratio, 5),
+                    PlusMinus(s.kld, 6), Fixed(At(s.kld_percentiles, .999), 6),
+                    Fixed(At(s.kld_percentiles, .99), 6), Fixed(At(s.kld_percentiles, .5), 6),
+                    PlusMinus(s.rms_delta_p, 3, 100), PlusMinus(s.same_top, 3, 100)});
+  }
+  PrintTable(rows, {0});
+}
+
 void PrintResult(const api::EvalResult& r, Output output, bool layers, bool census) {
   const EvalReport& e = r.report;
   std::vector<Row> rows = {{"candidate", "bits/w", "w SQNR dB", "KL mean", "KL median", "KL p99",
@@ -97,10 +136,22 @@ void PrintResult(const api::EvalResult& r, Output output, bool layers, bool cens
               static_cast<long long>(r.config.num_layers),
               static_cast<long long>(r.config.hidden_size),
               static_cast<long long>(r.config.vocab_size));
-  std::printf("tokens    %s: %lld sequences x %lld = %llu positions\n",
-              Printable(ShortPath(r.tokens)).c_str(), static_cast<long long>(e.sequences),
-              static_cast<long long>(e.sequence_length),
-              static_cast<unsigned long long>(e.positions));
+  if (e.scored_from >= 0) {
+    std::printf("tokenizer %s (%s)\n", Printable(ShortPath(r.tokenizer.path)).c_str(),
+                r.tokenizer.kind.c_str());
+    std::printf(
+        "tokens    %s: %llu tokens, %lld chunks of %lld, positions %lld..%lld of each scored\n"
+        "          (llama.cpp's perplexity protocol) = %llu positions\n",
+        Printable(ShortPath(r.tokens)).c_str(), static_cast<unsigned long long>(r.text_tokens),
+        static_cast<long long>(e.sequences), static_cast<long long>(e.sequence_length),
+        static_cast<long long>(e.scored_from), static_cast<long long>(e.sequence_length - 2),
+        static_cast<unsigned long long>(e.positions));
+  } else {
+    std::printf("tokens    %s: %lld sequences x %lld = %llu positions\n",
+                Printable(ShortPath(r.tokens)).c_str(), static_cast<long long>(e.sequences),
+                static_cast<long long>(e.sequence_length),
+                static_cast<unsigned long long>(e.positions));
+  }
   std::printf("products  OpenBLAS, %s kernels (%s)\n", r.blas.core.c_str(),
               r.blas.chosen_by.c_str());
   std::printf("reference float32 perplexity %.4f (cross-entropy %.5f nats over %llu predictions)\n",
@@ -111,6 +162,7 @@ void PrintResult(const api::EvalResult& r, Output output, bool layers, bool cens
       "          argmax agrees; dp: q(next) - p(next); bits/w and w SQNR over the\n"
       "          quantized matrices ('-': weights in float32)\n\n");
   PrintTable(rows, {0});
+  if (e.scored_from >= 0) PrintLlamaCpp(e);
   if (layers) {
     std::printf("\nrelative RMSE of the hidden state after each layer, ||h_q - h|| / ||h||\n");
     std::vector<Row> table;
@@ -153,7 +205,8 @@ int EvalCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args =
       Args::Parse(argv,
                   {"model", "tensors", "tokens", "sample", "seed", "weights", "weights-file",
-                   "activations", "kv", "compute", "threads", "batch-tokens"},
+                   "activations", "kv", "compute", "threads", "batch-tokens", "text", "tokenizer",
+                   "ctx", "chunks"},
                   {"json", "csv", "layers", "census", "quiet"});
   if (!args.ok()) return Fail(args.status());
   if (!args->positional().empty()) {
@@ -173,6 +226,24 @@ int EvalCommand(const std::vector<std::string>& argv) {
       return Fail(absl::InvalidArgumentError("give --tokens or --sample, not both"));
     }
     o.sample = *s;
+  }
+  o.text_file = args->Value("text").value_or("");
+  o.tokenizer = args->Value("tokenizer").value_or("");
+  if (!o.text_file.empty() && (args->Value("tokens") || args->Value("sample"))) {
+    return Fail(absl::InvalidArgumentError("give --text, --tokens or --sample, one of them"));
+  }
+  for (const char* name : {"tokenizer", "ctx", "chunks"}) {
+    if (args->Value(name) && o.text_file.empty()) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--", name, " goes with --text")));
+    }
+  }
+  for (auto [name, value] : {std::pair<const char*, int64_t*>{"ctx", &o.ctx}, {"chunks", &o.chunks}}) {
+    if (std::optional<std::string> v = args->Value(name)) {
+      if (!absl::SimpleAtoi(*v, value) || *value < 1) {
+        return Fail(absl::InvalidArgumentError(
+            absl::StrCat("--", name, " '", *v, "': want a number >= 1")));
+      }
+    }
   }
   if (std::optional<std::string> s = args->Value("seed")) {
     if (!absl::SimpleAtoi(*s, &o.seed)) {

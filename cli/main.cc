@@ -28,6 +28,7 @@ constexpr char kUsage[] =
     "  devices      list the device catalog (memory, bandwidth, datasheet)\n"
     "  plan         per weight format: memory and devices beside measured error\n"
     "  eval         what emulated formats do to the model's outputs: KL, top-1, perplexity\n"
+    "  tokenize     a model's tokenizer on a text file: ids, pieces, counts\n"
     "\n"
     "'lowp <command> --help' describes a command.\n";
 
@@ -60,7 +61,8 @@ int Main(int argc, char** argv) {
                         {"devices", kDevicesHelp, DevicesCommand},
                         {"plan", kPlanHelp, PlanCommand},
                         {"eval", kEvalHelp, EvalCommand},
-                        {"tensors", kTensorsHelp, TensorsCommand}};
+                        {"tensors", kTensorsHelp, TensorsCommand},
+                        {"tokenize", kTokenizeHelp, TokenizeCommand}};
   for (const auto& c : commands) {
     if (command != c.name) continue;
     if (wants_help) return std::fputs(c.help, stdout), 0;

@@ -391,16 +391,20 @@ class Evaluator {
     const size_t base = static_cast<size_t>(first_sequence * length_);
     for (int64_t r = 0; r < batch.rows; ++r) {
       const LogitStats& p = reference.reference_logits[r];
-      if (next[r] >= 0) reference_ce_[first_sequence + r / length_] += p.LogSumExp() - p.next;
+      if (next[r] >= 0 && Scored(r % length_)) {
+        reference_ce_[first_sequence + r / length_] += p.LogSumExp() - p.next;
+      }
     }
     ParallelFor(candidates_.size(), threads_, [&](size_t k) {
       for (int64_t r = 0; r < batch.rows; ++r) {
         PositionMetrics m =
             FinishPosition(reference.reference_logits[r], streams_[k + 1].logits[r], next[r]);
         SequenceResult& s = per_sequence_[k][first_sequence + r / length_];
-        s.top1 += m.top1;
-        s.nonfinite += !m.finite;
-        if (next[r] >= 0) s.cross_entropy += m.ce_candidate;
+        if (Scored(r % length_)) {
+          s.top1 += m.top1;
+          s.nonfinite += !m.finite;
+          if (next[r] >= 0) s.cross_entropy += m.ce_candidate;
+        }
         metrics_[k][base + static_cast<size_t>(r)] = m;
       }
     });
@@ -412,8 +416,11 @@ class Evaluator {
     EvalReport report;
     report.sequences = sequences_;
     report.sequence_length = length_;
-    report.positions = tokens_.size();
-    report.predictions = static_cast<uint64_t>(sequences_ * (length_ - 1));
+    report.scored_from = run_.scored_from;
+    for (int64_t t = 0; t < length_; ++t) {
+      report.positions += Scored(t) ? sequences_ : 0;
+      report.predictions += Scored(t) && t + 1 < length_ ? sequences_ : 0;
+    }
     report.batches = batches_;
     const double predictions = static_cast<double>(report.predictions);
     double ref_sum = 0;
@@ -429,7 +436,9 @@ class Evaluator {
       }
       result.census = streams_[k + 1].census;
       std::vector<double> kl, dp;
-      kl.reserve(tokens_.size());
+      std::vector<PositionMetrics> scored;
+      kl.reserve(report.positions);
+      scored.reserve(report.predictions);
       uint64_t top1 = 0;
       double ce = 0;
       std::vector<double> error(layers, 0), norm(layers, 0);
@@ -443,14 +452,19 @@ class Evaluator {
           norm[l] += r.layer_norm[l];
         }
         for (int64_t t = 0; t < length_; ++t) {
+          if (!Scored(t)) continue;
           const PositionMetrics& m = metrics_[k][s * length_ + t];
           kl.push_back(m.kl);
-          if (t + 1 < length_) dp.push_back(m.delta_p);
+          if (t + 1 < length_) {
+            dp.push_back(m.delta_p);
+            scored.push_back(m);
+          }
         }
       }
+      result.llama_cpp = LlamaCppStatistics(scored);
       result.kl = Describe(std::move(kl));
       result.delta_p = Describe(std::move(dp));
-      result.top1_agreement = static_cast<double>(top1) / static_cast<double>(tokens_.size());
+      result.top1_agreement = static_cast<double>(top1) / static_cast<double>(report.positions);
       result.cross_entropy = predictions > 0 ? ce / predictions : NAN;
       result.perplexity = std::exp(result.cross_entropy);
       for (int64_t l = 0; l < layers; ++l) {
@@ -459,6 +473,12 @@ class Evaluator {
       report.candidates.push_back(std::move(result));
     }
     return report;
+  }
+
+  // Whether position t of a sequence counts in the metrics: every one, or
+  // with EvalRun::scored_from, those from it to the last but one.
+  bool Scored(int64_t t) const {
+    return run_.scored_from < 0 || (t >= run_.scored_from && t + 1 < length_);
   }
 
   const Checkpoint& ref_;

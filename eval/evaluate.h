@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "eval/llama_cpp_stats.h"
 #include "eval/metrics.h"
 #include "model/checkpoint.h"
 #include "model/forward.h"
@@ -43,12 +44,14 @@ struct EvalCandidate {
 struct CandidateResult {
   EvalCandidate candidate;
   WeightReport weights;              // the matrices changed (none with float32 weights)
-  Distribution kl;                   // over every position of every sequence
+  Distribution kl;                   // over every scored position of every sequence
   double top1_agreement = 0;         // share of positions whose argmax equals the reference's
   Distribution delta_p;              // over positions 0..L-2 (the next token known)
   double cross_entropy = 0;          // mean -log q(next), nats
   double perplexity = 0;             // exp(cross_entropy)
   uint64_t nonfinite_positions = 0;  // positions with a NaN or inf logit
+  // llama.cpp's final table over the positions with a next token.
+  LlamaCppStats llama_cpp;
   // Per decoder layer, ||h_q - h_ref|| / ||h_ref|| of the hidden state after
   // the layer, over every token.
   std::vector<double> layer_relative_rmse;
@@ -58,8 +61,12 @@ struct CandidateResult {
 struct EvalReport {
   int64_t sequences = 0;
   int64_t sequence_length = 0;
-  uint64_t positions = 0;    // sequences * length: where KL and top-1 are taken
-  uint64_t predictions = 0;  // sequences * (length - 1): where perplexity is
+  int64_t scored_from = -1;  // EvalRun::scored_from
+  // Where KL and top-1 are taken: every position (sequences * length), or
+  // with scored_from, sequences * (length - 1 - scored_from).
+  uint64_t positions = 0;
+  // Where perplexity and delta p are: positions with a next token.
+  uint64_t predictions = 0;
   int64_t batches = 0;       // passes over the checkpoint
   double reference_cross_entropy = 0;
   double reference_perplexity = 0;
@@ -78,6 +85,10 @@ struct EvalRun {
   // logits allow. Results depend on it only through the order of the KL's
   // sums (eval/logit_stats.h).
   int64_t head_rows = 0;
+  // -1: every position is scored (KL and top-1 at each, perplexity where
+  // the next token is known). k >= 0: only positions k .. length - 2 count
+  // for every metric, llama.cpp's perplexity protocol with k = length / 2.
+  int64_t scored_from = -1;
   // Called before each step with (steps done, steps in all, what): a step is
   // a decoder layer (or lm_head) of one batch for the reference or one weight
   // variant.

@@ -10,19 +10,16 @@
 namespace lowp {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 // Thrown by the parser callback to stop at the first problem.
 struct DuplicateKey {
   std::string key;
 };
 struct TooDeep {};
 
-}  // namespace
-
-absl::StatusOr<Json> ParseStrictJson(absl::string_view text, absl::string_view context) {
+template <class Json>
+absl::StatusOr<Json> Parse(absl::string_view text, absl::string_view context) {
   std::vector<std::set<std::string>> keys;
-  auto callback = [&keys](int depth, Json::parse_event_t event, Json& parsed) {
+  auto callback = [&keys](int depth, typename Json::parse_event_t event, Json& parsed) {
     switch (event) {
       case Json::parse_event_t::object_start:
         keys.emplace_back();
@@ -31,8 +28,8 @@ absl::StatusOr<Json> ParseStrictJson(absl::string_view text, absl::string_view c
         if (!keys.empty()) keys.pop_back();
         break;
       case Json::parse_event_t::key:
-        if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second) {
-          throw DuplicateKey{parsed.get<std::string>()};
+        if (!keys.empty() && !keys.back().insert(parsed.template get<std::string>()).second) {
+          throw DuplicateKey{parsed.template get<std::string>()};
         }
         break;
       default:
@@ -48,9 +45,21 @@ absl::StatusOr<Json> ParseStrictJson(absl::string_view text, absl::string_view c
   } catch (const TooDeep&) {
     return absl::InvalidArgumentError(
         absl::StrCat(context, ": JSON nested more than 64 levels deep"));
-  } catch (const Json::exception& e) {
+  } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(context, " is not valid JSON: ", e.what()));
   }
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::ordered_json> ParseStrictJson(absl::string_view text,
+                                                       absl::string_view context) {
+  return Parse<nlohmann::ordered_json>(text, context);
+}
+
+absl::StatusOr<nlohmann::json> ParseStrictJsonUnordered(absl::string_view text,
+                                                        absl::string_view context) {
+  return Parse<nlohmann::json>(text, context);
 }
 
 }  // namespace lowp

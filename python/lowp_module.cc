@@ -631,9 +631,42 @@ py::object EvalCall(const py::kwargs& kwargs) {
     o.batch_tokens = Int(n, v);
     if (o.batch_tokens < 0) throw py::value_error("batch_tokens: want a number >= 0");
   };
+  s["text"] = [&](const std::string& n, const py::object& v) { o.text = Text(n, v); };
+  s["text_file"] = [&](const std::string& n, const py::object& v) {
+    if (!IsPath(v)) WrongType(n, "a path", v);
+    o.text_file = PathText(v);
+  };
+  s["tokenizer"] = [&](const std::string& n, const py::object& v) {
+    if (!IsPath(v)) WrongType(n, "a path", v);
+    o.tokenizer = PathText(v);
+  };
+  s["ctx"] = IntInto(&o.ctx);
+  s["chunks"] = IntInto(&o.chunks);
   s["threads"] = IntInto(&o.threads);
   Keywords("eval", kwargs).Apply(s);
   return Run<api::EvalResult>([&] { return api::Eval(o); });
+}
+
+py::object TokenizeCall(const py::kwargs& kwargs) {
+  api::TokenizeOptions o;
+  Setters s;
+  s["text"] = [&](const std::string& n, const py::object& v) { o.text = Text(n, v); };
+  s["text_file"] = [&](const std::string& n, const py::object& v) {
+    if (!IsPath(v)) WrongType(n, "a path", v);
+    o.text_file = PathText(v);
+  };
+  s["model"] = [&](const std::string&, const py::object& v) { o.model = ModelArg(v); };
+  s["tokenizer"] = [&](const std::string& n, const py::object& v) {
+    if (!IsPath(v)) WrongType(n, "a path", v);
+    o.tokenizer = PathText(v);
+  };
+  s["parse_special"] = [&](const std::string& n, const py::object& v) {
+    o.parse_special = Bool(n, v);
+  };
+  s["add_bos"] = [&](const std::string& n, const py::object& v) { o.add_bos = Bool(n, v); };
+  s["pieces"] = [&](const std::string& n, const py::object& v) { o.pieces = Bool(n, v); };
+  Keywords("tokenize", kwargs).Apply(s);
+  return Run<api::TokenizeResult>([&] { return api::Tokenize(o); });
 }
 
 ConvertOptions ReadConvertOptions(const std::optional<std::string>& rounding,
@@ -895,9 +928,14 @@ PYBIND11_MODULE(_lowp, m) {
         "(temperature 0: greedy).");
   m.def("eval", &EvalCall,
         "`lowp eval --json`: model=dir, tensors=[paths], tokens=array or .npy path, "
-        "sample='N:LEN', seed=0, weights=[...], weights_file=[GGUF or safetensors files of the "
-        "model], activations=[...], kv=[...], compute=[...], batch_tokens=0, "
-        "threads=0.");
+        "sample='N:LEN', seed=0, text='...' or text_file=path (llama.cpp's perplexity "
+        "protocol: ctx=512, chunks=-1, tokenizer=path over the model's own), weights=[...], "
+        "weights_file=[GGUF or safetensors files of the model], activations=[...], kv=[...], "
+        "compute=[...], batch_tokens=0, threads=0.");
+  m.def("tokenize", &TokenizeCall,
+        "`lowp tokenize --json`: text='...' or text_file=path, model=dir (default: the "
+        "bundled stories260K-hf) or tokenizer=path, parse_special=False, add_bos=None (the "
+        "tokenizer's choice), pieces=False. Returns the ids and counts.");
   m.def(
       "bundled_model", [] { return Value(BundledModel()); },
       "Directory of the bundled model in Hugging Face layout (stories260K-hf).");

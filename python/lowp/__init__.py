@@ -14,6 +14,8 @@ options' fields, typed (`compare_formats=True`, `relative_floor=1e-4`,
     lowp.size(model="llama-3.1-70b", mode="inference", weights="int4-g128")
     lowp.eval(weights=["bf16", "int4-g128"], kv="fp8_e4m3fn")["candidates"][0]["kl_mean"]
     lowp.forward(lowp.bundled_model(), tokens)                     # float32 logits
+    lowp.eval(text_file="wiki.txt", model="Llama-3.2-1B/", weights=["q4_0"])  # llama.cpp protocol
+    lowp.tokenize(text="Once upon a time")["ids"]                # the model's tokenizer
 """
 
 from ._lowp import (  # noqa: F401
@@ -35,6 +37,7 @@ from ._lowp import (  # noqa: F401
     schemes,
     size,
     tensors,
+    tokenize,
 )
 
 

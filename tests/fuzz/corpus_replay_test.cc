@@ -30,6 +30,7 @@ int FuzzArgs(const uint8_t* data, size_t size);
 int ArgsExitCode(const uint8_t* data, size_t size);
 int FuzzModel(const uint8_t* data, size_t size);
 int FuzzGguf(const uint8_t* data, size_t size);
+int FuzzTokenizer(const uint8_t* data, size_t size);
 namespace {
 
 // Whether a model fuzz input (4-byte config length, config.json,
@@ -100,6 +101,7 @@ TEST(FuzzCorpusReplayTest, Names) { EXPECT_GE(Replay("names", FuzzNames), 40); }
 TEST(FuzzCorpusReplayTest, Args) { EXPECT_GE(Replay("args", FuzzArgs), 40); }
 TEST(FuzzCorpusReplayTest, Model) { EXPECT_GE(Replay("model", FuzzModel), 6); }
 TEST(FuzzCorpusReplayTest, Gguf) { EXPECT_GE(Replay("gguf", FuzzGguf), 20); }
+TEST(FuzzCorpusReplayTest, Tokenizer) { EXPECT_GE(Replay("tokenizer", FuzzTokenizer), 6); }
 
 }  // namespace
 }  // namespace lowp::fuzz

@@ -62,6 +62,10 @@ def calls(inp, out, root):
         # bundled checkpoint's absolute path is in it.
         ("eval", lambda: lowp.eval(tokens=np.load(os.path.join(inp, "tokens.npy")), weights=["bf16", "int4-g128"], kv="none,fp8_e4m3fn")),
         ("eval sample", lambda: lowp.eval(sample=(2, 16), weights="q8_0", compute=["bf16"])),
+        ("eval text", lambda: lowp.eval(text="Once upon a time, there was a little girl named Lily. " * 40, ctx=128, weights="q4_0")),
+        ("tokenize", lambda: lowp.tokenize(text="Once upon a time, naïve café 日本", pieces=True)),
+        ("tokenize llama2", lambda: lowp.tokenize(text="Once upon a time\n\nThe end.", tokenizer=os.path.join(root, "tests/data/llama2-tokenizer/tokenizer.model"), pieces=True)),
+        ("error tokenize", lambda: lowp.tokenize(text="x", tokenizer="/nonexistent")),
         ("forward", lambda: np.round(lowp.forward(None, np.load(os.path.join(inp, "tokens.npy")))[:, :3, :4], 3).tolist()),
         ("forward 1-d", lambda: lowp.forward(lowp.bundled_model(), [1, 2, 3]).shape),
         ("sample", lambda: lowp.sample(count=2, length=12, seed=3).tolist()),

@@ -1,0 +1,90 @@
+#include "api/tokenize.h"
+
+#include <filesystem>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "formats/option_error.h"
+#include "io/bundled.h"
+#include "io/mapped_file.h"
+
+namespace lowp::api {
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> FindTokenizer(const std::string& model,
+                                                         const std::string& tokenizer) {
+  std::string where = tokenizer;
+  if (where.empty()) where = model;
+  if (where.empty()) {
+    absl::StatusOr<std::string> bundled = BundledModel();
+    if (!bundled.ok()) return OptionError("model", bundled.status().message());
+    where = *bundled;
+  } else if (tokenizer.empty() && !std::filesystem::is_directory(where)) {
+    // A config.json or checkpoint file: its directory.
+    where = std::filesystem::path(where).parent_path().string();
+    if (where.empty()) where = ".";
+  }
+  absl::StatusOr<std::unique_ptr<Tokenizer>> t = LoadTokenizer(where);
+  if (!t.ok()) return OptionError(tokenizer.empty() ? "model" : "tokenizer", t.status().message());
+  return t;
+}
+
+absl::StatusOr<std::string> ReadText(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadRegularFile(path, kMaxTextBytes);
+  if (!text.ok()) return OptionError("text", text.status().message());
+  return text;
+}
+
+absl::StatusOr<TokenizeResult> Tokenize(const TokenizeOptions& options) {
+  if (options.text.has_value() == !options.text_file.empty()) {
+    return OptionError("text", "give either a text file or a text");
+  }
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
+      FindTokenizer(options.model, options.tokenizer);
+  if (!tokenizer.ok()) return tokenizer.status();
+  std::string text;
+  if (options.text) {
+    text = *options.text;
+  } else {
+    absl::StatusOr<std::string> read = ReadText(options.text_file);
+    if (!read.ok()) return read.status();
+    text = *std::move(read);
+  }
+  TokenizeResult r;
+  r.tokenizer = (*tokenizer)->info();
+  r.text = options.text ? "text" : options.text_file;
+  r.bytes = text.size();
+  r.add_bos = options.add_bos.value_or(r.tokenizer.add_bos) && r.tokenizer.bos >= 0;
+  absl::StatusOr<std::vector<int32_t>> ids = (*tokenizer)->Encode(text, options.parse_special);
+  if (!ids.ok()) return ids.status();
+  if (r.add_bos) ids->insert(ids->begin(), r.tokenizer.bos);
+  r.ids = *std::move(ids);
+  absl::flat_hash_set<int32_t> distinct(r.ids.begin(), r.ids.end());
+  r.distinct = distinct.size();
+  if (options.pieces) {
+    r.pieces.reserve(r.ids.size());
+    for (int32_t id : r.ids) r.pieces.push_back((*tokenizer)->Piece(id));
+  }
+  return r;
+}
+
+nlohmann::json ToJson(const TokenizeResult& r) {
+  nlohmann::json j;
+  j["tokenizer"] = {{"path", r.tokenizer.path},
+                    {"kind", r.tokenizer.kind},
+                    {"vocab_size", r.tokenizer.vocab_size},
+                    {"bos", r.tokenizer.bos},
+                    {"eos", r.tokenizer.eos},
+                    {"add_bos", r.tokenizer.add_bos}};
+  j["text"] = r.text;
+  j["bytes"] = r.bytes;
+  j["add_bos"] = r.add_bos;
+  j["tokens"] = r.ids.size();
+  j["distinct"] = r.distinct;
+  j["ids"] = r.ids;
+  // Pieces may hold bytes that are not UTF-8 (byte tokens): the writer
+  // replaces them (cli/shared.cc's EmitJson).
+  if (!r.pieces.empty()) j["pieces"] = r.pieces;
+  return j;
+}
+
+}  // namespace lowp::api

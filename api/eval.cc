@@ -300,14 +300,9 @@ absl::StatusOr<TokenArray> TextChunks(const EvalOptions& o, const std::string& m
   }
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = FindTokenizer(model, o.tokenizer);
   if (!tokenizer.ok()) return tokenizer.status();
-  std::string text;
-  if (o.text) {
-    text = *o.text;
-  } else {
-    absl::StatusOr<std::string> read = ReadText(o.text_file);
-    if (!read.ok()) return read.status();
-    text = *std::move(read);
-  }
+  absl::StatusOr<std::string> read = ReadText(o.text, o.text_file);
+  if (!read.ok()) return read.status();
+  std::string text = *std::move(read);
   // llama.cpp's -f drops one trailing newline.
   if (!text.empty() && text.back() == '\n') text.pop_back();
   absl::StatusOr<std::vector<int32_t>> ids = (*tokenizer)->Tokenize(text);

@@ -28,10 +28,12 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FindTokenizer(const std::string& mode
   return t;
 }
 
-absl::StatusOr<std::string> ReadText(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadRegularFile(path, kMaxTextBytes);
-  if (!text.ok()) return OptionError("text", text.status().message());
-  return text;
+absl::StatusOr<std::string> ReadText(const std::optional<std::string>& text,
+                                     const std::string& path) {
+  if (text) return *text;
+  absl::StatusOr<std::string> read = ReadRegularFile(path, kMaxTextBytes);
+  if (!read.ok()) return OptionError("text", read.status().message());
+  return read;
 }
 
 absl::StatusOr<TokenizeResult> Tokenize(const TokenizeOptions& options) {
@@ -41,14 +43,9 @@ absl::StatusOr<TokenizeResult> Tokenize(const TokenizeOptions& options) {
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
       FindTokenizer(options.model, options.tokenizer);
   if (!tokenizer.ok()) return tokenizer.status();
-  std::string text;
-  if (options.text) {
-    text = *options.text;
-  } else {
-    absl::StatusOr<std::string> read = ReadText(options.text_file);
-    if (!read.ok()) return read.status();
-    text = *std::move(read);
-  }
+  absl::StatusOr<std::string> read = ReadText(options.text, options.text_file);
+  if (!read.ok()) return read.status();
+  const std::string& text = *read;
   TokenizeResult r;
   r.tokenizer = (*tokenizer)->info();
   r.text = options.text ? "text" : options.text_file;

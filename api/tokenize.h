@@ -46,8 +46,9 @@ nlohmann::json ToJson(const TokenizeResult& result);
 // or the file or directory `tokenizer` names.
 absl::StatusOr<std::unique_ptr<Tokenizer>> FindTokenizer(const std::string& model,
                                                          const std::string& tokenizer);
-// A text file read whole; errors name the file.
-absl::StatusOr<std::string> ReadText(const std::string& path);
+// `text` when given, else the file `path` read whole; errors name the file.
+absl::StatusOr<std::string> ReadText(const std::optional<std::string>& text,
+                                     const std::string& path);
 
 }  // namespace lowp::api
 

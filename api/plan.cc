@@ -151,6 +151,9 @@ absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model, Plan
   e.model = model;
   e.sample = o.eval_sample;
   e.seed = o.eval_seed;
+  e.text_file = o.eval_text;
+  e.ctx = o.eval_ctx;
+  e.chunks = o.eval_chunks;
   e.threads = o.threads;
   std::vector<std::string> formats;
   for (const PlanCandidate& c : plan.candidates) formats.push_back(c.format);
@@ -165,6 +168,9 @@ absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model, Plan
     const std::string field = OptionOf(r.status()).value_or("");
     if (field == "model") return OptionError("eval_model", r.status().message());
     if (field == "sample") return OptionError("eval_sample", r.status().message());
+    if (field == "text" || field == "ctx" || field == "chunks" || field == "tokenizer") {
+      return OptionError(absl::StrCat("eval_", field), r.status().message());
+    }
     return r.status();
   }
   PlanEval pe;

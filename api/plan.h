@@ -43,6 +43,11 @@ struct PlanJobOptions {
   std::string eval_model;
   std::string eval_sample = "16:128";
   uint64_t eval_seed = 0;
+  // Or text (over eval_sample): lowp eval --text's llama.cpp protocol with
+  // chunks of eval_ctx tokens, eval_chunks of them at most (-1: all).
+  std::string eval_text;
+  int64_t eval_ctx = 512;
+  int64_t eval_chunks = -1;
   // Before each tensor measured, then (with `eval`) after each sequence
   // evaluated, with that phase's total.
   ProgressFn progress;

@@ -30,7 +30,8 @@ const char kPlanHelp[] =
     "                 [--formats F,F,...] [--device D[,D...]] [--tensors FILE[,FILE...] ...]\n"
     "                 [--select PATTERN] [sizing options as in lowp size]\n"
     "                 [--json | --csv] [--html report.html] [--quiet] [--threads N]\n"
-    "                 [--eval [--eval-model DIR] [--eval-sample N:LEN] [--eval-seed S]]\n"
+    "                 [--eval [--eval-model DIR] [--eval-sample N:LEN | --eval-text FILE]\n"
+    "                 [--eval-seed S]]\n"
     "\n"
     "For each candidate format of the decoder's linear weights, side by side: bits per\n"
     "weight with scales, weight bytes, memory per device, whether the job fits the\n"
@@ -60,6 +61,8 @@ const char kPlanHelp[] =
     "  --eval-model DIR  the Hugging Face model evaluated (default the bundled\n"
     "                    stories260K-hf; a proxy when it is not --model's shape)\n"
     "  --eval-sample N:LEN, --eval-seed S   the sampled tokens (16:128, seed 0)\n"
+    "  --eval-text FILE [--eval-ctx N] [--eval-chunks N]   text instead, measured by\n"
+    "      llama.cpp's perplexity protocol as `lowp eval --text` (ctx 512, all chunks)\n"
     "The KV cache stays in the bf16 reference's format, so the rows differ in their\n"
     "weights alone. Memory conventions: docs/sizing.md; metrics: lowp quant-error --help.\n";
 
@@ -280,7 +283,7 @@ void PrintPlan(const Plan& plan) {
 int PlanCommand(const std::vector<std::string>& argv) {
   std::vector<std::string> value_options = SizingValueOptions();
   for (const char* o : {"device", "formats", "tensors", "select", "html", "threads", "eval-model",
-                        "eval-sample", "eval-seed"}) {
+                        "eval-sample", "eval-seed", "eval-text", "eval-ctx", "eval-chunks"}) {
     value_options.push_back(o);
   }
   absl::StatusOr<Args> args = Args::Parse(
@@ -321,13 +324,24 @@ int PlanCommand(const std::vector<std::string>& argv) {
   if (!threads.ok()) return Fail(threads.status());
   options.threads = *threads;
   options.eval = args->Has("eval");
-  for (const char* o : {"eval-model", "eval-sample", "eval-seed"}) {
+  for (const char* o : {"eval-model", "eval-sample", "eval-seed", "eval-text", "eval-ctx",
+                        "eval-chunks"}) {
     if (!options.eval && args->Value(o)) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--", o, " needs --eval")));
     }
   }
   options.eval_model = args->Value("eval-model").value_or("");
   options.eval_sample = args->Value("eval-sample").value_or(options.eval_sample);
+  options.eval_text = args->Value("eval-text").value_or("");
+  for (auto [name, value] : {std::pair<const char*, int64_t*>{"eval-ctx", &options.eval_ctx},
+                             {"eval-chunks", &options.eval_chunks}}) {
+    if (std::optional<std::string> v = args->Value(name)) {
+      if (!absl::SimpleAtoi(*v, value) || *value < 1) {
+        return Fail(absl::InvalidArgumentError(
+            absl::StrCat("--", name, " '", *v, "': want a number >= 1")));
+      }
+    }
+  }
   if (std::optional<std::string> seed = args->Value("eval-seed")) {
     if (!absl::SimpleAtoi(*seed, &options.eval_seed)) {
       return Fail(absl::InvalidArgumentError(

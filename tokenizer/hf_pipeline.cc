@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "tokenizer/hf_json.h"
 
 namespace lowp {
 namespace {
@@ -14,30 +15,6 @@ using Json = nlohmann::json;
 // GPT-2's regex, which ByteLevel applies when use_regex is true.
 constexpr char kGpt2Pattern[] =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-
-std::string TypeOf(const Json& j) {
-  auto it = j.find("type");
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-// A string member (`fallback` when absent or null); InvalidArgument otherwise.
-absl::StatusOr<std::string> StringField(const Json& j, const char* key, const std::string& where,
-                                        const std::string& fallback = "") {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_string())
-    return absl::InvalidArgumentError(absl::StrCat(where, ": ", key, " is not a string"));
-  return it->get<std::string>();
-}
-
-absl::StatusOr<bool> BoolField(const Json& j, const char* key, const std::string& where,
-                               bool fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_boolean())
-    return absl::InvalidArgumentError(absl::StrCat(where, ": ", key, " is not a boolean"));
-  return it->get<bool>();
-}
 
 // A pattern member: {"String": "..."} or {"Regex": "..."}.
 absl::StatusOr<Regex> PatternField(const Json& j, const std::string& where) {

@@ -40,6 +40,14 @@ class HfPipeline {
   // What the pipeline does, for `lowp tokenize` ("Prepend, Replace |
   // ByteLevel").
   const std::string& description() const { return description_; }
+  // Whether a ByteLevel pre-tokenizer maps the words' bytes to GPT-2's
+  // characters.
+  bool byte_level() const {
+    for (const Step& s : pre_tokenizers_) {
+      if (s.kind == Kind::kByteLevel) return true;
+    }
+    return false;
+  }
 
  private:
   enum class Kind { kPrepend, kReplace, kNfcAscii, kSplit, kByteLevel, kMetaspace };

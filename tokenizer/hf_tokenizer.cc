@@ -24,6 +24,7 @@
 // template begins with it (llama.cpp's converter reads both the same way).
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
@@ -33,6 +34,7 @@
 #include "io/mapped_file.h"
 #include "io/strict_json.h"
 #include "tokenizer/bpe_merge.h"
+#include "tokenizer/hf_json.h"
 #include "tokenizer/hf_pipeline.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/special_tokens.h"
@@ -69,7 +71,10 @@ class HfTokenizer final : public Tokenizer {
     if (!j.is_object()) return bad("not a tokenizer.json (not an object)");
     auto model = j.find("model");
     if (model == j.end() || !model->is_object()) return bad("has no model");
-    std::string type = model->value("type", "");
+    absl::StatusOr<std::string> model_type =
+        StringField(*model, "type", absl::StrCat(file, ": model"));
+    if (!model_type.ok()) return model_type.status();
+    std::string type = *model_type;
     if (type.empty() && model->contains("merges")) type = "BPE";
     if (type != "BPE") {
       return bad(absl::StrCat("the model ", type.empty() ? "(no type)" : type,
@@ -116,11 +121,16 @@ class HfTokenizer final : public Tokenizer {
         if (id < 0 || id >= kMaxId)
           return bad(absl::StrCat("added token id ", id, " is out of range"));
         AddedToken token{.content = a["content"].get<std::string>(),
-                         .id = static_cast<int32_t>(id),
-                         .special = a.value("special", false),
-                         .lstrip = a.value("lstrip", false),
-                         .rstrip = a.value("rstrip", false),
-                         .single_word = a.value("single_word", false)};
+                         .id = static_cast<int32_t>(id)};
+        const std::string where = absl::StrCat(file, ": added token ", id);
+        for (auto [key, flag] : {std::pair<const char*, bool*>{"special", &token.special},
+                                 {"lstrip", &token.lstrip},
+                                 {"rstrip", &token.rstrip},
+                                 {"single_word", &token.single_word}}) {
+          absl::StatusOr<bool> value = BoolField(a, key, where, false);
+          if (!value.ok()) return value.status();
+          *flag = *value;
+        }
         if (token.content.empty()) return bad(absl::StrCat("added token ", id, " is empty"));
         if (FirstInvalidUtf8(token.content) != token.content.size()) {
           return bad(absl::StrCat("added token ", id, " is not valid UTF-8"));
@@ -168,19 +178,22 @@ class HfTokenizer final : public Tokenizer {
       t->merges_.try_emplace(Key(ia->second, ib->second), PairMerge{double(rank), iab->second});
       ++rank;
     }
-    absl::StatusOr<std::string> unk =
-        model->contains("unk_token") && (*model)["unk_token"].is_string()
-            ? absl::StatusOr<std::string>((*model)["unk_token"].get<std::string>())
-            : absl::StatusOr<std::string>("");
+    const std::string where = absl::StrCat(file, ": model");
+    absl::StatusOr<std::string> unk = StringField(*model, "unk_token", where);
+    if (!unk.ok()) return unk.status();
     if (!unk->empty()) {
       auto it = t->ids_.find(*unk);
       if (it == t->ids_.end())
         return bad(absl::StrCat("unk_token \"", *unk, "\" is not in the vocabulary"));
       t->unk_ = it->second;
     }
-    t->byte_fallback_ = model->value("byte_fallback", false);
-    t->fuse_unk_ = model->value("fuse_unk", false);
-    t->ignore_merges_ = model->value("ignore_merges", false);
+    for (auto [key, flag] : {std::pair<const char*, bool*>{"byte_fallback", &t->byte_fallback_},
+                             {"fuse_unk", &t->fuse_unk_},
+                             {"ignore_merges", &t->ignore_merges_}}) {
+      absl::StatusOr<bool> value = BoolField(*model, key, where, false);
+      if (!value.ok()) return value.status();
+      *flag = *value;
+    }
     if (t->byte_fallback_) {
       for (int b = 0; b < 256; ++b) {
         auto it = t->ids_.find(absl::StrFormat("<0x%02X>", b));
@@ -193,7 +206,6 @@ class HfTokenizer final : public Tokenizer {
                           j.contains("pre_tokenizer") ? j["pre_tokenizer"] : kNull, file);
     if (!pipeline.ok()) return pipeline.status();
     t->pipeline_ = *std::move(pipeline);
-    t->byte_level_ = t->pipeline_.description().find("ByteLevel") != std::string::npos;
     if (absl::Status s = t->SetSpecialTokens(j, directory); !s.ok()) return s;
     return std::unique_ptr<Tokenizer>(std::move(t));
   }
@@ -343,7 +355,7 @@ class HfTokenizer final : public Tokenizer {
     std::optional<std::string> template_bos;
     std::function<void(const Json&)> visit = [&](const Json& p) {
       if (!p.is_object()) return;
-      const std::string type = p.value("type", "");
+      const std::string type = TypeOf(p);
       if (type == "Sequence" && p.contains("processors") && p["processors"].is_array()) {
         for (const Json& q : p["processors"]) visit(q);
       } else if (type == "TemplateProcessing" && p.contains("single") && p["single"].is_array() &&
@@ -371,8 +383,8 @@ class HfTokenizer final : public Tokenizer {
     const bool add_bos = bos >= 0 && special->add_bos.value_or(template_bos.has_value() &&
                                                                id_of(template_bos) == bos);
     info_ = {.path = path_,
-             .kind = absl::StrCat("tokenizer.json ", byte_level_ ? "byte-level " : "", "BPE (",
-                                  pipeline_.description(), ")"),
+             .kind = absl::StrCat("tokenizer.json ", pipeline_.byte_level() ? "byte-level " : "",
+                                  "BPE (", pipeline_.description(), ")"),
              .vocab_size = n,
              .bos = bos,
              .eos = eos,
@@ -389,7 +401,7 @@ class HfTokenizer final : public Tokenizer {
   HfPipeline pipeline_;
   int32_t unk_ = -1;
   std::array<int32_t, 256> byte_ids_{};
-  bool byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false, byte_level_ = false;
+  bool byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false;
 };
 
 }  // namespace

@@ -429,11 +429,7 @@ nlohmann::json ToJson(const EvalResult& r) {
   j["tokens"] = r.tokens;
   const EvalReport& e = r.report;
   if (e.scored_from >= 0) {
-    j["text"] = {{"tokenizer", {{"path", r.tokenizer.path},
-                                {"kind", r.tokenizer.kind},
-                                {"vocab_size", r.tokenizer.vocab_size},
-                                {"bos", r.tokenizer.bos},
-                                {"add_bos", r.tokenizer.add_bos}}},
+    j["text"] = {{"tokenizer", ToJson(r.tokenizer)},
                  {"tokens", r.text_tokens},
                  {"ctx", e.sequence_length},
                  {"chunks", e.sequences},

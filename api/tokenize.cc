@@ -64,14 +64,14 @@ absl::StatusOr<TokenizeResult> Tokenize(const TokenizeOptions& options) {
   return r;
 }
 
+nlohmann::json ToJson(const TokenizerInfo& t) {
+  return {{"path", t.path}, {"kind", t.kind}, {"vocab_size", t.vocab_size},
+          {"bos", t.bos},   {"eos", t.eos},   {"add_bos", t.add_bos}};
+}
+
 nlohmann::json ToJson(const TokenizeResult& r) {
   nlohmann::json j;
-  j["tokenizer"] = {{"path", r.tokenizer.path},
-                    {"kind", r.tokenizer.kind},
-                    {"vocab_size", r.tokenizer.vocab_size},
-                    {"bos", r.tokenizer.bos},
-                    {"eos", r.tokenizer.eos},
-                    {"add_bos", r.tokenizer.add_bos}};
+  j["tokenizer"] = ToJson(r.tokenizer);
   j["text"] = r.text;
   j["bytes"] = r.bytes;
   j["add_bos"] = r.add_bos;

@@ -41,6 +41,9 @@ struct TokenizeResult {
 
 absl::StatusOr<TokenizeResult> Tokenize(const TokenizeOptions& options);
 nlohmann::json ToJson(const TokenizeResult& result);
+// A tokenizer as the JSON results name it (path, kind, vocab_size, bos,
+// eos, add_bos).
+nlohmann::json ToJson(const TokenizerInfo& info);
 
 // The tokenizer of `model` (a directory; empty: the bundled stories260K-hf)
 // or the file or directory `tokenizer` names.

@@ -96,7 +96,8 @@ double At(const std::vector<std::pair<double, double>>& percentiles, double frac
 
 // llama.cpp's final statistics, a row per candidate as its tables read.
 void PrintLlamaCpp(const EvalReport& e) {
-  std::printf("\nas llama.cpp's perplexity --kl-divergence reports them (± its standard errors):\n");
+  std::printf(
+      "\nas llama.cpp's perplexity --kl-divergence reports them (± its standard errors):\n");
   const LlamaCppStats* first = e.candidates.empty() ? nullptr : &e.candidates[0].llama_cpp;
   if (first != nullptr) {
     std::printf("PPL(base) %s\n", PlusMinus(first->ppl_base, 4).c_str());
@@ -202,12 +203,11 @@ void PrintResult(const api::EvalResult& r, Output output, bool layers, bool cens
 }  // namespace
 
 int EvalCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args =
-      Args::Parse(argv,
-                  {"model", "tensors", "tokens", "sample", "seed", "weights", "weights-file",
-                   "activations", "kv", "compute", "threads", "batch-tokens", "text", "tokenizer",
-                   "ctx", "chunks"},
-                  {"json", "csv", "layers", "census", "quiet"});
+  absl::StatusOr<Args> args = Args::Parse(
+      argv,
+      {"model", "tensors", "tokens", "sample", "seed", "weights", "weights-file", "activations",
+       "kv", "compute", "threads", "batch-tokens", "text", "tokenizer", "ctx", "chunks"},
+      {"json", "csv", "layers", "census", "quiet"});
   if (!args.ok()) return Fail(args.status());
   if (!args->positional().empty()) {
     return Fail(absl::InvalidArgumentError("eval takes no positional arguments; see --help"));
@@ -237,13 +237,9 @@ int EvalCommand(const std::vector<std::string>& argv) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--", name, " goes with --text")));
     }
   }
-  for (auto [name, value] : {std::pair<const char*, int64_t*>{"ctx", &o.ctx}, {"chunks", &o.chunks}}) {
-    if (std::optional<std::string> v = args->Value(name)) {
-      if (!absl::SimpleAtoi(*v, value) || *value < 1) {
-        return Fail(absl::InvalidArgumentError(
-            absl::StrCat("--", name, " '", *v, "': want a number >= 1")));
-      }
-    }
+  for (auto [name, value] :
+       {std::pair<const char*, int64_t*>{"ctx", &o.ctx}, {"chunks", &o.chunks}}) {
+    if (absl::Status s = ReadCount(*args, name, value); !s.ok()) return Fail(s);
   }
   if (std::optional<std::string> s = args->Value("seed")) {
     if (!absl::SimpleAtoi(*s, &o.seed)) {

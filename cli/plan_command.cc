@@ -335,12 +335,7 @@ int PlanCommand(const std::vector<std::string>& argv) {
   options.eval_text = args->Value("eval-text").value_or("");
   for (auto [name, value] : {std::pair<const char*, int64_t*>{"eval-ctx", &options.eval_ctx},
                              {"eval-chunks", &options.eval_chunks}}) {
-    if (std::optional<std::string> v = args->Value(name)) {
-      if (!absl::SimpleAtoi(*v, value) || *value < 1) {
-        return Fail(absl::InvalidArgumentError(
-            absl::StrCat("--", name, " '", *v, "': want a number >= 1")));
-      }
-    }
+    if (absl::Status s = ReadCount(*args, name, value); !s.ok()) return Fail(s);
   }
   if (std::optional<std::string> seed = args->Value("eval-seed")) {
     if (!absl::SimpleAtoi(*seed, &options.eval_seed)) {

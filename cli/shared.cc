@@ -105,6 +105,18 @@ absl::Status ReadInt(const Args& args, const char* name, Int* out) {
   return absl::OkStatus();
 }
 
+absl::Status ReadCount(const Args& args, const char* name, int64_t* out) {
+  std::optional<std::string> text = args.Value(name);
+  if (!text) return absl::OkStatus();
+  int64_t value;
+  if (!absl::SimpleAtoi(*text, &value) || value < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " '", *text, "': want a number >= 1"));
+  }
+  *out = value;
+  return absl::OkStatus();
+}
+
 const std::vector<std::string>& SizingValueOptions() {
   static const std::vector<std::string> options = {"model",
                                                    "mode",

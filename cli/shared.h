@@ -46,6 +46,10 @@ const std::vector<std::string>& SizingValueOptions();
 // Reads them into `o` (--mode required); InvalidArgument naming the option.
 absl::Status ReadSizingOptions(const Args& args, SizingOptions* o);
 
+// --NAME as a count (an integer >= 1) into `out`, left alone when absent;
+// InvalidArgument naming the option otherwise.
+absl::Status ReadCount(const Args& args, const char* name, int64_t* out);
+
 // --threads: 0 (every core, the default) to 1024.
 absl::StatusOr<int> ParseThreads(const Args& args);
 

@@ -52,9 +52,11 @@ class EvalFaults : public ScratchDir {
     return {c};
   }
 
-  // Evaluate on the model directory, `fault` called when layer 2's first
-  // step begins.
-  absl::StatusOr<EvalReport> EvaluateWith(const std::function<void()>& fault) {
+  // Evaluate `candidates` (default Candidates()) on the model directory,
+  // `fault` called when layer 2's first step begins.
+  absl::StatusOr<EvalReport> EvaluateWith(const std::function<void()>& fault,
+                                          std::vector<EvalCandidate> candidates = {}) {
+    if (candidates.empty()) candidates = Candidates();
     absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(Path("model"), {});
     if (!model.ok()) return model.status();
     EvalRun run;
@@ -66,7 +68,7 @@ class EvalFaults : public ScratchDir {
         if (fault) fault();
       }
     };
-    return Evaluate(*model, tokens_, 48, Candidates(), run);
+    return Evaluate(*model, tokens_, 48, candidates, run);
   }
 
   std::string Safetensors() const { return Path("model/model.safetensors"); }
@@ -100,20 +102,13 @@ TEST_F(EvalFaults, ACheckpointModifiedInPlaceDuringTheRunIsAnError) {
 TEST_F(EvalFaults, ACandidatesFileTruncatedDuringTheRunIsAnError) {
   // The checkpoint's own copy as a candidate's file, cut short mid-run.
   fs::copy_file(Safetensors(), Path("copy.safetensors"));
-  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(Path("model"), {});
-  ASSERT_TRUE(model.ok()) << model.status();
   EvalCandidate file;
   file.label = file.weights = file.weights_file = Path("copy.safetensors");
-  EvalRun run;
-  run.threads = 2;
-  bool done = false;
-  run.progress = [&](int64_t, int64_t, const std::string& what) {
-    if (!done && what.starts_with("layer 3/")) {
-      done = true;
-      fs::resize_file(Path("copy.safetensors"), fs::file_size(Path("copy.safetensors")) / 3);
-    }
-  };
-  absl::StatusOr<EvalReport> r = Evaluate(*model, tokens_, 48, {file}, run);
+  absl::StatusOr<EvalReport> r = EvaluateWith(
+      [&] {
+        fs::resize_file(Path("copy.safetensors"), fs::file_size(Path("copy.safetensors")) / 3);
+      },
+      {file});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
   EXPECT_THAT(r.status().message(), HasSubstr("copy.safetensors"));

@@ -26,6 +26,9 @@ struct Stream {
   std::vector<float> hidden;         // [batch rows, hidden_size]
   Census census;
   std::vector<LogitStats> reference_logits;  // per row (the reference)
+  // The first layer this stream runs (EvalRun::share_prefix): before it,
+  // its hidden state is the reference's, copied in at that layer.
+  int64_t first_layer = 0;
   std::vector<CandidateStats> logits;        // per row (a candidate)
 };
 
@@ -147,6 +150,13 @@ class Evaluator {
       }
       s.variant = it->second;
     }
+    for (Stream& s : streams_) {
+      const bool weights_only = s.candidate != nullptr && !s.candidate->emulation.activations &&
+                                !s.candidate->emulation.kv && !s.candidate->emulation.compute;
+      if (!run_.share_prefix || !weights_only) continue;
+      s.first_layer =
+          s.variant != nullptr ? s.variant->FirstChangedLayer() : c_.num_layers;
+    }
     return absl::OkStatus();
   }
 
@@ -211,18 +221,22 @@ class Evaluator {
     std::vector<LayerTask> tasks;
     std::vector<LayerWeights> made(variants_.size());
     for (int64_t layer = 0; layer < c_.num_layers; ++layer) {
+      JoinAt(layer);
       const std::string at = absl::StrCat(where, "layer ", layer + 1, "/", c_.num_layers);
       Progress(absl::StrCat(at, ": float32"));
       absl::StatusOr<const LayerWeights*> w = reader_.Layer(layer, threads_, again);
       if (!w.ok()) return w.status();
       for (size_t k = 0; k < streams_.size(); ++k) {
-        if (streams_[k].variant == nullptr) tasks_of(k, **w, tasks);
+        if (streams_[k].variant == nullptr && layer >= streams_[k].first_layer) {
+          tasks_of(k, **w, tasks);
+        }
       }
       if (!small) {
         if (absl::Status st = run(tasks, layer); !st.ok()) return st;
       }
       for (size_t v = 0; v < variants_.size(); ++v) {
         Progress(absl::StrCat(at, ": ", variants_[v]->spec()));
+        if (!Runs(*variants_[v], layer)) continue;
         // Small: each variant's layer kept for the side-by-side run; large:
         // one after another in one set of buffers.
         LayerStorage& storage = variant_storage_[small ? v : 0];
@@ -231,7 +245,9 @@ class Evaluator {
         if (!vw.ok()) return vw.status();
         made[v] = *std::move(vw);
         for (size_t k = 0; k < streams_.size(); ++k) {
-          if (streams_[k].variant == variants_[v].get()) tasks_of(k, made[v], tasks);
+          if (streams_[k].variant == variants_[v].get() && layer >= streams_[k].first_layer) {
+            tasks_of(k, made[v], tasks);
+          }
         }
         if (!small) {
           if (absl::Status st = run(tasks, layer); !st.ok()) return st;
@@ -242,8 +258,25 @@ class Evaluator {
       }
       LayerErrors(batch, first_sequence, layer);
     }
+    JoinAt(c_.num_layers);
     Progress(absl::StrCat(where, "lm_head"));
     return Head(batch, first_sequence, ids, measure, again);
+  }
+
+  // The streams that start at `layer` take the reference's hidden state
+  // (before the layer runs).
+  void JoinAt(int64_t layer) {
+    for (size_t k = 1; k < streams_.size(); ++k) {
+      if (streams_[k].first_layer == layer && layer > 0) streams_[k].hidden = streams_[0].hidden;
+    }
+  }
+
+  // Whether any stream of variant `v` runs `layer`.
+  bool Runs(const WeightVariant& v, int64_t layer) const {
+    for (const Stream& s : streams_) {
+      if (s.variant == &v && layer >= s.first_layer) return true;
+    }
+    return false;
   }
 
   // Each stream's embedding rows of `ids` (a variant's own, or the
@@ -288,7 +321,8 @@ class Evaluator {
     const std::vector<float>& a = streams_[0].hidden;
     ParallelFor(batch.sequences.size() * candidates_.size(), threads_, [&](size_t task) {
       const size_t s = task % batch.sequences.size(), k = task / batch.sequences.size();
-      const std::vector<float>& b = streams_[k + 1].hidden;
+      // A stream yet to start is the reference.
+      const std::vector<float>& b = layer < streams_[k + 1].first_layer ? a : streams_[k + 1].hidden;
       const size_t first = static_cast<size_t>(batch.sequences[s].first_row * D);
       const size_t n = static_cast<size_t>(batch.sequences[s].rows * D);
       double error = 0, norm = 0;

@@ -89,6 +89,13 @@ struct EvalRun {
   // the next token is known). k >= 0: only positions k .. length - 2 count
   // for every metric, llama.cpp's perplexity protocol with k = length / 2.
   int64_t scored_from = -1;
+  // Candidates that differ from the reference only from some decoder layer
+  // on (weights alone, WeightVariant::FirstChangedLayer) start there from
+  // the reference's hidden state instead of running the layers before it:
+  // the same results, bit for bit, in less time (what a per-tensor
+  // sensitivity sweep needs). Their census then counts only the layers
+  // they ran.
+  bool share_prefix = false;
   // Called before each step with (steps done, steps in all, what): a step is
   // a decoder layer (or lm_head) of one batch for the reference or one weight
   // variant.

@@ -5,7 +5,9 @@
 #include <limits>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "kernels/quantize.h"
 #include "kernels/thread_pool.h"
 #include "quant/recipe.h"
@@ -52,6 +54,20 @@ void CompareInto(std::span<const float> x, std::span<const float> q, int64_t col
 // ---------------------------------------------------------------------------
 // Schemes by rule.
 
+// The decoder layer of a matrix named "model.layers.N.<...>", kNoLayer for
+// the embedding and lm_head, -1 for any other name (taken as layer 0).
+constexpr int64_t kNoLayer = -2;
+int64_t LayerOf(absl::string_view name) {
+  constexpr absl::string_view kPrefix = "model.layers.";
+  if (!absl::ConsumePrefix(&name, kPrefix)) {
+    return name == "model.embed_tokens.weight" || name == "lm_head.weight" ? kNoLayer : -1;
+  }
+  int64_t layer = 0;
+  const size_t dot = name.find('.');
+  if (dot == absl::string_view::npos || !absl::SimpleAtoi(name.substr(0, dot), &layer)) return -1;
+  return layer;
+}
+
 class RuleVariant : public WeightVariant {
  public:
   RuleVariant(std::string spec, std::vector<WeightRule> rules, const Checkpoint& reference)
@@ -73,7 +89,21 @@ class RuleVariant : public WeightVariant {
         t.scheme = &SchemeForTensor(*rule->scheme, t.view, model_, &t.choice);
       }
     }
+    first_changed_ = tables_[0].scheme != nullptr ? 0 : c.num_layers;
+    for (const TensorView& m : shapes) {
+      if (first_changed_ == 0) break;
+      const int64_t layer = LayerOf(m.name);
+      if (layer == kNoLayer) continue;  // the tables, handled above
+      // Every matrix counted as linear: a pattern-less rule then also takes
+      // a router, which only makes the first change earlier (still exact).
+      const WeightRule* rule = RuleFor(rules_, m.name, /*linear=*/true);
+      if (rule != nullptr && rule->scheme != nullptr) {
+        first_changed_ = std::min(first_changed_, layer < 0 ? 0 : layer);
+      }
+    }
   }
+
+  int64_t FirstChangedLayer() const override { return first_changed_; }
 
   absl::Status Prepare(int threads) override {
     MeasureOptions options;
@@ -221,6 +251,7 @@ class RuleVariant : public WeightVariant {
   TableScheme tables_[2];
   std::vector<float> head_;
   QuantReport head_report_;
+  int64_t first_changed_ = 0;
 };
 
 // ---------------------------------------------------------------------------

@@ -79,6 +79,11 @@ class WeightVariant {
                                                           int threads, bool measure,
                                                           bool again) = 0;
   virtual int64_t HeadChunkRows() const { return 1; }
+  // The first decoder layer whose weights differ from the reference's (0
+  // when the embedding does; the layer count when only lm_head does): a
+  // stream of this variant equals the reference's, bit for bit, before it
+  // (EvalRun::share_prefix).
+  virtual int64_t FirstChangedLayer() const { return 0; }
 
   // The statistics kept so far, in checkpoint order.
   WeightReport Report() const;

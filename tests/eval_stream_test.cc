@@ -74,8 +74,8 @@ void ExpectSameDistribution(const Distribution& a, const Distribution& b, const 
   }
 }
 
-// Every number of two reports, exactly.
-void ExpectSameReport(const EvalReport& a, const EvalReport& b) {
+// Every number of two reports, exactly (the census too unless told not).
+void ExpectSameReport(const EvalReport& a, const EvalReport& b, bool census = true) {
   ASSERT_EQ(a.candidates.size(), b.candidates.size());
   EXPECT_EQ(a.reference_perplexity, b.reference_perplexity);
   for (size_t k = 0; k < a.candidates.size(); ++k) {
@@ -90,7 +90,7 @@ void ExpectSameReport(const EvalReport& a, const EvalReport& b) {
     EXPECT_EQ(x.weights.total.stats.sum_squared_error, y.weights.total.stats.sum_squared_error)
         << label;
     EXPECT_EQ(x.weights.total.storage_bits, y.weights.total.storage_bits) << label;
-    for (int s = 0; s < kSiteCount; ++s) {
+    for (int s = 0; s < kSiteCount && census; ++s) {
       EXPECT_EQ(x.census.sites[s].values, y.census.sites[s].values) << label;
       EXPECT_EQ(x.census.sites[s].flushed, y.census.sites[s].flushed) << label;
     }
@@ -240,6 +240,40 @@ TEST(EvalStream, LargeModelResultsDoNotDependOnBatchesOrThreads) {
   absl::StatusOr<std::vector<float>> three = ReferenceLogits(w, tokens, 100, Runs(3));
   ASSERT_TRUE(one.ok() && three.ok());
   EXPECT_EQ(*one, *three);
+}
+
+// Candidates that change one matrix (or lm_head alone) start from the
+// reference's hidden state at that layer: the same numbers as running every
+// layer, beside candidates that cannot share (a KV cache emulated).
+TEST(EvalStream, SharedPrefixGivesTheSameResults) {
+  const LargeModel large;
+  for (bool small : {true, false}) {
+    const Checkpoint w = small ? Bundled() : large.Open();
+    ASSERT_EQ(SmallLayer(w.config()), small);
+    const int64_t length = small ? 32 : 100;
+    std::vector<int32_t> tokens;
+    if (small) {
+      tokens = Sampled(w, 6, length);
+    } else {
+      for (int i = 0; i < 3 * length; ++i) tokens.push_back((i * 7919) % 3000);
+    }
+    const std::string last = absl::StrCat("model.layers.", w.config().num_layers - 1, ".");
+    const std::vector<EvalCandidate> candidates = {
+        Candidate(last + "mlp.down_proj.weight=q4_0"),
+        Candidate("model.layers.1.self_attn.v_proj.weight=int4-g128"),
+        Candidate(w.config().tie_word_embeddings ? "model.embed_tokens.weight=q8_0"
+                                                 : "lm_head.weight=q8_0"),
+        Candidate("*.layers.1.*=int8-channel", "fp8_e4m3fn"),
+        Candidate("")};
+    EvalRun shared = Runs(2, small ? 64 : 0);
+    shared.share_prefix = true;
+    absl::StatusOr<EvalReport> a = Evaluate(w, tokens, length, candidates, Runs(2, small ? 64 : 0));
+    absl::StatusOr<EvalReport> b = Evaluate(w, tokens, length, candidates, shared);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    ExpectSameReport(*a, *b, /*census=*/false);
+    EXPECT_GT(a->candidates[0].kl.mean, 0);
+    EXPECT_EQ(a->candidates[4].kl.max, 0);
+  }
 }
 
 TEST(EvalStream, GgufFileEqualsItsRecipe) {

@@ -315,6 +315,11 @@ def test_numpy_bools_are_flags():
 
 
 def test_the_gil_is_released_while_kernels_run():
+    # One kernel thread, so a core is left for the spinner; eight calls, since
+    # on a loaded machine (ctest -j, a compiler beside it) the scheduler may
+    # not run the spinner during one call. With the GIL held through the
+    # kernel it could run in none of them (but for a switch that happens to
+    # fall between reading the count and entering the call).
     x = np.random.default_rng(5).standard_normal(1 << 24).astype(np.float32)
     count = [0]
     stop = threading.Event()
@@ -327,15 +332,15 @@ def test_the_gil_is_released_while_kernels_run():
     spinner.start()
     try:
         moved = []
-        for _ in range(3):
+        for _ in range(8):
             before = count[0]
-            lowp.convert(x, "fp8_e4m3fn", overflow="saturate")
+            lowp.convert(x, "fp8_e4m3fn", overflow="saturate", threads=1)
             moved.append(count[0] - before)
     finally:
         stop.set()
         spinner.join()
-    # The other thread ran during every call: it could not have with the GIL held.
-    assert all(m > 0 for m in moved), moved
+    # The other thread ran during most calls: it could not have with the GIL held.
+    assert sum(m > 0 for m in moved) >= 5, moved
 
 
 def test_concurrent_calls_give_the_same_results():

@@ -30,8 +30,9 @@ absl::StatusOr<std::string> BundledCheckpoint() {
                                           " (set LOWP_DATA_DIR or give `tensors`)"));
 }
 
-absl::StatusOr<std::string> BundledModel() {
-  constexpr char kDir[] = "stories260K-hf";
+namespace {
+
+absl::StatusOr<std::string> BundledDirectory(absl::string_view kDir) {
   std::vector<std::string> places;
   if (const char* dir = std::getenv("LOWP_DATA_DIR"); dir != nullptr && *dir != '\0') {
     places.push_back(absl::StrCat(dir, "/", kDir));
@@ -50,5 +51,11 @@ absl::StatusOr<std::string> BundledModel() {
                                           absl::StrJoin(places, ", "),
                                           " (set LOWP_DATA_DIR or give `model`)"));
 }
+
+}  // namespace
+
+absl::StatusOr<std::string> BundledModel() { return BundledDirectory("stories260K-hf"); }
+
+absl::StatusOr<std::string> BundledMixModel() { return BundledDirectory("stories3M-hf"); }
 
 }  // namespace lowp

@@ -18,6 +18,11 @@ absl::StatusOr<std::string> BundledCheckpoint();
 // (or its parent's) if set, else the installed copy, else the source tree's.
 absl::StatusOr<std::string> BundledModel();
 
+// The second bundled model, stories3M-hf (every row a multiple of 256, so
+// llama.cpp's super-block types and mixes apply: lowp mix's default), found
+// as BundledModel is.
+absl::StatusOr<std::string> BundledMixModel();
+
 }  // namespace lowp
 
 #endif  // LOWP_IO_BUNDLED_H_

@@ -1,0 +1,42 @@
+// `lowp mix --device D`: the bytes a device leaves for a model's matrices
+// when it serves the model. The memory model (sizing/memory.h) prices the
+// job on the device for inference, at the given context, batch and KV cache
+// format; what is not the mixed matrices (KV cache, forward workspace,
+// buffers, the norms and biases at float32) is taken from the device's
+// capacity, and the rest is the matrices' budget.
+#ifndef LOWP_MIX_BUDGET_H_
+#define LOWP_MIX_BUDGET_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "model/config.h"
+#include "sizing/devices.h"
+#include "sizing/memory.h"
+
+namespace lowp {
+
+struct DeviceBudget {
+  Device device;
+  SizingOptions sizing;        // the job, every default filled in
+  int64_t capacity_bytes = 0;  // the device's memory after headroom
+  // Everything the job holds on the device but the matrices: KV cache,
+  // activations, workspace, buffers, the other weights at float32.
+  int64_t other_bytes = 0;
+  int64_t kv_cache_bytes = 0;
+  // capacity_bytes - other_bytes: what the matrices may take (can be <= 0).
+  int64_t matrices_bytes = 0;
+};
+
+// `sizing` gives the job (seq, batch, kv, buffers_bytes, headroom; its mode
+// and weight formats are set here: inference, float32 weights, so that the
+// matrices' share is 4 bytes per weight and taken out exactly);
+// `matrix_weights` the elements of the matrices mixed, each stored once.
+// InvalidArgument naming the option for what EstimateMemory rejects, or
+// when the matrices are more than the model's weights.
+absl::StatusOr<DeviceBudget> BudgetOnDevice(const ModelConfig& model, uint64_t matrix_weights,
+                                            const Device& device, SizingOptions sizing);
+
+}  // namespace lowp
+
+#endif  // LOWP_MIX_BUDGET_H_

@@ -1,0 +1,137 @@
+#include "mix/groups.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+#include "codecs/ggml.h"
+#include "io/gguf_names.h"
+
+namespace lowp {
+namespace {
+
+// ggml's name for a lowp scheme, or null.
+const ggml::TypeInfo* GgmlType(const std::string& scheme) {
+  static const auto* aliases = new std::map<std::string, std::string>{
+      {"fp16", "f16"}, {"fp32", "f32"}, {"ggml-mxfp4", "mxfp4"}, {"ggml-nvfp4", "nvfp4"}};
+  auto it = aliases->find(scheme);
+  return ggml::FindType(it != aliases->end() ? it->second : scheme);
+}
+
+// A regular expression matching `text` literally.
+std::string Literal(absl::string_view text) {
+  return absl::StrReplaceAll(text, {{".", "\\."}});
+}
+
+}  // namespace
+
+std::vector<MixGroup> MixGroups(const Checkpoint& model) {
+  std::vector<MixGroup> out;
+  const bool tied = model.config().tie_word_embeddings;
+  for (const TensorView& m : model.MatrixShapes()) {
+    MixGroup g;
+    g.name = m.name;
+    g.llama_cpp = LlamaCppName(m.name).value_or(m.name);
+    g.rows = m.rows();
+    g.cols = m.cols();
+    constexpr absl::string_view kLayers = "model.layers.";
+    if (absl::string_view rest = m.name; absl::ConsumePrefix(&rest, kLayers)) {
+      g.layer = std::stoll(std::string(rest.substr(0, rest.find('.'))));
+    }
+    g.tied = tied && m.name == model.TableName(Table::kEmbedding);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+absl::StatusOr<uint64_t> GroupBytes(const Scheme& scheme, const MixGroup& group) {
+  if (const std::string applied = scheme.AppliedName(group.cols); applied != scheme.name()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        scheme.name(), " does not apply to ", group.name, " (rows of ", group.cols,
+        " elements): llama.cpp would store it as ", applied));
+  }
+  return (scheme.StorageBits(group.rows, group.cols) + 7) / 8;
+}
+
+std::vector<std::string> MixRules(const std::vector<MixGroup>& groups,
+                                  const MixAssignment& schemes) {
+  std::vector<std::string> out;
+  for (size_t g = 0; g < groups.size(); ++g) out.push_back(groups[g].name + "=" + schemes[g]);
+  return out;
+}
+
+std::string LlamaQuantizeCommand::Line(const std::string& input,
+                                       const std::string& output) const {
+  auto quote = [](const std::string& item) {
+    const bool plain = !item.empty() && std::all_of(item.begin(), item.end(), [](char c) {
+      return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+             std::string_view("_-.=/,:").find(c) != std::string_view::npos;
+    });
+    return plain ? item : absl::StrCat("'", absl::StrReplaceAll(item, {{"'", "'\\''"}}), "'");
+  };
+  std::vector<std::string> items = {"llama-quantize"};
+  for (const std::string& o : options) items.push_back(quote(o));
+  for (const std::string& x : {input, output, type}) items.push_back(quote(x));
+  return absl::StrJoin(items, " ");
+}
+
+absl::StatusOr<LlamaQuantizeCommand> LlamaQuantizeArguments(const std::vector<MixGroup>& groups,
+                                                            const MixAssignment& schemes) {
+  std::vector<std::string> tables;
+  // (kind, type) -> layers, in first-seen order; and the base type's count.
+  std::vector<std::pair<std::string, std::string>> keys;
+  std::map<std::pair<std::string, std::string>, std::vector<int64_t>> layers;
+  std::map<std::string, int64_t> count;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const ggml::TypeInfo* type = GgmlType(schemes[g]);
+    if (type == nullptr || !type->can_encode) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          schemes[g], " (", groups[g].name, ") is not a type llama-quantize writes"));
+    }
+    const std::string name(type->name);
+    const MixGroup& m = groups[g];
+    if (m.layer < 0) {
+      // A tied embedding is what llama.cpp quantizes as the output; the
+      // explicit type wins either way.
+      const bool output = m.llama_cpp == "output.weight";
+      tables.push_back(output ? "--output-tensor-type" : "--token-embedding-type");
+      tables.push_back(name);
+      continue;
+    }
+    const std::string prefix = absl::StrCat("blk.", m.layer, ".");
+    const std::string kind = absl::StartsWith(m.llama_cpp, prefix)
+                                 ? m.llama_cpp.substr(prefix.size())
+                                 : m.llama_cpp;
+    const std::pair<std::string, std::string> key{kind, name};
+    if (!layers.contains(key)) keys.push_back(key);
+    layers[key].push_back(m.layer);
+    ++count[name];
+  }
+  LlamaQuantizeCommand out;
+  out.options = tables;
+  std::string base;
+  int64_t most = -1;
+  for (const auto& [name, n] : count) {
+    if (n > most) base = name, most = n;
+  }
+  for (const auto& key : keys) {
+    const std::vector<int64_t>& l = layers[key];
+    const std::string which =
+        l.size() == 1 ? absl::StrCat(l[0]) : absl::StrCat("(", absl::StrJoin(l, "|"), ")");
+    // Lower case, as llama-quantize lowers the pattern before matching.
+    out.options.push_back("--tensor-type");
+    out.options.push_back(absl::StrCat(
+        absl::AsciiStrToLower(absl::StrCat("blk\\.", which, "\\.", Literal(key.first))), "=",
+        key.second));
+  }
+  // Without layers (no decoder matrices) the tables' type serves.
+  out.type = base.empty() ? tables.back() : base;
+  return out;
+}
+
+}  // namespace lowp

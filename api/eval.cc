@@ -326,24 +326,11 @@ absl::StatusOr<TokenArray> TextChunks(const EvalOptions& o, const std::string& m
   return out;
 }
 
-absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
-  if (absl::Status s = CheckThreads(o.threads); !s.ok()) return s;
-  if (o.batch_tokens < 0) {
-    return OptionError("batch_tokens", absl::StrCat(o.batch_tokens, " is negative"));
-  }
-  absl::StatusOr<std::vector<EvalCandidate>> candidates = EvalCandidates(o);
-  if (!candidates.ok()) return candidates.status();
-  absl::StatusOr<std::string> path = ModelPath(o.model);
-  if (!path.ok()) return path.status();
-  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(*path, o.tensors);
-  if (!model.ok()) return model.status();
-  EvalResult result;
-  result.model = *path;
-  result.config = model->config();
+absl::StatusOr<TokenArray> EvalTokens(const EvalOptions& o, const Checkpoint& model,
+                                      const std::string& path, EvalResult& result, EvalRun& run) {
   TokenArray tokens;
-  EvalRun run;
   if (!o.text_file.empty() || o.text.has_value()) {
-    absl::StatusOr<TokenArray> chunks = TextChunks(o, *path, result);
+    absl::StatusOr<TokenArray> chunks = TextChunks(o, path, result);
     if (!chunks.ok()) return chunks.status();
     tokens = *std::move(chunks);
     run.scored_from = o.ctx / 2;
@@ -363,7 +350,7 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
     s.length = sample->second;
     s.seed = o.seed;
     s.threads = o.threads;
-    absl::StatusOr<std::vector<int32_t>> ids = SampleTokens(*model, s);
+    absl::StatusOr<std::vector<int32_t>> ids = SampleTokens(model, s);
     if (!ids.ok()) {
       if (OptionOf(ids.status()) == "length") {
         // "length: why": the option is --sample's LEN here.
@@ -378,11 +365,31 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
   if (tokens.length < 2) {
     return OptionError("tokens", "sequences need at least 2 tokens (one prediction)");
   }
-  if (absl::Status s = CheckTokens(tokens, model->config()); !s.ok()) return s;
+  if (absl::Status s = CheckTokens(tokens, model.config()); !s.ok()) return s;
+  return tokens;
+}
+
+absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
+  if (absl::Status s = CheckThreads(o.threads); !s.ok()) return s;
+  if (o.batch_tokens < 0) {
+    return OptionError("batch_tokens", absl::StrCat(o.batch_tokens, " is negative"));
+  }
+  absl::StatusOr<std::vector<EvalCandidate>> candidates = EvalCandidates(o);
+  if (!candidates.ok()) return candidates.status();
+  absl::StatusOr<std::string> path = ModelPath(o.model);
+  if (!path.ok()) return path.status();
+  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(*path, o.tensors);
+  if (!model.ok()) return model.status();
+  EvalResult result;
+  result.model = *path;
+  result.config = model->config();
+  EvalRun run;
+  absl::StatusOr<TokenArray> tokens = EvalTokens(o, *model, *path, result, run);
+  if (!tokens.ok()) return tokens.status();
   run.threads = o.threads;
   run.batch_tokens = o.batch_tokens;
   run.progress = o.progress;
-  absl::StatusOr<EvalReport> report = Evaluate(*model, tokens.ids, tokens.length, *candidates, run);
+  absl::StatusOr<EvalReport> report = Evaluate(*model, tokens->ids, tokens->length, *candidates, run);
   if (!report.ok()) return report.status();
   result.report = *std::move(report);
   result.blas = BlasSetup();

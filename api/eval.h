@@ -96,6 +96,13 @@ struct EvalResult {
 absl::StatusOr<EvalResult> Eval(const EvalOptions& options);
 nlohmann::json ToJson(const EvalResult& result);
 
+// The tokens `options` name (text chunks, a tokens file, an array, or
+// samples of `model`, found at `path`), the first of those given: `result`
+// gets their description (tokens, tokenizer, text_tokens) and `run` the
+// scored positions of the text protocol. Errors as Eval's.
+absl::StatusOr<TokenArray> EvalTokens(const EvalOptions& options, const Checkpoint& model,
+                                      const std::string& path, EvalResult& result, EvalRun& run);
+
 // The candidates a set of site lists makes (what Eval runs), for tests and
 // the plan.
 absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& options);

@@ -45,6 +45,7 @@ int PlanCommand(const std::vector<std::string>& argv);
 int EvalCommand(const std::vector<std::string>& argv);
 int TensorsCommand(const std::vector<std::string>& argv);
 int TokenizeCommand(const std::vector<std::string>& argv);
+int MixCommand(const std::vector<std::string>& argv);
 
 extern const char kFormatsHelp[];
 extern const char kConvertHelp[];
@@ -58,6 +59,7 @@ extern const char kPlanHelp[];
 extern const char kEvalHelp[];
 extern const char kTensorsHelp[];
 extern const char kTokenizeHelp[];
+extern const char kMixHelp[];
 
 }  // namespace lowp::cli
 

@@ -220,33 +220,7 @@ int EvalCommand(const std::vector<std::string>& argv) {
   o.threads = *threads;
   o.model = args->Value("model").value_or("");
   if (std::optional<std::string> t = args->Value("tensors")) o.tensors = SplitNames(*t);
-  o.tokens_file = args->Value("tokens").value_or("");
-  if (std::optional<std::string> s = args->Value("sample")) {
-    if (!o.tokens_file.empty()) {
-      return Fail(absl::InvalidArgumentError("give --tokens or --sample, not both"));
-    }
-    o.sample = *s;
-  }
-  o.text_file = args->Value("text").value_or("");
-  o.tokenizer = args->Value("tokenizer").value_or("");
-  if (!o.text_file.empty() && (args->Value("tokens") || args->Value("sample"))) {
-    return Fail(absl::InvalidArgumentError("give --text, --tokens or --sample, one of them"));
-  }
-  for (const char* name : {"tokenizer", "ctx", "chunks"}) {
-    if (args->Value(name) && o.text_file.empty()) {
-      return Fail(absl::InvalidArgumentError(absl::StrCat("--", name, " goes with --text")));
-    }
-  }
-  for (auto [name, value] :
-       {std::pair<const char*, int64_t*>{"ctx", &o.ctx}, {"chunks", &o.chunks}}) {
-    if (absl::Status s = ReadCount(*args, name, value); !s.ok()) return Fail(s);
-  }
-  if (std::optional<std::string> s = args->Value("seed")) {
-    if (!absl::SimpleAtoi(*s, &o.seed)) {
-      return Fail(
-          absl::InvalidArgumentError(absl::StrCat("--seed '", *s, "': want a number >= 0")));
-    }
-  }
+  if (absl::Status s = ReadTokenOptions(*args, "", o); !s.ok()) return Fail(s);
   o.weights = args->Value("weights").value_or("");
   if (std::optional<std::string> f = args->Value("weights-file")) {
     absl::StatusOr<std::vector<std::string>> files = SplitList(*args, "weights-file");

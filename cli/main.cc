@@ -29,6 +29,7 @@ constexpr char kUsage[] =
     "  plan         per weight format: memory and devices beside measured error\n"
     "  eval         what emulated formats do to the model's outputs: KL, top-1, perplexity\n"
     "  tokenize     a model's tokenizer on a text file: ids, pieces, counts\n"
+    "  mix          per-tensor types that fit a budget, chosen by measured loss\n"
     "\n"
     "'lowp <command> --help' describes a command.\n";
 
@@ -62,7 +63,8 @@ int Main(int argc, char** argv) {
                         {"plan", kPlanHelp, PlanCommand},
                         {"eval", kEvalHelp, EvalCommand},
                         {"tensors", kTensorsHelp, TensorsCommand},
-                        {"tokenize", kTokenizeHelp, TokenizeCommand}};
+                        {"tokenize", kTokenizeHelp, TokenizeCommand},
+                        {"mix", kMixHelp, MixCommand}};
   for (const auto& c : commands) {
     if (command != c.name) continue;
     if (wants_help) return std::fputs(c.help, stdout), 0;

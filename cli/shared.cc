@@ -157,7 +157,7 @@ absl::Status ReadSizingOptions(const Args& args, SizingOptions* o) {
     const char* name;
     std::string* field;
   } const formats[] = {{"weights", &o->weights}, {"embed", &o->embed},         {"grads", &o->grads},
-                       {"master", &o->master},   {"opt-state", &o->opt_state}, {"kv", &o->kv}};
+                       {"master", &o->master},   {"opt-state", &o->opt_state}};
   for (const auto& f : formats) {
     if (std::optional<std::string> v = args.Value(f.name)) {
       if (v->empty()) return absl::InvalidArgumentError(absl::StrCat("--", f.name, " is empty"));
@@ -175,10 +175,8 @@ absl::Status ReadSizingOptions(const Args& args, SizingOptions* o) {
     o->recompute = *r;
   }
   for (absl::Status s :
-       {ReadInt(args, "seq", &o->seq), ReadInt(args, "batch", &o->batch),
-        ReadInt(args, "dp", &o->dp), ReadInt(args, "tp", &o->tp), ReadInt(args, "pp", &o->pp),
+       {ReadInt(args, "dp", &o->dp), ReadInt(args, "tp", &o->tp), ReadInt(args, "pp", &o->pp),
         ReadInt(args, "zero", &o->zero), ReadInt(args, "lora-rank", &o->lora_rank),
-        ReadInt(args, "prefill-tokens", &o->prefill_tokens),
         ReadInt(args, "activation-bytes", &o->activation_bytes)}) {
     if (!s.ok()) return s;
   }
@@ -199,6 +197,24 @@ absl::Status ReadSizingOptions(const Args& args, SizingOptions* o) {
       }
       o->lora_targets.emplace_back(target);
     }
+  }
+  return ReadJobOptions(args, o);
+}
+
+const std::vector<std::string>& JobValueOptions() {
+  static const std::vector<std::string> options = {"kv",      "seq",     "batch", "prefill-tokens",
+                                                   "buffers", "headroom"};
+  return options;
+}
+
+absl::Status ReadJobOptions(const Args& args, SizingOptions* o) {
+  if (std::optional<std::string> v = args.Value("kv")) {
+    if (v->empty()) return absl::InvalidArgumentError("--kv is empty");
+    o->kv = *v;
+  }
+  for (absl::Status s : {ReadInt(args, "seq", &o->seq), ReadInt(args, "batch", &o->batch),
+                         ReadInt(args, "prefill-tokens", &o->prefill_tokens)}) {
+    if (!s.ok()) return s;
   }
   if (std::optional<std::string> v = args.Value("buffers")) {
     absl::StatusOr<int64_t> bytes = ParseBytes(*v, "--buffers");
@@ -257,6 +273,49 @@ absl::StatusOr<std::vector<std::string>> SplitList(const Args& args, absl::strin
     items.emplace_back(item);
   }
   return items;
+}
+
+std::vector<std::string> TokenOptionNames(const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const char* name : {"text", "tokenizer", "ctx", "chunks", "tokens", "sample", "seed"}) {
+    out.push_back(prefix + name);
+  }
+  return out;
+}
+
+absl::Status ReadTokenOptions(const Args& args, const std::string& prefix, api::EvalOptions& o) {
+  auto flag = [&](const char* name) { return prefix + name; };
+  o.tokens_file = args.Value(flag("tokens")).value_or("");
+  if (std::optional<std::string> s = args.Value(flag("sample"))) {
+    if (!o.tokens_file.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("give --", flag("tokens"), " or --", flag("sample"), ", not both"));
+    }
+    o.sample = *s;
+  }
+  o.text_file = args.Value(flag("text")).value_or("");
+  o.tokenizer = args.Value(flag("tokenizer")).value_or("");
+  if (!o.text_file.empty() && (args.Value(flag("tokens")) || args.Value(flag("sample")))) {
+    return absl::InvalidArgumentError(absl::StrCat("give --", flag("text"), ", --", flag("tokens"),
+                                                   " or --", flag("sample"), ", one of them"));
+  }
+  for (const char* name : {"tokenizer", "ctx", "chunks"}) {
+    if (args.Value(flag(name)) && o.text_file.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag(name), " goes with --", flag("text")));
+    }
+  }
+  for (auto [name, value] :
+       {std::pair<const char*, int64_t*>{"ctx", &o.ctx}, {"chunks", &o.chunks}}) {
+    if (absl::Status s = ReadCount(args, flag(name).c_str(), value); !s.ok()) return s;
+  }
+  if (std::optional<std::string> s = args.Value(flag("seed"))) {
+    if (!absl::SimpleAtoi(*s, &o.seed)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag("seed"), " '", *s, "': want a number >= 0"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace lowp::cli

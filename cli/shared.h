@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "api/eval.h"
 #include "api/text.h"
 #include "cli/commands.h"
 #include "nlohmann/json.hpp"
@@ -45,6 +46,10 @@ absl::StatusOr<Output> ParseOutput(const Args& args);
 const std::vector<std::string>& SizingValueOptions();
 // Reads them into `o` (--mode required); InvalidArgument naming the option.
 absl::Status ReadSizingOptions(const Args& args, SizingOptions* o);
+// Of those, the serving job's beside the weights: --kv, --seq, --batch,
+// --prefill-tokens, --buffers, --headroom (what `lowp mix --device` takes).
+const std::vector<std::string>& JobValueOptions();
+absl::Status ReadJobOptions(const Args& args, SizingOptions* o);
 
 // --NAME as a count (an integer >= 1) into `out`, left alone when absent;
 // InvalidArgument naming the option otherwise.
@@ -52,6 +57,13 @@ absl::Status ReadCount(const Args& args, const char* name, int64_t* out);
 
 // --threads: 0 (every core, the default) to 1024.
 absl::StatusOr<int> ParseThreads(const Args& args);
+
+// The token options of eval (and mix's, under `prefix`: "tune-"): --text
+// [--ctx --chunks --tokenizer] | --tokens | --sample, and --seed, into
+// `o`'s token fields; InvalidArgument naming the flag. TokenOptionNames
+// lists those flags for Args::Parse.
+absl::Status ReadTokenOptions(const Args& args, const std::string& prefix, api::EvalOptions& o);
+std::vector<std::string> TokenOptionNames(const std::string& prefix);
 
 // "A,B,C" split at the commas outside parentheses, so that user-defined
 // formats keep theirs ("float(e=4,m=3,bias=7,inf=fn),bf16" is two names).

@@ -253,15 +253,31 @@ Setter EnumInto(Enum* field, absl::StatusOr<Enum> (*parse)(absl::string_view)) {
   };
 }
 
+// The serving job's keywords beside the weights (`lowp mix --device`'s).
+void JobSetters(SizingOptions* o, Setters* s) {
+  (*s)["kv"] = [o](const std::string& n, const py::object& v) {
+    o->kv = Text(n, v);
+    if (o->kv.empty()) throw py::value_error(absl::StrCat(n, " is empty"));
+  };
+  (*s)["seq"] = IntInto(&o->seq);
+  (*s)["batch"] = IntInto(&o->batch);
+  (*s)["prefill_tokens"] = IntInto(&o->prefill_tokens);
+  (*s)["buffers"] = [o](const std::string& n, const py::object& v) {
+    o->buffers_bytes = py::isinstance<py::str>(v) ? Value(ParseBytes(Text(n, v), n)) : Int(n, v);
+  };
+  (*s)["headroom"] = [o](const std::string& n, const py::object& v) { o->headroom = Real(n, v); };
+}
+
 // The memory model's keywords, as `lowp size`'s options (docs/sizing.md).
 void SizingSetters(SizingOptions* o, bool* mode_given, Setters* s) {
+  JobSetters(o, s);
   (*s)["mode"] = [o, mode_given](const std::string& n, const py::object& v) {
     o->mode = Value(ParseMode(Text(n, v)));
     *mode_given = true;
   };
   for (const auto& slot : {std::pair{"weights", &o->weights}, {"embed", &o->embed},
                            {"grads", &o->grads}, {"master", &o->master},
-                           {"opt_state", &o->opt_state}, {"kv", &o->kv}}) {
+                           {"opt_state", &o->opt_state}}) {
     std::string* field = slot.second;  // not a structured binding: clang 14 cannot capture one
     (*s)[slot.first] = [field](const std::string& n, const py::object& v) {
       *field = Text(n, v);
@@ -271,14 +287,11 @@ void SizingSetters(SizingOptions* o, bool* mode_given, Setters* s) {
   (*s)["optimizer"] = EnumInto(&o->optimizer, ParseOptimizer);
   (*s)["recompute"] = EnumInto(&o->recompute, ParseRecompute);
   (*s)["activation_bytes"] = IntInto(&o->activation_bytes);
-  (*s)["seq"] = IntInto(&o->seq);
-  (*s)["batch"] = IntInto(&o->batch);
   (*s)["dp"] = IntInto(&o->dp);
   (*s)["tp"] = IntInto(&o->tp);
   (*s)["pp"] = IntInto(&o->pp);
   (*s)["zero"] = IntInto(&o->zero);
   (*s)["lora_rank"] = IntInto(&o->lora_rank);
-  (*s)["prefill_tokens"] = IntInto(&o->prefill_tokens);
   (*s)["sequence_parallel"] = [o](const std::string& n, const py::object& v) {
     o->sequence_parallel = Bool(n, v);
   };
@@ -298,10 +311,6 @@ void SizingSetters(SizingOptions* o, bool* mode_given, Setters* s) {
   (*s)["lora_targets"] = [o](const std::string& n, const py::object& v) {
     o->lora_targets = Names(n, v);
   };
-  (*s)["buffers"] = [o](const std::string& n, const py::object& v) {
-    o->buffers_bytes = py::isinstance<py::str>(v) ? Value(ParseBytes(Text(n, v), n)) : Int(n, v);
-  };
-  (*s)["headroom"] = [o](const std::string& n, const py::object& v) { o->headroom = Real(n, v); };
 }
 
 void RequireModelAndMode(const std::string& model, bool mode_given) {
@@ -594,12 +603,10 @@ Setter SiteInto(std::string* field) {
   };
 }
 
-py::object EvalCall(const py::kwargs& kwargs) {
-  api::EvalOptions o;
-  Setters s;
-  s["model"] = [&](const std::string&, const py::object& v) { o.model = ModelArg(v); };
-  s["tensors"] = [&](const std::string& n, const py::object& v) { o.tensors = Paths(n, v); };
-  s["tokens"] = [&](const std::string& n, const py::object& v) {
+// The token keywords of eval (and mix's, each with `prefix`): tokens,
+// sample, seed, text, text_file, tokenizer, ctx, chunks.
+void TokenSetters(Setters& s, api::EvalOptions& o, const std::string& prefix) {
+  s[prefix + "tokens"] = [&o](const std::string& n, const py::object& v) {
     if (IsPath(v)) {
       o.tokens_file = PathText(v);
     } else {
@@ -607,7 +614,7 @@ py::object EvalCall(const py::kwargs& kwargs) {
       o.token_array = TokensFrom(n, v, &one_d);
     }
   };
-  s["sample"] = [&](const std::string& n, const py::object& v) {
+  s[prefix + "sample"] = [&o](const std::string& n, const py::object& v) {
     if (py::isinstance<py::tuple>(v) && py::len(v) == 2) {
       const py::tuple t = v.cast<py::tuple>();
       o.sample = absl::StrCat(Int(n, t[0]), ":", Int(n, t[1]));
@@ -615,11 +622,30 @@ py::object EvalCall(const py::kwargs& kwargs) {
       o.sample = Text(n, v);
     }
   };
-  s["seed"] = [&](const std::string& n, const py::object& v) {
+  s[prefix + "seed"] = [&o](const std::string& n, const py::object& v) {
     const int64_t seed = Int(n, v);
-    if (seed < 0) throw py::value_error("seed: want a number >= 0");
+    if (seed < 0) throw py::value_error(absl::StrCat(n, ": want a number >= 0"));
     o.seed = static_cast<uint64_t>(seed);
   };
+  s[prefix + "text"] = [&o](const std::string& n, const py::object& v) { o.text = Text(n, v); };
+  s[prefix + "text_file"] = [&o](const std::string& n, const py::object& v) {
+    if (!IsPath(v)) WrongType(n, "a path", v);
+    o.text_file = PathText(v);
+  };
+  s[prefix + "tokenizer"] = [&o](const std::string& n, const py::object& v) {
+    if (!IsPath(v)) WrongType(n, "a path", v);
+    o.tokenizer = PathText(v);
+  };
+  s[prefix + "ctx"] = IntInto(&o.ctx);
+  s[prefix + "chunks"] = IntInto(&o.chunks);
+}
+
+py::object EvalCall(const py::kwargs& kwargs) {
+  api::EvalOptions o;
+  Setters s;
+  s["model"] = [&](const std::string&, const py::object& v) { o.model = ModelArg(v); };
+  s["tensors"] = [&](const std::string& n, const py::object& v) { o.tensors = Paths(n, v); };
+  TokenSetters(s, o, "");
   s["weights"] = SiteInto(&o.weights);
   s["activations"] = SiteInto(&o.activations);
   s["kv"] = SiteInto(&o.kv);
@@ -631,20 +657,41 @@ py::object EvalCall(const py::kwargs& kwargs) {
     o.batch_tokens = Int(n, v);
     if (o.batch_tokens < 0) throw py::value_error("batch_tokens: want a number >= 0");
   };
-  s["text"] = [&](const std::string& n, const py::object& v) { o.text = Text(n, v); };
-  s["text_file"] = [&](const std::string& n, const py::object& v) {
-    if (!IsPath(v)) WrongType(n, "a path", v);
-    o.text_file = PathText(v);
-  };
-  s["tokenizer"] = [&](const std::string& n, const py::object& v) {
-    if (!IsPath(v)) WrongType(n, "a path", v);
-    o.tokenizer = PathText(v);
-  };
-  s["ctx"] = IntInto(&o.ctx);
-  s["chunks"] = IntInto(&o.chunks);
   s["threads"] = IntInto(&o.threads);
   Keywords("eval", kwargs).Apply(s);
   return Run<api::EvalResult>([&] { return api::Eval(o); });
+}
+
+py::object MixCall(const py::kwargs& kwargs) {
+  api::MixOptions o;
+  Setters s;
+  s["model"] = [&](const std::string&, const py::object& v) { o.model = ModelArg(v); };
+  s["tensors"] = [&](const std::string& n, const py::object& v) { o.tensors = Paths(n, v); };
+  s["bits_per_weight"] = [&](const std::string& n, const py::object& v) {
+    o.bits_per_weight = Real(n, v);
+  };
+  s["bytes"] = [&](const std::string& n, const py::object& v) {
+    const int64_t bytes = py::isinstance<py::str>(v) ? Value(ParseBytes(Text(n, v), n)) : Int(n, v);
+    if (bytes <= 0) throw py::value_error("bytes: want a number > 0");
+    o.bytes = static_cast<uint64_t>(bytes);
+  };
+  s["device"] = [&](const std::string& n, const py::object& v) { o.device = Text(n, v); };
+  JobSetters(&o.job, &s);
+  s["types"] = [&](const std::string& n, const py::object& v) { o.types = Names(n, v); };
+  s["baselines"] = [&](const std::string& n, const py::object& v) { o.baselines = Names(n, v); };
+  s["random_mixes"] = [&](const std::string& n, const py::object& v) {
+    o.random_mixes = static_cast<int>(std::clamp<int64_t>(Int(n, v), -1, 1 << 20));
+  };
+  s["random_seed"] = [&](const std::string& n, const py::object& v) {
+    const int64_t seed = Int(n, v);
+    if (seed < 0) throw py::value_error("random_seed: want a number >= 0");
+    o.seed = static_cast<uint64_t>(seed);
+  };
+  TokenSetters(s, o.verify, "");
+  TokenSetters(s, o.tune, "tune_");
+  s["threads"] = IntInto(&o.threads);
+  Keywords("mix", kwargs).Apply(s);
+  return Run<api::MixResult>([&] { return api::Mix(o); });
 }
 
 py::object TokenizeCall(const py::kwargs& kwargs) {
@@ -926,6 +973,14 @@ PYBIND11_MODULE(_lowp, m) {
         py::arg("seed") = 0, py::arg("threads") = py::none(),
         "Token sequences [count, length] sampled from the float32 model, BOS first "
         "(temperature 0: greedy).");
+  m.def("mix", &MixCall,
+        "`lowp mix --json`: bits_per_weight=B, bytes=N (or '4.2GB') or device='rtx-4090' with "
+        "the job beside the weights (seq=4096, batch=1, kv='fp16', prefill_tokens, "
+        "buffers='2GB', headroom=0); model=dir (default the bundled "
+        "stories3M-hf), types=[...], baselines=[recipes] or 'none', random_mixes=0, "
+        "random_seed=0; the verification's tokens as eval takes them (tokens, sample='16:256', "
+        "seed, text, text_file, tokenizer, ctx, chunks) and the tuning's with tune_ before "
+        "each (default tune_sample='8:256', tune_seed=1); threads=0.");
   m.def("eval", &EvalCall,
         "`lowp eval --json`: model=dir, tensors=[paths], tokens=array or .npy path, "
         "sample='N:LEN', seed=0, text='...' or text_file=path (llama.cpp's perplexity "

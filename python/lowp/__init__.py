@@ -16,6 +16,7 @@ options' fields, typed (`compare_formats=True`, `relative_floor=1e-4`,
     lowp.forward(lowp.bundled_model(), tokens)                     # float32 logits
     lowp.eval(text_file="wiki.txt", model="Llama-3.2-1B/", weights=["q4_0"])  # llama.cpp protocol
     lowp.tokenize(text="Once upon a time")["ids"]                # the model's tokenizer
+    lowp.mix(bits_per_weight=4.5)["rules"]                         # per-tensor types in a budget
 """
 
 from ._lowp import (  # noqa: F401
@@ -27,6 +28,7 @@ from ._lowp import (  # noqa: F401
     eval,
     formats,
     forward,
+    mix,
     plan,
     quant_error,
     quantize,

@@ -103,6 +103,10 @@ def calls(inp, out, root):
         ("error size unknown", lambda: lowp.size(model="llama-3.1-8b", mode="inference", bogus=1)),
         ("error plan formats", lambda: lowp.plan(model="llama-3.1-8b", mode="inference", formats=["bogus"])),
         ("error plan pretrain", lambda: lowp.plan(model="llama-3.1-8b", mode="pretrain", formats=["int4-g128"])),
+        ("mix", lambda: lowp.mix(bits_per_weight=5, types=["q4_K", "q8_0"], tune_sample="2:32", sample="2:32", baselines=["Q4_K_M"], random_mixes=3)),
+        ("mix device", lambda: lowp.mix(device="toy:2.0045GB", seq=256, types="q4_K,q8_0", tune_sample="2:32", sample="2:32", baselines="none")["device"]),
+        ("error mix budget", lambda: lowp.mix(bits_per_weight=5, bytes=100)),
+        ("error mix types", lambda: lowp.mix(bits_per_weight=5, types=["nosuch"])),
         ("error read_tensors", lambda: lowp.read_tensors(os.path.join(inp, "missing.safetensors"))),
     ]
 

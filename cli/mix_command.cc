@@ -1,0 +1,217 @@
+// lowp mix: the per-tensor types that fit a budget, chosen by measured loss.
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "api/mix.h"
+#include "cli/commands.h"
+#include "cli/shared.h"
+#include "cli/table.h"
+
+namespace lowp::cli {
+
+const char kMixHelp[] =
+    "usage: lowp mix (--bits-per-weight B | --bytes N | --device D [JOB]) [--model DIR]\n"
+    "                [--types LIST]\n"
+    "                [--text FILE [--ctx N] [--chunks N] | --tokens F | --sample N:LEN]\n"
+    "                [--tune-text FILE [--tune-ctx N] [--tune-chunks N] | --tune-tokens F |\n"
+    "                 --tune-sample N:LEN] [--baselines LIST|none] [--random-mixes K]\n"
+    "                [--random-seed S] [--json] [--threads N] [--quiet]\n"
+    "\n"
+    "Chooses a type for every matrix of the model (the embedding, each layer's\n"
+    "attention and MLP matrices, lm_head unless tied) so that the matrices fit the\n"
+    "budget with the least loss, and checks the choice end to end:\n"
+    "  1. sensitivity: each matrix alone in each type, every other weight float32,\n"
+    "     evaluated on the tuning tokens: the mean KL it costs (a candidate starts\n"
+    "     from the reference's hidden state at its layer);\n"
+    "  2. prediction: a mix's KL is the sum of its matrices' costs;\n"
+    "  3. allocation: the mix of least predicted KL within the budget, exactly\n"
+    "     (branch and bound; else the bound it is within is printed);\n"
+    "  4. verification on other tokens: the mix, llama.cpp's recipes (Q2_K .. Q8_0,\n"
+    "     --baselines) and lowp's mix at each recipe's own size, predicted beside\n"
+    "     measured KL, top-1 and perplexity; --random-mixes K random assignments\n"
+    "     show how well the prediction ranks mixes (Spearman, median error).\n"
+    "Prints the mix as eval's --weights rules and as llama-quantize arguments.\n"
+    "--bits-per-weight: over the matrices mixed (storage bits / their elements,\n"
+    "  as llama.cpp counts a type's bits); --bytes: their bytes (units as 4.2GB).\n"
+    "--device D: what device D (lowp size --list-devices; or NAME:MEMORY) leaves for\n"
+    "  the matrices when it serves the model, by lowp size's memory model: JOB is\n"
+    "  --seq N (context, 4096), --batch N (sequences, 1), --kv F (KV cache, fp16),\n"
+    "  --prefill-tokens N, --buffers BYTES (2GB), --headroom F (0); norms and biases\n"
+    "  are counted at float32.\n"
+    "--types: default q2_K,q3_K,q4_K,q5_K,q6_K,q8_0,iq4_xs,fp16 (those that apply\n"
+    "  to every row); any lowp scheme is accepted.\n"
+    "--model: default the bundled stories3M-hf (llama, 3.3 M parameters, rows of\n"
+    "  256 and 768, so llama.cpp's super-block types apply).\n"
+    "Tokens: the verification's as eval takes them (default --sample 16:256,\n"
+    "  seed 0); the tuning's with the tune- prefix (default --tune-sample 8:256,\n"
+    "  seed 1). Text runs llama.cpp's perplexity protocol (see lowp eval --help).\n";
+
+namespace {
+
+std::string Sci(double v) { return std::isnan(v) ? "-" : absl::StrFormat("%.3e", v); }
+std::string Fixed(double v, int digits) {
+  return std::isnan(v) ? "-" : absl::StrFormat("%.*f", digits, v);
+}
+
+void PrintResult(const api::MixResult& r) {
+  const api::MixRow& mix = r.rows.front();
+  std::printf("model       %s: %zu matrices, %llu weights\n", Printable(ShortPath(r.model)).c_str(),
+              r.groups.size(), static_cast<unsigned long long>(r.weights));
+  std::printf("types       %s\n", absl::StrJoin(r.types, " ").c_str());
+  std::printf("sensitivity %lld candidates on %s (%llu positions)\n",
+              static_cast<long long>(r.candidates_measured),
+              Printable(ShortPath(r.tune_tokens)).c_str(),
+              static_cast<unsigned long long>(r.tune_positions));
+  std::printf("verified on %s (%llu positions); float32 perplexity %.4f\n",
+              Printable(ShortPath(r.verify_tokens)).c_str(),
+              static_cast<unsigned long long>(r.verify_positions), r.reference_perplexity);
+  std::printf("budget      %llu bytes (%.4f bits per weight)\n",
+              static_cast<unsigned long long>(r.budget_bytes),
+              8 * static_cast<double>(r.budget_bytes) / static_cast<double>(r.weights));
+  if (r.device) {
+    const DeviceBudget& d = *r.device;
+    std::printf("            %s: %lld bytes after headroom, %lld for the job beside the matrices\n"
+                "            (context %lld x batch %lld, KV cache %s %lld bytes; buffers,\n"
+                "            workspace, norms)%s\n",
+                d.device.name.c_str(), static_cast<long long>(d.capacity_bytes),
+                static_cast<long long>(d.other_bytes), static_cast<long long>(d.sizing.seq),
+                static_cast<long long>(d.sizing.batch), d.sizing.kv.c_str(),
+                static_cast<long long>(d.kv_cache_bytes),
+                d.matrices_bytes > static_cast<int64_t>(r.budget_bytes)
+                    ? "; the matrices fit in float32: float32's bytes are the budget"
+                    : "");
+  }
+  if (r.allocation.exact) {
+    std::printf("allocation  exact (%lld nodes)\n", static_cast<long long>(r.allocation.nodes));
+  } else {
+    std::printf("allocation  within %.3e of the best (bound %.6e; search stopped at %lld nodes)\n",
+                mix.predicted_kl - r.allocation.lower_bound, r.allocation.lower_bound,
+                static_cast<long long>(r.allocation.nodes));
+  }
+  std::printf("\n");
+  std::vector<Row> rows = {{"mix", "bits/w", "bytes", "predicted KL", "measured KL", "KL 99%",
+                            "top-1", "ppl", "ppl ratio"}};
+  for (const api::MixRow& row : r.rows) {
+    double kld_99 = NAN;
+    for (const auto& [f, v] : row.llama_cpp.kld_percentiles) {
+      if (f == 0.99) kld_99 = v;
+    }
+    rows.push_back({row.label, absl::StrFormat("%.4f", row.bits_per_weight),
+                    std::to_string(row.bytes), Sci(row.predicted_kl), Sci(row.kl_mean),
+                    Sci(kld_99), api::PercentText(row.top1_agreement), Fixed(row.perplexity, 4),
+                    Fixed(row.perplexity / r.reference_perplexity, 5)});
+  }
+  PrintTable(rows, {0});
+  if (!std::isnan(r.spearman)) {
+    std::printf("\nprediction over the random mixes: Spearman %.3f, median |predicted - measured|"
+                " / measured %.1f%%\n",
+                r.spearman, 100 * r.median_relative_error);
+  }
+  std::printf("\nthe mix, per matrix (type: predicted KL it costs)\n");
+  std::vector<Row> table = {{"tensor", "llama.cpp", "type", "KL"}};
+  for (size_t g = 0; g < r.groups.size(); ++g) {
+    const size_t t = static_cast<size_t>(r.allocation.choice[g]);
+    table.push_back({r.groups[g].name, r.groups[g].llama_cpp, r.types[t],
+                     Sci(r.sensitivity[g][t])});
+  }
+  PrintTable(table, {0, 1, 2});
+  std::printf("\nas eval's rules: --weights '%s'\n", absl::StrJoin(r.rules, ",").c_str());
+  if (r.llama_quantize_error.empty()) {
+    std::printf("as llama-quantize: %s\n",
+                r.llama_quantize.Line("MODEL-F32.gguf", "OUT.gguf").c_str());
+  } else {
+    std::printf("as llama-quantize: none (%s)\n", r.llama_quantize_error.c_str());
+  }
+}
+
+}  // namespace
+
+int MixCommand(const std::vector<std::string>& argv) {
+  std::vector<std::string> values = {"model",     "tensors",      "bits-per-weight", "bytes",
+                                     "device",    "types",        "baselines",
+                                     "random-mixes", "random-seed", "threads"};
+  for (const std::string& name : JobValueOptions()) values.push_back(name);
+  for (const std::string& prefix : {std::string(), std::string("tune-")}) {
+    for (std::string& name : TokenOptionNames(prefix)) values.push_back(std::move(name));
+  }
+  absl::StatusOr<Args> args = Args::Parse(argv, values, {"json", "quiet"});
+  if (!args.ok()) return Fail(args.status());
+  if (!args->positional().empty()) {
+    return Fail(absl::InvalidArgumentError("mix takes no positional arguments; see --help"));
+  }
+  api::MixOptions o;
+  absl::StatusOr<int> threads = ParseThreads(*args);
+  if (!threads.ok()) return Fail(threads.status());
+  o.threads = *threads;
+  o.model = args->Value("model").value_or("");
+  if (std::optional<std::string> t = args->Value("tensors")) o.tensors = SplitNames(*t);
+  if (std::optional<std::string> b = args->Value("bits-per-weight")) {
+    if (!absl::SimpleAtod(*b, &o.bits_per_weight) || !(o.bits_per_weight > 0)) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--bits-per-weight '", *b, "': want a number > 0")));
+    }
+  }
+  if (std::optional<std::string> b = args->Value("bytes")) {
+    absl::StatusOr<int64_t> bytes = ParseBytes(*b, "--bytes");
+    if (!bytes.ok()) return Fail(bytes.status());
+    if (*bytes <= 0) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--bytes '", *b, "': want more than 0")));
+    }
+    o.bytes = static_cast<uint64_t>(*bytes);
+  }
+  o.device = args->Value("device").value_or("");
+  if (absl::Status s = ReadJobOptions(*args, &o.job); !s.ok()) return Fail(s);
+  if (o.device.empty()) {
+    for (const std::string& name : JobValueOptions()) {
+      if (args->Value(name)) {
+        return Fail(absl::InvalidArgumentError(
+            absl::StrCat("--", name, " describes the job beside the weights: give --device")));
+      }
+    }
+  }
+  for (auto [name, list] : {std::pair<const char*, std::vector<std::string>*>{"types", &o.types},
+                            {"baselines", &o.baselines}}) {
+    absl::StatusOr<std::vector<std::string>> items = SplitList(*args, name);
+    if (!items.ok()) return Fail(items.status());
+    *list = *std::move(items);
+  }
+  if (std::optional<std::string> k = args->Value("random-mixes")) {
+    if (!absl::SimpleAtoi(*k, &o.random_mixes) || o.random_mixes < 0) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--random-mixes '", *k, "': want a number >= 0")));
+    }
+  }
+  if (std::optional<std::string> s = args->Value("random-seed")) {
+    if (!absl::SimpleAtoi(*s, &o.seed)) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--random-seed '", *s, "': want a number >= 0")));
+    }
+  }
+  if (absl::Status s = ReadTokenOptions(*args, "", o.verify); !s.ok()) return Fail(s);
+  if (absl::Status s = ReadTokenOptions(*args, "tune-", o.tune); !s.ok()) return Fail(s);
+  std::optional<Progress> line;
+  const bool quiet = args->Has("quiet");
+  o.progress = [&line, quiet](int64_t done, int64_t total, const std::string& what) {
+    // A new line of progress for each pass (the rounds restart the count).
+    if (!line || done == 0) line.emplace(static_cast<size_t>(total), quiet);
+    line->Step(what);
+  };
+  absl::StatusOr<api::MixResult> result = api::Mix(o);
+  line.reset();
+  if (!result.ok()) return Fail(result.status());
+  if (args->Has("json")) {
+    EmitJson(api::ToJson(*result));
+    return 0;
+  }
+  PrintResult(*result);
+  return 0;
+}
+
+}  // namespace lowp::cli

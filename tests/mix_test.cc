@@ -1,0 +1,315 @@
+// lowp mix: the allocation against brute force, the budget to the byte, the
+// groups' bytes and llama-quantize's arguments, the errors of every option,
+// and a small end-to-end run whose rules give eval's numbers back.
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "api/eval.h"
+#include "api/mix.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "mix/allocate.h"
+#include "mix/budget.h"
+#include "mix/groups.h"
+#include "model/checkpoint.h"
+#include "sizing/devices.h"
+#include "sizing/memory.h"
+
+namespace lowp {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+const std::string kData = LOWP_TEST_DATA_DIR;
+const std::string kModel = kData + "/stories3M-hf";
+
+// The least cost of any assignment within `budget` (infinity if none).
+double BruteForce(const std::vector<std::vector<MixOption>>& groups, uint64_t budget) {
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<size_t> at(groups.size(), 0);
+  while (true) {
+    uint64_t bytes = 0;
+    double cost = 0;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      bytes += groups[g][at[g]].bytes;
+      cost += groups[g][at[g]].cost;
+    }
+    if (bytes <= budget) best = std::min(best, cost);
+    size_t g = 0;
+    while (g < groups.size() && ++at[g] == groups[g].size()) at[g++] = 0;
+    if (g == groups.size()) return best;
+  }
+}
+
+TEST(Allocate, EqualsBruteForceOnSmallCases) {
+  std::mt19937_64 random(7);
+  int checked = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const size_t groups = 1 + random() % 6, types = 1 + random() % 4;
+    std::vector<std::vector<MixOption>> table(groups);
+    uint64_t least = 0, most = 0;
+    for (auto& options : table) {
+      uint64_t lo = std::numeric_limits<uint64_t>::max(), hi = 0;
+      for (size_t t = 0; t < types; ++t) {
+        // Costs that often tie, and options that are dominated.
+        MixOption o{100 + random() % 900, static_cast<double>(random() % 50) / 7};
+        options.push_back(o);
+        lo = std::min(lo, o.bytes);
+        hi = std::max(hi, o.bytes);
+      }
+      least += lo;
+      most += hi;
+    }
+    for (uint64_t budget = least; budget <= most; budget += 1 + (most - least) / 9) {
+      absl::StatusOr<Allocation> a = Allocate(table, budget);
+      ASSERT_TRUE(a.ok()) << a.status();
+      EXPECT_TRUE(a->exact);
+      EXPECT_LE(a->bytes, budget);
+      EXPECT_NEAR(a->cost, BruteForce(table, budget), 1e-9) << "trial " << trial;
+      double cost = 0;
+      uint64_t bytes = 0;
+      for (size_t g = 0; g < groups; ++g) {
+        cost += table[g][a->choice[g]].cost;
+        bytes += table[g][a->choice[g]].bytes;
+      }
+      EXPECT_EQ(bytes, a->bytes);
+      EXPECT_DOUBLE_EQ(cost, a->cost);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 1000);
+}
+
+// The budget is a hard limit to the byte: an assignment of exactly the
+// budget's size is taken, one byte less and it is not.
+TEST(Allocate, RespectsTheBudgetToTheByte) {
+  const std::vector<std::vector<MixOption>> table = {
+      {{1000, 5.0}, {1501, 1.0}}, {{1000, 4.0}, {1499, 2.0}}};
+  absl::StatusOr<Allocation> at = Allocate(table, 3000);
+  ASSERT_TRUE(at.ok());
+  EXPECT_EQ(at->bytes, 3000u);
+  EXPECT_EQ(at->choice, (std::vector<int>{1, 1}));
+  absl::StatusOr<Allocation> below = Allocate(table, 2999);
+  ASSERT_TRUE(below.ok());
+  EXPECT_EQ(below->choice, (std::vector<int>{1, 0}));
+  EXPECT_EQ(below->bytes, 2501u);
+  EXPECT_DOUBLE_EQ(below->cost, 5.0);
+}
+
+TEST(Allocate, StatesItsBoundWhenTheSearchIsCut) {
+  std::mt19937_64 random(3);
+  std::vector<std::vector<MixOption>> table(40);
+  for (auto& options : table) {
+    for (int t = 0; t < 6; ++t) {
+      options.push_back({1000 + random() % 5000, std::ldexp(static_cast<double>(random() % 1000), -t)});
+    }
+  }
+  absl::StatusOr<Allocation> full = Allocate(table, 40 * 3000);
+  absl::StatusOr<Allocation> cut = Allocate(table, 40 * 3000, /*node_limit=*/50);
+  ASSERT_TRUE(full.ok() && cut.ok());
+  EXPECT_LE(cut->bytes, 40u * 3000);
+  EXPECT_FALSE(cut->exact);
+  EXPECT_EQ(cut->nodes, 50);
+  EXPECT_LE(cut->lower_bound, full->cost + 1e-9);
+  EXPECT_GE(cut->cost, full->cost - 1e-9);
+}
+
+TEST(Allocate, RefusesWhatHasNoAnswer) {
+  using Table = std::vector<std::vector<MixOption>>;
+  EXPECT_THAT(Allocate(Table{{{10, 1.0}}, {}}, 100).status().message(), HasSubstr("no option"));
+  EXPECT_THAT(Allocate(Table{{{10, NAN}}}, 100).status().message(), HasSubstr("cost"));
+  EXPECT_THAT(Allocate(Table{{{10, 1.0}, {20, 0.5}}, {{30, 1.0}}}, 39).status().message(),
+              HasSubstr("smallest assignment, 40 bytes"));
+}
+
+TEST(MixGroups, EveryMatrixOnceWithItsBytes) {
+  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(kModel, {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::vector<MixGroup> groups = MixGroups(*model);
+  ASSERT_EQ(groups.size(), 1 + 4 * 7u);  // tied: the embedding serves as lm_head
+  EXPECT_EQ(groups[0].name, "model.embed_tokens.weight");
+  EXPECT_EQ(groups[0].llama_cpp, "token_embd.weight");
+  EXPECT_TRUE(groups[0].tied);
+  EXPECT_EQ(groups[7].llama_cpp, "blk.0.ffn_down.weight");
+  EXPECT_EQ(groups[7].layer, 0);
+  EXPECT_EQ(groups[7].rows, 256);
+  EXPECT_EQ(groups[7].cols, 768);
+  // q4_K: 144 bytes per 256 elements; q8_0: 34 per 32; fp16 2 per element.
+  EXPECT_EQ(*GroupBytes(**ParseScheme("q4_K"), groups[7]), 256u * 3 * 144);
+  EXPECT_EQ(*GroupBytes(**ParseScheme("q8_0"), groups[7]), 256u * 24 * 34);
+  EXPECT_EQ(*GroupBytes(**ParseScheme("fp16"), groups[7]), 256u * 768 * 2);
+  MixGroup narrow = groups[7];
+  narrow.cols = 172;
+  EXPECT_THAT(GroupBytes(**ParseScheme("q4_K"), narrow).status().message(),
+              HasSubstr("would store it as"));
+}
+
+TEST(MixGroups, LlamaQuantizeArguments) {
+  std::vector<MixGroup> groups = {{"model.embed_tokens.weight", "token_embd.weight", 8, 256, -1, true}};
+  for (int layer = 0; layer < 3; ++layer) {
+    for (const char* kind : {"attn_v", "ffn_down"}) {
+      groups.push_back({"x", absl::StrCat("blk.", layer, ".", kind, ".weight"), 8, 256, layer});
+    }
+  }
+  const MixAssignment schemes = {"q6_K", "q5_K", "q4_K", "q4_K", "q4_K", "q5_K", "q4_K"};
+  absl::StatusOr<LlamaQuantizeCommand> c = LlamaQuantizeArguments(groups, schemes);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->options,
+            (std::vector<std::string>{"--token-embedding-type", "q6_K", "--tensor-type",
+                                      "blk\\.(0|2)\\.attn_v\\.weight=q5_K", "--tensor-type",
+                                      "blk\\.(0|1|2)\\.ffn_down\\.weight=q4_K", "--tensor-type",
+                                      "blk\\.1\\.attn_v\\.weight=q4_K"}));
+  EXPECT_EQ(c->type, "q4_K");
+  EXPECT_THAT(c->Line("in.gguf", "out.gguf"),
+              HasSubstr("--tensor-type 'blk\\.(0|2)\\.attn_v\\.weight=q5_K'"));
+  MixAssignment lowp_only = schemes;
+  lowp_only[3] = "int4-g128";
+  EXPECT_THAT(LlamaQuantizeArguments(groups, lowp_only).status().message(),
+              HasSubstr("int4-g128 (x) is not a type llama-quantize writes"));
+}
+
+TEST(Spearman, RanksWithTies) {
+  EXPECT_DOUBLE_EQ(api::SpearmanCorrelation({1, 2, 3, 4}, {10, 20, 30, 40}), 1);
+  EXPECT_DOUBLE_EQ(api::SpearmanCorrelation({1, 2, 3, 4}, {4, 3, 2, 1}), -1);
+  // scipy.stats.spearmanr([1,2,3,4,5],[2,1,4,3,3]) (Debian python3-scipy 1.10): 0.5642880936468347
+  EXPECT_NEAR(api::SpearmanCorrelation({1, 2, 3, 4, 5}, {2, 1, 4, 3, 3}), 0.5642880936468347,
+              1e-15);
+  EXPECT_TRUE(std::isnan(api::SpearmanCorrelation({1, 2}, {1, 2})));
+}
+
+api::MixOptions Small() {
+  api::MixOptions o;
+  o.model = kModel;
+  o.bits_per_weight = 5;
+  o.types = {"q4_K", "q6_K", "q8_0"};
+  o.tune.sample = "2:32";
+  o.verify.sample = "2:48";
+  o.baselines = {"Q4_K_M"};
+  o.random_mixes = 3;
+  o.threads = 2;
+  return o;
+}
+
+TEST(Mix, ChoosesWithinTheBudgetAndItsRulesGiveEvalsNumbers) {
+  const api::MixOptions o = Small();
+  absl::StatusOr<api::MixResult> r = api::Mix(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->budget_bytes, static_cast<uint64_t>(std::floor(5.0 * r->weights / 8)));
+  ASSERT_EQ(r->rows.size(), 1 + 2 + 3u);  // the mix, Q4_K_M and lowp at its size, 3 random
+  const api::MixRow& mix = r->rows[0];
+  EXPECT_LE(mix.bytes, r->budget_bytes);
+  EXPECT_EQ(r->candidates_measured, static_cast<int64_t>(r->groups.size() * 3));
+  double predicted = 0;
+  for (size_t g = 0; g < r->groups.size(); ++g) {
+    predicted += r->sensitivity[g][static_cast<size_t>(r->allocation.choice[g])];
+  }
+  EXPECT_DOUBLE_EQ(mix.predicted_kl, predicted);
+  EXPECT_GT(mix.kl_mean, 0);
+  EXPECT_EQ(r->rows[1].label, "Q4_K_M");
+  EXPECT_EQ(r->rows[2].label, "lowp @ Q4_K_M");
+  EXPECT_LE(r->rows[2].bytes, r->rows[1].bytes);
+  EXPECT_FALSE(std::isnan(r->spearman));
+  // The rules, as eval takes them, on the verification tokens: the same KL.
+  api::EvalOptions e;
+  e.model = kModel;
+  e.sample = o.verify.sample;
+  e.seed = o.verify.seed;
+  e.weights = absl::StrJoin(r->rules, ",");
+  e.threads = 2;
+  absl::StatusOr<api::EvalResult> eval = api::Eval(e);
+  ASSERT_TRUE(eval.ok()) << eval.status();
+  ASSERT_EQ(eval->report.candidates.size(), 1u);
+  EXPECT_EQ(eval->report.candidates[0].kl.mean, mix.kl_mean);
+  EXPECT_EQ(eval->report.candidates[0].weights.total.storage_bits, 8 * mix.bytes);
+  // Its llama-quantize command names every type it chose.
+  EXPECT_FALSE(r->llama_quantize.type.empty());
+  EXPECT_EQ(r->llama_quantize_error, "");
+}
+
+TEST(Mix, ErrorsNameTheOption) {
+  auto message = [](const std::function<void(api::MixOptions&)>& change) {
+    api::MixOptions o = Small();
+    change(o);
+    return std::string(api::Mix(o).status().message());
+  };
+  EXPECT_THAT(message([](auto& o) { o.bits_per_weight = 0; }), HasSubstr("bits_per_weight"));
+  EXPECT_THAT(message([](auto& o) { o.bytes = 100; }), HasSubstr("one"));
+  EXPECT_THAT(message([](auto& o) { o.bits_per_weight = 33; }), HasSubstr("above float32"));
+  EXPECT_THAT(message([](auto& o) { o.bits_per_weight = 2; }),
+              HasSubstr("below the smallest mix of these types"));
+  EXPECT_THAT(message([](auto& o) {
+                o.bits_per_weight = 0;
+                o.bytes = 10;
+              }),
+              HasSubstr("bytes: 10 bytes"));
+  EXPECT_THAT(message([](auto& o) { o.types = {"q4_K", "bogus"}; }), HasSubstr("types: bogus"));
+  EXPECT_THAT(message([](auto& o) { o.types = {"Q4_K_M"}; }), HasSubstr("is a recipe"));
+  EXPECT_THAT(message([](auto& o) {
+                o.model = kData + "/stories260K-hf";
+                o.types = {"q4_K"};
+              }),
+              HasSubstr("would store it as"));
+  EXPECT_THAT(message([](auto& o) { o.baselines = {"Q4_K_X"}; }), HasSubstr("baselines"));
+  EXPECT_THAT(message([](auto& o) { o.random_mixes = -1; }), HasSubstr("random_mixes"));
+  EXPECT_THAT(message([](auto& o) { o.verify.sample = "2:9999"; }), HasSubstr("sample"));
+  EXPECT_THAT(message([](auto& o) { o.model = "/nonexistent"; }), HasSubstr("/nonexistent"));
+}
+
+TEST(MixBudget, WhatTheDeviceLeavesBesideTheJob) {
+  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(kModel, {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  uint64_t weights = 0;
+  for (const MixGroup& g : MixGroups(*model)) weights += static_cast<uint64_t>(g.weights());
+  SizingOptions job;
+  job.seq = 256;
+  absl::StatusOr<Device> device = FindDevice("toy:3GB");
+  ASSERT_TRUE(device.ok());
+  absl::StatusOr<DeviceBudget> b = BudgetOnDevice(model->config(), weights, *device, job);
+  ASSERT_TRUE(b.ok()) << b.status();
+  // K and V of 4 layers x 4 heads x 32 at 256 positions in fp16.
+  EXPECT_EQ(b->kv_cache_bytes, 2 * 4 * 4 * 32 * 256 * 2);
+  EXPECT_EQ(b->sizing.kv, "fp16");
+  // Beside the matrices: the KV cache, the 2 GB of buffers, the 9 norms of
+  // 256 at float32 and the forward pass's workspace.
+  EXPECT_GT(b->other_bytes, b->kv_cache_bytes + 2'000'000'000 + 9 * 256 * 4);
+  EXPECT_EQ(b->capacity_bytes, 3'000'000'000);
+  EXPECT_EQ(b->matrices_bytes, b->capacity_bytes - b->other_bytes);
+  // The memory model prices the float32 matrices beside the same job as the
+  // rest plus 4 bytes a weight.
+  SizingOptions f32 = b->sizing;
+  absl::StatusOr<SizingReport> r = EstimateMemory(model->config(), f32, *device);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->per_device.total(), b->other_bytes + 4 * static_cast<int64_t>(weights));
+
+  // A device with room for 5 bits per weight beside the job gets that budget.
+  const int64_t room = static_cast<int64_t>(5 * weights / 8);
+  api::MixOptions o = Small();
+  o.bits_per_weight = 0;
+  o.device = absl::StrCat("toy:", b->other_bytes + room);
+  o.job = job;
+  absl::StatusOr<api::MixResult> mix = api::Mix(o);
+  ASSERT_TRUE(mix.ok()) << mix.status();
+  ASSERT_TRUE(mix->device.has_value());
+  EXPECT_EQ(mix->budget_bytes, static_cast<uint64_t>(room));
+  EXPECT_LE(mix->rows[0].bytes, static_cast<uint64_t>(room));
+  EXPECT_EQ(api::ToJson(*mix)["device"]["matrices_bytes"], room);
+  // Too small a device, an unknown one, two budgets.
+  o.device = absl::StrCat("toy:", b->other_bytes + 1000);
+  EXPECT_THAT(std::string(api::Mix(o).status().message()),
+              AllOf(HasSubstr("device: toy leaves 1000 bytes beside the job's"),
+                    HasSubstr("below the smallest mix")));
+  o.device = "nosuch";
+  EXPECT_THAT(std::string(api::Mix(o).status().message()), HasSubstr("device: "));
+  o.device = "h100";
+  o.bits_per_weight = 4;
+  EXPECT_THAT(std::string(api::Mix(o).status().message()), HasSubstr("(one)"));
+}
+
+}  // namespace
+}  // namespace lowp

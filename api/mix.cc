@@ -132,6 +132,115 @@ double SpearmanCorrelation(const std::vector<double>& a, const std::vector<doubl
   return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : NAN;
 }
 
+uint64_t MixTable::SmallestBytes() const {
+  uint64_t smallest = 0;
+  for (const std::vector<uint64_t>& b : bytes) smallest += *std::min_element(b.begin(), b.end());
+  return smallest;
+}
+
+absl::StatusOr<Allocation> MixTable::Allocate(uint64_t budget) const {
+  std::vector<std::vector<MixOption>> options(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t t = 0; t < types.size(); ++t) options[g].push_back({bytes[g][t], sensitivity[g][t]});
+  }
+  return lowp::Allocate(options, budget);
+}
+
+MixAssignment MixTable::Assignment(const Allocation& a) const {
+  MixAssignment out(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) out[g] = types[static_cast<size_t>(a.choice[g])];
+  return out;
+}
+
+uint64_t MixTable::Bytes(const Allocation& a) const {
+  uint64_t b = 0;
+  for (size_t g = 0; g < groups.size(); ++g) b += bytes[g][static_cast<size_t>(a.choice[g])];
+  return b;
+}
+
+double MixTable::Predict(const MixAssignment& a) const {
+  double kl = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    auto it = std::find(types.begin(), types.end(), a[g]);
+    if (it == types.end()) return NAN;
+    kl += sensitivity[g][static_cast<size_t>(it - types.begin())];
+  }
+  return kl;
+}
+
+EvalCandidate MixTable::Candidate(const std::string& label, const MixAssignment& a) const {
+  std::vector<WeightRule> rules;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const size_t t = static_cast<size_t>(std::find(types.begin(), types.end(), a[g]) -
+                                         types.begin());
+    rules.push_back({groups[g].name, schemes[t]});
+  }
+  return RulesCandidate(label, std::move(rules));
+}
+
+absl::StatusOr<MixTable> MixTypes(const MixOptions& o, const Checkpoint& model,
+                                  const std::string& path) {
+  MixTable table;
+  table.model = path;
+  table.groups = MixGroups(model);
+  const size_t G = table.groups.size();
+  for (const MixGroup& g : table.groups) table.weights += static_cast<uint64_t>(g.weights());
+  // The types, each applying to every matrix's rows.
+  const bool defaults = o.types.empty();
+  table.bytes.resize(G);
+  for (const std::string& name : defaults ? DefaultMixTypes() : o.types) {
+    absl::StatusOr<std::unique_ptr<Scheme>> s = ParseScheme(name);
+    if (!s.ok()) return OptionError("types", absl::StrCat(name, ": ", s.status().message()));
+    if (AsRecipe(**s) != nullptr) {
+      return OptionError("types", absl::StrCat(name, " is a recipe (a whole mix), not a type"));
+    }
+    std::vector<uint64_t> bytes;
+    absl::Status applies;
+    for (const MixGroup& g : table.groups) {
+      absl::StatusOr<uint64_t> b = GroupBytes(**s, g);
+      if (!b.ok()) {
+        applies = b.status();
+        break;
+      }
+      bytes.push_back(*b);
+    }
+    if (!applies.ok()) {
+      if (defaults) continue;
+      return OptionError("types", applies.message());
+    }
+    table.types.push_back((*s)->name());
+    table.schemes.push_back(std::shared_ptr<const Scheme>(*std::move(s)));
+    for (size_t g = 0; g < G; ++g) table.bytes[g].push_back(bytes[g]);
+  }
+  if (table.schemes.empty()) return OptionError("types", "no type applies to every matrix");
+  return table;
+}
+
+absl::Status MeasureSensitivity(const MixOptions& o, const Checkpoint& model, MixTable& table) {
+  absl::StatusOr<Tokens> tune = ReadInput(o.tune, o, model, table.model);
+  if (!tune.ok()) return tune.status();
+  table.tune_tokens = tune->description;
+  const size_t G = table.groups.size(), T = table.types.size();
+  std::vector<EvalCandidate> singles;
+  for (size_t g = 0; g < G; ++g) {
+    for (size_t t = 0; t < T; ++t) {
+      singles.push_back(RulesCandidate(absl::StrCat(table.groups[g].name, "=", table.types[t]),
+                                       {{table.groups[g].name, table.schemes[t]}}));
+    }
+  }
+  EvalReport report;
+  absl::StatusOr<std::vector<CandidateResult>> measured =
+      EvaluateAll(model, *tune, singles, o, "sensitivity", &report);
+  if (!measured.ok()) return measured.status();
+  table.tune_positions = report.positions;
+  table.sensitivity.assign(G, std::vector<double>(T));
+  for (size_t g = 0; g < G; ++g) {
+    for (size_t t = 0; t < T; ++t) table.sensitivity[g][t] = (*measured)[g * T + t].kl.mean;
+  }
+  table.candidates_measured = static_cast<int64_t>(singles.size());
+  return absl::OkStatus();
+}
+
 absl::StatusOr<MixResult> Mix(const MixOptions& o) {
   if (absl::Status s = CheckThreads(o.threads); !s.ok()) return s;
   if ((o.bits_per_weight > 0) + (o.bytes > 0) + !o.device.empty() != 1) {
@@ -153,45 +262,11 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
   }
   absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(path, o.tensors);
   if (!model.ok()) return model.status();
+  absl::StatusOr<MixTable> table = MixTypes(o, *model, path);
+  if (!table.ok()) return table.status();
   MixResult result;
-  result.model = path;
-  result.groups = MixGroups(*model);
-  const std::vector<MixGroup>& groups = result.groups;
-  const size_t G = groups.size();
-  for (const MixGroup& g : groups) result.weights += static_cast<uint64_t>(g.weights());
-
-  // The types, each applying to every matrix's rows.
-  const bool defaults = o.types.empty();
-  std::vector<std::shared_ptr<const Scheme>> schemes;
-  for (const std::string& name : defaults ? DefaultMixTypes() : o.types) {
-    absl::StatusOr<std::unique_ptr<Scheme>> s = ParseScheme(name);
-    if (!s.ok()) return OptionError("types", absl::StrCat(name, ": ", s.status().message()));
-    if (AsRecipe(**s) != nullptr) {
-      return OptionError("types", absl::StrCat(name, " is a recipe (a whole mix), not a type"));
-    }
-    std::vector<uint64_t> bytes;
-    absl::Status applies;
-    for (const MixGroup& g : groups) {
-      absl::StatusOr<uint64_t> b = GroupBytes(**s, g);
-      if (!b.ok()) {
-        applies = b.status();
-        break;
-      }
-      bytes.push_back(*b);
-    }
-    if (!applies.ok()) {
-      if (defaults) continue;
-      return OptionError("types", applies.message());
-    }
-    result.types.push_back((*s)->name());
-    schemes.push_back(std::shared_ptr<const Scheme>(*std::move(s)));
-    for (size_t g = 0; g < G; ++g) {
-      result.bytes.resize(G);
-      result.bytes[g].push_back(bytes[g]);
-    }
-  }
-  if (schemes.empty()) return OptionError("types", "no type applies to every matrix");
-  const size_t T = schemes.size();
+  static_cast<MixTable&>(result) = *std::move(table);
+  const size_t G = result.groups.size(), T = result.types.size();
 
   // The budget.
   const char* field = o.bytes > 0 ? "bytes" : !o.device.empty() ? "device" : "bits_per_weight";
@@ -215,11 +290,7 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
                                       : static_cast<uint64_t>(std::floor(o.bits_per_weight *
                                                                          weights / 8));
   }
-  std::vector<std::vector<MixOption>> options(G, std::vector<MixOption>(T));
-  uint64_t smallest = 0;
-  for (size_t g = 0; g < G; ++g) {
-    smallest += *std::min_element(result.bytes[g].begin(), result.bytes[g].end());
-  }
+  const uint64_t smallest = result.SmallestBytes();
   if (result.budget_bytes < smallest) {
     const std::string beside =
         result.device
@@ -247,68 +318,15 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
     }
     recipes.push_back(std::shared_ptr<const Scheme>(*std::move(s)));
   }
-
-  absl::StatusOr<Tokens> tune = ReadInput(o.tune, o, *model, path);
-  if (!tune.ok()) return tune.status();
   absl::StatusOr<Tokens> verify = ReadInput(o.verify, o, *model, path);
   if (!verify.ok()) return verify.status();
-  result.tune_tokens = tune->description;
   result.verify_tokens = verify->description;
 
   // Sensitivity: each matrix alone in each type.
-  std::vector<EvalCandidate> singles;
-  for (size_t g = 0; g < G; ++g) {
-    for (size_t t = 0; t < T; ++t) {
-      singles.push_back(RulesCandidate(absl::StrCat(groups[g].name, "=", result.types[t]),
-                                       {{groups[g].name, schemes[t]}}));
-    }
-  }
-  EvalReport tune_report;
-  absl::StatusOr<std::vector<CandidateResult>> measured =
-      EvaluateAll(*model, *tune, singles, o, "sensitivity", &tune_report);
-  if (!measured.ok()) return measured.status();
-  result.tune_positions = tune_report.positions;
-  result.sensitivity.assign(G, std::vector<double>(T));
-  for (size_t g = 0; g < G; ++g) {
-    for (size_t t = 0; t < T; ++t) {
-      result.sensitivity[g][t] = (*measured)[g * T + t].kl.mean;
-      options[g][t] = {result.bytes[g][t], result.sensitivity[g][t]};
-    }
-  }
-  result.candidates_measured = static_cast<int64_t>(singles.size());
-
-  // The predicted KL of an assignment, NaN when a scheme was not measured.
-  auto predict = [&](const MixAssignment& a) {
-    double kl = 0;
-    for (size_t g = 0; g < G; ++g) {
-      auto it = std::find(result.types.begin(), result.types.end(), a[g]);
-      if (it == result.types.end()) return static_cast<double>(NAN);
-      kl += result.sensitivity[g][static_cast<size_t>(it - result.types.begin())];
-    }
-    return kl;
-  };
-  auto assignment = [&](const Allocation& a) {
-    MixAssignment out(G);
-    for (size_t g = 0; g < G; ++g) out[g] = result.types[static_cast<size_t>(a.choice[g])];
-    return out;
-  };
-  auto bytes_of = [&](const Allocation& a) {
-    uint64_t b = 0;
-    for (size_t g = 0; g < G; ++g) b += result.bytes[g][static_cast<size_t>(a.choice[g])];
-    return b;
-  };
-  auto candidate_of = [&](const std::string& label, const MixAssignment& a) {
-    std::vector<WeightRule> rules;
-    for (size_t g = 0; g < G; ++g) {
-      const size_t t = static_cast<size_t>(
-          std::find(result.types.begin(), result.types.end(), a[g]) - result.types.begin());
-      rules.push_back({groups[g].name, schemes[t]});
-    }
-    return RulesCandidate(label, std::move(rules));
-  };
+  if (absl::Status s = MeasureSensitivity(o, *model, result); !s.ok()) return s;
 
   // The allocation, and the rows to verify.
-  absl::StatusOr<Allocation> chosen = Allocate(options, result.budget_bytes);
+  absl::StatusOr<Allocation> chosen = result.Allocate(result.budget_bytes);
   if (!chosen.ok()) return OptionError(field, chosen.status().message());
   result.allocation = *chosen;
   std::vector<EvalCandidate> candidates;
@@ -317,14 +335,16 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
     result.rows.push_back(std::move(row));
     candidates.push_back(std::move(c));
   };
-  {
-    MixRow row = Row("mix", "lowp mix");
-    row.schemes = assignment(*chosen);
-    row.bytes = bytes_of(*chosen);
-    row.predicted_kl = chosen->cost;
-    EvalCandidate c = candidate_of(row.label, row.schemes);
+  auto allocated_row = [&](const std::string& kind, const std::string& label,
+                           const Allocation& a) {
+    MixRow row = Row(kind, label);
+    row.schemes = result.Assignment(a);
+    row.bytes = result.Bytes(a);
+    row.predicted_kl = a.cost;
+    EvalCandidate c = result.Candidate(row.label, row.schemes);
     add_row(std::move(row), std::move(c));
-  }
+  };
+  allocated_row("mix", "lowp mix", *chosen);
   const std::vector<TensorView> shapes = model->MatrixShapes();
   const RecipeModel recipe_model = RecipeModel::Of(shapes);
   for (size_t r = 0; r < recipes.size(); ++r) {
@@ -334,18 +354,13 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
       row.schemes.push_back(s.name());
       row.bytes += (s.StorageBits(m.rows(), m.cols()) + 7) / 8;
     }
-    row.predicted_kl = predict(row.schemes);
+    row.predicted_kl = result.Predict(row.schemes);
     const uint64_t size = row.bytes;
     add_row(std::move(row), RulesCandidate(baselines[r], {{"", recipes[r]}}));
     if (size < smallest) continue;  // lowp's types cannot be that small
-    absl::StatusOr<Allocation> at = Allocate(options, size);
+    absl::StatusOr<Allocation> at = result.Allocate(size);
     if (!at.ok()) return at.status();
-    MixRow mix = Row("lowp", absl::StrCat("lowp @ ", baselines[r]));
-    mix.schemes = assignment(*at);
-    mix.bytes = bytes_of(*at);
-    mix.predicted_kl = at->cost;
-    EvalCandidate c = candidate_of(mix.label, mix.schemes);
-    add_row(std::move(mix), std::move(c));
+    allocated_row("lowp", absl::StrCat("lowp @ ", baselines[r]), *at);
   }
   std::mt19937_64 random(o.seed);
   for (int i = 0; i < o.random_mixes; ++i) {
@@ -355,8 +370,8 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
       row.schemes.push_back(result.types[t]);
       row.bytes += result.bytes[g][t];
     }
-    row.predicted_kl = predict(row.schemes);
-    EvalCandidate c = candidate_of(row.label, row.schemes);
+    row.predicted_kl = result.Predict(row.schemes);
+    EvalCandidate c = result.Candidate(row.label, row.schemes);
     add_row(std::move(row), std::move(c));
   }
 
@@ -388,9 +403,9 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
     result.median_relative_error =
         n % 2 == 1 ? relative[n / 2] : (relative[n / 2 - 1] + relative[n / 2]) / 2;
   }
-  result.rules = MixRules(groups, result.rows[0].schemes);
+  result.rules = MixRules(result.groups, result.rows[0].schemes);
   absl::StatusOr<LlamaQuantizeCommand> command =
-      LlamaQuantizeArguments(groups, result.rows[0].schemes);
+      LlamaQuantizeArguments(result.groups, result.rows[0].schemes);
   if (command.ok()) {
     result.llama_quantize = *std::move(command);
   } else {

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@
 #include "mix/allocate.h"
 #include "mix/budget.h"
 #include "mix/groups.h"
+#include "model/checkpoint.h"
+#include "quant/scheme.h"
 #include "nlohmann/json.hpp"
 
 namespace lowp::api {
@@ -95,19 +98,49 @@ struct MixRow {
   LlamaCppStats llama_cpp;
 };
 
-struct MixResult {
-  std::string model;
+// The matrices, the types and what each costs: `lowp mix`'s sensitivity
+// sweep, from which any number of budgets can be allocated (plan --mix
+// allocates one per device).
+struct MixTable {
+  std::string model;  // the snapshot directory
   std::vector<MixGroup> groups;
   std::vector<std::string> types;
+  std::vector<std::shared_ptr<const Scheme>> schemes;  // types[t]'s
   uint64_t weights = 0;  // elements of the groups
-  uint64_t budget_bytes = 0;
-  std::optional<DeviceBudget> device;  // with MixOptions::device
   // sensitivity[g][t]: mean KL with group g in types[t], all else float32;
   // bytes[g][t] what it stores in.
   std::vector<std::vector<double>> sensitivity;
   std::vector<std::vector<uint64_t>> bytes;
-  std::string tune_tokens, verify_tokens;  // their descriptions, as eval's `tokens`
-  uint64_t tune_positions = 0, verify_positions = 0;
+  std::string tune_tokens;  // their description, as eval's `tokens`
+  uint64_t tune_positions = 0;
+  int64_t candidates_measured = 0;
+
+  // The bytes of the smallest assignment.
+  uint64_t SmallestBytes() const;
+  // The assignment of least predicted KL within `budget` bytes
+  // (mix/allocate.h), as type names, with its bytes and predicted KL.
+  absl::StatusOr<Allocation> Allocate(uint64_t budget) const;
+  MixAssignment Assignment(const Allocation& a) const;
+  uint64_t Bytes(const Allocation& a) const;
+  // The sum of the groups' costs; NaN when a type was not measured.
+  double Predict(const MixAssignment& a) const;
+  // The assignment as an eval candidate: one rule per group.
+  EvalCandidate Candidate(const std::string& label, const MixAssignment& a) const;
+};
+
+// The table's groups, types and bytes for `options` (model, tensors, types),
+// without the sweep; errors name model, tensors or types.
+absl::StatusOr<MixTable> MixTypes(const MixOptions& options, const Checkpoint& model,
+                                  const std::string& path);
+// The sweep on `options.tune`'s tokens: every group alone in every type.
+absl::Status MeasureSensitivity(const MixOptions& options, const Checkpoint& model,
+                                MixTable& table);
+
+struct MixResult : MixTable {
+  uint64_t budget_bytes = 0;
+  std::optional<DeviceBudget> device;  // with MixOptions::device
+  std::string verify_tokens;  // as tune_tokens
+  uint64_t verify_positions = 0;
   double reference_perplexity = 0;  // on the verification tokens
   Allocation allocation;
   std::vector<std::string> rules;        // NAME=TYPE per group
@@ -120,7 +153,6 @@ struct MixResult {
   // |predicted - measured| / measured.
   double spearman = NAN;
   double median_relative_error = NAN;
-  int64_t candidates_measured = 0;
 };
 
 // Errors name the option: model, tensors, bits_per_weight / bytes / device

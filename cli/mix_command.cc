@@ -105,7 +105,7 @@ void PrintResult(const api::MixResult& r) {
     }
     rows.push_back({row.label, absl::StrFormat("%.4f", row.bits_per_weight),
                     std::to_string(row.bytes), Sci(row.predicted_kl), Sci(row.kl_mean),
-                    Sci(kld_99), api::PercentText(row.top1_agreement), Fixed(row.perplexity, 4),
+                    Sci(kld_99), absl::StrFormat("%.2f%%", 100 * row.top1_agreement), Fixed(row.perplexity, 4),
                     Fixed(row.perplexity / r.reference_perplexity, 5)});
   }
   PrintTable(rows, {0});

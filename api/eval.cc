@@ -376,6 +376,7 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
   }
   absl::StatusOr<std::vector<EvalCandidate>> candidates = EvalCandidates(o);
   if (!candidates.ok()) return candidates.status();
+  candidates->insert(candidates->end(), o.candidates.begin(), o.candidates.end());
   absl::StatusOr<std::string> path = ModelPath(o.model);
   if (!path.ok()) return path.status();
   absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(*path, o.tensors);

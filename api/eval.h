@@ -67,6 +67,9 @@ struct EvalOptions {
   std::string activations;  // schemes on the input of each linear layer, per token row
   std::string kv;           // schemes on each cached key and value vector
   std::string compute;      // floating formats every site's result is rounded to
+  // Candidates built by the caller (plan --mix's), evaluated after the
+  // sites' combinations.
+  std::vector<EvalCandidate> candidates;
   int threads = 0;
   // Tokens per pass over the checkpoint (EvalRun::batch_tokens); 0: automatic.
   int64_t batch_tokens = 0;

@@ -9,16 +9,21 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "api/eval.h"
 #include "api/json.h"
+#include "api/mix.h"
 #include "api/plan_html.h"
 #include "api/text.h"
 #include "formats/option_error.h"
 #include "io/bundled.h"
 #include "io/output_file.h"
+#include "mix/budget.h"
+#include "mix/groups.h"
+#include "model/checkpoint.h"
 #include "sizing/devices.h"
 #include "model/config.h"
 #include "model/weights.h"
@@ -31,6 +36,14 @@ bool Sized(const PlanFit& f) { return f.report.capacity_bytes > 0; }
 
 // A number for JSON; null where unknown (NaN) or zero meaning "none".
 nlohmann::json Known(double v) { return v > 0 || v < 0 ? JsonNumber(v) : nlohmann::json(nullptr); }
+
+nlohmann::json EndToEndJson(const PlanCandidate::EndToEnd& x) {
+  return {{"kl_mean", JsonNumber(x.kl_mean)},
+          {"kl_p99", JsonNumber(x.kl_p99)},
+          {"top1_agreement", JsonNumber(x.top1_agreement)},
+          {"perplexity", JsonNumber(x.perplexity)},
+          {"perplexity_ratio", JsonNumber(x.perplexity_ratio)}};
+}
 
 }  // namespace
 
@@ -66,6 +79,38 @@ nlohmann::json ToJson(const Plan& plan) {
   } else {
     j["eval"] = nullptr;
   }
+  if (plan.mix) {
+    const PlanMixes& m = *plan.mix;
+    nlohmann::ordered_json mj;
+    mj["model"] = m.model;
+    mj["types"] = m.types;
+    mj["tune_tokens"] = m.tune_tokens;
+    mj["tune_positions"] = m.tune_positions;
+    mj["candidates_measured"] = m.candidates_measured;
+    mj["devices"] = nlohmann::ordered_json::array();
+    for (const PlanMix& d : m.devices) {
+      nlohmann::ordered_json dj;
+      dj["device"] = d.device.name;
+      dj["capacity_bytes"] = d.capacity_bytes;
+      dj["other_bytes"] = d.other_bytes;
+      dj["budget_bytes"] = d.budget_bytes;
+      dj["budget_bits_per_weight"] = JsonNumber(d.budget_bits_per_weight);
+      dj["possible"] = d.possible;
+      dj["reason"] = d.possible ? nlohmann::ordered_json() : nlohmann::ordered_json(d.reason);
+      if (d.possible) {
+        dj["bits_per_weight"] = JsonNumber(d.bits_per_weight);
+        dj["weight_bytes"] = d.weight_bytes;
+        dj["per_device_bytes"] = d.per_device_bytes;
+        dj["predicted_kl_mean"] = JsonNumber(d.predicted_kl);
+        dj["end_to_end"] = EndToEndJson(*d.end_to_end);
+        dj["weights_option"] = d.weights_option;
+      }
+      mj["devices"].push_back(dj);
+    }
+    j["mix"] = mj;
+  } else {
+    j["mix"] = nullptr;
+  }
   j["pareto_on"] = plan.eval ? "kl_mean" : "relative_rmse";
   j["pareto_size_tolerance"] = kParetoSizeTolerance;
   j["candidates"] = nlohmann::json::array();
@@ -84,12 +129,7 @@ nlohmann::json ToJson(const Plan& plan) {
     cj["clipped_fraction"] = JsonNumber(c.clipped_fraction());
     cj["overflow_fraction"] = JsonNumber(c.overflow_fraction());
     if (c.end_to_end) {
-      const PlanCandidate::EndToEnd& x = *c.end_to_end;
-      cj["end_to_end"] = {{"kl_mean", JsonNumber(x.kl_mean)},
-                          {"kl_p99", JsonNumber(x.kl_p99)},
-                          {"top1_agreement", JsonNumber(x.top1_agreement)},
-                          {"perplexity", JsonNumber(x.perplexity)},
-                          {"perplexity_ratio", JsonNumber(x.perplexity_ratio)}};
+      cj["end_to_end"] = EndToEndJson(*c.end_to_end);
     } else {
       cj["end_to_end"] = nullptr;
     }
@@ -146,7 +186,8 @@ bool SameShape(const ModelConfig& a, const ModelConfig& b) {
 
 // lowp eval with each candidate's format on the linear layers; the Pareto
 // front is then taken on mean KL.
-absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model, Plan& plan) {
+absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model,
+                         std::vector<EvalCandidate> mixes, Plan& plan) {
   EvalOptions e;
   e.model = model;
   e.sample = o.eval_sample;
@@ -158,6 +199,7 @@ absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model, Plan
   std::vector<std::string> formats;
   for (const PlanCandidate& c : plan.candidates) formats.push_back(c.format);
   e.weights = absl::StrJoin(formats, ",");
+  e.candidates = std::move(mixes);
   if (o.progress) {
     e.progress = [&o](int64_t, int64_t total, const std::string& what) {
       o.progress(static_cast<size_t>(total), absl::StrCat("eval: ", what));
@@ -200,7 +242,108 @@ absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model, Plan
   }
   const std::vector<bool> pareto = ParetoOptimal(bytes, kl);
   for (size_t i = 0; i < pareto.size(); ++i) plan.candidates[i].pareto = pareto[i];
+  if (plan.mix) {
+    size_t next = plan.candidates.size();
+    for (PlanMix& m : plan.mix->devices) {
+      if (!m.possible) continue;
+      const CandidateResult& c = r->report.candidates[next++];
+      m.end_to_end = PlanCandidate::EndToEnd{c.kl.mean, c.kl.p99, c.top1_agreement, c.perplexity,
+                                             c.perplexity / r->report.reference_perplexity};
+    }
+  }
   return absl::OkStatus();
+}
+
+// The option a mix error belongs to.
+absl::Status MixError(const absl::Status& s) {
+  const std::string field = OptionOf(s).value_or("");
+  std::string why(s.message());
+  if (absl::StartsWith(why, absl::StrCat(field, ": "))) why.erase(0, field.size() + 2);
+  if (field == "types") return OptionError("mix_types", why);
+  if (field == "sample" || field == "seed") return OptionError("mix_tune_sample", why);
+  if (field == "model" || field == "tensors") return OptionError("eval_model", why);
+  return s;
+}
+
+// plan --mix: the sensitivity sweep on the evaluated model, then per device
+// the mix for what the device leaves beside the job. Returns the mixes as
+// candidates to evaluate beside the formats (the possible ones, in device
+// order).
+absl::StatusOr<std::vector<EvalCandidate>> PrepareMixes(const PlanJobOptions& o,
+                                                        const std::string& path, Plan& plan) {
+  const SizingOptions& job = plan.options.sizing;
+  if (job.mode != Mode::kInference) {
+    return OptionError("mix", "a mix is chosen to serve a model: give mode inference");
+  }
+  if (job.dp * job.tp * job.pp != 1) {
+    return OptionError("mix", "a mix is chosen for one device per replica (dp, tp and pp 1)");
+  }
+  MixOptions m;
+  m.types = o.mix_types;
+  m.tune.sample = o.mix_tune_sample;
+  m.tune.seed = o.mix_tune_seed;
+  m.threads = o.threads;
+  if (o.progress) {
+    m.progress = [&o](int64_t, int64_t total, const std::string& what) {
+      o.progress(static_cast<size_t>(total), absl::StrCat("mix ", what));
+    };
+  }
+  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(path, {});
+  if (!model.ok()) return OptionError("eval_model", model.status().message());
+  absl::StatusOr<MixTable> table = MixTypes(m, *model, path);
+  if (!table.ok()) return MixError(table.status());
+  if (absl::Status s = MeasureSensitivity(m, *model, *table); !s.ok()) return MixError(s);
+  PlanMixes mixes;
+  mixes.model = path;
+  mixes.types = table->types;
+  mixes.tune_tokens = table->tune_tokens;
+  mixes.tune_positions = table->tune_positions;
+  mixes.candidates_measured = table->candidates_measured;
+  const uint64_t planned = MixMatrixWeights(plan.model);
+  const double measured = static_cast<double>(table->weights);
+  const uint64_t smallest = table->SmallestBytes();
+  std::vector<EvalCandidate> candidates;
+  for (const Device& device : plan.options.devices) {
+    SizingOptions s = job;
+    s.kv = plan.kv;
+    absl::StatusOr<DeviceBudget> b = BudgetOnDevice(plan.model, planned, device, s);
+    if (!b.ok()) return b.status();
+    PlanMix pm;
+    pm.device = device;
+    pm.capacity_bytes = b->capacity_bytes;
+    pm.other_bytes = b->other_bytes;
+    pm.other_weight_bytes = b->other_weight_bytes;
+    pm.budget_bytes =
+        std::clamp<int64_t>(b->matrices_bytes, 0, 4 * static_cast<int64_t>(planned));
+    pm.budget_bits_per_weight = 8 * static_cast<double>(pm.budget_bytes) / static_cast<double>(planned);
+    // The same matrices (a snapshot planning itself): the bytes exactly.
+    const auto budget =
+        table->weights == planned
+            ? static_cast<uint64_t>(pm.budget_bytes)
+            : static_cast<uint64_t>(std::floor(pm.budget_bits_per_weight * measured / 8));
+    if (budget < smallest) {
+      pm.possible = false;
+      pm.reason = absl::StrFormat(
+          "%.4g bits per weight left beside the job, below the smallest mix of the types (%.4g)",
+          pm.budget_bits_per_weight, 8 * static_cast<double>(smallest) / measured);
+      mixes.devices.push_back(std::move(pm));
+      continue;
+    }
+    absl::StatusOr<Allocation> a = table->Allocate(budget);
+    if (!a.ok()) return a.status();
+    const MixAssignment assignment = table->Assignment(*a);
+    pm.bits_per_weight = 8 * static_cast<double>(table->Bytes(*a)) / measured;
+    pm.predicted_kl = a->cost;
+    pm.weights_option = absl::StrJoin(MixRules(table->groups, assignment), ",");
+    const auto matrices = static_cast<int64_t>(
+        std::ceil(pm.bits_per_weight * static_cast<double>(planned) / 8));
+    pm.weight_bytes = matrices + pm.other_weight_bytes;
+    pm.per_device_bytes = pm.other_bytes + std::min(matrices, pm.budget_bytes);
+    candidates.push_back(table->Candidate(absl::StrCat("lowp mix @ ", device.name), assignment));
+    mixes.devices.push_back(std::move(pm));
+  }
+  plan.mix = std::move(mixes);
+  return candidates;
 }
 
 }  // namespace
@@ -246,10 +389,22 @@ absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
   }
   absl::StatusOr<Plan> plan = MakePlan(*model, options);
   if (!plan.ok()) return plan.status();
-  if (o.eval) {
-    // A snapshot directory evaluates itself unless another model is named.
-    const std::string model = o.eval_model.empty() && snapshot ? o.model : o.eval_model;
-    if (absl::Status s = AddEndToEnd(o, model, *plan); !s.ok()) return s;
+  if (o.eval || o.mix) {
+    // A snapshot directory evaluates itself unless another model is named;
+    // a mix needs rows llama.cpp's types apply to (the bundled stories3M-hf).
+    std::string model = o.eval_model.empty() && snapshot ? o.model : o.eval_model;
+    std::vector<EvalCandidate> mixes;
+    if (o.mix) {
+      if (model.empty()) {
+        absl::StatusOr<std::string> bundled = BundledMixModel();
+        if (!bundled.ok()) return OptionError("eval_model", bundled.status().message());
+        model = *bundled;
+      }
+      absl::StatusOr<std::vector<EvalCandidate>> made = PrepareMixes(o, model, *plan);
+      if (!made.ok()) return made.status();
+      mixes = *std::move(made);
+    }
+    if (absl::Status s = AddEndToEnd(o, model, std::move(mixes), *plan); !s.ok()) return s;
   }
   if (o.html) {
     const std::string page = PlanHtml(*plan, o.html_command);

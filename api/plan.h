@@ -48,13 +48,24 @@ struct PlanJobOptions {
   std::string eval_text;
   int64_t eval_ctx = 512;
   int64_t eval_chunks = -1;
+  // Also (with eval, which it implies) per device the mix `lowp mix` chooses
+  // for what the device leaves beside the job (inference on one device per
+  // replica only): its types (`mix_types`, empty: lowp mix's defaults) and
+  // sensitivities measured on the evaluated model, on `mix_tune_sample`
+  // tokens sampled with `mix_tune_seed`, then evaluated with the formats. The
+  // evaluated model is then the bundled stories3M-hf (where llama.cpp's
+  // types apply) unless eval_model or a snapshot --model says otherwise.
+  bool mix = false;
+  std::vector<std::string> mix_types;
+  std::string mix_tune_sample = "8:256";
+  uint64_t mix_tune_seed = 1;
   // Before each tensor measured, then (with `eval`) after each sequence
   // evaluated, with that phase's total.
   ProgressFn progress;
 };
 
 // Errors name the field (model, formats X, device, tensors, select, html,
-// eval_model, eval_sample).
+// eval_model, eval_sample, mix, mix_types, mix_tune_sample).
 absl::StatusOr<Plan> PlanJob(const PlanJobOptions& options);
 nlohmann::json ToJson(const Plan& plan);
 

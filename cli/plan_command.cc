@@ -31,7 +31,8 @@ const char kPlanHelp[] =
     "                 [--select PATTERN] [sizing options as in lowp size]\n"
     "                 [--json | --csv] [--html report.html] [--quiet] [--threads N]\n"
     "                 [--eval [--eval-model DIR] [--eval-sample N:LEN | --eval-text FILE]\n"
-    "                 [--eval-seed S]]\n"
+    "                 [--eval-seed S]] [--mix [--mix-types LIST] [--mix-tune-sample N:LEN]\n"
+    "                 [--mix-tune-seed S]]\n"
     "\n"
     "For each candidate format of the decoder's linear weights, side by side: bits per\n"
     "weight with scales, weight bytes, memory per device, whether the job fits the\n"
@@ -63,6 +64,15 @@ const char kPlanHelp[] =
     "  --eval-sample N:LEN, --eval-seed S   the sampled tokens (16:128, seed 0)\n"
     "  --eval-text FILE [--eval-ctx N] [--eval-chunks N]   text instead, measured by\n"
     "      llama.cpp's perplexity protocol as `lowp eval --text` (ctx 512, all chunks)\n"
+    "  --mix             also, per device, the mix 'lowp mix' chooses for what the device\n"
+    "                    leaves beside the job (inference, one device per replica): each\n"
+    "                    matrix's cost in each type measured on the evaluated model\n"
+    "                    (default then the bundled stories3M-hf, where llama.cpp's types\n"
+    "                    apply), the least predicted KL at the device's bits per weight,\n"
+    "                    evaluated beside the formats as a row 'lowp mix' (implies --eval;\n"
+    "                    not in --csv or --html)\n"
+    "  --mix-types LIST, --mix-tune-sample N:LEN, --mix-tune-seed S   as lowp mix's\n"
+    "      --types and --tune-sample (q2_K..q8_0,iq4_xs,fp16; 8:256, seed 1)\n"
     "The KV cache stays in the bf16 reference's format, so the rows differ in their\n"
     "weights alone. Memory conventions: docs/sizing.md; metrics: lowp quant-error --help.\n";
 
@@ -96,6 +106,18 @@ std::vector<Row> TableRows(const Plan& plan, size_t d) {
   for (const PlanCandidate& c : plan.candidates) {
     Row row = PlanCells(plan, c, d, [](int64_t v) { return absl::StrCat(v); });
     row.push_back(c.pareto ? "*" : "");
+    rows.push_back(std::move(row));
+  }
+  if (plan.mix && plan.mix->devices[d].possible) {
+    const PlanMix& m = plan.mix->devices[d];
+    const PlanCandidate::EndToEnd& x = *m.end_to_end;
+    Row row = {"lowp mix", absl::StrFormat("%.4g", m.bits_per_weight), Gb(m.weight_bytes),
+               Gb(m.per_device_bytes), "yes", "1", "-", "-", "-", "-", "-", "-", "-"};
+    if (overflow) row.push_back("-");
+    row.push_back(absl::StrFormat("%.3g", x.kl_mean));
+    row.push_back(api::PercentText(x.top1_agreement));
+    row.push_back(absl::StrFormat("%+.2f%%", 100 * (x.perplexity_ratio - 1)));
+    row.push_back("");
     rows.push_back(std::move(row));
   }
   return rows;
@@ -239,6 +261,14 @@ void PrintPlan(const Plan& plan) {
   if (!s.skipped.empty()) {
     line("", absl::StrCat("not floating, not measured: ", absl::StrJoin(s.skipped, ", ")));
   }
+  if (plan.mix) {
+    const PlanMixes& m = *plan.mix;
+    line("mix", absl::StrFormat("lowp mix per device: %d candidates (%s) measured on %s, tokens %s "
+                                "(%d positions), allocated at the bits per weight each device "
+                                "leaves beside the job",
+                                m.candidates_measured, absl::StrJoin(m.types, " "),
+                                ShortPath(m.model), m.tune_tokens, m.tune_positions));
+  }
   if (plan.eval) {
     const PlanEval& e = *plan.eval;
     line("outputs", absl::StrFormat("measured by lowp eval on %s, tokens %s (%d positions); "
@@ -275,6 +305,22 @@ void PrintPlan(const Plan& plan) {
       std::printf("%s: %s\n", Printable(absl::StrJoin(formats, ", ")).c_str(),
                   Printable(reason).c_str());
     }
+    if (plan.mix) {
+      const PlanMix& m = plan.mix->devices[d];
+      if (!m.possible) {
+        std::printf("lowp mix: none (%s)\n", Printable(m.reason).c_str());
+      } else {
+        const std::string room =
+            m.budget_bits_per_weight >= 32
+                ? std::string("of float32's 32 (the device holds float32 matrices beside the job)")
+                : absl::StrFormat("of the %.4g the device leaves beside the job",
+                                  m.budget_bits_per_weight);
+        std::printf("lowp mix: the matrices in %.4g bits per weight %s (predicted KL %.3g)\n"
+                    "  --weights '%s'\n",
+                    m.bits_per_weight, room.c_str(), m.predicted_kl,
+                    Printable(m.weights_option).c_str());
+      }
+    }
   }
 }
 
@@ -283,12 +329,13 @@ void PrintPlan(const Plan& plan) {
 int PlanCommand(const std::vector<std::string>& argv) {
   std::vector<std::string> value_options = SizingValueOptions();
   for (const char* o : {"device", "formats", "tensors", "select", "html", "threads", "eval-model",
-                        "eval-sample", "eval-seed", "eval-text", "eval-ctx", "eval-chunks"}) {
+                        "eval-sample", "eval-seed", "eval-text", "eval-ctx", "eval-chunks",
+                        "mix-types", "mix-tune-sample", "mix-tune-seed"}) {
     value_options.push_back(o);
   }
   absl::StatusOr<Args> args = Args::Parse(
       argv, value_options,
-      {"sequence-parallel", "no-flash-attention", "json", "csv", "quiet", "eval"});
+      {"sequence-parallel", "no-flash-attention", "json", "csv", "quiet", "eval", "mix"});
   if (!args.ok()) return Fail(args.status());
   if (!args->positional().empty() && !args->Value("tensors")) {
     return Fail(absl::InvalidArgumentError(absl::StrCat(
@@ -323,11 +370,30 @@ int PlanCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<int> threads = ParseThreads(*args);
   if (!threads.ok()) return Fail(threads.status());
   options.threads = *threads;
-  options.eval = args->Has("eval");
+  options.mix = args->Has("mix");
+  options.eval = args->Has("eval") || options.mix;
   for (const char* o : {"eval-model", "eval-sample", "eval-seed", "eval-text", "eval-ctx",
                         "eval-chunks"}) {
     if (!options.eval && args->Value(o)) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--", o, " needs --eval")));
+    }
+  }
+  for (const char* o : {"mix-types", "mix-tune-sample", "mix-tune-seed"}) {
+    if (!options.mix && args->Value(o)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--", o, " needs --mix")));
+    }
+  }
+  if (options.mix && *output == Output::kCsv) {
+    return Fail(absl::InvalidArgumentError("--mix: its rows are in the table and --json, not --csv"));
+  }
+  absl::StatusOr<std::vector<std::string>> mix_types = SplitList(*args, "mix-types");
+  if (!mix_types.ok()) return Fail(mix_types.status());
+  options.mix_types = *mix_types;
+  options.mix_tune_sample = args->Value("mix-tune-sample").value_or(options.mix_tune_sample);
+  if (std::optional<std::string> seed = args->Value("mix-tune-seed")) {
+    if (!absl::SimpleAtoi(*seed, &options.mix_tune_seed)) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--mix-tune-seed '", *seed, "': want a number >= 0")));
     }
   }
   options.eval_model = args->Value("eval-model").value_or("");

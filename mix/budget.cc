@@ -4,6 +4,20 @@
 
 namespace lowp {
 
+uint64_t MixMatrixWeights(const ModelConfig& model) {
+  uint64_t n = 0;
+  for (const TensorSpec& t : InputTensors(model)) {
+    if (t.name == "embed_tokens") n += static_cast<uint64_t>(t.parameters());
+  }
+  for (const TensorSpec& t : LayerTensors(model)) {
+    if (t.linear) n += static_cast<uint64_t>(t.parameters()) * static_cast<uint64_t>(model.num_layers);
+  }
+  for (const TensorSpec& t : OutputTensors(model)) {
+    if (t.component == Component::kLmHead) n += static_cast<uint64_t>(t.parameters());
+  }
+  return n;
+}
+
 absl::StatusOr<DeviceBudget> BudgetOnDevice(const ModelConfig& model, uint64_t matrix_weights,
                                             const Device& device, SizingOptions sizing) {
   sizing.mode = Mode::kInference;
@@ -28,6 +42,7 @@ absl::StatusOr<DeviceBudget> BudgetOnDevice(const ModelConfig& model, uint64_t m
   out.capacity_bytes = report->capacity_bytes;
   out.other_bytes = b.total() - matrices;
   out.kv_cache_bytes = b.kv_cache;
+  out.other_weight_bytes = b.weights - matrices;
   out.matrices_bytes = out.capacity_bytes - out.other_bytes;
   return out;
 }

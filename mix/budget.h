@@ -24,6 +24,7 @@ struct DeviceBudget {
   // activations, workspace, buffers, the other weights at float32.
   int64_t other_bytes = 0;
   int64_t kv_cache_bytes = 0;
+  int64_t other_weight_bytes = 0;  // of those, the norms and biases (float32)
   // capacity_bytes - other_bytes: what the matrices may take (can be <= 0).
   int64_t matrices_bytes = 0;
 };
@@ -34,6 +35,11 @@ struct DeviceBudget {
 // `matrix_weights` the elements of the matrices mixed, each stored once.
 // InvalidArgument naming the option for what EstimateMemory rejects, or
 // when the matrices are more than the model's weights.
+// The elements of the matrices `lowp mix` assigns types to, as a config
+// implies them: the token embedding, every decoder layer's linear layers,
+// lm_head unless tied (MixGroups of a checkpoint of that config).
+uint64_t MixMatrixWeights(const ModelConfig& model);
+
 absl::StatusOr<DeviceBudget> BudgetOnDevice(const ModelConfig& model, uint64_t matrix_weights,
                                             const Device& device, SizingOptions sizing);
 

@@ -380,6 +380,14 @@ py::object PlanCall(const py::kwargs& kwargs) {
     if (seed < 0) throw py::value_error("eval_seed: want a number >= 0");
     o.eval_seed = static_cast<uint64_t>(seed);
   };
+  s["mix"] = [&](const std::string& n, const py::object& v) { o.mix = Bool(n, v); };
+  s["mix_types"] = [&](const std::string& n, const py::object& v) { o.mix_types = Names(n, v); };
+  s["mix_tune_sample"] = TextInto(&o.mix_tune_sample);
+  s["mix_tune_seed"] = [&](const std::string& n, const py::object& v) {
+    const int64_t seed = Int(n, v);
+    if (seed < 0) throw py::value_error("mix_tune_seed: want a number >= 0");
+    o.mix_tune_seed = static_cast<uint64_t>(seed);
+  };
   s["html"] = [&](const std::string& n, const py::object& v) {
     if (!IsPath(v)) WrongType(n, "a path", v);
     o.html = PathText(v);
@@ -962,7 +970,9 @@ PYBIND11_MODULE(_lowp, m) {
   m.def("plan", &PlanCall,
         "`lowp plan --json`: model=..., mode=..., formats=[...], device=[...], "
         "tensors=[paths], select='*mlp*', html='report.html', eval=True (eval_model=dir, "
-        "eval_sample='16:128', eval_seed=0), and size()'s options.");
+        "eval_sample='16:128', eval_seed=0), mix=True (per device the lowp.mix for what it leaves "
+        "beside the job; mix_types=[...], mix_tune_sample='8:256', mix_tune_seed=1), and "
+        "size()'s options.");
   m.def("forward", &ForwardCall, py::arg("model") = py::none(), py::arg("tokens"),
         py::kw_only(), py::arg("threads") = py::none(),
         "float32 logits of a model (a Hugging Face directory; None: the bundled stories260K-hf) "

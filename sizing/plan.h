@@ -133,9 +133,47 @@ struct PlanEval {
   std::string proxy_reason;
 };
 
+// lowp plan --mix, on one device: lowp mix's assignment for what the device
+// leaves beside the job (filled in by api::PlanJob; mix/budget.h).
+struct PlanMix {
+  Device device;
+  // For the planned model's matrices (the embedding, the linear layers,
+  // lm_head unless tied): what the device leaves beside the KV cache,
+  // workspace, buffers and the other weights, at most their float32 bytes,
+  // as bytes and as bits per weight over them.
+  int64_t budget_bytes = 0;
+  double budget_bits_per_weight = 0;
+  int64_t other_bytes = 0;         // the rest of the job on the device
+  int64_t other_weight_bytes = 0;  // of which the norms and biases
+  int64_t capacity_bytes = 0;
+  // False when the budget is below the smallest mix of the types (`reason`).
+  bool possible = true;
+  std::string reason;
+  // The mix allocated on the evaluated model at the budget's bits per
+  // weight: its bits per weight, predicted KL, and measured outputs.
+  double bits_per_weight = 0;
+  double predicted_kl = 0;
+  std::optional<PlanCandidate::EndToEnd> end_to_end;
+  std::string weights_option;  // as eval --weights takes it, the evaluated model's names
+  // The planned model at the mix's bits per weight: weight bytes (matrices
+  // and the other weights) and the most loaded device's bytes.
+  int64_t weight_bytes = 0;
+  int64_t per_device_bytes = 0;
+};
+
+struct PlanMixes {
+  std::string model;  // the model the mix was measured on (the evaluated one)
+  std::vector<std::string> types;
+  std::string tune_tokens;
+  uint64_t tune_positions = 0;
+  int64_t candidates_measured = 0;
+  std::vector<PlanMix> devices;  // in PlanOptions::devices order
+};
+
 struct Plan {
   ModelConfig model;
   std::optional<PlanEval> eval;
+  std::optional<PlanMixes> mix;
   PlanOptions options;  // formats filled in, no progress callback
   std::string kv;       // the KV cache's format for every candidate
   PlanSource source;

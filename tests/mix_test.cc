@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "api/eval.h"
 #include "api/mix.h"
+#include "api/plan.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mix/allocate.h"
@@ -309,6 +310,86 @@ TEST(MixBudget, WhatTheDeviceLeavesBesideTheJob) {
   o.device = "h100";
   o.bits_per_weight = 4;
   EXPECT_THAT(std::string(api::Mix(o).status().message()), HasSubstr("(one)"));
+}
+
+TEST(MixBudget, MatrixWeightsOfAConfigAreTheCheckpointsGroups) {
+  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(kModel, {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  uint64_t weights = 0;
+  for (const MixGroup& g : MixGroups(*model)) weights += static_cast<uint64_t>(g.weights());
+  EXPECT_EQ(MixMatrixWeights(model->config()), weights);
+  // Llama 3.1 8B: 128256 x 4096 embedding and lm_head (untied), 32 layers of
+  // 4096 x (4096 + 1024 + 1024 + 4096) + 3 x 4096 x 14336.
+  absl::StatusOr<ModelConfig> llama = FindModel("llama-3.1-8b");
+  ASSERT_TRUE(llama.ok());
+  EXPECT_EQ(MixMatrixWeights(*llama),
+            2ull * 128256 * 4096 + 32ull * (4096ull * 10240 + 3ull * 4096 * 14336));
+}
+
+TEST(PlanMix, PerDeviceTheMixForWhatTheDeviceLeaves) {
+  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(kModel, {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const uint64_t weights = MixMatrixWeights(model->config());
+  SizingOptions job;
+  job.mode = Mode::kInference;
+  job.seq = 256;
+  job.kv = "bf16";
+  absl::StatusOr<Device> probe = FindDevice("probe:3GB");
+  ASSERT_TRUE(probe.ok());
+  absl::StatusOr<DeviceBudget> b = BudgetOnDevice(model->config(), weights, *probe, job);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const int64_t room = static_cast<int64_t>(5 * weights / 8);
+  api::PlanJobOptions o;
+  o.model = kModel;
+  o.sizing = job;
+  o.formats = {"q8_0"};
+  o.devices = {absl::StrCat("five:", b->other_bytes + room), absl::StrCat("none:", b->other_bytes + 1000)};
+  o.tensor_files = {kModel + "/model.safetensors"};
+  o.mix = true;
+  o.mix_types = {"q4_K", "q8_0"};
+  o.mix_tune_sample = "2:32";
+  o.eval_sample = "2:48";
+  o.threads = 2;
+  absl::StatusOr<Plan> plan = api::PlanJob(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(plan->mix.has_value());
+  ASSERT_EQ(plan->mix->devices.size(), 2u);
+  const PlanMix& m = plan->mix->devices[0];
+  ASSERT_TRUE(m.possible) << m.reason;
+  EXPECT_EQ(m.budget_bytes, room);
+  EXPECT_EQ(m.other_bytes, b->other_bytes);
+  EXPECT_NEAR(m.budget_bits_per_weight, 5, 1e-5);
+  EXPECT_LE(m.bits_per_weight, m.budget_bits_per_weight);
+  EXPECT_LE(m.per_device_bytes, m.capacity_bytes);
+  ASSERT_TRUE(m.end_to_end.has_value());
+  EXPECT_FALSE(plan->eval->proxy);
+  // The snapshot plans itself: its rules through eval on the plan's tokens
+  // give the plan's KL.
+  api::EvalOptions e;
+  e.model = kModel;
+  e.sample = "2:48";
+  e.weights = m.weights_option;
+  e.threads = 2;
+  absl::StatusOr<api::EvalResult> eval = api::Eval(e);
+  ASSERT_TRUE(eval.ok()) << eval.status();
+  EXPECT_EQ(eval->report.candidates[0].kl.mean, m.end_to_end->kl_mean);
+  EXPECT_FALSE(plan->mix->devices[1].possible);
+  EXPECT_THAT(plan->mix->devices[1].reason, HasSubstr("below the smallest mix"));
+  // The JSON has both.
+  const nlohmann::json j = api::ToJson(*plan);
+  EXPECT_EQ(j["mix"]["devices"].size(), 2u);
+  EXPECT_EQ(j["mix"]["devices"][1]["possible"], false);
+  // Serving only, one device per replica; the mix's own options named.
+  o.sizing.mode = Mode::kPretrain;
+  o.formats = {"bf16"};
+  EXPECT_THAT(std::string(api::PlanJob(o).status().message()), HasSubstr("mix: "));
+  o.sizing = job;
+  o.sizing.tp = 2;
+  EXPECT_THAT(std::string(api::PlanJob(o).status().message()), HasSubstr("one device per replica"));
+  o.sizing = job;
+  o.formats = {"q8_0"};
+  o.mix_types = {"bogus"};
+  EXPECT_THAT(std::string(api::PlanJob(o).status().message()), HasSubstr("mix_types: bogus"));
 }
 
 }  // namespace

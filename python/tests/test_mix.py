@@ -75,3 +75,26 @@ def test_errors_name_the_keyword():
         lowp.mix(bits_per_weight=5, **dict(SMALL, model=os.path.join(DATA, "stories260K-hf")))
     with pytest.raises(TypeError, match="bogus"):
         lowp.mix(bits_per_weight=5, bogus=1)
+
+
+def test_device_budget_and_plan_mix():
+    # What a 2.0045 GB device leaves beside a 256-token job and 2 GB of
+    # buffers: the same budget from lowp.mix(device=...) and plan(mix=True).
+    job = dict(device="toy:2.0045GB", seq=256)
+    mixed = lowp.mix(baselines="none", **job, **{k: v for k, v in SMALL.items() if k != "baselines"})
+    d = mixed["device"]
+    assert d["capacity_bytes"] == 2_004_500_000
+    assert d["matrices_bytes"] == d["capacity_bytes"] - d["other_bytes"]
+    assert mixed["budget_bytes"] == d["matrices_bytes"]
+    assert mixed["bytes"] <= mixed["budget_bytes"]
+    plan = lowp.plan(model=MODEL, mode="inference", seq=256, device=[job["device"]],
+                     formats=["q8_0"], mix=True, mix_types=SMALL["types"],
+                     mix_tune_sample="2:32", eval_sample="2:48", threads=2)
+    m = plan["mix"]["devices"][0]
+    # The plan's KV cache is bf16, the same 2 bytes as fp16: the same room.
+    assert m["budget_bytes"] == d["matrices_bytes"]
+    assert m["per_device_bytes"] <= m["capacity_bytes"]
+    # The same tuning tokens and budget: the same mix.
+    assert m["weights_option"] == mixed["weights_option"]
+    with pytest.raises(ValueError, match="mix"):
+        lowp.plan(model="llama-3.1-8b", mode="pretrain", formats=["bf16"], mix=True)

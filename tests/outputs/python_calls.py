@@ -105,6 +105,8 @@ def calls(inp, out, root):
         ("error plan pretrain", lambda: lowp.plan(model="llama-3.1-8b", mode="pretrain", formats=["int4-g128"])),
         ("mix", lambda: lowp.mix(bits_per_weight=5, types=["q4_K", "q8_0"], tune_sample="2:32", sample="2:32", baselines=["Q4_K_M"], random_mixes=3)),
         ("mix device", lambda: lowp.mix(device="toy:2.0045GB", seq=256, types="q4_K,q8_0", tune_sample="2:32", sample="2:32", baselines="none")["device"]),
+        ("plan mix", lambda: lowp.plan(model=os.path.join(root, "tests/data/stories3M-hf"), mode="inference", seq=256, device=["toy:2.0045GB"], formats=["q8_0"], mix=True, mix_types=["q4_K", "q8_0"], mix_tune_sample="2:32", eval_sample="2:32")["mix"]),
+        ("error plan mix tp", lambda: lowp.plan(model="llama-3.1-8b", mode="inference", tp=2, mix=True)),
         ("error mix budget", lambda: lowp.mix(bits_per_weight=5, bytes=100)),
         ("error mix types", lambda: lowp.mix(bits_per_weight=5, types=["nosuch"])),
         ("error read_tensors", lambda: lowp.read_tensors(os.path.join(inp, "missing.safetensors"))),

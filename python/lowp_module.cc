@@ -243,6 +243,14 @@ Setter IntInto(T* field) {
     *field = static_cast<T>(Int(n, v));
   };
 }
+// A seed: a whole number >= 0.
+Setter SeedInto(uint64_t* field) {
+  return [field](const std::string& n, const py::object& v) {
+    const int64_t seed = Int(n, v);
+    if (seed < 0) throw py::value_error(absl::StrCat(n, ": want a number >= 0"));
+    *field = static_cast<uint64_t>(seed);
+  };
+}
 Setter TextInto(std::string* field) {
   return [field](const std::string& n, const py::object& v) { *field = Text(n, v); };
 }
@@ -375,19 +383,11 @@ py::object PlanCall(const py::kwargs& kwargs) {
   s["eval"] = [&](const std::string& n, const py::object& v) { o.eval = Bool(n, v); };
   s["eval_model"] = [&](const std::string&, const py::object& v) { o.eval_model = ModelArg(v); };
   s["eval_sample"] = TextInto(&o.eval_sample);
-  s["eval_seed"] = [&](const std::string& n, const py::object& v) {
-    const int64_t seed = Int(n, v);
-    if (seed < 0) throw py::value_error("eval_seed: want a number >= 0");
-    o.eval_seed = static_cast<uint64_t>(seed);
-  };
+  s["eval_seed"] = SeedInto(&o.eval_seed);
   s["mix"] = [&](const std::string& n, const py::object& v) { o.mix = Bool(n, v); };
   s["mix_types"] = [&](const std::string& n, const py::object& v) { o.mix_types = Names(n, v); };
   s["mix_tune_sample"] = TextInto(&o.mix_tune_sample);
-  s["mix_tune_seed"] = [&](const std::string& n, const py::object& v) {
-    const int64_t seed = Int(n, v);
-    if (seed < 0) throw py::value_error("mix_tune_seed: want a number >= 0");
-    o.mix_tune_seed = static_cast<uint64_t>(seed);
-  };
+  s["mix_tune_seed"] = SeedInto(&o.mix_tune_seed);
   s["html"] = [&](const std::string& n, const py::object& v) {
     if (!IsPath(v)) WrongType(n, "a path", v);
     o.html = PathText(v);
@@ -630,11 +630,7 @@ void TokenSetters(Setters& s, api::EvalOptions& o, const std::string& prefix) {
       o.sample = Text(n, v);
     }
   };
-  s[prefix + "seed"] = [&o](const std::string& n, const py::object& v) {
-    const int64_t seed = Int(n, v);
-    if (seed < 0) throw py::value_error(absl::StrCat(n, ": want a number >= 0"));
-    o.seed = static_cast<uint64_t>(seed);
-  };
+  s[prefix + "seed"] = SeedInto(&o.seed);
   s[prefix + "text"] = [&o](const std::string& n, const py::object& v) { o.text = Text(n, v); };
   s[prefix + "text_file"] = [&o](const std::string& n, const py::object& v) {
     if (!IsPath(v)) WrongType(n, "a path", v);
@@ -690,11 +686,7 @@ py::object MixCall(const py::kwargs& kwargs) {
   s["random_mixes"] = [&](const std::string& n, const py::object& v) {
     o.random_mixes = static_cast<int>(std::clamp<int64_t>(Int(n, v), -1, 1 << 20));
   };
-  s["random_seed"] = [&](const std::string& n, const py::object& v) {
-    const int64_t seed = Int(n, v);
-    if (seed < 0) throw py::value_error("random_seed: want a number >= 0");
-    o.seed = static_cast<uint64_t>(seed);
-  };
+  s["random_seed"] = SeedInto(&o.seed);
   TokenSetters(s, o.verify, "");
   TokenSetters(s, o.tune, "tune_");
   s["threads"] = IntInto(&o.threads);

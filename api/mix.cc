@@ -283,8 +283,7 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
         BudgetOnDevice(model->config(), result.weights, *device, o.job);
     if (!budget.ok()) return budget.status();
     result.device = *budget;
-    result.budget_bytes = static_cast<uint64_t>(
-        std::clamp<int64_t>(budget->matrices_bytes, 0, static_cast<int64_t>(4 * result.weights)));
+    result.budget_bytes = budget->budget_bytes;
   } else {
     result.budget_bytes = o.bytes > 0 ? o.bytes
                                       : static_cast<uint64_t>(std::floor(o.bits_per_weight *

@@ -313,8 +313,7 @@ absl::StatusOr<std::vector<EvalCandidate>> PrepareMixes(const PlanJobOptions& o,
     pm.capacity_bytes = b->capacity_bytes;
     pm.other_bytes = b->other_bytes;
     pm.other_weight_bytes = b->other_weight_bytes;
-    pm.budget_bytes =
-        std::clamp<int64_t>(b->matrices_bytes, 0, 4 * static_cast<int64_t>(planned));
+    pm.budget_bytes = static_cast<int64_t>(b->budget_bytes);
     pm.budget_bits_per_weight = 8 * static_cast<double>(pm.budget_bytes) / static_cast<double>(planned);
     // The same matrices (a snapshot planning itself): the bytes exactly.
     const auto budget =

@@ -32,14 +32,14 @@ absl::StatusOr<std::string> BundledCheckpoint() {
 
 namespace {
 
-absl::StatusOr<std::string> BundledDirectory(absl::string_view kDir) {
+absl::StatusOr<std::string> BundledDirectory(absl::string_view name) {
   std::vector<std::string> places;
   if (const char* dir = std::getenv("LOWP_DATA_DIR"); dir != nullptr && *dir != '\0') {
-    places.push_back(absl::StrCat(dir, "/", kDir));
-    places.push_back(absl::StrCat(dir, "/../", kDir));
+    places.push_back(absl::StrCat(dir, "/", name));
+    places.push_back(absl::StrCat(dir, "/../", name));
   } else {
-    places.push_back(absl::StrCat(LOWP_INSTALLED_DATA_DIR, "/", kDir));
-    places.push_back(absl::StrCat(LOWP_SOURCE_DATA_DIR, "/../", kDir));
+    places.push_back(absl::StrCat(LOWP_INSTALLED_DATA_DIR, "/", name));
+    places.push_back(absl::StrCat(LOWP_SOURCE_DATA_DIR, "/../", name));
   }
   for (const std::string& path : places) {
     std::error_code ec;

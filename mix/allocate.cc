@@ -26,8 +26,8 @@ std::vector<int> Efficient(const std::vector<MixOption>& options) {
   return out;
 }
 
-// One step along a group's lower convex hull: from its option `from` to
-// `to`, saving `saving` for `bytes` more.
+// One step along a group's lower convex hull, from one vertex to the next:
+// `saving` less cost for `bytes` more.
 struct Step {
   int group;  // position in the search order
   uint64_t bytes;

@@ -1,5 +1,7 @@
 #include "mix/budget.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace lowp {
@@ -44,6 +46,7 @@ absl::StatusOr<DeviceBudget> BudgetOnDevice(const ModelConfig& model, uint64_t m
   out.kv_cache_bytes = b.kv_cache;
   out.other_weight_bytes = b.weights - matrices;
   out.matrices_bytes = out.capacity_bytes - out.other_bytes;
+  out.budget_bytes = static_cast<uint64_t>(std::clamp<int64_t>(out.matrices_bytes, 0, matrices));
   return out;
 }
 

@@ -27,7 +27,14 @@ struct DeviceBudget {
   int64_t other_weight_bytes = 0;  // of those, the norms and biases (float32)
   // capacity_bytes - other_bytes: what the matrices may take (can be <= 0).
   int64_t matrices_bytes = 0;
+  // Their budget: matrices_bytes, at least 0 and at most their float32 bytes.
+  uint64_t budget_bytes = 0;
 };
+
+// The elements of the matrices `lowp mix` assigns types to, as a config
+// implies them: the token embedding, every decoder layer's linear layers,
+// lm_head unless tied (MixGroups of a checkpoint of that config).
+uint64_t MixMatrixWeights(const ModelConfig& model);
 
 // `sizing` gives the job (seq, batch, kv, buffers_bytes, headroom; its mode
 // and weight formats are set here: inference, float32 weights, so that the
@@ -35,11 +42,6 @@ struct DeviceBudget {
 // `matrix_weights` the elements of the matrices mixed, each stored once.
 // InvalidArgument naming the option for what EstimateMemory rejects, or
 // when the matrices are more than the model's weights.
-// The elements of the matrices `lowp mix` assigns types to, as a config
-// implies them: the token embedding, every decoder layer's linear layers,
-// lm_head unless tied (MixGroups of a checkpoint of that config).
-uint64_t MixMatrixWeights(const ModelConfig& model);
-
 absl::StatusOr<DeviceBudget> BudgetOnDevice(const ModelConfig& model, uint64_t matrix_weights,
                                             const Device& device, SizingOptions sizing);
 

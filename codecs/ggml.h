@@ -68,6 +68,7 @@ struct TypeInfo {
   int64_t bytes;           // bytes per block
   bool can_decode;         // lowp decodes it (Decode)
   bool can_encode;         // lowp writes it (Encode)
+  bool needs_importance;   // ggml's quantizer asserts an importance matrix
 };
 
 // The type with id `id`, or null for an id ggml does not define or has
@@ -90,10 +91,19 @@ inline int64_t RowBytes(const TypeInfo& info, int64_t elements) {
 // (exactly RowBytes bytes). Inputs must be finite: ggml's quantizers give
 // undefined bytes for NaN and Inf (the schemes substitute zeros). Adds to
 // `clipped`, when not null, the elements whose final code ggml clamped to
-// the end of its range. InvalidArgument for a type lowp cannot encode or
-// sizes that do not fit.
+// the end of its range.
+//
+// `importance`, when not empty, holds one weight per element of `in` (for a
+// row, the imatrix entry of each column: what ggml_quantize_chunk's
+// `imatrix` argument holds for one row) and the encode is ggml's
+// quantize_<type> with those quant_weights: the *_impl search for the types
+// that use them, the reference quantizer for q8_0, mxfp4 and nvfp4 (ggml
+// ignores it there). Weights must be finite and non-negative.
+//
+// InvalidArgument for a type lowp cannot encode, sizes that do not fit, or
+// no importance for a type whose ggml quantizer requires one.
 absl::Status Encode(Type type, std::span<const float> in, std::span<uint8_t> out,
-                    uint64_t* clipped = nullptr);
+                    uint64_t* clipped = nullptr, std::span<const float> importance = {});
 
 // Decodes whole blocks: out.size() elements (a multiple of the block) from
 // in.size() == RowBytes bytes. Any bytes decode (a NaN or Inf scale gives

@@ -268,7 +268,7 @@ void KScalesAndCodes(const float* x, int nmax, float rmin, int nstep, uint8_t* s
 
 }  // namespace
 
-void EncodeQ2_K(const float* x, uint8_t* out, uint64_t& clipped) {
+void EncodeQ2_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockQ2_K b;
   uint8_t L[kSuperBlock];
   uint8_t Laux[16];
@@ -316,7 +316,7 @@ void EncodeQ2_K(const float* x, uint8_t* out, uint64_t& clipped) {
   StoreBlock(b, out);
 }
 
-void EncodeQ3_K(const float* x, uint8_t* out, uint64_t& clipped) {
+void EncodeQ3_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockQ3_K b;
   int8_t L[kSuperBlock];
   float scales[16];
@@ -377,7 +377,7 @@ void EncodeQ3_K(const float* x, uint8_t* out, uint64_t& clipped) {
   StoreBlock(b, out);
 }
 
-void EncodeQ4_K(const float* x, uint8_t* out, uint64_t& clipped) {
+void EncodeQ4_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockQ4_K b;
   uint8_t L[kSuperBlock];
   KScalesAndCodes(x, 15, -1.f, 20, b.scales, b.d, b.dmin, L, clipped);
@@ -389,7 +389,7 @@ void EncodeQ4_K(const float* x, uint8_t* out, uint64_t& clipped) {
   StoreBlock(b, out);
 }
 
-void EncodeQ5_K(const float* x, uint8_t* out, uint64_t& clipped) {
+void EncodeQ5_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockQ5_K b;
   uint8_t L[kSuperBlock];
   KScalesAndCodes(x, 31, -0.5f, 15, b.scales, b.d, b.dmin, L, clipped);
@@ -417,7 +417,7 @@ void EncodeQ5_K(const float* x, uint8_t* out, uint64_t& clipped) {
   StoreBlock(b, out);
 }
 
-void EncodeQ6_K(const float* x, uint8_t* out, uint64_t& clipped) {
+void EncodeQ6_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockQ6_K b;
   int8_t L[kSuperBlock];
   float scales[16];

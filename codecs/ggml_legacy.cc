@@ -33,7 +33,7 @@ void MinMax(const float* x, int n, float& min, float& max) {
 }  // namespace
 
 // d = max / -8; q = MIN(15, (int8_t)(x / d + 8.5)).
-void EncodeQ4_0(const float* x, uint8_t* out, uint64_t& clipped) {
+void EncodeQ4_0(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockQ4_0 b;
   const float d = SignedMax(x, 32) / -8;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
@@ -47,7 +47,7 @@ void EncodeQ4_0(const float* x, uint8_t* out, uint64_t& clipped) {
 }
 
 // d = (max - min) / 15, m = min; q = MIN(15, (int8_t)((x - min) / d + 0.5)).
-void EncodeQ4_1(const float* x, uint8_t* out, uint64_t& clipped) {
+void EncodeQ4_1(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockQ4_1 b;
   float min, max;
   MinMax(x, 32, min, max);
@@ -64,7 +64,7 @@ void EncodeQ4_1(const float* x, uint8_t* out, uint64_t& clipped) {
 }
 
 // d = max / -16; q = MIN(31, (int8_t)(x / d + 16.5)).
-void EncodeQ5_0(const float* x, uint8_t* out, uint64_t& clipped) {
+void EncodeQ5_0(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockQ5_0 b;
   const float d = SignedMax(x, 32) / -16;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
@@ -83,7 +83,7 @@ void EncodeQ5_0(const float* x, uint8_t* out, uint64_t& clipped) {
 
 // d = (max - min) / 31, m = min; q = (uint8_t)((x - min) / d + 0.5), no
 // clamp (the largest element lands on 31).
-void EncodeQ5_1(const float* x, uint8_t* out, uint64_t& clipped) {
+void EncodeQ5_1(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockQ5_1 b;
   float min, max;
   MinMax(x, 32, min, max);
@@ -105,7 +105,7 @@ void EncodeQ5_1(const float* x, uint8_t* out, uint64_t& clipped) {
 }
 
 // d = amax / 127; q = roundf(x / d) (ties away from zero).
-void EncodeQ8_0(const float* x, uint8_t* out, uint64_t& clipped) {
+void EncodeQ8_0(const float* x, const float* /*qw: ggml ignores it*/, uint8_t* out, uint64_t& clipped) {
   BlockQ8_0 b;
   float amax = 0.0f;
   for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(x[j]));

@@ -148,7 +148,7 @@ uint8_t ToUe4m3(float x) {
 
 }  // namespace
 
-void EncodeIq4Nl(const float* x, uint8_t* out, uint64_t& clipped) {
+void EncodeIq4Nl(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockIq4Nl b;
   uint8_t L[32];
   const float scale = Iq4GroupScale(x, L);
@@ -159,7 +159,7 @@ void EncodeIq4Nl(const float* x, uint8_t* out, uint64_t& clipped) {
   StoreBlock(b, out);
 }
 
-void EncodeIq4Xs(const float* x, uint8_t* out, uint64_t& clipped) {
+void EncodeIq4Xs(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockIq4Xs b;
   uint8_t L[kSuperBlock];
   float scales[8];
@@ -201,7 +201,7 @@ void EncodeIq4Xs(const float* x, uint8_t* out, uint64_t& clipped) {
 
 // e = floor(log2(amax)) - 2 + 127 (0 for a block of zeros); codes against
 // the half scale 2^(e - 128) with kFp4Values doubled.
-void EncodeMxfp4(const float* x, uint8_t* out, uint64_t& clipped) {
+void EncodeMxfp4(const float* x, const float* /*qw: ggml ignores it*/, uint8_t* out, uint64_t& clipped) {
   BlockMxfp4 b;
   float amax = 0.0f;
   for (int j = 0; j < 32; ++j) {
@@ -220,7 +220,7 @@ void EncodeMxfp4(const float* x, uint8_t* out, uint64_t& clipped) {
 }
 
 // Each 16-element sub-block: scale = ue4m3(amax / 6), codes as MXFP4's.
-void EncodeNvfp4(const float* x, uint8_t* out, uint64_t& clipped) {
+void EncodeNvfp4(const float* x, const float* /*qw: ggml ignores it*/, uint8_t* out, uint64_t& clipped) {
   BlockNvfp4 b;
   for (int s = 0; s < 4; ++s) {
     const float* xb = x + 16 * s;

@@ -59,32 +59,32 @@ inline float Half(uint16_t h) { return Fp16ToFp32(h); }
 inline uint16_t ToHalf(float x) { return Fp32ToFp16(x); }
 
 // The codecs of one family: x and y are one block's elements.
-void EncodeQ4_0(const float* x, uint8_t* out, uint64_t& clipped);
-void EncodeQ4_1(const float* x, uint8_t* out, uint64_t& clipped);
-void EncodeQ5_0(const float* x, uint8_t* out, uint64_t& clipped);
-void EncodeQ5_1(const float* x, uint8_t* out, uint64_t& clipped);
-void EncodeQ8_0(const float* x, uint8_t* out, uint64_t& clipped);
+void EncodeQ4_0(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeQ4_1(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeQ5_0(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeQ5_1(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeQ8_0(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
 void DecodeQ4_0(const uint8_t* in, float* y);
 void DecodeQ4_1(const uint8_t* in, float* y);
 void DecodeQ5_0(const uint8_t* in, float* y);
 void DecodeQ5_1(const uint8_t* in, float* y);
 void DecodeQ8_0(const uint8_t* in, float* y);
 
-void EncodeQ2_K(const float* x, uint8_t* out, uint64_t& clipped);
-void EncodeQ3_K(const float* x, uint8_t* out, uint64_t& clipped);
-void EncodeQ4_K(const float* x, uint8_t* out, uint64_t& clipped);
-void EncodeQ5_K(const float* x, uint8_t* out, uint64_t& clipped);
-void EncodeQ6_K(const float* x, uint8_t* out, uint64_t& clipped);
+void EncodeQ2_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeQ3_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeQ4_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeQ5_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeQ6_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
 void DecodeQ2_K(const uint8_t* in, float* y);
 void DecodeQ3_K(const uint8_t* in, float* y);
 void DecodeQ4_K(const uint8_t* in, float* y);
 void DecodeQ5_K(const uint8_t* in, float* y);
 void DecodeQ6_K(const uint8_t* in, float* y);
 
-void EncodeIq4Nl(const float* x, uint8_t* out, uint64_t& clipped);
-void EncodeIq4Xs(const float* x, uint8_t* out, uint64_t& clipped);
-void EncodeMxfp4(const float* x, uint8_t* out, uint64_t& clipped);
-void EncodeNvfp4(const float* x, uint8_t* out, uint64_t& clipped);
+void EncodeIq4Nl(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeIq4Xs(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeMxfp4(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeNvfp4(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
 void DecodeIq4Nl(const uint8_t* in, float* y);
 void DecodeIq4Xs(const uint8_t* in, float* y);
 void DecodeMxfp4(const uint8_t* in, float* y);

@@ -14,7 +14,8 @@
 namespace lowp::ggml {
 namespace {
 
-using EncodeBlock = void (*)(const float*, uint8_t*, uint64_t&);
+// x: one block's elements; qw: their importance (null without one).
+using EncodeBlock = void (*)(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
 using DecodeBlock = void (*)(const uint8_t*, float*);
 
 struct Codec {
@@ -26,41 +27,41 @@ struct Codec {
 namespace in = internal;
 
 constexpr TypeInfo kTypes[] = {
-    {Type::kF32, "f32", 1, 4, false, false},
-    {Type::kF16, "f16", 1, 2, false, false},
-    {Type::kQ4_0, "q4_0", 32, 18, true, true},
-    {Type::kQ4_1, "q4_1", 32, 20, true, true},
-    {Type::kQ5_0, "q5_0", 32, 22, true, true},
-    {Type::kQ5_1, "q5_1", 32, 24, true, true},
-    {Type::kQ8_0, "q8_0", 32, 34, true, true},
-    {Type::kQ8_1, "q8_1", 32, 36, false, false},
-    {Type::kQ2_K, "q2_K", 256, 84, true, true},
-    {Type::kQ3_K, "q3_K", 256, 110, true, true},
-    {Type::kQ4_K, "q4_K", 256, 144, true, true},
-    {Type::kQ5_K, "q5_K", 256, 176, true, true},
-    {Type::kQ6_K, "q6_K", 256, 210, true, true},
-    {Type::kQ8_K, "q8_K", 256, 292, false, false},
-    {Type::kIQ2_XXS, "iq2_xxs", 256, 66, false, false},
-    {Type::kIQ2_XS, "iq2_xs", 256, 74, false, false},
-    {Type::kIQ3_XXS, "iq3_xxs", 256, 98, false, false},
-    {Type::kIQ1_S, "iq1_s", 256, 50, false, false},
-    {Type::kIQ4_NL, "iq4_nl", 32, 18, true, true},
-    {Type::kIQ3_S, "iq3_s", 256, 110, false, false},
-    {Type::kIQ2_S, "iq2_s", 256, 82, false, false},
-    {Type::kIQ4_XS, "iq4_xs", 256, 136, true, true},
-    {Type::kI8, "i8", 1, 1, false, false},
-    {Type::kI16, "i16", 1, 2, false, false},
-    {Type::kI32, "i32", 1, 4, false, false},
-    {Type::kI64, "i64", 1, 8, false, false},
-    {Type::kF64, "f64", 1, 8, false, false},
-    {Type::kIQ1_M, "iq1_m", 256, 56, false, false},
-    {Type::kBF16, "bf16", 1, 2, false, false},
-    {Type::kTQ1_0, "tq1_0", 256, 54, true, false},
-    {Type::kTQ2_0, "tq2_0", 256, 66, true, false},
-    {Type::kMXFP4, "mxfp4", 32, 17, true, true},
-    {Type::kNVFP4, "nvfp4", 64, 36, true, true},
-    {Type::kQ1_0, "q1_0", 128, 18, true, false},
-    {Type::kQ2_0, "q2_0", 64, 18, true, false},
+    {Type::kF32, "f32", 1, 4, false, false, false},
+    {Type::kF16, "f16", 1, 2, false, false, false},
+    {Type::kQ4_0, "q4_0", 32, 18, true, true, false},
+    {Type::kQ4_1, "q4_1", 32, 20, true, true, false},
+    {Type::kQ5_0, "q5_0", 32, 22, true, true, false},
+    {Type::kQ5_1, "q5_1", 32, 24, true, true, false},
+    {Type::kQ8_0, "q8_0", 32, 34, true, true, false},
+    {Type::kQ8_1, "q8_1", 32, 36, false, false, false},
+    {Type::kQ2_K, "q2_K", 256, 84, true, true, false},
+    {Type::kQ3_K, "q3_K", 256, 110, true, true, false},
+    {Type::kQ4_K, "q4_K", 256, 144, true, true, false},
+    {Type::kQ5_K, "q5_K", 256, 176, true, true, false},
+    {Type::kQ6_K, "q6_K", 256, 210, true, true, false},
+    {Type::kQ8_K, "q8_K", 256, 292, false, false, false},
+    {Type::kIQ2_XXS, "iq2_xxs", 256, 66, false, false, true},
+    {Type::kIQ2_XS, "iq2_xs", 256, 74, false, false, true},
+    {Type::kIQ3_XXS, "iq3_xxs", 256, 98, false, false, false},
+    {Type::kIQ1_S, "iq1_s", 256, 50, false, false, true},
+    {Type::kIQ4_NL, "iq4_nl", 32, 18, true, true, false},
+    {Type::kIQ3_S, "iq3_s", 256, 110, false, false, false},
+    {Type::kIQ2_S, "iq2_s", 256, 82, false, false, false},
+    {Type::kIQ4_XS, "iq4_xs", 256, 136, true, true, false},
+    {Type::kI8, "i8", 1, 1, false, false, false},
+    {Type::kI16, "i16", 1, 2, false, false, false},
+    {Type::kI32, "i32", 1, 4, false, false, false},
+    {Type::kI64, "i64", 1, 8, false, false, false},
+    {Type::kF64, "f64", 1, 8, false, false, false},
+    {Type::kIQ1_M, "iq1_m", 256, 56, false, false, false},
+    {Type::kBF16, "bf16", 1, 2, false, false, false},
+    {Type::kTQ1_0, "tq1_0", 256, 54, true, false, false},
+    {Type::kTQ2_0, "tq2_0", 256, 66, true, false, false},
+    {Type::kMXFP4, "mxfp4", 32, 17, true, true, false},
+    {Type::kNVFP4, "nvfp4", 64, 36, true, true, false},
+    {Type::kQ1_0, "q1_0", 128, 18, true, false, false},
+    {Type::kQ2_0, "q2_0", 64, 18, true, false, false},
 };
 
 constexpr Codec kCodecs[] = {
@@ -119,7 +120,7 @@ const TypeInfo& Info(Type type) { return *FindType(static_cast<uint32_t>(type));
 std::span<const TypeInfo> AllTypes() { return kTypes; }
 
 absl::Status Encode(Type type, std::span<const float> in, std::span<uint8_t> out,
-                    uint64_t* clipped) {
+                    uint64_t* clipped, std::span<const float> importance) {
   const TypeInfo& info = Info(type);
   const Codec* codec = FindCodec(type);
   if (codec == nullptr || codec->encode == nullptr) {
@@ -127,10 +128,20 @@ absl::Status Encode(Type type, std::span<const float> in, std::span<uint8_t> out
         absl::StrCat("ggml type ", info.name, ": lowp cannot encode it"));
   }
   if (absl::Status s = CheckSizes(info, in.size(), out.size()); !s.ok()) return s;
+  if (!importance.empty() && importance.size() != in.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("ggml type ", info.name, ": ", importance.size(),
+                                                   " importance weights for ", in.size(),
+                                                   " elements"));
+  }
+  if (importance.empty() && info.needs_importance) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ggml type ", info.name, " needs an importance matrix (ggml's quantizer requires one)"));
+  }
   uint64_t count = 0;
   const size_t block = static_cast<size_t>(info.block), bytes = static_cast<size_t>(info.bytes);
   for (size_t b = 0; b < in.size() / block; ++b) {
-    codec->encode(in.data() + b * block, out.data() + b * bytes, count);
+    const float* qw = importance.empty() ? nullptr : importance.data() + b * block;
+    codec->encode(in.data() + b * block, qw, out.data() + b * bytes, count);
   }
   if (clipped != nullptr) *clipped += count;
   return absl::OkStatus();

@@ -1,197 +1,23 @@
 // ggml's k-quants: 256-element super-blocks of 16 or 32-element groups whose
-// scales are themselves quantized (quantize_row_q{2..6}_K_ref and
-// dequantize_row_q{2..6}_K of ggml/src/ggml-quants.c, with their helpers
-// make_qkx2_quants, make_q3_quants and make_qx_quants). The searches are
-// ggml's, float operation for float operation: sums accumulate in the same
-// order, products associate as written there (w * x * l is (w * x) * l).
+// scales are themselves quantized (quantize_row_q{2..6}_K_ref, with
+// importance weights quantize_row_q{2..6}_K_impl, and dequantize_row_q{2..6}_K
+// of ggml/src/ggml-quants.c). Each encoder finds its group scales (the ref's
+// way or the impl's), then requantizes every group against the scales as
+// stored and packs the codes; the searches themselves are in
+// ggml_kquants_search.cc. Float operation for float operation ggml's: sums
+// accumulate in the same order, products associate as written there.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "codecs/ggml_blocks.h"
+#include "codecs/ggml_kquants_search.h"
 #include "codecs/ggml_ops.h"
 
 namespace lowp::ggml::internal {
 namespace {
 
 constexpr float kGroupMaxEps = 1e-15f;  // GROUP_MAX_EPS
-
-int Clamp(int v, int lo, int hi, uint64_t& clipped) {
-  if (v < lo) {
-    ++clipped;
-    return lo;
-  }
-  if (v > hi) {
-    ++clipped;
-    return hi;
-  }
-  return v;
-}
-
-int Clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
-
-// make_qkx2_quants: the scale and minimum of an asymmetric n-element group
-// with codes 0..nmax, chosen among nstep + 1 trial scales by the weighted
-// error (absolute if use_mad, else squared). Returns the scale; *the_min is
-// the negated minimum (>= 0).
-float MakeQkx2Quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
-                     float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
-                     bool use_mad) {
-  float min = x[0];
-  float max = x[0];
-  float sum_w = weights[0];
-  float sum_x = sum_w * x[0];
-  for (int i = 1; i < n; ++i) {
-    if (x[i] < min) min = x[i];
-    if (x[i] > max) max = x[i];
-    const float w = weights[i];
-    sum_w += w;
-    sum_x += w * x[i];
-  }
-  if (min > 0) min = 0;
-  if (max == min) {
-    for (int i = 0; i < n; ++i) L[i] = 0;
-    *the_min = -min;
-    return 0.f;
-  }
-  float iscale = static_cast<float>(nmax) / (max - min);
-  float scale = 1 / iscale;
-  float best_error = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = NearestInt(iscale * (x[i] - min));
-    L[i] = static_cast<uint8_t>(Clamp(l, 0, nmax));
-    float diff = scale * L[i] + min - x[i];
-    diff = use_mad ? std::fabs(diff) : diff * diff;
-    best_error += weights[i] * diff;
-  }
-  if (nstep < 1) {
-    *the_min = -min;
-    return scale;
-  }
-  for (int is = 0; is <= nstep; ++is) {
-    iscale = (rmin + rdelta * is + nmax) / (max - min);
-    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = Clamp(NearestInt(iscale * (x[i] - min)), 0, nmax);
-      Laux[i] = static_cast<uint8_t>(l);
-      const float w = weights[i];
-      sum_l += w * l;
-      sum_l2 += w * l * l;
-      sum_xl += w * l * x[i];
-    }
-    const float D = sum_w * sum_l2 - sum_l * sum_l;
-    if (D > 0) {
-      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-      if (this_min > 0) {
-        this_min = 0;
-        this_scale = sum_xl / sum_l2;
-      }
-      float cur_error = 0;
-      for (int i = 0; i < n; ++i) {
-        float diff = this_scale * Laux[i] + this_min - x[i];
-        diff = use_mad ? std::fabs(diff) : diff * diff;
-        cur_error += weights[i] * diff;
-      }
-      if (cur_error < best_error) {
-        std::memcpy(L, Laux, static_cast<size_t>(n));
-        best_error = cur_error;
-        scale = this_scale;
-        min = this_min;
-      }
-    }
-  }
-  *the_min = -min;
-  return scale;
-}
-
-// make_q3_quants with do_rmse: a symmetric n-element group with codes
-// -nmax..nmax-1 (stored + nmax), refined by up to 5 passes that move one
-// code at a time while the weighted fit improves.
-float MakeQ3Quants(int n, int nmax, const float* x, int8_t* L) {
-  float amax;
-  const float max = SignedMax(x, n, &amax);
-  if (amax < kGroupMaxEps) {
-    for (int i = 0; i < n; ++i) L[i] = 0;
-    return 0.f;
-  }
-  const float iscale = -nmax / max;
-  float sumlx = 0;
-  float suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = Clamp(NearestInt(iscale * x[i]), -nmax, nmax - 1);
-    L[i] = static_cast<int8_t>(l);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * l;
-    suml2 += w * l * l;
-  }
-  for (int itry = 0; itry < 5; ++itry) {
-    int n_changed = 0;
-    for (int i = 0; i < n; ++i) {
-      const float w = x[i] * x[i];
-      float slx = sumlx - w * x[i] * L[i];
-      if (slx > 0) {
-        float sl2 = suml2 - w * L[i] * L[i];
-        const int new_l = Clamp(NearestInt(x[i] * sl2 / slx), -nmax, nmax - 1);
-        if (new_l != L[i]) {
-          slx += w * x[i] * new_l;
-          sl2 += w * new_l * new_l;
-          if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
-            L[i] = static_cast<int8_t>(new_l);
-            sumlx = slx;
-            suml2 = sl2;
-            ++n_changed;
-          }
-        }
-      }
-    }
-    if (!n_changed) break;
-  }
-  for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(L[i] + nmax);
-  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
-}
-
-// make_qx_quants with rmse_type 1 and no importance: a symmetric group with
-// codes -nmax..nmax-1, the best of 19 trial scales by the x^2-weighted fit.
-float MakeQxQuants(int n, int nmax, const float* x, int8_t* L) {
-  float amax;
-  const float max = SignedMax(x, n, &amax);
-  if (amax < kGroupMaxEps) {
-    for (int i = 0; i < n; ++i) L[i] = 0;
-    return 0.f;
-  }
-  float iscale = -nmax / max;
-  float sumlx = 0;
-  float suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = Clamp(NearestInt(iscale * x[i]), -nmax, nmax - 1);
-    L[i] = static_cast<int8_t>(l + nmax);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * l;
-    suml2 += w * l * l;
-  }
-  float scale = suml2 ? sumlx / suml2 : 0.0f;
-  float best = scale * sumlx;
-  for (int is = -9; is <= 9; ++is) {
-    if (is == 0) continue;
-    iscale = -(nmax + 0.1f * is) / max;
-    sumlx = suml2 = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = Clamp(NearestInt(iscale * x[i]), -nmax, nmax - 1);
-      const float w = x[i] * x[i];
-      sumlx += w * x[i] * l;
-      suml2 += w * l * l;
-    }
-    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-      for (int i = 0; i < n; ++i) {
-        L[i] = static_cast<int8_t>(nmax + Clamp(NearestInt(iscale * x[i]), -nmax, nmax - 1));
-      }
-      scale = sumlx / suml2;
-      best = scale * sumlx;
-    }
-  }
-  return scale;
-}
 
 // get_scale_min_k4: group j's 6-bit scale and minimum in q4_K/q5_K's 12 bytes.
 void ScaleMinK4(int j, const uint8_t* q, uint8_t& d, uint8_t& m) {
@@ -214,63 +40,29 @@ void Pack2Bits(const uint8_t* L, uint8_t* qs) {
   }
 }
 
-// q4_K and q5_K share everything but the code width (nmax 15 or 31) and
-// their search's trial range: the group scales and minimums, their 6-bit
-// packing, and the final codes.
-void KScalesAndCodes(const float* x, int nmax, float rmin, int nstep, uint8_t* scales_out,
-                     uint16_t& d_out, uint16_t& dmin_out, uint8_t* L, uint64_t& clipped) {
-  uint8_t Laux[32];
-  float weights[32];
-  float mins[8];
-  float scales[8];
-  float max_scale = 0;
-  float max_min = 0;
-  for (int j = 0; j < 8; ++j) {
-    float sum_x2 = 0;
-    for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
-    const float av_x = std::sqrt(sum_x2 / 32);
-    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-    scales[j] = MakeQkx2Quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
-                               0.1f, nstep, false);
-    if (scales[j] > max_scale) max_scale = scales[j];
-    if (mins[j] > max_min) max_min = mins[j];
-  }
-  const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
-  const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
-  for (int j = 0; j < 8; ++j) {
-    uint8_t ls = static_cast<uint8_t>(NearestInt(inv_scale * scales[j]));
-    uint8_t lm = static_cast<uint8_t>(NearestInt(inv_min * mins[j]));
-    ls = ls < 63 ? ls : 63;
-    lm = lm < 63 ? lm : 63;
-    if (j < 4) {
-      scales_out[j] = ls;
-      scales_out[j + 4] = lm;
-    } else {
-      scales_out[j + 4] = static_cast<uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
-      scales_out[j - 4] |= static_cast<uint8_t>((ls >> 4) << 6);
-      scales_out[j - 0] |= static_cast<uint8_t>((lm >> 4) << 6);
-    }
-  }
-  d_out = ToHalf(max_scale / 63.f);
-  dmin_out = ToHalf(max_min / 63.f);
-  for (int j = 0; j < 8; ++j) {
-    uint8_t sc, m;
-    ScaleMinK4(j, scales_out, sc, m);
-    const float d = Half(d_out) * sc;
-    if (!d) continue;
-    const float dm = Half(dmin_out) * m;
-    for (int ii = 0; ii < 32; ++ii) {
-      const int l = NearestInt((x[32 * j + ii] + dm) / d);
-      L[32 * j + ii] = static_cast<uint8_t>(Clamp(l, 0, nmax, clipped));
-    }
-  }
+// The k-quants' importance (quantize_row_q{2..5}_K_impl): element l weighs
+// qw[l] * sqrtf(sigma2 + x[l]^2), sigma2 from the super-block's sum of
+// squares.
+float SumSquares(const float* x, int n) {
+  float sum = 0;
+  for (int j = 0; j < n; ++j) sum += x[j] * x[j];
+  return sum;
 }
 
-}  // namespace
+void ImportanceWeights(const float* x, const float* qw, float sigma2, int n, float* weights) {
+  for (int l = 0; l < n; ++l) weights[l] = qw[l] * std::sqrt(sigma2 + x[l] * x[l]);
+}
 
-void EncodeQ2_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
-  BlockQ2_K b;
-  uint8_t L[kSuperBlock];
+float Sum(const float* w, int n) {
+  float sum = 0;
+  for (int l = 0; l < n; ++l) sum += w[l];
+  return sum;
+}
+
+// quantize_row_q2_K_ref's scales: each group's make_qkx2_quants weighted by
+// |x| (least absolute error, 16 trials), then the 16 scales and the 16
+// minimums each on a 4-bit grid up to their largest.
+void Q2KScales(const float* x, BlockQ2_K& b, uint8_t* L) {
   uint8_t Laux[16];
   float weights[16];
   float mins[16];
@@ -303,6 +95,34 @@ void EncodeQ2_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
   } else {
     b.dmin = ToHalf(0.f);
   }
+}
+
+// quantize_row_q2_K_impl's: importance weights with sigma2 the mean square,
+// the least squared error over 37 trials (make_qkx3_quants from nmax - 0.9
+// in steps of 0.05), and the scales and minimums fitted on their 4-bit grids
+// by make_qp_quants, each group weighing its weights' sum.
+void Q2KScalesWeighted(const float* x, const float* qw, BlockQ2_K& b, uint8_t* L) {
+  uint8_t Laux[16];
+  float weights[16];
+  float mins[16];
+  float scales[16];
+  float sw[16];
+  uint8_t Ls[16], Lm[16];
+  const float sigma2 = SumSquares(x, kSuperBlock) / kSuperBlock;
+  for (int j = 0; j < 16; ++j) {
+    ImportanceWeights(x + 16 * j, qw + 16 * j, sigma2, 16, weights);
+    sw[j] = Sum(weights, 16);
+    scales[j] = MakeQkx2Quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.9f,
+                               0.05f, 36, false);
+  }
+  b.d = ToHalf(MakeQpQuants(16, 15, scales, sw, Ls));
+  b.dmin = ToHalf(MakeQpQuants(16, 15, mins, sw, Lm));
+  for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<uint8_t>(Ls[j] | (Lm[j] << 4));
+}
+
+// Each group's codes again against its stored scale and minimum (a group
+// whose scale is 0 keeps the search's codes), packed.
+void Q2KCodes(const float* x, BlockQ2_K& b, uint8_t* L, uint64_t& clipped) {
   for (int j = 0; j < 16; ++j) {
     const float d = Half(b.d) * (b.scales[j] & 0xF);
     if (!d) continue;
@@ -313,12 +133,22 @@ void EncodeQ2_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
     }
   }
   Pack2Bits(L, b.qs);
-  StoreBlock(b, out);
 }
 
-void EncodeQ3_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
-  BlockQ3_K b;
-  int8_t L[kSuperBlock];
+// Group j's 6-bit scale code l (0..63) in q3_K's 12 bytes (zeroed first).
+void PackQ3Scale(int j, int l, uint8_t* scales) {
+  if (j < 8) {
+    scales[j] = l & 0xF;
+  } else {
+    scales[j - 8] = static_cast<uint8_t>(scales[j - 8] | ((l & 0xF) << 4));
+  }
+  l >>= 4;
+  scales[j % 4 + 8] = static_cast<uint8_t>(scales[j % 4 + 8] | (l << (2 * (j / 4))));
+}
+
+// quantize_row_q3_K_ref's scales: make_q3_quants per group, then the signed
+// scales on a 6-bit grid to the one of largest magnitude.
+void Q3KScales(const float* x, BlockQ3_K& b, int8_t* L) {
   float scales[16];
   float max_scale = 0;
   float amax = 0;
@@ -334,20 +164,39 @@ void EncodeQ3_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
   if (max_scale) {
     const float iscale = -32.f / max_scale;
     for (int j = 0; j < 16; ++j) {
-      int8_t l = static_cast<int8_t>(NearestInt(iscale * scales[j]));
-      l = static_cast<int8_t>(Clamp(l, -32, 31) + 32);
-      if (j < 8) {
-        b.scales[j] = l & 0xF;
-      } else {
-        b.scales[j - 8] = static_cast<uint8_t>(b.scales[j - 8] | ((l & 0xF) << 4));
-      }
-      l = static_cast<int8_t>(l >> 4);
-      b.scales[j % 4 + 8] = static_cast<uint8_t>(b.scales[j % 4 + 8] | (l << (2 * (j / 4))));
+      // ggml's int8_t l = nearest_int(...) wraps before it clamps.
+      const int8_t l = static_cast<int8_t>(NearestInt(iscale * scales[j]));
+      PackQ3Scale(j, Clamp(l, -32, 31) + 32, b.scales);
     }
     b.d = ToHalf(1 / iscale);
   } else {
     b.d = ToHalf(0.f);
   }
+}
+
+// quantize_row_q3_K_impl's: importance weights with sigma2 twice the mean
+// square, make_qx_quants with them per group, and the scales fitted on their
+// 6-bit grid by make_qx_quants weighted with each group's weights' sum.
+void Q3KScalesWeighted(const float* x, const float* qw, BlockQ3_K& b, int8_t* L) {
+  float weights[16];
+  float scales[16];
+  float sw[16];
+  int8_t Ls[16];
+  const float sigma2 = 2 * SumSquares(x, kSuperBlock) / kSuperBlock;
+  for (int j = 0; j < 16; ++j) {
+    ImportanceWeights(x + 16 * j, qw + 16 * j, sigma2, 16, weights);
+    sw[j] = Sum(weights, 16);
+    scales[j] = MakeQxQuants(16, 4, x + 16 * j, weights, L + 16 * j);
+  }
+  std::memset(b.scales, 0, sizeof(b.scales));
+  const float d_block = MakeQxQuants(16, 32, scales, sw, Ls);
+  for (int j = 0; j < 16; ++j) PackQ3Scale(j, Ls[j], b.scales);
+  b.d = ToHalf(d_block);
+}
+
+// Each group's codes again against its stored scale (a group whose scale is
+// 0 keeps the search's codes), bit 2 into hmask, the rest packed.
+void Q3KCodes(const float* x, BlockQ3_K& b, int8_t* L, uint64_t& clipped) {
   for (int j = 0; j < 16; ++j) {
     int8_t sc = static_cast<int8_t>(j < 8 ? b.scales[j] & 0xF : b.scales[j - 8] >> 4);
     sc = static_cast<int8_t>((sc | (((b.scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
@@ -374,13 +223,141 @@ void EncodeQ3_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
   uint8_t U[kSuperBlock];
   for (int j = 0; j < kSuperBlock; ++j) U[j] = static_cast<uint8_t>(L[j]);
   Pack2Bits(U, b.qs);
+}
+
+// Group j's 6-bit scale and minimum codes where get_scale_min_k4 reads them
+// (j < 4 first: the later groups OR their high bits into those bytes).
+void PackScaleMinK4(int j, uint8_t ls, uint8_t lm, uint8_t* q) {
+  if (j < 4) {
+    q[j] = ls;
+    q[j + 4] = lm;
+  } else {
+    q[j + 4] = static_cast<uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
+    q[j - 4] = static_cast<uint8_t>(q[j - 4] | ((ls >> 4) << 6));
+    q[j - 0] = static_cast<uint8_t>(q[j - 0] | ((lm >> 4) << 6));
+  }
+}
+
+// q4_K and q5_K differ only in the code width (nmax 15 or 31) and their
+// searches' trials. quantize_row_q{4,5}_K_ref's scales: make_qkx2_quants
+// per group weighted by av_x + |x| (av_x the group's rms), then the scales
+// and the minimums each on a 6-bit grid up to their largest.
+void KScales(const float* x, int nmax, float rmin, int nstep, uint8_t* scales_out,
+             uint16_t& d_out, uint16_t& dmin_out, uint8_t* L) {
+  uint8_t Laux[32];
+  float weights[32];
+  float mins[8];
+  float scales[8];
+  float max_scale = 0;
+  float max_min = 0;
+  for (int j = 0; j < 8; ++j) {
+    const float av_x = std::sqrt(SumSquares(x + 32 * j, 32) / 32);
+    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
+    scales[j] = MakeQkx2Quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
+                               0.1f, nstep, false);
+    if (scales[j] > max_scale) max_scale = scales[j];
+    if (mins[j] > max_min) max_min = mins[j];
+  }
+  const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+  const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+  for (int j = 0; j < 8; ++j) {
+    const uint8_t ls = static_cast<uint8_t>(NearestInt(inv_scale * scales[j]));
+    const uint8_t lm = static_cast<uint8_t>(NearestInt(inv_min * mins[j]));
+    PackScaleMinK4(j, ls < 63 ? ls : 63, lm < 63 ? lm : 63, scales_out);
+  }
+  d_out = ToHalf(max_scale / 63.f);
+  dmin_out = ToHalf(max_min / 63.f);
+}
+
+// quantize_row_q{4,5}_K_impl's: importance weights with sigma2 twice the mean
+// square, make_qkx3_quants (37 trials from nmax - 0.9 in steps of 0.05), and
+// the scales and minimums fitted on their 6-bit grids by make_qp_quants,
+// each group weighing its weights' sum. q5_K caps the codes at 63, q4_K
+// does not: they differ when a negative value's code wrapped in uint8_t.
+void KScalesWeighted(const float* x, const float* qw, int nmax, bool cap_at_63,
+                     uint8_t* scales_out, uint16_t& d_out, uint16_t& dmin_out, uint8_t* L) {
+  uint8_t Laux[32];
+  float weights[32];
+  float mins[8];
+  float scales[8];
+  float sw[8];
+  uint8_t Ls[8], Lm[8];
+  const float sigma2 = 2 * SumSquares(x, kSuperBlock) / kSuperBlock;
+  for (int j = 0; j < 8; ++j) {
+    ImportanceWeights(x + 32 * j, qw + 32 * j, sigma2, 32, weights);
+    sw[j] = Sum(weights, 32);
+    scales[j] = MakeQkx2Quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f,
+                               0.05f, 36, false);
+  }
+  const float d_block = MakeQpQuants(8, 63, scales, sw, Ls);
+  const float m_block = MakeQpQuants(8, 63, mins, sw, Lm);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t ls = Ls[j], lm = Lm[j];
+    if (cap_at_63) {
+      ls = ls < 63 ? ls : 63;
+      lm = lm < 63 ? lm : 63;
+    }
+    PackScaleMinK4(j, ls, lm, scales_out);
+  }
+  d_out = ToHalf(d_block);
+  dmin_out = ToHalf(m_block);
+}
+
+// Each group's codes again against its stored scale and minimum (a group
+// whose scale is 0 keeps the search's codes).
+void KCodes(const float* x, int nmax, const uint8_t* scales, uint16_t d_half, uint16_t dmin_half,
+            uint8_t* L, uint64_t& clipped) {
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, m;
+    ScaleMinK4(j, scales, sc, m);
+    const float d = Half(d_half) * sc;
+    if (!d) continue;
+    const float dm = Half(dmin_half) * m;
+    for (int ii = 0; ii < 32; ++ii) {
+      const int l = NearestInt((x[32 * j + ii] + dm) / d);
+      L[32 * j + ii] = static_cast<uint8_t>(Clamp(l, 0, nmax, clipped));
+    }
+  }
+}
+
+}  // namespace
+
+// With importance (qw), each encoder is ggml's quantize_row_<type>_impl;
+// without, quantize_row_<type>_ref (what quantize_<type> runs for each).
+
+void EncodeQ2_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  BlockQ2_K b;
+  uint8_t L[kSuperBlock];
+  if (qw == nullptr) {
+    Q2KScales(x, b, L);
+  } else {
+    Q2KScalesWeighted(x, qw, b, L);
+  }
+  Q2KCodes(x, b, L, clipped);
+  StoreBlock(b, out);
+}
+
+void EncodeQ3_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  BlockQ3_K b;
+  int8_t L[kSuperBlock];
+  if (qw == nullptr) {
+    Q3KScales(x, b, L);
+  } else {
+    Q3KScalesWeighted(x, qw, b, L);
+  }
+  Q3KCodes(x, b, L, clipped);
   StoreBlock(b, out);
 }
 
 void EncodeQ4_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockQ4_K b;
   uint8_t L[kSuperBlock];
-  KScalesAndCodes(x, 15, -1.f, 20, b.scales, b.d, b.dmin, L, clipped);
+  if (qw == nullptr) {
+    KScales(x, 15, -1.f, 20, b.scales, b.d, b.dmin, L);
+  } else {
+    KScalesWeighted(x, qw, 15, /*cap_at_63=*/false, b.scales, b.d, b.dmin, L);
+  }
+  KCodes(x, 15, b.scales, b.d, b.dmin, L, clipped);
   uint8_t* q = b.qs;
   for (int j = 0; j < kSuperBlock; j += 64) {
     for (int l = 0; l < 32; ++l) q[l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 4));
@@ -392,7 +369,12 @@ void EncodeQ4_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
 void EncodeQ5_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockQ5_K b;
   uint8_t L[kSuperBlock];
-  KScalesAndCodes(x, 31, -0.5f, 15, b.scales, b.d, b.dmin, L, clipped);
+  if (qw == nullptr) {
+    KScales(x, 31, -0.5f, 15, b.scales, b.d, b.dmin, L);
+  } else {
+    KScalesWeighted(x, qw, 31, /*cap_at_63=*/true, b.scales, b.d, b.dmin, L);
+  }
+  KCodes(x, 31, b.scales, b.d, b.dmin, L, clipped);
   std::memset(b.qh, 0, sizeof(b.qh));
   uint8_t* ql = b.qs;
   uint8_t m1 = 1, m2 = 2;
@@ -417,6 +399,9 @@ void EncodeQ5_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
   StoreBlock(b, out);
 }
 
+// quantize_row_q6_K_impl weighs make_qx_quants' fit with the importance
+// itself (no sigma2 term; ggml left that variant commented out), the ref
+// with x^2; everything after is the same.
 void EncodeQ6_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockQ6_K b;
   int8_t L[kSuperBlock];
@@ -424,7 +409,8 @@ void EncodeQ6_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
   float max_scale = 0;
   float max_abs_scale = 0;
   for (int ib = 0; ib < 16; ++ib) {
-    const float scale = MakeQxQuants(16, 32, x + 16 * ib, L + 16 * ib);
+    const float scale =
+        MakeQxQuants(16, 32, x + 16 * ib, qw != nullptr ? qw + 16 * ib : nullptr, L + 16 * ib);
     scales[ib] = scale;
     const float abs_scale = std::fabs(scale);
     if (abs_scale > max_abs_scale) {

@@ -1,9 +1,9 @@
 // ggml's codebook types: iq4_nl and iq4_xs (a 16-value non-uniform grid,
-// quantize_iq4_nl / quantize_iq4_xs with ntry = 7 and no importance, as
-// ggml_quantize_chunk runs them) and ggml's own MXFP4 and NVFP4 (e2m1 codes
-// chosen by best_index_mxfp4, whose strict `<` keeps the first of two equally
-// near codes: ties go to the smaller magnitude, where OCP's conversion rounds
-// to even).
+// quantize_iq4_nl / quantize_iq4_xs with ntry = 7, weighing each element by
+// x^2 or, with importance, by qw * sqrtf(sigma2 + x^2)) and ggml's own MXFP4
+// and NVFP4 (e2m1 codes chosen by best_index_mxfp4, whose strict `<` keeps
+// the first of two equally near codes: ties go to the smaller magnitude,
+// where OCP's conversion rounds to even; both ignore importance).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -41,11 +41,25 @@ int BestIndex(float x, uint64_t* clipped) {
   return x - val[mu - 1] < val[mu] - x ? mu - 1 : mu;
 }
 
-// One 32-element group's scale (quantize_row_iq4_nl_impl's inner search),
-// its codes in L. Returns 0 for a group of zeros (L untouched).
-float Iq4GroupScale(const float* xb, uint8_t* L) {
-  float weight[32];
-  for (int j = 0; j < 32; ++j) weight[j] = xb[j] * xb[j];
+// quantize_row_iq4_nl_impl's weights for n elements: x^2, or with
+// importance qw * sqrtf(sigma2 + x^2), sigma2 twice the super-block's mean
+// square (ggml's `sigma2 *= 2.f/super_block_size` after summing, in that
+// order: 2.f / n is exact for n = 32 and 256).
+void Iq4Weights(const float* x, const float* qw, int n, float* weight) {
+  if (qw == nullptr) {
+    for (int j = 0; j < n; ++j) weight[j] = x[j] * x[j];
+    return;
+  }
+  float sigma2 = 0;
+  for (int j = 0; j < n; ++j) sigma2 += x[j] * x[j];
+  sigma2 *= 2.f / n;
+  for (int j = 0; j < n; ++j) weight[j] = qw[j] * std::sqrt(sigma2 + x[j] * x[j]);
+}
+
+// One 32-element group's scale (quantize_row_iq4_nl_impl's inner search,
+// the fit weighted by `weight`), its codes in L. Returns 0 for a group of
+// zeros (L untouched); with importance also 0 when every weight is 0.
+float Iq4GroupScale(const float* xb, const float* weight, uint8_t* L) {
   float amax;
   const float max = SignedMax(xb, 32, &amax);
   if (amax < kGroupMaxEps) return 0;
@@ -151,7 +165,9 @@ uint8_t ToUe4m3(float x) {
 void EncodeIq4Nl(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   BlockIq4Nl b;
   uint8_t L[32];
-  const float scale = Iq4GroupScale(x, L);
+  float weight[32];
+  Iq4Weights(x, qw, 32, weight);
+  const float scale = Iq4GroupScale(x, weight, L);
   b.d = ToHalf(scale);
   const float id = scale ? 1 / scale : 0;
   for (int j = 0; j < 32; ++j) L[j] = static_cast<uint8_t>(BestIndex(id * x[j], &clipped));
@@ -163,9 +179,11 @@ void EncodeIq4Xs(const float* x, const float* qw, uint8_t* out, uint64_t& clippe
   BlockIq4Xs b;
   uint8_t L[kSuperBlock];
   float scales[8];
+  float weight[kSuperBlock];
+  Iq4Weights(x, qw, kSuperBlock, weight);
   float max_scale = 0, amax_scale = 0;
   for (int ib = 0; ib < 8; ++ib) {
-    scales[ib] = Iq4GroupScale(x + 32 * ib, L + 32 * ib);
+    scales[ib] = Iq4GroupScale(x + 32 * ib, weight + 32 * ib, L + 32 * ib);
     const float abs_d = std::fabs(scales[ib]);
     if (abs_d > amax_scale) {
       amax_scale = abs_d;

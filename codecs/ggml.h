@@ -98,7 +98,9 @@ inline int64_t RowBytes(const TypeInfo& info, int64_t elements) {
 // `imatrix` argument holds for one row) and the encode is ggml's
 // quantize_<type> with those quant_weights: the *_impl search for the types
 // that use them, the reference quantizer for q8_0, mxfp4 and nvfp4 (ggml
-// ignores it there). Weights must be finite and non-negative.
+// ignores it there). `in` is then one row: q4_0, q4_1, q5_0 and q5_1 weigh
+// every element with the mean square of the whole row (the others with their
+// super-block's). Weights must be finite and non-negative.
 //
 // InvalidArgument for a type lowp cannot encode, sizes that do not fit, or
 // no importance for a type whose ggml quantizer requires one.

@@ -1,11 +1,13 @@
 // ggml's 32-element block types q4_0, q4_1, q5_0, q5_1 and q8_0
-// (quantize_row_*_ref and dequantize_row_* of ggml/src/ggml-quants.c).
+// (quantize_row_*_ref, with importance weights quantize_row_*_impl, and
+// dequantize_row_* of ggml/src/ggml-quants.c).
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "codecs/ggml_blocks.h"
+#include "codecs/ggml_kquants_search.h"
 #include "codecs/ggml_ops.h"
 
 namespace lowp::ggml::internal {
@@ -30,24 +32,139 @@ void MinMax(const float* x, int n, float& min, float& max) {
   }
 }
 
+// Codes 0..15: element j in qs[j]'s low nibble and j + 16 in its high one.
+void PackNibbles(const uint8_t* L, uint8_t* qs) {
+  for (int j = 0; j < 16; ++j) qs[j] = static_cast<uint8_t>(L[j] | (L[j + 16] << 4));
+}
+
+// Codes 0..31: the low 4 bits placed as PackNibbles places them, bit 4 of
+// element j in bit j of the little-endian word qh.
+void PackQ5(const uint8_t* L, uint8_t* qs, uint8_t* qh_bytes) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    qs[j] = static_cast<uint8_t>((L[j] & 0x0F) | ((L[j + 16] & 0x0F) << 4));
+    qh |= static_cast<uint32_t>((L[j] & 0x10u) >> 4) << j;
+    qh |= static_cast<uint32_t>((L[j + 16] & 0x10u) >> 4) << (j + 16);
+  }
+  std::memcpy(qh_bytes, &qh, sizeof(qh));
+}
+
+// quantize_row_q4_0_impl .. q5_1_impl weigh element j of a row by
+// qw[j] * sqrtf(sigma2 + x[j]^2), sigma2 the mean square of the whole row
+// (not of the block, unlike the k-quants'), summed in row order.
+float RowMeanSquare(const float* x, size_t n) {
+  float sum_x2 = 0;
+  for (size_t j = 0; j < n; ++j) sum_x2 += x[j] * x[j];
+  return sum_x2 / static_cast<float>(n);
+}
+
+void ImportanceWeights(const float* x, const float* qw, float sigma2, float* weight) {
+  for (int j = 0; j < 32; ++j) weight[j] = qw[j] * std::sqrt(sigma2 + x[j] * x[j]);
+}
+
+// q4_0 and q5_0 with importance: make_qx_quants' symmetric fit, codes
+// -8..7 (-16..15) stored + 8 (+ 16) as the search left them, no requantizing.
+void WeightedQ4_0(const float* x, const float* qw, float sigma2, uint8_t* out,
+                  uint64_t& clipped) {
+  BlockQ4_0 b;
+  float weight[32];
+  int8_t L[32];
+  ImportanceWeights(x, qw, sigma2, weight);
+  b.d = ToHalf(MakeQxQuants(32, 8, x, weight, L, &clipped));
+  PackNibbles(reinterpret_cast<const uint8_t*>(L), b.qs);
+  StoreBlock(b, out);
+}
+
+void WeightedQ5_0(const float* x, const float* qw, float sigma2, uint8_t* out,
+                  uint64_t& clipped) {
+  BlockQ5_0 b;
+  float weight[32];
+  int8_t L[32];
+  ImportanceWeights(x, qw, sigma2, weight);
+  b.d = ToHalf(MakeQxQuants(32, 16, x, weight, L, &clipped));
+  PackQ5(reinterpret_cast<const uint8_t*>(L), b.qs, b.qh);
+  StoreBlock(b, out);
+}
+
+// q4_1 and q5_1 with importance: make_qkx3_quants' scale and minimum (37
+// trials from nmax - 0.9 in steps of 0.05), m = the fitted minimum itself.
+void WeightedQ4_1(const float* x, const float* qw, float sigma2, uint8_t* out,
+                  uint64_t& clipped) {
+  BlockQ4_1 b;
+  float weight[32];
+  uint8_t L[32], Laux[32];
+  float min;
+  ImportanceWeights(x, qw, sigma2, weight);
+  const float d = MakeQkx2Quants(32, 15, x, weight, L, &min, Laux, -0.9f, 0.05f, 36, false, &clipped);
+  b.d = ToHalf(d);
+  b.m = ToHalf(-min);
+  PackNibbles(L, b.qs);
+  StoreBlock(b, out);
+}
+
+void WeightedQ5_1(const float* x, const float* qw, float sigma2, uint8_t* out,
+                  uint64_t& clipped) {
+  BlockQ5_1 b;
+  float weight[32];
+  uint8_t L[32], Laux[32];
+  float min;
+  ImportanceWeights(x, qw, sigma2, weight);
+  const float d = MakeQkx2Quants(32, 31, x, weight, L, &min, Laux, -0.9f, 0.05f, 36, false, &clipped);
+  b.d = ToHalf(d);
+  b.m = ToHalf(-min);
+  PackQ5(L, b.qs, b.qh);
+  StoreBlock(b, out);
+}
+
 }  // namespace
+
+bool EncodeLegacyRow(Type type, const float* x, const float* qw, size_t n, uint8_t* out,
+                     uint64_t& clipped) {
+  struct Weighted {
+    Type type;
+    void (*encode)(const float* x, const float* qw, float sigma2, uint8_t* out, uint64_t& clipped);
+    size_t bytes;
+  };
+  static constexpr Weighted kWeighted[] = {{Type::kQ4_0, WeightedQ4_0, sizeof(BlockQ4_0)},
+                                           {Type::kQ4_1, WeightedQ4_1, sizeof(BlockQ4_1)},
+                                           {Type::kQ5_0, WeightedQ5_0, sizeof(BlockQ5_0)},
+                                           {Type::kQ5_1, WeightedQ5_1, sizeof(BlockQ5_1)}};
+  for (const Weighted& w : kWeighted) {
+    if (w.type != type) continue;
+    const float sigma2 = RowMeanSquare(x, n);
+    for (size_t b = 0; b < n / 32; ++b) {
+      w.encode(x + 32 * b, qw + 32 * b, sigma2, out + w.bytes * b, clipped);
+    }
+    return true;
+  }
+  return false;
+}
+
+// Each block encoder with importance is ggml's quantize_<type> of a one-block
+// row (sigma2 over these 32 elements); Encode goes through EncodeLegacyRow.
 
 // d = max / -8; q = MIN(15, (int8_t)(x / d + 8.5)).
 void EncodeQ4_0(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  if (qw != nullptr) {
+    WeightedQ4_0(x, qw, RowMeanSquare(x, 32), out, clipped);
+    return;
+  }
   BlockQ4_0 b;
   const float d = SignedMax(x, 32) / -8;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   b.d = ToHalf(d);
-  for (int j = 0; j < 16; ++j) {
-    const uint8_t lo = TruncMin(x[j] * id + 8.5f, 15, clipped);
-    const uint8_t hi = TruncMin(x[j + 16] * id + 8.5f, 15, clipped);
-    b.qs[j] = static_cast<uint8_t>(lo | (hi << 4));
-  }
+  uint8_t L[32];
+  for (int j = 0; j < 32; ++j) L[j] = TruncMin(x[j] * id + 8.5f, 15, clipped);
+  PackNibbles(L, b.qs);
   StoreBlock(b, out);
 }
 
 // d = (max - min) / 15, m = min; q = MIN(15, (int8_t)((x - min) / d + 0.5)).
 void EncodeQ4_1(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  if (qw != nullptr) {
+    WeightedQ4_1(x, qw, RowMeanSquare(x, 32), out, clipped);
+    return;
+  }
   BlockQ4_1 b;
   float min, max;
   MinMax(x, 32, min, max);
@@ -55,35 +172,35 @@ void EncodeQ4_1(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   b.d = ToHalf(d);
   b.m = ToHalf(min);
-  for (int j = 0; j < 16; ++j) {
-    const uint8_t lo = TruncMin((x[j] - min) * id + 0.5f, 15, clipped);
-    const uint8_t hi = TruncMin((x[j + 16] - min) * id + 0.5f, 15, clipped);
-    b.qs[j] = static_cast<uint8_t>(lo | (hi << 4));
-  }
+  uint8_t L[32];
+  for (int j = 0; j < 32; ++j) L[j] = TruncMin((x[j] - min) * id + 0.5f, 15, clipped);
+  PackNibbles(L, b.qs);
   StoreBlock(b, out);
 }
 
 // d = max / -16; q = MIN(31, (int8_t)(x / d + 16.5)).
 void EncodeQ5_0(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  if (qw != nullptr) {
+    WeightedQ5_0(x, qw, RowMeanSquare(x, 32), out, clipped);
+    return;
+  }
   BlockQ5_0 b;
   const float d = SignedMax(x, 32) / -16;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   b.d = ToHalf(d);
-  uint32_t qh = 0;
-  for (int j = 0; j < 16; ++j) {
-    const uint8_t lo = TruncMin(x[j] * id + 16.5f, 31, clipped);
-    const uint8_t hi = TruncMin(x[j + 16] * id + 16.5f, 31, clipped);
-    b.qs[j] = static_cast<uint8_t>((lo & 0x0F) | ((hi & 0x0F) << 4));
-    qh |= static_cast<uint32_t>((lo & 0x10u) >> 4) << j;
-    qh |= static_cast<uint32_t>((hi & 0x10u) >> 4) << (j + 16);
-  }
-  std::memcpy(b.qh, &qh, sizeof(qh));
+  uint8_t L[32];
+  for (int j = 0; j < 32; ++j) L[j] = TruncMin(x[j] * id + 16.5f, 31, clipped);
+  PackQ5(L, b.qs, b.qh);
   StoreBlock(b, out);
 }
 
 // d = (max - min) / 31, m = min; q = (uint8_t)((x - min) / d + 0.5), no
 // clamp (the largest element lands on 31).
 void EncodeQ5_1(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  if (qw != nullptr) {
+    WeightedQ5_1(x, qw, RowMeanSquare(x, 32), out, clipped);
+    return;
+  }
   BlockQ5_1 b;
   float min, max;
   MinMax(x, 32, min, max);
@@ -91,16 +208,12 @@ void EncodeQ5_1(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   b.d = ToHalf(d);
   b.m = ToHalf(min);
-  uint32_t qh = 0;
-  for (int j = 0; j < 16; ++j) {
-    const uint8_t lo = static_cast<uint8_t>(TruncToInt((x[j] - min) * id + 0.5f));
-    const uint8_t hi = static_cast<uint8_t>(TruncToInt((x[j + 16] - min) * id + 0.5f));
-    clipped += (lo > 31) + (hi > 31);
-    b.qs[j] = static_cast<uint8_t>((lo & 0x0F) | ((hi & 0x0F) << 4));
-    qh |= static_cast<uint32_t>((lo & 0x10u) >> 4) << j;
-    qh |= static_cast<uint32_t>((hi & 0x10u) >> 4) << (j + 16);
+  uint8_t L[32];
+  for (int j = 0; j < 32; ++j) {
+    L[j] = static_cast<uint8_t>(TruncToInt((x[j] - min) * id + 0.5f));
+    clipped += L[j] > 31;
   }
-  std::memcpy(b.qh, &qh, sizeof(qh));
+  PackQ5(L, b.qs, b.qh);
   StoreBlock(b, out);
 }
 

@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -64,6 +65,12 @@ void EncodeQ4_1(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
 void EncodeQ5_0(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
 void EncodeQ5_1(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
 void EncodeQ8_0(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+// ggml's q4_0, q4_1, q5_0 and q5_1 with importance weights qw (not null):
+// their weights take the mean square of the whole row, which a block encoder
+// does not see, so Encode hands them the row. Encodes the n elements (whole
+// blocks) of one row and returns true, or returns false for any other type.
+bool EncodeLegacyRow(Type type, const float* x, const float* qw, size_t n, uint8_t* out,
+                     uint64_t& clipped);
 void DecodeQ4_0(const uint8_t* in, float* y);
 void DecodeQ4_1(const uint8_t* in, float* y);
 void DecodeQ5_0(const uint8_t* in, float* y);

@@ -139,7 +139,10 @@ absl::Status Encode(Type type, std::span<const float> in, std::span<uint8_t> out
   }
   uint64_t count = 0;
   const size_t block = static_cast<size_t>(info.block), bytes = static_cast<size_t>(info.bytes);
-  for (size_t b = 0; b < in.size() / block; ++b) {
+  // With importance, q4_0..q5_1 weigh by the whole row's mean square.
+  const bool by_row = !importance.empty() && in::EncodeLegacyRow(type, in.data(), importance.data(),
+                                                                 in.size(), out.data(), count);
+  for (size_t b = 0; !by_row && b < in.size() / block; ++b) {
     const float* qw = importance.empty() ? nullptr : importance.data() + b * block;
     codec->encode(in.data() + b * block, qw, out.data() + b * bytes, count);
   }

@@ -39,22 +39,23 @@ float MakeQkx2Quants(int n, int nmax, const float* x, const float* weights, uint
   float iscale = static_cast<float>(nmax) / (max - min);
   float scale = 1 / iscale;
   float best_error = 0;
-  uint64_t best_clipped = 0;  // clamps among the codes now in L
   for (int i = 0; i < n; ++i) {
-    L[i] = static_cast<uint8_t>(Clamp(NearestInt(iscale * (x[i] - min)), 0, nmax, best_clipped));
+    L[i] = static_cast<uint8_t>(Clamp(NearestInt(iscale * (x[i] - min)), 0, nmax));
     float diff = scale * L[i] + min - x[i];
     diff = use_mad ? std::fabs(diff) : diff * diff;
     best_error += weights[i] * diff;
   }
+  // The trial (its iscale and the minimum it measured from) that made L,
+  // to count its clamps once at the end rather than in every trial.
+  float l_iscale = iscale, l_min = min;
   // nstep < 1: the plain scale alone. Each trial measures from the best
   // minimum so far: ggml updates `min` inside this loop, so a later trial's
   // codes depend on an earlier win.
   for (int is = 0; nstep >= 1 && is <= nstep; ++is) {
     iscale = (rmin + rdelta * is + nmax) / (max - min);
     float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-    uint64_t aux_clipped = 0;
     for (int i = 0; i < n; ++i) {
-      const int l = Clamp(NearestInt(iscale * (x[i] - min)), 0, nmax, aux_clipped);
+      const int l = Clamp(NearestInt(iscale * (x[i] - min)), 0, nmax);
       Laux[i] = static_cast<uint8_t>(l);
       const float w = weights[i];
       sum_l += w * l;
@@ -78,13 +79,16 @@ float MakeQkx2Quants(int n, int nmax, const float* x, const float* weights, uint
       if (cur_error < best_error) {
         std::memcpy(L, Laux, static_cast<size_t>(n));
         best_error = cur_error;
-        best_clipped = aux_clipped;
+        l_iscale = iscale;
+        l_min = min;
         scale = this_scale;
         min = this_min;
       }
     }
   }
-  if (clipped != nullptr) *clipped += best_clipped;
+  if (clipped != nullptr) {
+    for (int i = 0; i < n; ++i) Clamp(NearestInt(l_iscale * (x[i] - l_min)), 0, nmax, *clipped);
+  }
   *the_min = -min;
   return scale;
 }

@@ -51,7 +51,8 @@ void PackQ5(const uint8_t* L, uint8_t* qs, uint8_t* qh_bytes) {
 
 // quantize_row_q4_0_impl .. q5_1_impl weigh element j of a row by
 // qw[j] * sqrtf(sigma2 + x[j]^2), sigma2 the mean square of the whole row
-// (not of the block, unlike the k-quants'), summed in row order.
+// (the k-quants and i-quants take their own super-block's), summed in row
+// order.
 float RowMeanSquare(const float* x, size_t n) {
   float sum_x2 = 0;
   for (size_t j = 0; j < n; ++j) sum_x2 += x[j] * x[j];
@@ -95,7 +96,8 @@ void WeightedQ4_1(const float* x, const float* qw, float sigma2, uint8_t* out,
   uint8_t L[32], Laux[32];
   float min;
   ImportanceWeights(x, qw, sigma2, weight);
-  const float d = MakeQkx2Quants(32, 15, x, weight, L, &min, Laux, -0.9f, 0.05f, 36, false, &clipped);
+  const float d =
+      MakeQkx2Quants(32, 15, x, weight, L, &min, Laux, -0.9f, 0.05f, 36, false, &clipped);
   b.d = ToHalf(d);
   b.m = ToHalf(-min);
   PackNibbles(L, b.qs);
@@ -109,7 +111,8 @@ void WeightedQ5_1(const float* x, const float* qw, float sigma2, uint8_t* out,
   uint8_t L[32], Laux[32];
   float min;
   ImportanceWeights(x, qw, sigma2, weight);
-  const float d = MakeQkx2Quants(32, 31, x, weight, L, &min, Laux, -0.9f, 0.05f, 36, false, &clipped);
+  const float d =
+      MakeQkx2Quants(32, 31, x, weight, L, &min, Laux, -0.9f, 0.05f, 36, false, &clipped);
   b.d = ToHalf(d);
   b.m = ToHalf(-min);
   PackQ5(L, b.qs, b.qh);

@@ -219,38 +219,60 @@ const float* Iq1mShift(int k, int octet) {
 }
 
 // One iq1_m group of 16: every split scored with each of the 4 shift
-// combinations by direct sums in sorted order (ggml's loops; the products are
-// the same each time, so they are formed once), the first best kept. False
-// for a group ggml leaves empty.
+// combinations by ggml's direct sums in sorted order, the first best kept.
+// False for a group ggml leaves empty.
 bool Iq1mGroup(const GridSearch& grid, const float* xb, const float* weight, Group& g) {
   constexpr int n = 16;
   const float max = MaxMagnitude(xb, n);
   if (max < kGroupMaxEpsIq1M) return false;
   int order[n];
   SortedOrder(xb, n, order);
-  // Per sorted position, level and shift: weight * value * x and weight * value^2.
-  float wqx[n][3][2], wq2[n][3][2];
+  // Per sorted position j, level and combination k: the terms ggml adds,
+  // weight * value * x and weight * value^2 (formed once: the same products
+  // each time).
+  float tx[n][3][4], tq[n][3][4];
   for (int j = 0; j < n; ++j) {
     const int i = order[j];
+    const int octet = i < n / 2 ? 0 : 1;
     for (int lv = 0; lv < 3; ++lv) {
-      wqx[j][lv][0] = weight[i] * kUp[lv] * xb[i];
-      wqx[j][lv][1] = weight[i] * kDown[lv] * xb[i];
-      wq2[j][lv][0] = weight[i] * kUp[lv] * kUp[lv];
-      wq2[j][lv][1] = weight[i] * kDown[lv] * kDown[lv];
+      for (int k = 0; k < 4; ++k) {
+        const float v = Iq1mShift(k, octet)[lv];
+        tx[j][lv][k] = weight[i] * v * xb[i];
+        tq[j][lv][k] = weight[i] * v * v;
+      }
     }
   }
+  // ggml sums each split from zero over j = 0..n-1 in order (level 0 before
+  // i1, 1 before i2, 2 after). The sums through i1 and through i2 are
+  // prefixes shared by later splits, so they are carried along; only the
+  // level-2 tail is added afresh. Same additions, same order.
   float best_score = -FLT_MAX, scale = max;
   int besti1 = -1, besti2 = -1, best_k = -1;
+  float low_x[4] = {}, low_q[4] = {};
   for (int i1 = 0; i1 <= n; ++i1) {
+    if (i1 > 0) {
+      for (int k = 0; k < 4; ++k) {
+        low_x[k] += tx[i1 - 1][0][k];
+        low_q[k] += tq[i1 - 1][0][k];
+      }
+    }
+    float mid_x[4], mid_q[4];
+    std::memcpy(mid_x, low_x, sizeof(mid_x));
+    std::memcpy(mid_q, low_q, sizeof(mid_q));
     for (int i2 = i1; i2 <= n; ++i2) {
-      float sumqx[4] = {}, sumq2[4] = {};
-      for (int j = 0; j < n; ++j) {
-        const int lv = j < i1 ? 0 : j < i2 ? 1 : 2;
-        const int octet = order[j] < n / 2 ? 0 : 1;
+      if (i2 > i1) {
         for (int k = 0; k < 4; ++k) {
-          const int down = Iq1mShift(k, octet) == kDown;
-          sumqx[k] += wqx[j][lv][down];
-          sumq2[k] += wq2[j][lv][down];
+          mid_x[k] += tx[i2 - 1][1][k];
+          mid_q[k] += tq[i2 - 1][1][k];
+        }
+      }
+      float sumqx[4], sumq2[4];
+      std::memcpy(sumqx, mid_x, sizeof(sumqx));
+      std::memcpy(sumq2, mid_q, sizeof(sumq2));
+      for (int j = i2; j < n; ++j) {
+        for (int k = 0; k < 4; ++k) {
+          sumqx[k] += tx[j][2][k];
+          sumq2[k] += tq[j][2][k];
         }
       }
       for (int k = 0; k < 4; ++k) {

@@ -152,7 +152,9 @@ float RefitScale(const GridSearch& grid, int octets, const float* xb, const floa
 
 struct Group {
   float scale;
-  int shift;  // iq1_s: +1 or -1; iq1_m: 0..3, bit 1 for the first octet going down, bit 0 the second
+  // iq1_s: +1 or -1. iq1_m: 0..3, bit 1 set when the first octet shifts
+  // down, bit 0 when the second does.
+  int shift;
   uint16_t index[4];
 };
 
@@ -445,9 +447,8 @@ void DecodeIq1M(const uint8_t* in, float* y) {
   const auto b = LoadBlock<BlockIq1M>(in);
   uint16_t sc[4];
   std::memcpy(sc, b.scales, sizeof(sc));
-  const uint16_t scale =
-      static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) |
-                            (sc[3] & 0xf000));
+  const uint16_t scale = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) |
+                                               ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
   const float d = Half(scale);
   for (int ib = 0; ib < 8; ++ib) {
     const float dl[2] = {d * (2 * ((sc[ib / 2] >> (6 * (ib % 2) + 0)) & 0x7) + 1),

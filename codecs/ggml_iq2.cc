@@ -255,7 +255,8 @@ bool Iq2XxsGroup(const GridSearch& grid, const float* xval, const float* weight,
   for (int is = -6; is <= 6; ++is) {
     const float id = (2 * kMaxQ - 1 + is * 0.1f) / eff_max;
     const float this_scale = 1 / id;
-    for (int k = 0; k < 4; ++k) OctetToGrid(grid, xval + 8 * k, waux + 8 * k, id, this_scale, Laux + 8 * k);
+    for (int k = 0; k < 4; ++k)
+      OctetToGrid(grid, xval + 8 * k, waux + 8 * k, id, this_scale, Laux + 8 * k);
     float sumqx, sumq2;
     LevelSums(32, weight, xval, Laux, sumqx, sumq2);
     if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {

@@ -15,6 +15,7 @@
 
 namespace lowp::ggml::internal {
 
+// clang-format off
 // ggml-quants.c kgrid_2bit_256; ggml-common.h iq2xxs_grid.
 const uint16_t kIq2XxsPoints[256] = {
         0,     2,     5,     8,    10,    17,    20,    32,    34,    40,    42,    65,    68,
@@ -327,6 +328,7 @@ const uint16_t kIq1Points[2048] = {
     43520, 43522, 43528, 43530, 43552, 43554, 43560, 43562, 43601, 43604, 43606, 43648, 43650,
     43656, 43658, 43669, 43680, 43682, 43688, 43690,
 };
+// clang-format on
 
 namespace {
 

@@ -17,10 +17,10 @@
 
 namespace lowp::ggml::internal {
 
-extern const uint16_t kIq2XxsPoints[256];   // iq2_xxs: 8-bit indices
-extern const uint16_t kIq2XsPoints[512];    // iq2_xs: 9-bit indices
-extern const uint16_t kIq2SPoints[1024];    // iq2_s: 10-bit indices
-extern const uint16_t kIq1Points[2048];     // iq1_s and iq1_m: 11-bit indices
+extern const uint16_t kIq2XxsPoints[256];  // iq2_xxs: 8-bit indices
+extern const uint16_t kIq2XsPoints[512];   // iq2_xs: 9-bit indices
+extern const uint16_t kIq2SPoints[1024];   // iq2_s: 10-bit indices
+extern const uint16_t kIq1Points[2048];    // iq1_s and iq1_m: 11-bit indices
 
 // Level k (0..2) of a packed point.
 inline int PointLevel(uint16_t point, int k) { return (point >> 2 * k) & 3; }

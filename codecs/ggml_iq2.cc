@@ -31,6 +31,7 @@ constexpr float kGroupMaxEps = 1e-15f;     // GROUP_MAX_EPS: iq2_xxs, iq2_xs
 constexpr float kGroupMaxEpsIq2S = 1e-8f;  // GROUP_MAX_EPS_IQ2_S
 // Levels 0, 1, 2 stand for q = 1, 3, 5 times the group's scale.
 constexpr int kMaxQ = 3;
+constexpr float kOdd[3] = {1, 3, 5};  // q of each level
 
 // ggml's MAX macro, argument order kept (it decides which zero survives).
 float Max(float a, float b) { return a > b ? a : b; }
@@ -197,7 +198,7 @@ void BestNeighbour(const GridSearch& grid, uint16_t key, const float* xval, cons
     const uint8_t* level = grid.Levels(p);
     float d2 = 0;
     for (int i = 0; i < 8; ++i) {
-      const float q = 2 * level[i] + 1;
+      const float q = kOdd[level[i]];
       const float diff = scale * q - xval[i];
       d2 += waux[i] * diff * diff;
     }
@@ -230,7 +231,7 @@ void LevelSums(int n, const float* weight, const float* xval, const int8_t* L, f
   sumq2 = 0;
   for (int i = 0; i < n; ++i) {
     const float w = weight[i];
-    const float q = 2 * L[i] + 1;
+    const float q = kOdd[L[i]];
     sumqx += w * xval[i] * q;
     sumq2 += w * q * q;
   }
@@ -245,11 +246,11 @@ bool Iq2XxsGroup(const GridSearch& grid, const float* xval, const float* weight,
   float max = xval[0];
   for (int i = 1; i < 32; ++i) max = Max(max, xval[i]);
   if (max < kGroupMaxEps) return false;
-  uint8_t qp_levels[32];  // make_qp_quants' levels: every path below replaces them
+  uint8_t qp_levels[32];  // make_qp_quants' levels (0..4, or 255 for a negative x): unused
   scale = MakeQpQuants(32, kMaxQ + 1, xval, qp_levels, weight);
   const float eff_max = scale * kMaxQ;
   if (eff_max <= 0) return false;
-  std::memcpy(L, qp_levels, 32);
+  std::memset(L, 0, 32);  // ggml leaves make_qp_quants' levels here; both paths below replace them
   float best = 0;
   int8_t Laux[32];
   for (int is = -6; is <= 6; ++is) {

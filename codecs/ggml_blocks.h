@@ -205,6 +205,70 @@ struct BlockQ2_0 {
 };
 static_assert(sizeof(BlockQ2_0) == 18);
 
+// The 2-bit and 1-bit grid i-quants (codecs/ggml_iq2_grids.h): elements go
+// in groups of 8, each one point of an 8-dimensional codebook.
+
+// iq2_xxs: 8 groups of 32. Group g is qs[4g..4g+3] read as two little-endian
+// words: word 0 holds its four 8-bit grid indices (octet k in bits 8k), word
+// 1 octet k's 7 sign bits in bits 7k..7k+6 (the eighth sign makes the count
+// of negatives even) and the 4-bit scale s in bits 28..31;
+// x = d * (0.5 + s) / 4 * kIq2LevelValues[level] * sign.
+struct BlockIq2Xxs {
+  static constexpr int kElements = kSuperBlock;
+  uint16_t d;
+  uint16_t qs[32];
+};
+static_assert(sizeof(BlockIq2Xxs) == 66);
+
+// iq2_xs: qs[j] is octet j: a 9-bit grid index and its 7 sign bits << 9
+// (eighth as iq2_xxs); 16 groups of 16 with 4-bit scales, group g in nibble
+// g % 2 of scales[g / 2]; x = d * (0.5 + s) / 4 * value * sign.
+struct BlockIq2Xs {
+  static constexpr int kElements = kSuperBlock;
+  uint16_t d;
+  uint16_t qs[32];
+  uint8_t scales[8];
+};
+static_assert(sizeof(BlockIq2Xs) == 74);
+
+// iq2_s: octet j's 10-bit grid index has its low 8 bits in qs[j] and its top
+// 2 in bits 2 (j % 4) of qh[j / 4]; its 8 sign bits (all stored) are
+// qs[32 + j]; scales as iq2_xs, x = d * (0.5 + s) / 4 * value * sign.
+struct BlockIq2S {
+  static constexpr int kElements = kSuperBlock;
+  uint16_t d;
+  uint8_t qs[64];
+  uint8_t qh[8];
+  uint8_t scales[8];
+};
+static_assert(sizeof(BlockIq2S) == 82);
+
+// iq1_s: 8 groups of 32; octet j's 11-bit grid index has its low 8 bits in
+// qs[j], its top 3 in bits 3 (j % 4) of qh[j / 4]; qh[g] bits 12..14 hold
+// group g's 3-bit scale s, bit 15 the sign of its shift:
+// x = d * (2 s + 1) * (kIq1LevelValues[level] ± 0.125), + unless bit 15.
+struct BlockIq1S {
+  static constexpr int kElements = kSuperBlock;
+  uint16_t d;
+  uint8_t qs[32];
+  uint16_t qh[8];
+};
+static_assert(sizeof(BlockIq1S) == 50);
+
+// iq1_m: no d field: the fp16 super-block scale's 16 bits are the top
+// nibbles of the four little-endian words of scales (bits 0..3 in word 0's
+// nibble 3, ...). 16 groups of 16: group g's 3-bit scale s is bits 3 (g % 4)
+// of word g / 4. Octet j's 11-bit index has its low 8 bits in qs[j], its top
+// 3 in bits 4 (j % 2) of qh[j / 2], whose bit 4 (j % 2) + 3 makes the
+// octet's shift negative: x = d * (2 s + 1) * (level value ± 0.125).
+struct BlockIq1M {
+  static constexpr int kElements = kSuperBlock;
+  uint8_t qs[32];
+  uint8_t qh[16];
+  uint8_t scales[8];
+};
+static_assert(sizeof(BlockIq1M) == 56);
+
 // The non-uniform 4-bit grid of iq4_nl and iq4_xs (kvalues_iq4nl).
 inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                           1,    13,   25,  38,  53,  69,  89,  113};

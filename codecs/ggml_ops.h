@@ -97,6 +97,19 @@ void DecodeIq4Xs(const uint8_t* in, float* y);
 void DecodeMxfp4(const uint8_t* in, float* y);
 void DecodeNvfp4(const uint8_t* in, float* y);
 
+// The grid i-quants (ggml_iq2.cc, ggml_iq1.cc): qw may be null only for
+// iq2_s and iq1_m.
+void EncodeIq2Xxs(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeIq2Xs(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeIq2S(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeIq1S(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeIq1M(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void DecodeIq2Xxs(const uint8_t* in, float* y);
+void DecodeIq2Xs(const uint8_t* in, float* y);
+void DecodeIq2S(const uint8_t* in, float* y);
+void DecodeIq1S(const uint8_t* in, float* y);
+void DecodeIq1M(const uint8_t* in, float* y);
+
 void DecodeTq1_0(const uint8_t* in, float* y);
 void DecodeTq2_0(const uint8_t* in, float* y);
 void DecodeQ1_0(const uint8_t* in, float* y);

@@ -4,12 +4,14 @@
 // the super-block does not divide, the recipes' rules, and the ggml-made
 // stories260K Q4_K_M file measured against its original: every tensor's type
 // and error equal to lowp's own Q4_K_M recipe, priced to the byte by size.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -94,7 +96,10 @@ TEST(GgmlTypes, TableHasGgmlsBlockSizes) {
   // Codecs refuse what they cannot do and sizes that do not fit.
   std::vector<float> x(256);
   std::vector<uint8_t> out(66);
-  EXPECT_THAT(ggml::Encode(ggml::Type::kIQ2_XXS, x, out).message(), HasSubstr("cannot encode"));
+  EXPECT_THAT(ggml::Encode(ggml::Type::kIQ2_XXS, x, out).message(),
+              HasSubstr("needs an importance matrix"));
+  out.resize(292);
+  EXPECT_THAT(ggml::Encode(ggml::Type::kQ8_K, x, out).message(), HasSubstr("cannot encode"));
   out.resize(143);
   EXPECT_THAT(ggml::Encode(ggml::Type::kQ4_K, x, out).message(), HasSubstr("144 bytes"));
   x.resize(100);
@@ -285,6 +290,213 @@ TEST(GgmlCodecSchemes, SuperBlocksFallBackAsLlamaCpp) {
       EXPECT_EQ(scheme->StorageBits(2, c.cols), applied->StorageBits(2, c.cols));
     }
     EXPECT_EQ(out, want) << c.scheme << " " << c.cols;
+  }
+}
+
+// ---------------------------------------------------------------- grid i-quants
+
+// The 8-element codebooks of the grid i-quants, read back through the block
+// layouts: one octet's code in an otherwise zero block with d = 1.
+struct GridType {
+  ggml::Type type;
+  int points;
+  // Writes octet 0's grid index into a zeroed block, with sign bits 0 and
+  // (iq2) group scale 15, so that it decodes to db * value.
+  void (*place)(std::vector<uint8_t>& b, int index);
+  float db;
+  bool iq1;
+};
+
+const GridType kGridTypes[] = {
+    {ggml::Type::kIQ2_XXS, 256,
+     [](std::vector<uint8_t>& b, int index) {
+       b[2] = static_cast<uint8_t>(index);
+       b[9] = 15 << 4;  // group 0's word 1, bits 28..31
+     },
+     (0.5f + 15) * 0.25f, false},
+    {ggml::Type::kIQ2_XS, 512,
+     [](std::vector<uint8_t>& b, int index) {
+       b[2] = static_cast<uint8_t>(index);
+       b[3] = static_cast<uint8_t>(index >> 8);
+       b[66] = 15;  // scales[0]
+     },
+     (0.5f + 15) * 0.25f, false},
+    {ggml::Type::kIQ2_S, 1024,
+     [](std::vector<uint8_t>& b, int index) {
+       b[2] = static_cast<uint8_t>(index);
+       b[66] = static_cast<uint8_t>(index >> 8);  // qh[0] bits 0..1
+       b[74] = 15;                                // scales[0]
+     },
+     (0.5f + 15) * 0.25f, false},
+    {ggml::Type::kIQ1_S, 2048,
+     [](std::vector<uint8_t>& b, int index) {
+       b[2] = static_cast<uint8_t>(index);
+       b[34] = static_cast<uint8_t>(index >> 8);  // qh[0] bits 0..2; scale 0: dl = d
+     },
+     1.0f, true},
+    {ggml::Type::kIQ1_M, 2048,
+     [](std::vector<uint8_t>& b, int index) {
+       b[0] = static_cast<uint8_t>(index);
+       b[32] = static_cast<uint8_t>(index >> 8);  // qh[0] bits 0..2
+       b[53] = 0xc0;                              // fp16 1.0 = 0x3c00 in the 4 top nibbles
+       b[55] = 0x30;
+     },
+     1.0f, true},
+};
+
+// A few entries of ggml-common.h's iq2xxs_grid, iq2xs_grid, iq2s_grid and
+// iq1s_grid (byte j is element j).
+const std::map<std::pair<ggml::Type, int>, uint64_t> kGridKnownAnswers = {
+    {{ggml::Type::kIQ2_XXS, 1}, 0x080808080808082b},
+    {{ggml::Type::kIQ2_XXS, 100}, 0x08192b0808081908},
+    {{ggml::Type::kIQ2_XXS, 255}, 0x2b2b2b1908081908},
+    {{ggml::Type::kIQ2_XS, 300}, 0x1908190808191908},
+    {{ggml::Type::kIQ2_XS, 511}, 0x2b2b2b2b2b2b2b2b},
+    {{ggml::Type::kIQ2_S, 700}, 0x1919082b2b080808},
+    {{ggml::Type::kIQ2_S, 1023}, 0x2b2b2b2b2b2b2b2b},
+    {{ggml::Type::kIQ1_S, 1234}, 0x0001ff00ff01ff01},
+    {{ggml::Type::kIQ1_S, 2047}, 0x0101010101010101},
+    {{ggml::Type::kIQ1_M, 0}, 0xffffffffffffffff},
+};
+
+TEST(GgmlGridQuants, EveryIndexDecodesToItsGridPoint) {
+  for (const GridType& g : kGridTypes) {
+    const ggml::TypeInfo& info = ggml::Info(g.type);
+    std::set<std::vector<float>> seen;
+    for (int index = 0; index < g.points; ++index) {
+      std::vector<uint8_t> b(static_cast<size_t>(info.bytes), 0);
+      if (!g.iq1 || g.type == ggml::Type::kIQ1_S) b[1] = 0x3c;  // d = 1.0
+      g.place(b, index);
+      std::vector<float> y(256);
+      ASSERT_TRUE(ggml::Decode(g.type, b, y).ok());
+      std::vector<float> octet(y.begin(), y.begin() + 8);
+      for (float v : octet) {
+        if (g.iq1) {
+          EXPECT_THAT(v, ::testing::AnyOf(-0.875f, 0.125f, 1.125f)) << info.name << index;
+        } else {
+          EXPECT_THAT(v, ::testing::AnyOf(g.db * 8, g.db * 25, g.db * 43)) << info.name << index;
+        }
+      }
+      EXPECT_TRUE(seen.insert(octet).second)
+          << info.name << " index " << index << " repeats a point";
+      const auto known = kGridKnownAnswers.find({g.type, index});
+      if (known != kGridKnownAnswers.end()) {
+        for (int j = 0; j < 8; ++j) {
+          const auto byte = static_cast<uint8_t>(known->second >> 8 * j);
+          const float want = g.iq1 ? static_cast<int8_t>(byte) + 0.125f : g.db * byte;
+          EXPECT_EQ(octet[j], want) << info.name << index << " " << j;
+        }
+      }
+    }
+  }
+}
+
+// Blocks whose elements lie on the grid (every octet a point, one scale per
+// group, signs with an even count for the types that store 7) keep their
+// points and signs through the encoder.
+TEST(GgmlGridQuants, OnGridBlocksKeepTheirCodes) {
+  std::mt19937 rng(5);
+  for (const GridType& g : kGridTypes) {
+    const ggml::TypeInfo& info = ggml::Info(g.type);
+    // The codebook as decoded, to read levels off.
+    std::vector<std::vector<int>> levels(static_cast<size_t>(g.points));
+    for (int index = 0; index < g.points; ++index) {
+      std::vector<uint8_t> b(static_cast<size_t>(info.bytes), 0);
+      if (!g.iq1 || g.type == ggml::Type::kIQ1_S) b[1] = 0x3c;
+      g.place(b, index);
+      std::vector<float> y(256);
+      ASSERT_TRUE(ggml::Decode(g.type, b, y).ok());
+      for (int j = 0; j < 8; ++j) {
+        levels[index].push_back(g.iq1 ? static_cast<int>(std::lround(y[j] - 0.125f)) + 1
+                                : y[j] == g.db * 8  ? 0
+                                : y[j] == g.db * 25 ? 1
+                                                    : 2);
+      }
+    }
+    const int group = g.type == ggml::Type::kIQ2_XXS || g.type == ggml::Type::kIQ1_S ? 32 : 16;
+    for (int trial = 0; trial < 8; ++trial) {
+      std::vector<int> index(32);
+      std::vector<uint8_t> signs(32, 0);
+      std::vector<float> x(256);
+      for (int o = 0; o < 32; ++o) {
+        // Each group holds every level (iq1) or level 2 (iq2): its scale is then unique.
+        for (;;) {
+          index[o] = std::uniform_int_distribution<int>(0, g.points - 1)(rng);
+          const std::vector<int>& l = levels[index[o]];
+          const bool has2 = std::count(l.begin(), l.end(), 2) > 0;
+          const bool all = has2 && std::count(l.begin(), l.end(), 0) > 0 &&
+                           std::count(l.begin(), l.end(), 1) > 0;
+          if ((o * 8) % group != 0 || (g.iq1 ? all : has2)) break;
+        }
+        if (!g.iq1) {
+          signs[o] = static_cast<uint8_t>(rng());
+          if (g.type != ggml::Type::kIQ2_S && std::popcount(signs[o]) % 2) signs[o] ^= 0x80;
+        }
+        for (int j = 0; j < 8; ++j) {
+          const int l = levels[index[o]][j];
+          const float v = g.iq1 ? (l - 1) + 0.125f : static_cast<float>(2 * l + 1);
+          x[8 * o + j] = (signs[o] >> j & 1) ? -v : v;
+        }
+      }
+      std::vector<float> ones(256, 1.0f);
+      std::vector<uint8_t> b(static_cast<size_t>(info.bytes));
+      ASSERT_TRUE(ggml::Encode(g.type, x, b, nullptr, ones).ok());
+      for (int o = 0; o < 32; ++o) {
+        int got = 0, got_signs = 0;
+        switch (g.type) {
+          case ggml::Type::kIQ2_XXS: {
+            got = b[2 + 8 * (o / 4) + o % 4];
+            uint32_t word1;  // the group's signs and scale
+            std::memcpy(&word1, &b[6 + 8 * (o / 4)], 4);
+            got_signs = static_cast<int>(word1 >> 7 * (o % 4) & 127);
+            break;
+          }
+          case ggml::Type::kIQ2_XS:
+            got = (b[2 + 2 * o] | b[3 + 2 * o] << 8) & 511;
+            got_signs = b[3 + 2 * o] >> 1;
+            break;
+          case ggml::Type::kIQ2_S:
+            got = b[2 + o] | (b[66 + o / 4] >> 2 * (o % 4) & 3) << 8;
+            got_signs = b[34 + o];
+            break;
+          case ggml::Type::kIQ1_S:
+            got = b[2 + o] | ((b[34 + 2 * (o / 4)] | b[35 + 2 * (o / 4)] << 8) >> 3 * (o % 4) & 7)
+                                 << 8;
+            EXPECT_EQ(b[35 + 2 * (o / 4)] & 0x80, 0) << "shift +";
+            break;
+          default:  // iq1_m
+            got = b[o] | (b[32 + o / 2] >> 4 * (o % 2) & 7) << 8;
+            EXPECT_EQ(b[32 + o / 2] >> (4 * (o % 2) + 3) & 1, 0) << "shift +";
+            break;
+        }
+        EXPECT_EQ(got, index[o]) << info.name << " trial " << trial << " octet " << o;
+        const int want_signs = g.type == ggml::Type::kIQ2_S ? signs[o] : signs[o] & 127;
+        EXPECT_EQ(got_signs, g.iq1 ? 0 : want_signs) << info.name << " octet " << o;
+      }
+    }
+  }
+}
+
+TEST(GgmlGridQuants, ImportanceIsRequiredWhereGgmlRequiresIt) {
+  const std::vector<float> x = Gaussian(512, 9);
+  for (ggml::Type t : {ggml::Type::kIQ2_XXS, ggml::Type::kIQ2_XS, ggml::Type::kIQ2_S,
+                       ggml::Type::kIQ1_S, ggml::Type::kIQ1_M}) {
+    const ggml::TypeInfo& info = ggml::Info(t);
+    std::vector<uint8_t> b(static_cast<size_t>(ggml::RowBytes(info, 512)));
+    const absl::Status s = ggml::Encode(t, x, b);
+    EXPECT_EQ(s.ok(), !info.needs_importance) << info.name << s;
+    if (!s.ok()) EXPECT_THAT(s.message(), HasSubstr("needs an importance matrix"));
+    // Decoding what was encoded comes near the input: the relative error of
+    // a 1-2 bit code on Gaussian data.
+    std::vector<float> importance(512, 1.0f), y(512);
+    ASSERT_TRUE(ggml::Encode(t, x, b, nullptr, importance).ok());
+    ASSERT_TRUE(ggml::Decode(t, b, y).ok());
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      err += (y[i] - x[i]) * (y[i] - x[i]);
+      norm += x[i] * x[i];
+    }
+    EXPECT_LT(err / norm, 0.5) << info.name;
   }
 }
 

@@ -2,8 +2,8 @@
 // decoders' tables derived from them.
 #include "codecs/ggml_iq3_grids.h"
 
-#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace lowp::ggml::internal {
@@ -82,23 +82,18 @@ constexpr std::array<Iq3DecodeGrid, N> DecodeGrid(const uint16_t (&codes)[N], bo
   return grid;
 }
 
-// The squared distance between two points in lattice values (2l + 1 each).
-int Distance2(const int8_t* a, const int8_t* b) {
-  int d2 = 0;
-  for (int k = 0; k < 4; ++k) d2 += (a[k] - b[k]) * (a[k] - b[k]);
-  return d2;
-}
-
 }  // namespace
 
 constexpr std::array<Iq3DecodeGrid, kIq3XxsGridSize> kIq3XxsGrid = DecodeGrid(kIq3XxsCodes, true);
 constexpr std::array<Iq3DecodeGrid, kIq3SGridSize> kIq3SGrid = DecodeGrid(kIq3SCodes, false);
 
 // iq3xs_init_impl: the values 2l + 1 of each point, the map from the 4096
-// points to grid indices, and for each point off the grid its neighbours:
-// ggml sorts (distance, index) pairs of every grid point with qsort and keeps
-// them while at most `nwant` distinct distances have been seen. The pairs are
-// distinct (the index breaks every tie), so any sort gives ggml's order.
+// points to grid indices, and for each point off the grid its neighbours.
+// ggml qsorts the (squared distance, index) pairs of every grid point and
+// keeps them while at most `nwant` distinct distances have been seen. The
+// pairs are distinct (the index breaks every tie), so that is every index at
+// each of the `nwant` smallest distances, distance by distance, indices
+// ascending: what the counting sort here gives.
 Iq3Lattice::Iq3Lattice(std::span<const uint16_t> codes, int nwant) : values_(codes.size()) {
   const int size = static_cast<int>(codes.size());
   index_of_.fill(-1);
@@ -106,25 +101,42 @@ Iq3Lattice::Iq3Lattice(std::span<const uint16_t> codes, int nwant) : values_(cod
     for (int i = 0; i < 4; ++i) values_[k][i] = static_cast<int8_t>(2 * Level(codes[k], i) + 1);
     index_of_[codes[k]] = static_cast<int16_t>(k);
   }
-  std::vector<uint32_t> by_distance(codes.size());  // distance << 16 | index: sorts as the pairs
+  // Distances in level steps: ggml's squared distance in values 2l + 1 / 4.
+  constexpr int kDistances = 4 * (kIq3Levels - 1) * (kIq3Levels - 1) + 1;
+  constexpr uint32_t kNotTaken = UINT32_MAX;
+  std::vector<std::array<int8_t, 4>> levels(codes.size());
+  for (int k = 0; k < size; ++k) {
+    for (int i = 0; i < 4; ++i) levels[k][i] = static_cast<int8_t>(Level(codes[k], i));
+  }
+  std::vector<int> distance(codes.size());
+  std::array<int, kDistances> count;
+  std::array<uint32_t, kDistances> next;  // where the next index at a taken distance goes
   for (int u = 0; u < kIq3Points; ++u) {
     begin_[u] = static_cast<uint32_t>(neighbours_.size());
     if (index_of_[u] >= 0) continue;
     int8_t pos[4];
-    for (int i = 0; i < 4; ++i) pos[i] = static_cast<int8_t>(2 * Level(static_cast<uint16_t>(u), i) + 1);
+    for (int i = 0; i < 4; ++i) pos[i] = static_cast<int8_t>(Level(static_cast<uint16_t>(u), i));
+    count.fill(0);
     for (int j = 0; j < size; ++j) {
-      by_distance[j] = static_cast<uint32_t>(Distance2(values_[j].data(), pos)) << 16 | j;
-    }
-    std::sort(by_distance.begin(), by_distance.end());
-    uint32_t d2 = by_distance[0] >> 16;
-    int distances = 1;
-    for (const uint32_t pair : by_distance) {
-      if ((pair >> 16) > d2) {
-        if (distances == nwant) break;
-        d2 = pair >> 16;
-        ++distances;
+      int d = 0;
+      for (int i = 0; i < 4; ++i) {
+        const int diff = levels[j][i] - pos[i];
+        d += diff * diff;
       }
-      neighbours_.push_back(static_cast<uint16_t>(pair & 0xffff));
+      distance[j] = d;
+      ++count[d];
+    }
+    next.fill(kNotTaken);
+    uint32_t end = begin_[u];
+    for (int d = 0, taken = 0; d < kDistances && taken < nwant; ++d) {
+      if (count[d] == 0) continue;
+      next[d] = end;
+      end += static_cast<uint32_t>(count[d]);
+      ++taken;
+    }
+    neighbours_.resize(end);
+    for (int j = 0; j < size; ++j) {
+      if (next[distance[j]] != kNotTaken) neighbours_[next[distance[j]]++] = static_cast<uint16_t>(j);
     }
   }
   begin_[kIq3Points] = static_cast<uint32_t>(neighbours_.size());

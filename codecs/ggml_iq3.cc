@@ -376,38 +376,49 @@ void EncodeIq3S(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
   StoreBlock(b, out);
 }
 
+// Both decoders go 8 elements at a time: one byte of signs (bit j: element
+// j negative) over two grid points.
 void DecodeIq3Xxs(const uint8_t* in, float* y) {
   const auto b = LoadBlock<BlockIq3Xxs>(in);
   const float d = Half(b.d);
+  const uint8_t* qs = b.qs;
   for (int ib = 0; ib < kGroups; ++ib) {
     uint32_t aux32;
     std::memcpy(&aux32, b.signs_and_scales + 4 * ib, sizeof(aux32));
     const float db = d * (0.5f + (aux32 >> 28)) * 0.5f;
-    for (int k = 0; k < kGroupPoints; ++k) {
-      const uint8_t signs = SignsOf7((aux32 >> 7 * (k / 2)) & 127);
-      const Iq3DecodeGrid& grid = kIq3XxsGrid[b.qs[kGroupPoints * ib + k]];
+    for (int m = 0; m < 4; ++m) {
+      const uint8_t signs = SignsOf7((aux32 >> 7 * m) & 127);
+      const Iq3DecodeGrid& grid1 = kIq3XxsGrid[qs[2 * m]];
+      const Iq3DecodeGrid& grid2 = kIq3XxsGrid[qs[2 * m + 1]];
       for (int j = 0; j < 4; ++j) {
-        y[4 * k + j] = Element(db, grid[j], signs & 1 << (4 * (k % 2) + j));
+        y[j] = Element(db, grid1[j], signs & 1 << j);
+        y[j + 4] = Element(db, grid2[j], signs & 1 << (j + 4));
       }
+      y += 8;
     }
-    y += kGroup;
+    qs += kGroupPoints;
   }
 }
 
 void DecodeIq3S(const uint8_t* in, float* y) {
   const auto b = LoadBlock<BlockIq3S>(in);
   const float d = Half(b.d);
+  const uint8_t* qs = b.qs;
+  const uint8_t* signs = b.signs;
   for (int ib = 0; ib < kGroups; ++ib) {
     const float db = d * (1 + 2 * ((b.scales[ib / 2] >> 4 * (ib % 2)) & 0xf));
-    for (int k = 0; k < kGroupPoints; ++k) {
-      const int index = b.qs[kGroupPoints * ib + k] | ((b.qh[ib] >> k) & 1) << 8;
-      const Iq3DecodeGrid& grid = kIq3SGrid[index];
-      const uint8_t signs = b.signs[4 * ib + k / 2];
+    for (int m = 0; m < 4; ++m) {
+      // Points 2m and 2m + 1 take bits 2m and 2m + 1 of qh as their 9th bit.
+      const Iq3DecodeGrid& grid1 = kIq3SGrid[qs[2 * m] | ((b.qh[ib] >> 2 * m) & 1) << 8];
+      const Iq3DecodeGrid& grid2 = kIq3SGrid[qs[2 * m + 1] | ((b.qh[ib] >> (2 * m + 1)) & 1) << 8];
       for (int j = 0; j < 4; ++j) {
-        y[4 * k + j] = Element(db, grid[j], signs & 1 << (4 * (k % 2) + j));
+        y[j] = Element(db, grid1[j], signs[m] & 1 << j);
+        y[j + 4] = Element(db, grid2[j], signs[m] & 1 << (j + 4));
       }
+      y += 8;
     }
-    y += kGroup;
+    qs += kGroupPoints;
+    signs += 4;
   }
 }
 

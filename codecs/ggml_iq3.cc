@@ -53,8 +53,8 @@ uint8_t SignsOf7(uint32_t bits7) {
 // How the two encoders differ.
 struct Variant {
   const Iq3Lattice& lattice;
-  int steps;         // trial scales id = (15 + 0.2 is) / max, is in -steps..steps
-  bool refit_all;    // after the trials, iq3_s re-picks every point; iq3_xxs only those off the grid
+  int steps;       // trial scales id = (15 + 0.2 is) / max, is in -steps..steps
+  bool refit_all;  // after the trials, iq3_s re-picks every point; iq3_xxs only those off the grid
 };
 
 // The weights of one group: the importance qw times sqrt(sigma2 + x^2) with

@@ -14,6 +14,7 @@ namespace {
 // ggml commit d99724f2. They are the formats' codebooks (data, not derived);
 // ggml-common.h's iq3xxs_grid and iq3s_grid are the same points spelled as
 // decoder bytes, which kIq3XxsGrid and kIq3SGrid rebuild from these.
+// clang-format off
 constexpr uint16_t kIq3XxsCodes[256] = {
        0,    2,    4,    9,   11,   15,   16,   18,   25,   34,   59,   61,   65,   67,   72,   74,
       81,   85,   88,   90,   97,  108,  120,  128,  130,  132,  137,  144,  146,  153,  155,  159,
@@ -66,6 +67,7 @@ constexpr uint16_t kIq3SCodes[512] = {
     3600, 3602, 3614, 3616, 3628, 3634, 3650, 3657, 3668, 3683, 3685, 3713, 3716, 3720, 3726, 3729,
     3736, 3753, 3778, 3802, 3805, 3819, 3841, 3845, 3851, 3856, 3880, 3922, 3938, 3970, 3993, 4032,
 };
+// clang-format on
 
 // A 12-bit point's levels, element i in bits 3i..3i+2.
 constexpr int Level(uint16_t u, int i) { return (u >> 3 * i) & 7; }
@@ -136,7 +138,8 @@ Iq3Lattice::Iq3Lattice(std::span<const uint16_t> codes, int nwant) : values_(cod
     }
     neighbours_.resize(end);
     for (int j = 0; j < size; ++j) {
-      if (next[distance[j]] != kNotTaken) neighbours_[next[distance[j]]++] = static_cast<uint16_t>(j);
+      if (next[distance[j]] != kNotTaken)
+        neighbours_[next[distance[j]]++] = static_cast<uint16_t>(j);
     }
   }
   begin_[kIq3Points] = static_cast<uint32_t>(neighbours_.size());

@@ -18,8 +18,8 @@
 
 namespace lowp::ggml::internal {
 
-inline constexpr int kIq3Levels = 8;       // kMaxQ: levels 0..7 per element
-inline constexpr int kIq3Points = 4096;    // 8^4 possible 4-element points
+inline constexpr int kIq3Levels = 8;     // kMaxQ: levels 0..7 per element
+inline constexpr int kIq3Points = 4096;  // 8^4 possible 4-element points
 inline constexpr int kIq3XxsGridSize = 256;
 inline constexpr int kIq3SGridSize = 512;
 

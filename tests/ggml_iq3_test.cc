@@ -11,8 +11,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <random>
 #include <iterator>
+#include <random>
 #include <set>
 #include <span>
 #include <tuple>
@@ -30,10 +30,10 @@ using ggml::Type;
 constexpr int kBlock = 256;
 constexpr size_t kXxsBytes = 98, kSBytes = 110;
 // Offsets in the blocks (codecs/ggml_blocks.h).
-constexpr size_t kQs = 2;                 // both: grid indices (low 8 bits)
-constexpr size_t kXxsWords = 2 + 64;      // iq3_xxs: 8 words of signs and scale
-constexpr size_t kSQh = 2 + 64;           // iq3_s: 9th index bits
-constexpr size_t kSSigns = 2 + 64 + 8;    // iq3_s: sign bits
+constexpr size_t kQs = 2;               // both: grid indices (low 8 bits)
+constexpr size_t kXxsWords = 2 + 64;    // iq3_xxs: 8 words of signs and scale
+constexpr size_t kSQh = 2 + 64;         // iq3_s: 9th index bits
+constexpr size_t kSSigns = 2 + 64 + 8;  // iq3_s: sign bits
 constexpr size_t kSScales = 2 + 64 + 8 + 32;
 
 // The first and last 16 entries of ggml-common.h's tables (ggml d99724f2):
@@ -184,7 +184,8 @@ OnGrid MakeOnGrid(Type type, uint32_t seed) {
       if (!xxs) g.bytes[kSQh + ib] |= static_cast<uint8_t>((index >> 8) << k);
       for (int j = 0; j < 4; ++j) {
         const uint32_t v = grid[index] >> 8 * j & 255;
-        const int level = xxs ? (v == 62 ? 7 : static_cast<int>(v - 4) / 8) : static_cast<int>(v) / 2;
+        const int level =
+            xxs ? (v == 62 ? 7 : static_cast<int>(v - 4) / 8) : static_cast<int>(v) / 2;
         g.x[32 * ib + 4 * k + j] = 0.37f * static_cast<float>(2 * level + 1);
       }
     }
@@ -214,9 +215,10 @@ TEST(GgmlIq3, BlockOnTheGridKeepsItsPointsAndSigns) {
       for (const bool importance : {false, true}) {
         std::vector<uint8_t> got(g.bytes.size());
         uint64_t clipped = 0;
-        ASSERT_TRUE(ggml::Encode(type, g.x, got, &clipped,
-                                 importance ? std::span<const float>(ones) : std::span<const float>())
-                        .ok());
+        ASSERT_TRUE(
+            ggml::Encode(type, g.x, got, &clipped,
+                         importance ? std::span<const float>(ones) : std::span<const float>())
+                .ok());
         EXPECT_EQ(clipped, 0u) << seed;
         // Points and signs as built; every group's scale is the largest (s = 15).
         for (size_t i = kQs; i < kQs + 64; ++i) ASSERT_EQ(got[i], g.bytes[i]) << seed << " " << i;

@@ -205,6 +205,35 @@ struct BlockQ2_0 {
 };
 static_assert(sizeof(BlockQ2_0) == 18);
 
+// iq3_xxs: 8 groups of 32, each 8 grid points of 4 elements (the 256-point
+// grid, ggml_iq3_grids.h). qs[8 g + k] is the grid index of elements
+// 32 g + 4 k .. + 3. signs_and_scales[4 g .. 4 g + 3] is group g's
+// little-endian word: bits 7 m .. 7 m + 6 the signs of elements
+// 32 g + 8 m + i (i = 0..6, bit set: negative), element 32 g + 8 m + 7
+// negative when those 7 bits have odd parity (ksigns_iq2xs), bits 28..31 the
+// scale s; x = d * (0.5 + s) * 0.5 * kIq3XxsDecodeLevel[l] * sign.
+struct BlockIq3Xxs {
+  static constexpr int kElements = kSuperBlock;
+  uint16_t d;
+  uint8_t qs[64];
+  uint8_t signs_and_scales[32];
+};
+static_assert(sizeof(BlockIq3Xxs) == 98);
+
+// iq3_s: 8 groups of 32, each 8 points of the 512-point grid: grid index
+// qs[8 g + k] | (bit k of qh[g]) << 8 for elements 32 g + 4 k .. + 3. Bit i
+// of signs[4 g + m] set: element 32 g + 8 m + i negative. Nibble g % 2 of
+// scales[g / 2] is the scale s; x = d * (1 + 2 s) * (2 l + 1) * sign.
+struct BlockIq3S {
+  static constexpr int kElements = kSuperBlock;
+  uint16_t d;
+  uint8_t qs[64];
+  uint8_t qh[8];
+  uint8_t signs[32];
+  uint8_t scales[4];
+};
+static_assert(sizeof(BlockIq3S) == 110);
+
 // The 2-bit and 1-bit grid i-quants (codecs/ggml_iq2_grids.h): elements go
 // in groups of 8, each one point of an 8-dimensional codebook.
 

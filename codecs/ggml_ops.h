@@ -109,6 +109,11 @@ void DecodeIq2Xs(const uint8_t* in, float* y);
 void DecodeIq2S(const uint8_t* in, float* y);
 void DecodeIq1S(const uint8_t* in, float* y);
 void DecodeIq1M(const uint8_t* in, float* y);
+// ggml_iq3.cc: the 3-bit grid i-quants.
+void EncodeIq3Xxs(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void EncodeIq3S(const float* x, const float* qw, uint8_t* out, uint64_t& clipped);
+void DecodeIq3Xxs(const uint8_t* in, float* y);
+void DecodeIq3S(const uint8_t* in, float* y);
 
 void DecodeTq1_0(const uint8_t* in, float* y);
 void DecodeTq2_0(const uint8_t* in, float* y);

@@ -205,16 +205,18 @@ absl::StatusOr<Imatrix> ReadImatrix(const std::string& path);
 absl::StatusOr<Imatrix> ParseImatrix(std::span<const uint8_t> file, absl::string_view file_name);
 
 // Writes `imatrix` as llama-imatrix's GGUF. Refuses (naming the entry) an
-// Imatrix with no entries (llama.cpp cannot read it back), an entry that
-// fails ValidateImatrixEntry, a name too long for ggml once ".in_sum2" is
-// added (more than 55 bytes), and a dataset name holding a NUL byte.
+// Imatrix with no entries (llama.cpp cannot read it back), chunk_size 0 (no
+// llama-imatrix run has it; ReadImatrix refuses it), an entry that fails
+// ValidateImatrixEntry (entries are checked again: they may have been
+// changed since Add), a name too long for ggml once ".in_sum2" is added
+// (more than 55 bytes), and a dataset name holding a NUL byte.
 absl::Status WriteImatrixGguf(const Imatrix& imatrix, const std::string& path);
 
 // Writes `imatrix` as llama-imatrix's legacy .dat (see above for what it
-// loses). Refuses what WriteImatrixGguf refuses, chunk_size 0, an Imatrix
-// whose entries all have only zero counts (the file would have none), and
-// what does not fit the format's int32 fields (nval, ncall, the chunk count)
-// or float (a value times ncall).
+// loses). Refuses what WriteImatrixGguf refuses (but names up to 63 bytes
+// fit), an Imatrix whose entries all have only zero counts (the file would
+// have none), and what does not fit the format's int32 fields (nval, ncall,
+// the chunk count) or float (a value times ncall).
 absl::Status WriteImatrixDat(const Imatrix& imatrix, const std::string& path);
 
 }  // namespace lowp

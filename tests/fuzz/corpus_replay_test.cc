@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "formats/format.h"
 #include "io/gguf.h"
+#include "io/imatrix.h"
 #include "gtest/gtest.h"
 #include "io/npy.h"
 #include "io/safetensors.h"
@@ -31,6 +32,7 @@ int ArgsExitCode(const uint8_t* data, size_t size);
 int FuzzModel(const uint8_t* data, size_t size);
 int FuzzGguf(const uint8_t* data, size_t size);
 int FuzzTokenizer(const uint8_t* data, size_t size);
+int FuzzImatrix(const uint8_t* data, size_t size);
 namespace {
 
 // Whether a model fuzz input (4-byte config length, config.json,
@@ -60,6 +62,7 @@ bool Accepts(const std::string& target, const std::vector<uint8_t>& bytes) {
   if (target == "args") return ArgsExitCode(bytes.data(), bytes.size()) == 0;
   if (target == "model") return ModelLoads(bytes);
   if (target == "gguf") return ParseGguf(bytes, "seed.gguf").ok();
+  if (target == "imatrix") return ParseImatrix(bytes, "seed.imatrix").ok();
   return ParseSafetensorsIndex(bytes, "seed").ok();
 }
 
@@ -102,6 +105,7 @@ TEST(FuzzCorpusReplayTest, Args) { EXPECT_GE(Replay("args", FuzzArgs), 40); }
 TEST(FuzzCorpusReplayTest, Model) { EXPECT_GE(Replay("model", FuzzModel), 6); }
 TEST(FuzzCorpusReplayTest, Gguf) { EXPECT_GE(Replay("gguf", FuzzGguf), 20); }
 TEST(FuzzCorpusReplayTest, Tokenizer) { EXPECT_GE(Replay("tokenizer", FuzzTokenizer), 6); }
+TEST(FuzzCorpusReplayTest, Imatrix) { EXPECT_GE(Replay("imatrix", FuzzImatrix), 20); }
 
 }  // namespace
 }  // namespace lowp::fuzz

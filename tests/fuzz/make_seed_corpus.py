@@ -521,3 +521,93 @@ write(gg, "bad_offset_unaligned", gguf([], [("a", [16], 0, None, 16)]))
 write(gg, "bad_offset_overflow", gguf([], [("a", [8], 0, None, (1 << 64) - 32)]))
 write(gg, "bad_dims_wrap_to_zero", gguf([], [("w", [1 << 32, 1 << 32], 0, b"")]))
 write(gg, "bad_deep", gguf([("n", ARR, (ARR, [deep]))]))
+
+# llama.cpp importance matrices (io/imatrix.h). GGUF as save_imatrix writes
+# it (ggml_n_dims drops trailing 1s; ggml pads the last tensor too), legacy
+# .dat as save_imatrix_legacy writes it.
+im = "imatrix"
+
+
+def f32s(values):
+    return struct.pack("<%df" % len(values), *values)
+
+
+def imatrix_gguf(entries, datasets=("calibration.txt",), chunks=3, chunk_size=512, kvs=None,
+                 extra=()):
+    """entries: (name, columns, matrices, sum2, counts, sum or None)."""
+    tensors = []
+    for name, columns, matrices, sum2, counts, sums in entries:
+        shape = [columns] if matrices == 1 else [columns, matrices]
+        tensors.append((name + ".in_sum2", shape, 0, f32s(sum2)))
+        tensors.append((name + ".counts", [1] if len(counts) == 1 else [1, len(counts)], 0,
+                        f32s(counts)))
+        if sums is not None:
+            tensors.append((name + ".in_sum", shape, 0, f32s(sums)))
+    if kvs is None:
+        kvs = [("general.type", STR, "imatrix"), ("imatrix.datasets", ARR, (STR, list(datasets))),
+               ("imatrix.chunk_count", U32, chunks), ("imatrix.chunk_size", U32, chunk_size)]
+    b = gguf(kvs, tensors + list(extra))
+    return b + b"\0" * (-len(b) % 32)
+
+
+def dat_entry(name, ncall, values):
+    n = name.encode()
+    return struct.pack("<i", len(n)) + n + struct.pack("<ii", ncall, len(values)) + f32s(values)
+
+
+def dat(entries, tail=None, count=None):
+    """entries: (name, ncall, values); tail: (chunks, dataset) or None."""
+    b = struct.pack("<i", len(entries) if count is None else count)
+    b += b"".join(dat_entry(*e) for e in entries)
+    if tail is not None:
+        d = tail[1].encode()
+        b += struct.pack("<ii", tail[0], len(d)) + d
+    return b
+
+
+DENSE = ("blk.0.attn_q.weight", 4, 1, [4.0, 8.0, 1.0, 0.0], [3.0], [1.0, -2.0, 0.5, 0.0])
+MOE = ("blk.1.ffn_up_exps.weight", 2, 3, [10.0, 20.0, 0.0, 0.0, 3.0, 1.0], [10.0, 0.0, 4.0], None)
+OUT = ("output.weight", 3, 1, [1.0, 2.0, 3.0], [600.0], None)
+write(im, "valid_gguf_dense", imatrix_gguf([DENSE]))
+write(im, "valid_gguf_moe", imatrix_gguf([DENSE, MOE, OUT], datasets=("a.txt", "b.txt")))
+write(im, "valid_gguf_no_datasets", imatrix_gguf([OUT], datasets=()))
+write(im, "valid_gguf_other_tensor", imatrix_gguf([OUT], extra=[("something.else", [2], 0, None)]))
+write(im, "valid_gguf_all_zero_counts",
+      imatrix_gguf([("blk.2.ffn_down_exps.weight", 1, 2, [0.0, 0.0], [0.0, 0.0], None)]))
+ATTN = ("blk.0.attn_q.weight", 3, [3.0, 1.0, 0.25, 9.0])
+write(im, "valid_dat_tail", dat([ATTN, ("output.weight", 1, [0.5])], (17, "wiki.train.raw")))
+write(im, "valid_dat_no_tail", dat([ATTN]))
+write(im, "valid_dat_empty_dataset", dat([ATTN], (0, "")))
+write(im, "valid_dat_ncall_zero", dat([("blk.0.ffn_down_exps.weight", 0, [2.0, 4.0, 6.0, 8.0])],
+                                      (1, "d")))
+write(im, "bad_empty", b"")
+write(im, "bad_gguf_no_type", imatrix_gguf([DENSE], kvs=[
+    ("imatrix.datasets", ARR, (STR, [])), ("imatrix.chunk_count", U32, 1),
+    ("imatrix.chunk_size", U32, 512)]))
+write(im, "bad_gguf_model_type", imatrix_gguf([DENSE], kvs=[
+    ("general.type", STR, "model"), ("imatrix.datasets", ARR, (STR, [])),
+    ("imatrix.chunk_count", U32, 1), ("imatrix.chunk_size", U32, 512)]))
+write(im, "bad_gguf_missing_chunk_size", imatrix_gguf([DENSE], kvs=[
+    ("general.type", STR, "imatrix"), ("imatrix.datasets", ARR, (STR, [])),
+    ("imatrix.chunk_count", U32, 1)]))
+write(im, "bad_gguf_chunk_size_zero", imatrix_gguf([DENSE], chunk_size=0))
+write(im, "bad_gguf_sum2_alone", imatrix_gguf([], extra=[("w.in_sum2", [2], 0, f32s([1, 2]))]))
+write(im, "bad_gguf_counts_length", imatrix_gguf([("w", 2, 1, [1.0, 2.0], [1.0, 1.0], None)]))
+write(im, "bad_gguf_f16", imatrix_gguf([], extra=[("w.in_sum2", [2], 1, None),
+                                                  ("w.counts", [1], 0, f32s([1]))]))
+write(im, "bad_gguf_nan", imatrix_gguf([("w", 2, 1, [1.0, float("nan")], [1.0], None)]))
+write(im, "bad_gguf_negative_count", imatrix_gguf([("w", 1, 1, [1.0], [-1.0], None)]))
+write(im, "bad_gguf_fractional_count", imatrix_gguf([("w", 1, 1, [1.0], [1.5], None)]))
+write(im, "bad_gguf_3d", imatrix_gguf([], extra=[("w.in_sum2", [1, 2, 2], 0, f32s([1, 2, 3, 4])),
+                                                 ("w.counts", [1, 4], 0, f32s([1, 1, 1, 1]))]))
+write(im, "bad_dat_zero_entries", dat([ATTN], count=0))
+write(im, "bad_dat_huge_entries", dat([ATTN], count=0x7FFFFFFF))
+write(im, "bad_dat_negative_name", struct.pack("<ii", 1, -1) + b"\0" * 20)
+write(im, "bad_dat_nval_huge", struct.pack("<i", 1) + dat_entry("w", 1, [])[:-4] +
+      struct.pack("<i", 0x7FFFFFFF) + b"\0" * 8)
+write(im, "bad_dat_truncated", dat([ATTN])[:-6])
+write(im, "bad_dat_trailing", dat([ATTN], (1, "d")) + b"\0")
+write(im, "bad_dat_partial_tail", dat([ATTN]) + b"\1\0")
+write(im, "bad_dat_duplicate", dat([ATTN, ATTN]))
+write(im, "bad_dat_nan", dat([("w", 1, [float("nan")])]))
+write(im, "bad_dat_negative_ncall", dat([("w", -3, [1.0])]))

@@ -81,10 +81,8 @@ TEST(GgmlImportance, EqualWeightsTakeTheWeightedSearch) {
     }
     better += e_fit <= e_ref;
   }
-  std::printf("q4_0, importance all 1: %d/%d blocks differ, %d/%d no worse\n", differ, blocks,
-              better, blocks);
-  EXPECT_GE(differ, blocks * 9 / 10);
-  EXPECT_GE(better, blocks * 85 / 100);
+  EXPECT_GE(differ, blocks * 9 / 10) << "of " << blocks << " blocks";
+  EXPECT_GE(better, blocks * 85 / 100) << "of " << blocks << " blocks";
 }
 
 // Every sum, product and comparison in ggml's weighted searches is
@@ -220,9 +218,8 @@ TEST(GgmlImportance, WeightedErrorIsNoWorseForMostBlocks) {
       no_worse += e_w <= e_plain;
     }
     const double fraction = static_cast<double>(no_worse) / blocks;
-    std::printf("%-7s weighted error no worse in %.3f of %d blocks\n",
-                std::string(ggml::Info(type).name).c_str(), fraction, blocks);
-    EXPECT_GE(fraction, 0.85);
+    EXPECT_GE(fraction, 0.85) << ggml::Info(type).name << ": weighted error no worse in "
+                              << fraction << " of " << blocks << " blocks";
   }
 }
 
@@ -263,10 +260,8 @@ TEST(GgmlImportance, ClippedCountsCodesAtTheEnds) {
       at_ends += (lo == 0 || lo == 15) + (hi == 0 || hi == 15);
     }
   }
-  std::printf("q4_0 weighted: %llu clipped, %llu codes at 0 or 15\n",
-              static_cast<unsigned long long>(clipped), static_cast<unsigned long long>(at_ends));
   EXPECT_GT(clipped, 0u);
-  EXPECT_LE(clipped, at_ends);
+  EXPECT_LE(clipped, at_ends) << "codes at 0 or 15";
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "formats/format.h"
 #include "kernels/convert.h"
 
@@ -150,9 +151,12 @@ absl::Status ReadGgml(const TensorView& tensor, int64_t first, std::span<float> 
   };
   if (info == nullptr) return fail("ggml blocks without a type");
   if (!info->can_decode) {
+    std::vector<absl::string_view> decoded = {"f32", "f16", "bf16"};
+    for (const ggml::TypeInfo& t : ggml::AllTypes()) {
+      if (t.can_decode) decoded.push_back(t.name);
+    }
     return fail(absl::StrCat("ggml type ", info->name, " is not one lowp decodes (it decodes ",
-                             "f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K, iq4_nl, ",
-                             "iq4_xs, mxfp4, nvfp4, tq1_0, tq2_0, q1_0 and q2_0)"));
+                             absl::StrJoin(decoded, ", "), ")"));
   }
   if (TypeBytes(tensor, tensor.elements()) != tensor.bytes.size()) {
     return fail(absl::StrCat("holds ", tensor.bytes.size(), " bytes, its shape needs ",

@@ -1,18 +1,22 @@
 // llama.cpp's other types as schemes whose stored form is the real bytes:
-// q5_1, the k-quants q2_K..q6_K, the i-quants iq4_nl and iq4_xs, and ggml's
-// own MXFP4 and NVFP4 (ggml-mxfp4, ggml-nvfp4: ties to the smaller magnitude,
-// unlike lowp's OCP mxfp4 and TransformerEngine-style nvfp4). Each row is
-// encoded by codecs/ggml.h and decoded again: the fake-quant values are
-// decode(encode(x)), bit for bit what llama.cpp would compute from the file.
+// q5_1, the k-quants q2_K..q6_K, the i-quants iq4_nl and iq4_xs, the grid
+// i-quants iq1_s..iq3_s, and ggml's own MXFP4 and NVFP4 (ggml-mxfp4,
+// ggml-nvfp4: ties to the smaller magnitude, unlike lowp's OCP mxfp4 and
+// TransformerEngine-style nvfp4). Each row is encoded by codecs/ggml.h and
+// decoded again: the fake-quant values are decode(encode(x)), bit for bit
+// what llama.cpp would compute from the file. With importance weights
+// (TensorContext::importance) each row is encoded as ggml_quantize_chunk
+// encodes it with that imatrix.
 //
 // Rows whose length is not a multiple of a type's block:
 //   - 32- and 64-element types quantize the short last block as if padded
-//     with zeros (like lowp's q4_0 family; ggml itself refuses such rows);
+//     with zeros (like lowp's q4_0 family; ggml itself refuses such rows),
+//     the padding weighing 0;
 //   - 256-element super-block types do what llama.cpp's quantizer does
 //     (tensor_type_fallback, llama.cpp 007dbbf): q2_K and q3_K become q4_0,
-//     iq4_xs iq4_nl, q4_K q5_0, q5_K q5_1, q6_K q8_0, and f16 when even that
-//     block does not divide the row. AppliedName() says what a row length
-//     gets.
+//     iq4_xs and the grid types iq4_nl, q4_K q5_0, q5_K q5_1, q6_K q8_0, and
+//     f16 when even that block does not divide the row. AppliedName() says
+//     what a row length gets.
 // NaN and +-Inf are encoded as 0 and come back unchanged.
 #include <algorithm>
 #include <cmath>
@@ -74,6 +78,35 @@ const CodecInfo kCodecs[] = {
      "llama.cpp iq4_xs (quantize_iq4_xs, ntry 7): iq4_nl's grid and search in super-blocks of"
      " 256, the 8 group scales stored in 6 bits against an fp16 d. 136 bytes per 256: 4.25 bits"
      " per weight."},
+    {"iq2_xxs", ggml::Type::kIQ2_XXS, ggml::Type::kIQ4_NL,
+     "llama.cpp iq2_xxs (quantize_iq2_xxs, importance matrix required): super-blocks of 256 in"
+     " 8 groups of 32, each 8 elements one point of the 256-point grid iq2xxs_grid (found among"
+     " the grid neighbours of the rounded magnitudes) with a 7-bit even-parity sign pattern, a"
+     " 4-bit scale per group and an fp16 d. 66 bytes per 256:"
+     " 2.0625 bits per weight."},
+    {"iq2_xs", ggml::Type::kIQ2_XS, ggml::Type::kIQ4_NL,
+     "llama.cpp iq2_xs (quantize_iq2_xs, importance matrix required): iq2_xxs with the 512-point"
+     " grid iq2xs_grid, 9-bit grid indices and two 4-bit scales per group of 32. 74 bytes per"
+     " 256: 2.3125 bits per weight."},
+    {"iq2_s", ggml::Type::kIQ2_S, ggml::Type::kIQ4_NL,
+     "llama.cpp iq2_s (quantize_iq2_s): the 1024-point grid iq2s_grid, 10-bit indices, 8 free"
+     " sign bits per 8 elements and two 4-bit scales per group of 32 (without an importance"
+     " matrix, ggml weighs by x^2 + sigma2). 82 bytes per 256: 2.5625 bits per weight."},
+    {"iq3_xxs", ggml::Type::kIQ3_XXS, ggml::Type::kIQ4_NL,
+     "llama.cpp iq3_xxs (quantize_iq3_xxs): groups of 4 elements on the 256-point grid"
+     " iq3xxs_grid, 7-bit even-parity signs per 8, a 4-bit scale per 32 and an fp16 d. 98 bytes"
+     " per 256: 3.0625 bits per weight."},
+    {"iq3_s", ggml::Type::kIQ3_S, ggml::Type::kIQ4_NL,
+     "llama.cpp iq3_s (quantize_iq3_s): the 512-point grid iq3s_grid, 9-bit indices, free sign"
+     " bits and a 4-bit scale per 32. 110 bytes per 256: 3.4375 bits per weight."},
+    {"iq1_s", ggml::Type::kIQ1_S, ggml::Type::kIQ4_NL,
+     "llama.cpp iq1_s (quantize_iq1_s, importance matrix required): groups of 8 elements on the"
+     " 2048-point ternary grid iq1s_grid, a 3-bit scale and a shared shift of +-1/8 (IQ1S_DELTA)"
+     " per 32, an fp16 d. 50 bytes per 256: 1.5625 bits per weight."},
+    {"iq1_m", ggml::Type::kIQ1_M, ggml::Type::kIQ4_NL,
+     "llama.cpp iq1_m (quantize_iq1_m): iq1_s's grid with a shift per 8 elements and 3-bit"
+     " scales per 16, the fp16 super-block scale spread over the scales' spare bits. 56 bytes"
+     " per 256: 1.75 bits per weight."},
     {"ggml-mxfp4", ggml::Type::kMXFP4, ggml::Type::kMXFP4,
      "ggml's MXFP4 (GGUF type 39, quantize_row_mxfp4_ref): OCP MX v1.0's layout (an e8m0"
      " exponent floor(log2 amax) - 2 per 32, e2m1 codes), but each code is the first of least"
@@ -97,6 +130,11 @@ class CodecScheme final : public Scheme {
     return std::string(t->name);
   }
 
+  bool NeedsImportance(int64_t cols) const override {
+    const ggml::TypeInfo* t = Applied(cols);
+    return t != nullptr && t->needs_importance;
+  }
+
   uint64_t StorageBits(int64_t rows, int64_t cols) const override {
     const ggml::TypeInfo* t = Applied(cols);
     if (t == nullptr) return static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * 16;
@@ -106,10 +144,8 @@ class CodecScheme final : public Scheme {
 
   void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,
              std::span<float> out, SchemeCounts& counts, StoredChunk* stored) const override {
-    (void)context;
     if (cols <= 0) return;
     const ggml::TypeInfo* t = Applied(cols);
-    const int64_t rows = static_cast<int64_t>(in.size()) / cols;
     if (t == nullptr) {  // llama.cpp's last resort: f16 (overflowing to inf, as ggml's)
       for (size_t i = 0; i < in.size(); ++i) {
         const uint16_t h = ggml::Fp32ToFp16(std::isfinite(in[i]) ? in[i] : 0.0f);
@@ -121,18 +157,7 @@ class CodecScheme final : public Scheme {
       }
       return;
     }
-    const int64_t padded = BlocksPerRow(cols, t->block) * t->block;
-    std::vector<float> row(static_cast<size_t>(padded), 0.0f), decoded(row.size());
-    std::vector<uint8_t> bytes(static_cast<size_t>(ggml::RowBytes(*t, padded)));
-    for (int64_t r = 0; r < rows; ++r) {
-      const std::span<const float> x = in.subspan(static_cast<size_t>(r * cols), static_cast<size_t>(cols));
-      for (int64_t c = 0; c < cols; ++c) row[c] = std::isfinite(x[c]) ? x[c] : 0.0f;
-      (void)ggml::Encode(t->type, row, bytes, &counts.clipped);  // sizes fit by construction
-      (void)ggml::Decode(t->type, bytes, decoded);
-      float* y = out.data() + r * cols;
-      for (int64_t c = 0; c < cols; ++c) y[c] = std::isfinite(x[c]) ? decoded[c] : x[c];
-      if (stored != nullptr) stored->bytes.insert(stored->bytes.end(), bytes.begin(), bytes.end());
-    }
+    ApplyGgmlRows(t->type, in, cols, context, out, counts, stored);
   }
 
  private:
@@ -148,6 +173,37 @@ class CodecScheme final : public Scheme {
 };
 
 }  // namespace
+
+void ApplyGgmlRows(ggml::Type type, std::span<const float> in, int64_t cols,
+                   const TensorContext& context, std::span<float> out, SchemeCounts& counts,
+                   StoredChunk* stored) {
+  const ggml::TypeInfo& t = ggml::Info(type);
+  const int64_t rows = static_cast<int64_t>(in.size()) / cols;
+  const int64_t padded = BlocksPerRow(cols, t.block) * t.block;
+  std::vector<float> row(static_cast<size_t>(padded), 0.0f), decoded(row.size());
+  std::vector<uint8_t> bytes(static_cast<size_t>(ggml::RowBytes(t, padded)));
+  std::vector<float> weights;
+  const int64_t first_row = context.first_element / cols;
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::span<const float> x =
+        in.subspan(static_cast<size_t>(r * cols), static_cast<size_t>(cols));
+    for (int64_t c = 0; c < cols; ++c) row[c] = std::isfinite(x[c]) ? x[c] : 0.0f;
+    const std::span<const float> w = context.ImportanceOfRow(first_row + r, cols);
+    if (!w.empty()) {
+      weights.assign(w.begin(), w.end());
+      weights.resize(row.size(), 0.0f);
+    } else {
+      weights.clear();
+    }
+    // Sizes fit by construction; a type needing importance is refused
+    // before Apply (NeedsImportance).
+    (void)ggml::Encode(type, row, bytes, &counts.clipped, weights);
+    (void)ggml::Decode(type, bytes, decoded);
+    float* y = out.data() + r * cols;
+    for (int64_t c = 0; c < cols; ++c) y[c] = std::isfinite(x[c]) ? decoded[c] : x[c];
+    if (stored != nullptr) stored->bytes.insert(stored->bytes.end(), bytes.begin(), bytes.end());
+  }
+}
 
 absl::StatusOr<std::unique_ptr<Scheme>> MakeGgmlCodecScheme(absl::string_view base,
                                                             const SchemeOptions& options) {

@@ -112,8 +112,12 @@ class GgmlScheme final : public Scheme {
 
   void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,
              std::span<float> out, SchemeCounts& counts, StoredChunk* stored) const override {
-    (void)context;
     if (cols <= 0) return;
+    if (context.importance != nullptr && info_.type != GgmlType::kQ8_0) {
+      // ggml's importance-weighted search (quantize_row_q4_0_impl, ...) is
+      // the codec's; q8_0 ignores importance.
+      return ApplyGgmlRows(CodecType(), in, cols, context, out, counts, stored);
+    }
     if (stored == nullptr) return ApplySimd(in, cols, out, counts);
     const int64_t rows = static_cast<int64_t>(in.size()) / cols;
     for (int64_t r = 0; r < rows; ++r) {
@@ -126,6 +130,16 @@ class GgmlScheme final : public Scheme {
   }
 
  private:
+  ggml::Type CodecType() const {
+    switch (info_.type) {
+      case GgmlType::kQ8_0: return ggml::Type::kQ8_0;
+      case GgmlType::kQ4_0: return ggml::Type::kQ4_0;
+      case GgmlType::kQ4_1: return ggml::Type::kQ4_1;
+      case GgmlType::kQ5_0: return ggml::Type::kQ5_0;
+    }
+    return ggml::Type::kQ8_0;
+  }
+
   // The rules of the block functions below, with the block statistics and
   // the element loop run by the SIMD kernels (kernels/quantize.h,
   // kernels/blocks.h) and the fp16 rounding of the scales by RoundArray: the

@@ -26,9 +26,28 @@ constexpr int64_t kBatchElements = int64_t{1} << 22;
 struct ChunkResult {
   ErrorStats stats;
   SchemeCounts counts;
+  double weighted_squared_error = 0, weighted_squared_input = 0;
   TensorContext context;
   std::map<int, uint64_t> histogram;
 };
+
+// Adds sum w e^2 and sum w x^2 of a chunk of whole rows (the row of element
+// 0 is `first_row`) to `r`, w the row's importance weights.
+void AddWeighted(std::span<const float> x, std::span<const float> q, int64_t cols,
+                 int64_t first_row, const TensorContext& context, ChunkResult& r) {
+  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
+  for (int64_t row = 0; row < rows; ++row) {
+    const std::span<const float> w = context.ImportanceOfRow(first_row + row, cols);
+    if (w.empty()) continue;
+    for (int64_t c = 0; c < cols; ++c) {
+      const size_t i = static_cast<size_t>(row * cols + c);
+      if (!std::isfinite(x[i]) || !std::isfinite(q[i])) continue;
+      const double e = static_cast<double>(q[i]) - x[i];
+      r.weighted_squared_error += w[c] * e * e;
+      r.weighted_squared_input += w[c] * static_cast<double>(x[i]) * x[i];
+    }
+  }
+}
 
 void AddHistogram(std::span<const float> x, std::span<const float> q,
                   std::map<int, uint64_t>& histogram) {
@@ -119,6 +138,12 @@ class Driver {
       if (tensor_pass_) {
         if (absl::Status s = Observe(contexts); !s.ok()) return s;
       }
+      if (absl::Status s = FillImportance(contexts); !s.ok()) return s;
+    }
+    for (size_t s = 0; s < n_schemes; ++s) {
+      if (absl::Status st = CheckImportance(*schemes_[s], tensor_, contexts[s]); !st.ok()) {
+        return st;
+      }
     }
     std::vector<float> batch_out;
     for (int64_t first = 0; first < total_chunks; first += batch_chunks_) {
@@ -148,6 +173,9 @@ class Driver {
           chunk_context.first_element = (row_offset_ + (first + i) * chunk_rows_) * cols_;
           schemes_[s]->Apply(in, cols_, chunk_context, dst, r.counts);
           ComparePairs(in, dst, compare_, r.stats);
+          if (chunk_context.importance != nullptr) {
+            AddWeighted(in, dst, cols_, chunk_context.first_element / cols_, chunk_context, r);
+          }
           r.stats.inf_inputs -= beyond;
           r.stats.nonfinite_outputs += beyond;
           if (options_.histogram) AddHistogram(in, dst, r.histogram);
@@ -159,6 +187,11 @@ class Driver {
           const ChunkResult& r = results[c * n_schemes + s];
           reports[s].stats.Merge(r.stats);
           reports[s].counts.Add(r.counts);
+          if (contexts[s].importance != nullptr) {
+            reports[s].weighted = true;
+            reports[s].weighted_squared_error += r.weighted_squared_error;
+            reports[s].weighted_squared_input += r.weighted_squared_input;
+          }
           for (const auto& [key, n] : r.histogram) reports[s].histogram[key] += n;
         }
       }
@@ -166,6 +199,15 @@ class Driver {
       if (sink != nullptr) {
         if (absl::Status s = (*sink)(batch_out); !s.ok()) return s;
       }
+    }
+    return absl::OkStatus();
+  }
+
+  // Each context's importance weights for the tensor, when options_ has some.
+  absl::Status FillImportance(std::span<TensorContext> contexts) const {
+    if (options_.importance == nullptr) return absl::OkStatus();
+    for (TensorContext& context : contexts) {
+      if (absl::Status s = options_.importance->Fill(tensor_, context); !s.ok()) return s;
     }
     return absl::OkStatus();
   }
@@ -326,6 +368,12 @@ double QuantReport::rms_relative_error() const {
   return Error(n == 0 ? 0 : std::sqrt(stats.sum_squared_relative_error / static_cast<double>(n)));
 }
 
+double QuantReport::weighted_relative_rmse() const {
+  if (!weighted) return kUnknown;
+  if (weighted_squared_error == 0) return Error(0);
+  return Error(std::sqrt(weighted_squared_error / weighted_squared_input));
+}
+
 double QuantReport::relative_rmse() const {
   return Error(stats.sum_squared_error == 0
                    ? 0
@@ -345,6 +393,11 @@ void QuantReport::Add(const QuantReport& other) {
   stats.Merge(other.stats);
   counts.Add(other.counts);
   for (const auto& [key, n] : other.histogram) histogram[key] += n;
+  if (other.weighted) {
+    weighted = true;
+    weighted_squared_error += other.weighted_squared_error;
+    weighted_squared_input += other.weighted_squared_input;
+  }
 }
 
 absl::StatusOr<QuantReport> CompareTensors(const TensorView& original, const TensorView& stored,
@@ -447,10 +500,14 @@ int64_t QuantizeWindowRows(int64_t cols, const Scheme& scheme) {
 absl::StatusOr<TensorContext> ObserveTensor(const TensorView& tensor, const Scheme& scheme,
                                             const MeasureOptions& options) {
   TensorContext context;
-  if (!scheme.NeedsTensorPass() || tensor.elements() == 0) return context;
+  if (tensor.elements() == 0) return context;
   const Scheme* one[] = {&scheme};
-  if (absl::Status s = Driver(tensor, one, options).Observe({&context, 1}, /*release=*/true);
-      !s.ok()) {
+  Driver driver(tensor, one, options);
+  absl::Status s;
+  if (scheme.NeedsTensorPass()) s = driver.Observe({&context, 1}, /*release=*/true);
+  if (s.ok()) s = driver.FillImportance({&context, 1});
+  if (s.ok()) s = CheckImportance(scheme, tensor, context);
+  if (!s.ok()) {
     return absl::Status(
         s.code(), absl::StrCat("tensor '", tensor.name, "' in ", tensor.file, ": ", s.message()));
   }
@@ -484,7 +541,8 @@ absl::StatusOr<SetReports> MeasureTensors(
     const std::function<void(size_t, const std::string&)>& progress, bool keep_results) {
   MeasureOptions measure = options;
   measure.release = [&set](std::span<const uint8_t> bytes) { set.Release(bytes); };
-  const RecipeModel model = RecipeModel::Of(set.tensors());
+  RecipeModel model = RecipeModel::Of(set.tensors());
+  model.has_imatrix = options.importance != nullptr;
   SetReports r;
   for (const auto& scheme : schemes) {
     QuantReport all;
@@ -503,6 +561,11 @@ absl::StatusOr<SetReports> MeasureTensors(
     std::vector<const Scheme*> applied(schemes.size());
     for (size_t s = 0; s < schemes.size(); ++s) {
       applied[s] = &SchemeForTensor(*schemes[s], *tensor, model, &choices[s]);
+      if (absl::Status st = CheckImatrixRequirement(*schemes[s], choices[s], tensor->name,
+                                                    options.importance != nullptr);
+          !st.ok()) {
+        return st;
+      }
     }
     std::vector<QuantReport> reports(schemes.size());
     if (absl::Status s = Measure(*tensor, applied, measure, nullptr, reports); !s.ok()) return s;

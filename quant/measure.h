@@ -17,6 +17,11 @@
 //                    (clamped by the scheme, see SchemeCounts); zeroed (x != 0,
 //                    q == 0); subnormal (stored as a subnormal code)
 //   bits_per_weight  the scheme's storage of this tensor's shape / elements
+//   weighted_relative_rmse  with an importance matrix (w the column's weight):
+//                    sqrt(sum w e^2 / sum w x^2), the relative error of the
+//                    layer's output the imatrix predicts when its input
+//                    columns are uncorrelated (what llama.cpp's weighted
+//                    searches minimize)
 #ifndef LOWP_QUANT_MEASURE_H_
 #define LOWP_QUANT_MEASURE_H_
 
@@ -32,11 +37,17 @@
 #include "io/tensor.h"
 #include "io/tensor_set.h"
 #include "kernels/quantize.h"
+#include "quant/importance.h"
 #include "quant/scheme.h"
 
 namespace lowp {
 
 struct MeasureOptions {
+  // Importance weights by tensor (an imatrix): each tensor's entry goes to
+  // the schemes (TensorContext::importance) and the importance-weighted
+  // error is reported. A scheme that needs weights (iq2_xxs, ...) is refused
+  // for a tensor without an entry.
+  std::shared_ptr<const ImportanceMap> importance;
   // Relative errors are taken over |x| >= this.
   float relative_floor = 1e-3f;
   // Threads per tensor; 0 takes every CPU the process may run on
@@ -64,6 +75,11 @@ struct QuantReport {
   uint64_t storage_bits = 0;
   ErrorStats stats;
   SchemeCounts counts;
+  // With importance weights: sum w e^2 and sum w x^2 over the measured
+  // elements (weighted is false without them).
+  bool weighted = false;
+  double weighted_squared_error = 0;
+  double weighted_squared_input = 0;
   // Measured elements by floor(log2 |e|), clamped to [-64, 16]; key
   // INT32_MIN counts the exact ones (e = 0). Empty unless asked for.
   std::map<int, uint64_t> histogram;
@@ -85,6 +101,9 @@ struct QuantReport {
   double rms_relative_error() const;
   double relative_rmse() const;  // ||q - x|| / ||x||
   double cosine() const;
+  // sqrt(weighted_squared_error / weighted_squared_input); NaN without
+  // importance weights (and under Error's rule).
+  double weighted_relative_rmse() const;
 
   // `value` unless overflowed() (+inf) or nothing was measured (NaN).
   double Error(double value) const;

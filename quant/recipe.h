@@ -1,7 +1,7 @@
 // llama.cpp's quantization mixes as named recipes: the type llama-quantize
-// gives each tensor of a llama-family model for an ftype (Q4_K_M, Q6_K, ...),
-// without an importance matrix: llama_tensor_get_type (src/llama-quant.cpp,
-// llama.cpp 007dbbf) for a dense model of architecture llama. A recipe is a
+// gives each tensor of a llama-family model for an ftype (Q4_K_M, Q6_K,
+// IQ2_XXS, ...), with or without an importance matrix: llama_tensor_get_type
+// (src/llama-quant.cpp, llama.cpp 007dbbf) for a model of architecture llama. A recipe is a
 // Scheme (ParseScheme returns one for "Q4_K_M"), usable wherever a scheme is:
 // code that quantizes a set of tensors asks SchemeForTensor which scheme
 // each tensor gets; Apply on its own quantizes with the mix's default type.
@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "io/tensor.h"
 #include "quant/scheme.h"
@@ -37,6 +38,10 @@ struct RecipeModel {
   int64_t gqa = 1;           // n_gqa: q rows / k rows (heads per kv head)
   bool has_output = false;   // an output.weight / lm_head.weight (else tied embeddings)
   int experts = 0;           // n_expert: merged experts' count, or distinct "experts.E."
+  // Quantized with an importance matrix: llama-quantize then chooses
+  // differently for IQ3_XXS, IQ4_NL, IQ4_XS, Q4_0 and Q5_0. Not read off the
+  // tensors; the caller sets it.
+  bool has_imatrix = false;
 
   // Read off the tensors of a whole model (names and shapes).
   static RecipeModel Of(std::span<const TensorView> tensors);
@@ -48,6 +53,10 @@ struct RecipeModel {
 struct RecipeChoice {
   std::string scheme;
   std::string reason;
+  // llama-quantize refuses to make this tensor without an importance matrix
+  // (tensor_requires_imatrix: the grid types but token_embd and output, and
+  // q2_K in a Q2_K_S file).
+  bool requires_imatrix = false;
 };
 
 class Recipe : public Scheme {
@@ -74,12 +83,20 @@ const Recipe* AsRecipe(const Scheme& scheme);
 const Scheme& SchemeForTensor(const Scheme& scheme, const TensorView& tensor,
                               const RecipeModel& model, RecipeChoice* choice = nullptr);
 
+// InvalidArgument naming the tensor and the mix when `choice` (the recipe
+// `scheme`'s for `tensor`) is one llama-quantize refuses to make without an
+// importance matrix and `have_imatrix` is false; OK otherwise.
+absl::Status CheckImatrixRequirement(const Scheme& scheme, const RecipeChoice& choice,
+                                     absl::string_view tensor, bool have_imatrix);
+
 // A report of `applied` (SchemeForTensor's) renamed for the recipe `scheme`:
 // scheme its name, applied the choice and its reason. Ordinary schemes: as is.
 void NameForRecipe(const Scheme& scheme, const RecipeChoice& choice, QuantReport& report);
 
 // The recipe names, in llama-quantize's spelling: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0
-// Q2_K Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS.
+// Q2_K Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS,
+// then those made with an importance matrix: Q2_K_S IQ1_S IQ1_M IQ2_XXS
+// IQ2_XS IQ2_S IQ2_M IQ3_XXS IQ3_XS IQ3_S IQ3_M.
 std::vector<std::string> RecipeNames();
 
 }  // namespace lowp

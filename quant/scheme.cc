@@ -18,6 +18,14 @@
 
 namespace lowp {
 
+std::span<const float> TensorContext::ImportanceOfRow(int64_t row, int64_t cols) const {
+  if (importance == nullptr || importance->empty() || cols <= 0) return {};
+  const int64_t matrix = rows_per_matrix > 0 ? row / rows_per_matrix : 0;
+  const size_t at = static_cast<size_t>(matrix * cols);
+  if (at + static_cast<size_t>(cols) > importance->size()) return {};
+  return std::span<const float>(*importance).subspan(at, static_cast<size_t>(cols));
+}
+
 void TensorContext::Merge(const TensorContext& other) {
   absmax = std::max(absmax, other.absmax);
   min = std::min(min, other.min);

@@ -69,6 +69,18 @@ struct TensorContext {
   // Index in the tensor of the chunk's first element: the caller sets it for
   // each Apply (stochastic rounding draws by element index).
   int64_t first_element = 0;
+  // An importance matrix's weights for this tensor (llama.cpp's imatrix: the
+  // mean square of each input column over calibration text), set by the
+  // caller, not gathered: `matrices` consecutive vectors of `cols` weights,
+  // one per matrix of `rows_per_matrix` rows (the experts of a merged
+  // [experts, rows, cols] tensor; one for a plain matrix). Empty: none. The
+  // llama.cpp types quantize with them as ggml_quantize_chunk does with its
+  // `imatrix` argument; the other schemes ignore them.
+  std::shared_ptr<const std::vector<float>> importance;
+  int64_t rows_per_matrix = 0;
+
+  // The weights of row `row` of the tensor (cols of them), empty if none.
+  std::span<const float> ImportanceOfRow(int64_t row, int64_t cols) const;
 
   void Merge(const TensorContext& other);
 };
@@ -103,6 +115,13 @@ class Scheme {
   // True when Apply needs a TensorContext gathered by Observe over the whole
   // tensor first (a second read of the tensor).
   virtual bool NeedsTensorPass() const { return false; }
+  // True when rows of `cols` elements cannot be quantized without importance
+  // weights (TensorContext::importance): ggml's iq2_xxs, iq2_xs and iq1_s
+  // quantizers require them. Callers refuse such a scheme without one.
+  virtual bool NeedsImportance(int64_t cols) const {
+    (void)cols;
+    return false;
+  }
   // Adds what whole rows `in` contribute to the tensor's context.
   virtual void Observe(std::span<const float> in, int64_t cols, TensorContext& context) const;
 

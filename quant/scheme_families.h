@@ -16,6 +16,7 @@
 #include "formats/format.h"
 #include "formats/packing.h"
 #include "kernels/convert.h"
+#include "codecs/ggml.h"
 #include "quant/scheme.h"
 
 namespace lowp::internal {
@@ -75,6 +76,15 @@ void RoundTripSaturating(const Format& format, std::span<const float> in, std::s
 // RoundTripSaturating's values without the codes, in one pass (RoundArray),
 // its plan made once: for schemes that keep one per element format.
 Rounder SaturatingRounder(const Format& format);
+
+// Rows of `in` (`cols` each) through ggml type `type` whose block divides
+// cols or is at most 64 (a short last block padded with zeros): each finite
+// element encoded by codecs/ggml.h with the row's importance from `context`
+// and decoded into `out`; NaN and +-Inf encoded as 0 and passed through.
+// The stored form is ggml's bytes.
+void ApplyGgmlRows(ggml::Type type, std::span<const float> in, int64_t cols,
+                   const TensorContext& context, std::span<float> out, SchemeCounts& counts,
+                   StoredChunk* stored);
 
 // The InvalidArgument for an option key the scheme does not take.
 absl::Status UnknownOption(absl::string_view base, absl::string_view key, absl::string_view valid);

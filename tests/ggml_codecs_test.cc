@@ -565,6 +565,74 @@ TEST(Recipes, LlamaRules) {
   EXPECT_EQ(Choose("Q2_K", "blk.0.attn_q.weight", {64, 64}, m), "q4_0");
 }
 
+RecipeChoice ChooseWith(const char* recipe, const std::string& name, std::vector<int64_t> shape,
+                        const RecipeModel& model) {
+  std::unique_ptr<Scheme> scheme = *ParseScheme(recipe);
+  return AsRecipe(*scheme)->Choose(name, shape, model);
+}
+
+// The mixes made with an importance matrix, on the same Llama-3-8B-like
+// model (llama_tensor_get_type's IQ branch and tensor_requires_imatrix).
+TEST(Recipes, ImatrixMixRules) {
+  RecipeModel m;
+  m.layers = 32;
+  m.attention_v = 32;
+  m.gqa = 4;
+  m.has_output = true;
+  m.has_imatrix = true;
+  const std::vector<int64_t> sq = {4096, 4096}, kv = {1024, 4096}, down = {4096, 14336};
+  // IQ2_XXS: attn_v q4_K (gqa 4), ffn_down below n/8 q2_K, output q5_K,
+  // token_embd q2_K, the rest iq2_xxs; only the grid types need the imatrix.
+  EXPECT_EQ(Choose("IQ2_XXS", "blk.0.attn_v.weight", kv, m), "q4_K");
+  EXPECT_EQ(Choose("IQ2_XXS", "blk.3.ffn_down.weight", down, m), "q2_K");
+  EXPECT_EQ(Choose("IQ2_XXS", "blk.4.ffn_down.weight", down, m), "iq2_xxs");
+  EXPECT_EQ(Choose("IQ2_XXS", "output.weight", {128256, 4096}, m), "q5_K");
+  EXPECT_EQ(Choose("IQ2_XXS", "token_embd.weight", {128256, 4096}, m), "q2_K");
+  EXPECT_TRUE(ChooseWith("IQ2_XXS", "blk.4.attn_q.weight", sq, m).requires_imatrix);
+  EXPECT_FALSE(ChooseWith("IQ2_XXS", "blk.3.ffn_down.weight", down, m).requires_imatrix);
+  // Without grouped-query attention attn_v drops to q2_K (iq3_s for IQ2_S/M).
+  RecipeModel mha = m;
+  mha.gqa = 1;
+  EXPECT_EQ(Choose("IQ2_XXS", "blk.0.attn_v.weight", sq, mha), "q2_K");
+  EXPECT_EQ(Choose("IQ2_M", "blk.0.attn_v.weight", sq, mha), "iq3_s");
+  // IQ2_S's default is iq2_xs, IQ2_M's iq2_s; attn_output iq3_s for both.
+  EXPECT_EQ(Choose("IQ2_S", "blk.9.attn_q.weight", sq, m), "iq2_xs");
+  EXPECT_EQ(Choose("IQ2_M", "blk.9.attn_q.weight", sq, m), "iq2_s");
+  EXPECT_EQ(Choose("IQ2_M", "blk.9.attn_output.weight", sq, m), "iq3_s");
+  EXPECT_EQ(Choose("IQ1_S", "blk.9.attn_output.weight", sq, m), "iq2_xxs");
+  EXPECT_EQ(Choose("IQ1_M", "blk.9.ffn_up.weight", down, m), "iq1_m");
+  // IQ3_XXS: attn_q and attn_k iq2_s, attn_output iq3_s, attn_v by gqa.
+  EXPECT_EQ(Choose("IQ3_XXS", "blk.9.attn_q.weight", sq, m), "iq2_s");
+  EXPECT_EQ(Choose("IQ3_XXS", "blk.9.attn_k.weight", kv, m), "iq2_s");
+  EXPECT_EQ(Choose("IQ3_XXS", "blk.9.attn_output.weight", sq, m), "iq3_s");
+  EXPECT_EQ(Choose("IQ3_XXS", "blk.9.attn_v.weight", kv, m), "q4_K");
+  EXPECT_EQ(Choose("IQ3_XXS", "blk.9.attn_v.weight", sq, mha), "iq3_xxs");
+  // IQ3_XS: the middle layers' gate and up iq3_xxs, the outer ones iq3_s.
+  EXPECT_EQ(Choose("IQ3_XS", "blk.4.ffn_gate.weight", down, m), "iq3_xxs");
+  EXPECT_EQ(Choose("IQ3_XS", "blk.28.ffn_up.weight", down, m), "iq3_s");
+  EXPECT_EQ(Choose("IQ3_M", "blk.0.ffn_down.weight", down, m), "q4_K");
+  EXPECT_EQ(Choose("IQ3_M", "blk.9.attn_output.weight", sq, m), "q4_K");
+  EXPECT_EQ(Choose("IQ3_S", "output.weight", {128256, 4096}, m), "q6_K");
+  // Q2_K_S: q2_K needs the imatrix there (not in Q2_K).
+  EXPECT_TRUE(ChooseWith("Q2_K_S", "blk.9.attn_q.weight", sq, m).requires_imatrix);
+  EXPECT_FALSE(ChooseWith("Q2_K", "blk.9.attn_q.weight", sq, m).requires_imatrix);
+  EXPECT_EQ(Choose("Q2_K_S", "blk.0.ffn_down.weight", down, m), "q4_K");
+  // The imatrix changes choices of the older mixes too.
+  RecipeModel plain = m;
+  plain.has_imatrix = false;
+  EXPECT_EQ(Choose("IQ4_XS", "blk.0.ffn_down.weight", down, plain), "q5_K");
+  EXPECT_EQ(Choose("IQ4_XS", "blk.0.ffn_down.weight", down, m), "iq4_xs");
+  EXPECT_EQ(Choose("Q4_0", "blk.0.ffn_down.weight", down, plain), "q4_0");
+  EXPECT_EQ(Choose("Q4_0", "blk.0.ffn_down.weight", down, m), "q4_1");
+  RecipeModel mha_plain = mha;
+  mha_plain.has_imatrix = false;
+  EXPECT_EQ(Choose("IQ3_XXS", "blk.9.attn_v.weight", sq, mha_plain), "iq3_s");
+  EXPECT_EQ(Choose("IQ3_XXS", "blk.0.ffn_down.weight", down, mha_plain), "q4_K");
+  // Rows 256 does not divide: the grid types fall back to iq4_nl.
+  EXPECT_EQ(Choose("IQ2_XXS", "blk.9.attn_q.weight", {64, 64}, m), "iq4_nl");
+  EXPECT_FALSE(ChooseWith("IQ2_XXS", "blk.9.attn_q.weight", {64, 64}, m).requires_imatrix);
+}
+
 TEST(Recipes, ModelFactsFromTensorNames) {
   const TensorSet set = *TensorSet::Open(kOriginal);
   const RecipeModel m = RecipeModel::Of(set.tensors());

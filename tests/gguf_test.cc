@@ -967,6 +967,7 @@ TEST(GgufTensorSet, ViewsAreRowMajorWithDTypes) {
 
 TEST(GgufTensorSet, TypesLowpCannotDecodeAreRefusedOnRead) {
   Gguf g;
+  // q8_K: llama.cpp's intermediate type for dot products, never a weight's.
   g.Add("q8k", {256}, ggml::Type::kQ8_K, std::vector<uint8_t>(292, 0));
   TempDir dir;
   WriteFile(dir / "x.gguf", g.Build());
@@ -978,6 +979,9 @@ TEST(GgufTensorSet, TypesLowpCannotDecodeAreRefusedOnRead) {
   std::vector<float> out(4);
   const absl::Status s = ReadAsFloat32(t, 0, out);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  // The message lists what lowp decodes, the grid i-quants among them.
+  EXPECT_THAT(std::string(s.message()), HasSubstr("iq2_xxs"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("iq1_m"));
 }
 
 TEST(GgufTensorSet, ErrorsNameThePath) {

@@ -142,7 +142,7 @@ class Evaluator {
       if (it == by_spec.end()) {
         absl::StatusOr<std::unique_ptr<WeightVariant>> v =
             cand.weights_file.empty()
-                ? WeightVariant::FromRules(cand.weights, cand.weight_rules, ref_)
+                ? WeightVariant::FromRules(cand.weights, cand.weight_rules, ref_, cand.importance)
                 : WeightVariant::FromFile(cand.weights_file, ref_);
         if (!v.ok()) return v.status();
         variants_.push_back(*std::move(v));
@@ -200,6 +200,7 @@ class Evaluator {
         t.kv = std::span<LayerKv* const>(kv_of).subspan(kv_base + first_seq,
                                                         groups[g].sequences.size());
         t.census = &s.census;
+        if (s.candidate == nullptr) t.inputs = run_.reference_inputs;
         tasks.push_back(t);
       }
     };
@@ -347,6 +348,12 @@ class Evaluator {
       static const Emulation kNone;
       const Emulation& e = s.candidate != nullptr ? s.candidate->emulation : kNone;
       FinalNorm(c_, *norm, e, s.hidden, s.hidden, threads_, &s.census);
+      if (s.candidate == nullptr && run_.reference_inputs != nullptr) {
+        run_.reference_inputs->Add(c_.num_layers, Site::kLogits, -1,
+                                   std::span<const float>(s.hidden).first(
+                                       static_cast<size_t>(rows * D)),
+                                   D);
+      }
       s.reference_logits.assign(static_cast<size_t>(rows), LogitStats());
       s.logits.assign(static_cast<size_t>(rows), CandidateStats());
     }

@@ -34,6 +34,8 @@ struct EvalCandidate {
   std::string label;    // how results name it ("int4-g128", "w=q8_0 kv=fp8_e4m3fn")
   std::string weights;  // the weight spec as given, or the file ("" for float32 weights)
   std::vector<WeightRule> weight_rules;
+  // The imatrix the weight rules' schemes quantize with (none: without).
+  std::shared_ptr<const ImportanceMap> importance;
   std::string weights_file;  // a checkpoint file whose matrices the candidate runs
   std::string activations;   // scheme names as given, "" when not emulated
   std::string kv;
@@ -96,6 +98,11 @@ struct EvalRun {
   // sensitivity sweep needs). Their census then counts only the layers
   // they ran.
   bool share_prefix = false;
+  // When not null, receives the input of every product of the reference
+  // (the float32 model): each decoder layer's linear layers, and lm_head's
+  // (Site::kLogits, layer num_layers) once per batch. What an importance
+  // matrix is made of (eval/imatrix.h).
+  LinearInputs* reference_inputs = nullptr;
   // Called before each step with (steps done, steps in all, what): a step is
   // a decoder layer (or lm_head) of one batch for the reference or one weight
   // variant.

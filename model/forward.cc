@@ -197,7 +197,7 @@ class LayerPass {
  public:
   LayerPass(const ModelConfig& c, int64_t layer, const LayerWeights& w, const Emulation& e,
             const Batch& b, std::span<LayerKv* const> kv, ForwardBuffers& buf, int threads,
-            Census* census)
+            Census* census, LinearInputs* inputs)
       : c_(c),
         layer_(layer),
         w_(w),
@@ -206,7 +206,8 @@ class LayerPass {
         kv_(kv),
         buf_(buf),
         threads_(threads),
-        sites_(e, census) {}
+        sites_(e, census),
+        inputs_(inputs) {}
 
   void Run(std::span<float> x) {
     const int64_t D = c_.hidden_size;
@@ -242,6 +243,7 @@ class LayerPass {
  private:
   // out[rows, m.rows] = in[rows, m.cols] m^T + bias, rounded at `site`.
   void Linear(const Matrix& m, std::span<const float> in, std::vector<float>& out, Site site) {
+    if (inputs_ != nullptr) inputs_->Add(layer_, site, -1, in, m.cols);
     out.resize(static_cast<size_t>(b_.rows * m.rows));
     LinearProduct(b_.blocks, in.data(), m.cols, m.values.data(), m.rows, m.cols,
                   m.bias.empty() ? nullptr : m.bias.data(), out.data(), m.rows, threads_);
@@ -479,7 +481,9 @@ class LayerPass {
                  std::vector<float>& out) {
     const RowBlock all[] = {{0, count}};
     Census local;
+    const int64_t expert = &x - w_.experts.data();
     auto linear = [&](const Matrix& m, std::span<const float> a, std::vector<float>& o, Site site) {
+      if (inputs_ != nullptr) inputs_->Add(layer_, site, expert, a, m.cols);
       o.resize(static_cast<size_t>(count * m.rows));
       LinearProduct(all, a.data(), m.cols, m.values.data(), m.rows, m.cols, nullptr, o.data(),
                     m.rows, 1);
@@ -517,6 +521,7 @@ class LayerPass {
   ForwardBuffers& buf_;
   const int threads_;
   Sites sites_;
+  LinearInputs* const inputs_;
 };
 
 }  // namespace
@@ -562,7 +567,7 @@ absl::Status Embed(const ModelConfig& c, const Emulation& emulation, std::span<f
 absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerWeights& w,
                           const Emulation& emulation, const Batch& batch, std::span<float> hidden,
                           std::span<LayerKv* const> kv, ForwardBuffers& buffers, int threads,
-                          Census* census) {
+                          Census* census, LinearInputs* inputs) {
   const int64_t D = config.hidden_size;
   if (static_cast<int64_t>(hidden.size()) != batch.rows * D ||
       kv.size() != batch.sequences.size()) {
@@ -578,7 +583,7 @@ absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerW
     }
   }
   BlasSetup();
-  LayerPass(config, layer, w, emulation, batch, kv, buffers, threads, census).Run(hidden);
+  LayerPass(config, layer, w, emulation, batch, kv, buffers, threads, census, inputs).Run(hidden);
   return absl::OkStatus();
 }
 
@@ -614,7 +619,7 @@ absl::Status RunLayerTasks(const ModelConfig& config, int64_t layer,
   if (!SmallLayer(config) || threads <= 1 || tasks.size() <= 1) {
     for (const LayerTask& t : tasks) {
       if (absl::Status s = ForwardLayer(config, layer, *t.weights, *t.emulation, *t.batch, t.hidden,
-                                        t.kv, buffers, threads, t.census);
+                                        t.kv, buffers, threads, t.census, t.inputs);
           !s.ok()) {
         return s;
       }
@@ -627,7 +632,7 @@ absl::Status RunLayerTasks(const ModelConfig& config, int64_t layer,
     const LayerTask& t = tasks[i];
     thread_local ForwardBuffers mine;
     errors[i] = ForwardLayer(config, layer, *t.weights, *t.emulation, *t.batch, t.hidden, t.kv,
-                             mine, 1, t.census != nullptr ? &censuses[i] : nullptr);
+                             mine, 1, t.census != nullptr ? &censuses[i] : nullptr, t.inputs);
   });
   for (size_t i = 0; i < tasks.size(); ++i) {
     if (!errors[i].ok()) return errors[i];

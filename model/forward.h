@@ -110,6 +110,20 @@ struct Emulation {
   bool empty() const { return !activations && !kv && !compute.has_value(); }
 };
 
+// Receives the input of every linear layer of a decoder layer as it enters
+// the product (after the activations' emulation, if any): `in` holds rows of
+// `cols` values, one per token (per token routed to the expert, for
+// Mixtral's experts, whose index is `expert`; -1 otherwise). q, k and v
+// report the same input each. What an importance matrix is made of
+// (eval/imatrix.h). Called from the thread running the layer; for Mixtral's
+// experts from several threads at once.
+class LinearInputs {
+ public:
+  virtual ~LinearInputs() = default;
+  virtual void Add(int64_t layer, Site site, int64_t expert, std::span<const float> in,
+                   int64_t cols) = 0;
+};
+
 // One layer's keys and values of the positions run so far, as stored
 // (after the kv scheme): [positions, kv_heads * head_dim] each.
 struct LayerKv {
@@ -139,10 +153,11 @@ absl::Status Embed(const ModelConfig& config, const Emulation& emulation, std::s
 // Runs decoder layer `layer` (weights `w`) over `batch`: `hidden` ([batch
 // rows, hidden_size]) in place; sequence s's keys and values appended to
 // *kv[s], which must hold batch.sequences[s].first_position positions.
+// `inputs`, when not null, receives every product's input.
 absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerWeights& w,
                           const Emulation& emulation, const Batch& batch, std::span<float> hidden,
                           std::span<LayerKv* const> kv, ForwardBuffers& buffers, int threads,
-                          Census* census);
+                          Census* census, LinearInputs* inputs = nullptr);
 
 // The longest sequence a run takes: the config's max_position_embeddings,
 // or kMaxTokensWithoutPositions when the config gives none.
@@ -159,6 +174,7 @@ struct LayerTask {
   std::span<float> hidden;
   std::span<LayerKv* const> kv;
   Census* census = nullptr;
+  LinearInputs* inputs = nullptr;
 };
 
 // Whether a layer of `config` is too little work to split its products

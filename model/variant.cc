@@ -70,10 +70,15 @@ int64_t LayerOf(absl::string_view name) {
 
 class RuleVariant : public WeightVariant {
  public:
-  RuleVariant(std::string spec, std::vector<WeightRule> rules, const Checkpoint& reference)
-      : WeightVariant(std::move(spec)), rules_(std::move(rules)), reference_(reference) {
+  RuleVariant(std::string spec, std::vector<WeightRule> rules, const Checkpoint& reference,
+              std::shared_ptr<const ImportanceMap> importance)
+      : WeightVariant(std::move(spec)),
+        rules_(std::move(rules)),
+        reference_(reference),
+        importance_(std::move(importance)) {
     const std::vector<TensorView> shapes = reference.MatrixShapes();
     model_ = RecipeModel::Of(shapes);
+    model_.has_imatrix = importance_ != nullptr;
     const ModelConfig& c = reference.config();
     for (Table table : {Table::kEmbedding, Table::kLmHead}) {
       TableScheme& t = tables_[static_cast<int>(table)];
@@ -106,8 +111,23 @@ class RuleVariant : public WeightVariant {
   int64_t FirstChangedLayer() const override { return first_changed_; }
 
   absl::Status Prepare(int threads) override {
+    // llama-quantize's refusal, before any work: a mix that gives a matrix a
+    // type it makes only with an imatrix.
+    for (const TensorView& m : reference_.MatrixShapes()) {
+      const bool linear = LayerOf(m.name) != kNoLayer;
+      const WeightRule* rule = RuleFor(rules_, m.name, linear);
+      if (rule == nullptr || rule->scheme == nullptr) continue;
+      RecipeChoice choice;
+      SchemeForTensor(*rule->scheme, m, model_, &choice);
+      if (absl::Status s = CheckImatrixRequirement(*rule->scheme, choice, m.name,
+                                                   importance_ != nullptr);
+          !s.ok()) {
+        return s;
+      }
+    }
     MeasureOptions options;
     options.threads = threads;
+    options.importance = importance_;
     // Whole passes over a table: its pages leave this process's memory
     // batch by batch (the page cache keeps them for the rows read later).
     options.release = [this](std::span<const uint8_t> bytes) {
@@ -142,6 +162,7 @@ class RuleVariant : public WeightVariant {
     std::vector<LayerWeights::Entry> entries = out.Matrices(reference_.config());
     MeasureOptions options;
     options.threads = threads;
+    options.importance = importance_;
     for (size_t j = 0; j < entries.size(); ++j) {
       Matrix& m = *entries[j].matrix;
       const WeightRule* rule = RuleFor(rules_, m.name, entries[j].linear);
@@ -208,6 +229,7 @@ class RuleVariant : public WeightVariant {
     head_.resize(reference_rows.size());
     MeasureOptions options;
     options.threads = threads;
+    options.importance = importance_;
     if (measure && first == 0) head_report_ = StartReport(t.view, *t.scheme);
     absl::Status s =
         QuantizeWindow(F32View(t.view.name, count, D, reference_rows), first, *t.scheme, t.context,
@@ -248,6 +270,7 @@ class RuleVariant : public WeightVariant {
   std::vector<WeightRule> rules_;
   const Checkpoint& reference_;
   RecipeModel model_;
+  std::shared_ptr<const ImportanceMap> importance_;
   TableScheme tables_[2];
   std::vector<float> head_;
   QuantReport head_report_;
@@ -387,9 +410,10 @@ class FileVariant : public WeightVariant {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WeightVariant>> WeightVariant::FromRules(
-    std::string spec, std::vector<WeightRule> rules, const Checkpoint& reference) {
+    std::string spec, std::vector<WeightRule> rules, const Checkpoint& reference,
+    std::shared_ptr<const ImportanceMap> importance) {
   return std::unique_ptr<WeightVariant>(
-      new RuleVariant(std::move(spec), std::move(rules), reference));
+      new RuleVariant(std::move(spec), std::move(rules), reference, std::move(importance)));
 }
 
 absl::StatusOr<std::unique_ptr<WeightVariant>> WeightVariant::FromFile(

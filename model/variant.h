@@ -39,10 +39,12 @@ class WeightVariant {
  public:
   virtual ~WeightVariant() = default;
 
-  // `spec` names the variant in reports (the --weights item as given).
-  static absl::StatusOr<std::unique_ptr<WeightVariant>> FromRules(std::string spec,
-                                                                  std::vector<WeightRule> rules,
-                                                                  const Checkpoint& reference);
+  // `spec` names the variant in reports (the --weights item as given);
+  // `importance`, when set, gives each matrix its imatrix entry (and the
+  // mixes llama-quantize's choices with an imatrix).
+  static absl::StatusOr<std::unique_ptr<WeightVariant>> FromRules(
+      std::string spec, std::vector<WeightRule> rules, const Checkpoint& reference,
+      std::shared_ptr<const ImportanceMap> importance = nullptr);
   // A checkpoint file of the reference's model (GGUF or safetensors); errors
   // name the file and the tensor that does not match.
   static absl::StatusOr<std::unique_ptr<WeightVariant>> FromFile(const std::string& path,

@@ -15,6 +15,7 @@
 #include "api/catalog.h"
 #include "api/convert.h"
 #include "api/eval.h"
+#include "api/imatrix.h"
 #include "api/mix.h"
 #include "api/plan.h"
 #include "api/quant.h"

@@ -20,10 +20,6 @@
 #include "model/checkpoint.h"
 
 namespace lowp::api {
-namespace {
-
-constexpr size_t kMaxCandidates = 256;
-constexpr int64_t kMaxSequences = int64_t{1} << 20;
 
 absl::StatusOr<std::string> ModelPath(const std::string& model) {
   if (!model.empty()) return model;
@@ -31,6 +27,11 @@ absl::StatusOr<std::string> ModelPath(const std::string& model) {
   if (!bundled.ok()) return OptionError("model", bundled.status().message());
   return bundled;
 }
+
+namespace {
+
+constexpr size_t kMaxCandidates = 256;
+constexpr int64_t kMaxSequences = int64_t{1} << 20;
 
 // The items of a comma-separated list, trimmed; "none" kept as "".
 std::vector<std::string> Items(const std::string& list) {
@@ -377,6 +378,11 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
   absl::StatusOr<std::vector<EvalCandidate>> candidates = EvalCandidates(o);
   if (!candidates.ok()) return candidates.status();
   candidates->insert(candidates->end(), o.candidates.begin(), o.candidates.end());
+  absl::StatusOr<std::shared_ptr<const ImportanceMap>> importance = OpenImportance(o.imatrix);
+  if (!importance.ok()) return importance.status();
+  for (EvalCandidate& c : *candidates) {
+    if (!c.weight_rules.empty() && c.importance == nullptr) c.importance = *importance;
+  }
   absl::StatusOr<std::string> path = ModelPath(o.model);
   if (!path.ok()) return path.status();
   absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(*path, o.tensors);
@@ -384,6 +390,7 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
   EvalResult result;
   result.model = *path;
   result.config = model->config();
+  result.imatrix = o.imatrix;
   EvalRun run;
   absl::StatusOr<TokenArray> tokens = EvalTokens(o, *model, *path, result, run);
   if (!tokens.ok()) return tokens.status();
@@ -435,6 +442,7 @@ nlohmann::json ToJson(const EvalResult& r) {
   j["model"] = r.model;
   j["model_config"] = ModelJson(r.config);
   j["tokens"] = r.tokens;
+  if (!r.imatrix.empty()) j["imatrix"] = r.imatrix;
   const EvalReport& e = r.report;
   if (e.scored_from >= 0) {
     j["text"] = {{"tokenizer", ToJson(r.tokenizer)},

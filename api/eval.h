@@ -64,6 +64,10 @@ struct EvalOptions {
   // llama.cpp's names; or safetensors by Hugging Face's): its matrices, the
   // model's norms and biases. Combined with the other sites as `weights` is.
   std::vector<std::string> weights_files;
+  // An importance matrix the weight schemes quantize with (llama.cpp's
+  // imatrix, .gguf or legacy .dat; api/quant.h's OpenImportance), and the
+  // mixes choose with (RecipeModel::has_imatrix). Not for weights_files.
+  std::string imatrix;
   std::string activations;  // schemes on the input of each linear layer, per token row
   std::string kv;           // schemes on each cached key and value vector
   std::string compute;      // floating formats every site's result is rounded to
@@ -89,9 +93,14 @@ struct EvalResult {
   // With text: the tokenizer, and the text's tokens before chunking.
   TokenizerInfo tokenizer;
   uint64_t text_tokens = 0;
+  std::string imatrix;  // EvalOptions::imatrix
   EvalReport report;
   BlasKernels blas;  // what ran the products (model/blas.h)
 };
+
+// `model` as given, or the bundled stories260K-hf's directory when empty
+// (an error naming the option when it is not installed).
+absl::StatusOr<std::string> ModelPath(const std::string& model);
 
 // Errors name the option (model, tensors, tokens, sample, text, tokenizer, ctx, chunks, weights,
 // activations, kv, compute, threads), the file and tensor, or the position

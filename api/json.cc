@@ -135,6 +135,7 @@ nlohmann::json QuantReportJson(const QuantReport& r, float relative_floor, bool 
   j["clipped"] = r.counts.clipped;
   j["zeroed"] = r.stats.zeroed;
   j["subnormal"] = r.counts.subnormal;
+  if (r.weighted) j["weighted_relative_rmse"] = JsonNumber(r.weighted_relative_rmse());
   if (histogram) {
     nlohmann::json h = nlohmann::json::object();
     for (const auto& [key, n] : r.histogram) {

@@ -56,13 +56,16 @@ absl::StatusOr<std::vector<CandidateResult>> EvaluateAll(const Checkpoint& model
                                                          const std::vector<EvalCandidate>& all,
                                                          const MixOptions& o,
                                                          const std::string& stage,
-                                                         EvalReport* last) {
+                                                         EvalReport* last,
+                                                         std::shared_ptr<const ImportanceMap>
+                                                             importance) {
   std::vector<CandidateResult> out;
   const size_t rounds = (all.size() + kRound - 1) / kRound;
   for (size_t r = 0; r < rounds; ++r) {
-    const std::vector<EvalCandidate> round(
+    std::vector<EvalCandidate> round(
         all.begin() + static_cast<ptrdiff_t>(r * kRound),
         all.begin() + static_cast<ptrdiff_t>(std::min(all.size(), (r + 1) * kRound)));
+    for (EvalCandidate& c : round) c.importance = importance;
     EvalRun run = tokens.run;
     run.threads = o.threads;
     run.share_prefix = true;
@@ -182,6 +185,10 @@ absl::StatusOr<MixTable> MixTypes(const MixOptions& o, const Checkpoint& model,
                                   const std::string& path) {
   MixTable table;
   table.model = path;
+  absl::StatusOr<std::shared_ptr<const ImportanceMap>> importance = OpenImportance(o.imatrix);
+  if (!importance.ok()) return importance.status();
+  table.imatrix = o.imatrix;
+  table.importance = *importance;
   table.groups = MixGroups(model);
   const size_t G = table.groups.size();
   for (const MixGroup& g : table.groups) table.weights += static_cast<uint64_t>(g.weights());
@@ -196,7 +203,12 @@ absl::StatusOr<MixTable> MixTypes(const MixOptions& o, const Checkpoint& model,
     }
     std::vector<uint64_t> bytes;
     absl::Status applies;
+    if (table.importance == nullptr && (*s)->NeedsImportance(256)) {
+      applies = absl::InvalidArgumentError(
+          absl::StrCat(name, " needs an importance matrix (imatrix)"));
+    }
     for (const MixGroup& g : table.groups) {
+      if (!applies.ok()) break;
       absl::StatusOr<uint64_t> b = GroupBytes(**s, g);
       if (!b.ok()) {
         applies = b.status();
@@ -230,7 +242,7 @@ absl::Status MeasureSensitivity(const MixOptions& o, const Checkpoint& model, Mi
   }
   EvalReport report;
   absl::StatusOr<std::vector<CandidateResult>> measured =
-      EvaluateAll(model, *tune, singles, o, "sensitivity", &report);
+      EvaluateAll(model, *tune, singles, o, "sensitivity", &report, table.importance);
   if (!measured.ok()) return measured.status();
   table.tune_positions = report.positions;
   table.sensitivity.assign(G, std::vector<double>(T));
@@ -345,11 +357,18 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
   };
   allocated_row("mix", "lowp mix", *chosen);
   const std::vector<TensorView> shapes = model->MatrixShapes();
-  const RecipeModel recipe_model = RecipeModel::Of(shapes);
+  RecipeModel recipe_model = RecipeModel::Of(shapes);
+  recipe_model.has_imatrix = result.importance != nullptr;
   for (size_t r = 0; r < recipes.size(); ++r) {
     MixRow row = Row("recipe", baselines[r]);
     for (const TensorView& m : shapes) {
-      const Scheme& s = SchemeForTensor(*recipes[r], m, recipe_model);
+      RecipeChoice choice;
+      const Scheme& s = SchemeForTensor(*recipes[r], m, recipe_model, &choice);
+      if (absl::Status st = CheckImatrixRequirement(*recipes[r], choice, m.name,
+                                                    result.importance != nullptr);
+          !st.ok()) {
+        return OptionError("baselines", st.message());
+      }
       row.schemes.push_back(s.name());
       row.bytes += (s.StorageBits(m.rows(), m.cols()) + 7) / 8;
     }
@@ -377,7 +396,8 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
   // Verification on tokens the mix was not tuned on.
   EvalReport verify_report;
   absl::StatusOr<std::vector<CandidateResult>> verified =
-      EvaluateAll(*model, *verify, candidates, o, "verification", &verify_report);
+      EvaluateAll(*model, *verify, candidates, o, "verification", &verify_report,
+                  result.importance);
   if (!verified.ok()) return verified.status();
   result.verify_positions = verify_report.positions;
   result.reference_perplexity = verify_report.reference_perplexity;
@@ -407,6 +427,11 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
       LlamaQuantizeArguments(result.groups, result.rows[0].schemes);
   if (command.ok()) {
     result.llama_quantize = *std::move(command);
+    if (!result.imatrix.empty()) {
+      // The same importance in llama-quantize (it reads both formats).
+      result.llama_quantize.options.insert(result.llama_quantize.options.begin(),
+                                           {"--imatrix", result.imatrix});
+    }
   } else {
     result.llama_quantize_error = std::string(command.status().message());
   }
@@ -438,6 +463,7 @@ nlohmann::json ToJson(const MixResult& r) {
   j["rules"] = rules;
   j["weights_option"] = absl::StrJoin(r.rules, ",");
   if (r.llama_quantize_error.empty()) {
+    if (!r.imatrix.empty()) j["imatrix"] = r.imatrix;
     j["llama_quantize"] = {{"options", r.llama_quantize.options},
                            {"type", r.llama_quantize.type},
                            {"command", r.llama_quantize.Line("MODEL-F32.gguf", "OUT.gguf")}};

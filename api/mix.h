@@ -75,6 +75,8 @@ struct MixOptions {
   // ranks mixes (seeded by `seed`).
   int random_mixes = 0;
   uint64_t seed = 0;
+  // An importance matrix every type and recipe quantizes with (as eval's).
+  std::string imatrix;
   int threads = 0;
   std::function<void(int64_t done, int64_t total, const std::string& what)> progress;
 };
@@ -114,6 +116,8 @@ struct MixTable {
   std::string tune_tokens;  // their description, as eval's `tokens`
   uint64_t tune_positions = 0;
   int64_t candidates_measured = 0;
+  std::string imatrix;  // MixOptions::imatrix
+  std::shared_ptr<const ImportanceMap> importance;
 
   // The bytes of the smallest assignment.
   uint64_t SmallestBytes() const;

@@ -195,6 +195,7 @@ absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model,
   e.text_file = o.eval_text;
   e.ctx = o.eval_ctx;
   e.chunks = o.eval_chunks;
+  e.imatrix = o.eval_imatrix;
   e.threads = o.threads;
   std::vector<std::string> formats;
   for (const PlanCandidate& c : plan.candidates) formats.push_back(c.format);
@@ -280,6 +281,7 @@ absl::StatusOr<std::vector<EvalCandidate>> PrepareMixes(const PlanJobOptions& o,
   }
   MixOptions m;
   m.types = o.mix_types;
+  m.imatrix = o.eval_imatrix;
   m.tune.sample = o.mix_tune_sample;
   m.tune.seed = o.mix_tune_seed;
   m.threads = o.threads;

@@ -48,6 +48,9 @@ struct PlanJobOptions {
   std::string eval_text;
   int64_t eval_ctx = 512;
   int64_t eval_chunks = -1;
+  // An importance matrix of the evaluated model (lowp imatrix) its formats
+  // and the mix quantize with, as eval's and mix's --imatrix.
+  std::string eval_imatrix;
   // Also (with eval, which it implies) per device the mix `lowp mix` chooses
   // for what the device leaves beside the job (inference on one device per
   // replica only): its types (`mix_types`, empty: lowp mix's defaults) and

@@ -213,10 +213,29 @@ absl::StatusOr<QuantErrorResult> ReferenceError(const QuantErrorOptions& o,
 
 }  // namespace
 
+absl::StatusOr<std::shared_ptr<const ImportanceMap>> OpenImportance(const std::string& path) {
+  if (path.empty()) return nullptr;
+  absl::StatusOr<Imatrix> imatrix = ReadImatrix(path);
+  if (!imatrix.ok()) {
+    return absl::Status(imatrix.status().code(),
+                        absl::StrCat("imatrix: ", imatrix.status().message()));
+  }
+  return std::make_shared<const ImportanceMap>(ImportanceMap::FromImatrix(*imatrix, path));
+}
+
 absl::StatusOr<QuantErrorResult> QuantError(const QuantErrorOptions& o) {
   absl::StatusOr<MeasureOptions> options = Measure(o.relative_floor, o.histogram, o.threads);
   if (!options.ok()) return options.status();
-  if (!o.reference.empty()) return ReferenceError(o, *options);
+  if (!o.reference.empty()) {
+    if (!o.imatrix.empty()) {
+      return OptionError("imatrix", "is not used with reference (the file's bytes are measured as"
+                                    " stored)", " ");
+    }
+    return ReferenceError(o, *options);
+  }
+  absl::StatusOr<std::shared_ptr<const ImportanceMap>> importance = OpenImportance(o.imatrix);
+  if (!importance.ok()) return importance.status();
+  options->importance = *importance;
   absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> schemes = ParseSchemes(o.schemes);
   if (!schemes.ok()) return schemes.status();
   absl::StatusOr<TensorSet> set = Open(o.inputs);
@@ -233,6 +252,7 @@ absl::StatusOr<QuantErrorResult> QuantError(const QuantErrorOptions& o) {
   r.skipped = std::move(measured->skipped);
   r.relative_floor = options->relative_floor;
   r.histogram = options->histogram;
+  r.imatrix = o.imatrix;
   return r;
 }
 
@@ -247,6 +267,7 @@ nlohmann::json ToJson(const QuantErrorResult& r) {
     j["aggregates"].push_back(QuantReportJson(q, r.relative_floor, r.histogram));
   }
   j["skipped"] = r.skipped;
+  if (!r.imatrix.empty()) j["imatrix"] = r.imatrix;
   if (r.reference) {
     for (size_t i = 0; i < r.results.size() && i < r.matches.size(); ++i) {
       j["results"][i]["reference"] = r.matches[i].reference;
@@ -274,6 +295,9 @@ absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& o) {
     }
     out_dtype = *d;
   }
+  absl::StatusOr<std::shared_ptr<const ImportanceMap>> importance = OpenImportance(o.imatrix);
+  if (!importance.ok()) return importance.status();
+  options->importance = *importance;
   absl::StatusOr<TensorSet> set = TensorSet::Open(o.input);
   if (!set.ok()) return set.status();
   options->release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
@@ -316,7 +340,20 @@ absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& o) {
   all.tensor = "(all)";
   all.scheme = scheme.name();
   std::vector<uint8_t> bytes;
-  const RecipeModel recipe_model = RecipeModel::Of(set->tensors());
+  RecipeModel recipe_model = RecipeModel::Of(set->tensors());
+  recipe_model.has_imatrix = options->importance != nullptr;
+  // llama-quantize's refusal before anything is written.
+  for (size_t i = 0; i < set->tensors().size(); ++i) {
+    if (!quantized[i]) continue;
+    const TensorView& t = set->tensors()[i];
+    RecipeChoice choice;
+    SchemeForTensor(scheme, t, recipe_model, &choice);
+    if (absl::Status s = CheckImatrixRequirement(scheme, choice, t.name,
+                                                 options->importance != nullptr);
+        !s.ok()) {
+      return s;
+    }
+  }
   for (size_t i = 0; i < set->tensors().size(); ++i) {
     const TensorView& t = set->tensors()[i];
     Step(o.progress, set->tensors().size(), t.name);
@@ -352,11 +389,12 @@ absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& o) {
   if (absl::Status s = (*writer)->Finish(); !s.ok()) return s;
   if (o.summary) r.results.clear();
   r.aggregates.push_back(std::move(all));
+  r.imatrix = o.imatrix;
   return r;
 }
 
 absl::Status QuantizeArray(const TensorView& tensor, const std::string& scheme_name,
-                           std::span<float> out, int threads) {
+                           std::span<float> out, int threads, std::span<const float> importance) {
   absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> schemes = ParseSchemes({scheme_name});
   if (!schemes.ok()) return schemes.status();
   if (out.size() != static_cast<size_t>(tensor.elements())) {
@@ -367,6 +405,19 @@ absl::Status QuantizeArray(const TensorView& tensor, const std::string& scheme_n
   QuantReport report;
   MeasureOptions measure;
   measure.threads = threads;
+  if (!importance.empty()) {
+    if (static_cast<int64_t>(importance.size()) != tensor.cols()) {
+      return OptionError("imatrix", absl::StrCat(importance.size(), " weights for ", tensor.cols(),
+                                                 " columns: want one per column"), " ");
+    }
+    for (float w : importance) {
+      if (!std::isfinite(w) || w < 0) {
+        return OptionError("imatrix", absl::StrCat("weight ", w, ": want finite and >= 0"), " ");
+      }
+    }
+    measure.importance = std::make_shared<const ImportanceMap>(
+        ImportanceMap::ForTensor(tensor.name, {importance.begin(), importance.end()}));
+  }
   return QuantizeTensor(
       tensor, *schemes->front(), measure,
       [&](std::span<const float> values) {

@@ -49,6 +49,10 @@ struct QuantErrorOptions {
   double relative_floor = 1e-3;      // relative errors over |x| >= this, in [0, float32 max]
   bool histogram = false;            // |e| by binade in each row
   int threads = 0;                   // per tensor, 0 (every core) to kMaxThreads
+  // An importance matrix (llama.cpp's imatrix, .gguf or legacy .dat): the
+  // llama.cpp types quantize each tensor with its entry, and each row gets
+  // weighted_relative_rmse. Not with `reference`.
+  std::string imatrix;
   ProgressFn progress;
 };
 
@@ -71,6 +75,7 @@ struct QuantErrorResult {
   std::vector<std::string> unmatched;   // with a reference: tensors with no counterpart
   float relative_floor = 1e-3f;
   bool histogram = false;
+  std::string imatrix;  // the file used, "" for none
 };
 
 // Errors name the field (scheme, tensors, relative_floor, threads) or the
@@ -88,8 +93,13 @@ struct QuantizeOptions {
   std::string dtype = "F32";
   bool summary = false;
   int threads = 0;
+  std::string imatrix;  // as QuantErrorOptions::imatrix
   ProgressFn progress;
 };
+
+// The importance weights of an imatrix file (io/imatrix.h), null for "";
+// errors name the option (imatrix) and the file.
+absl::StatusOr<std::shared_ptr<const ImportanceMap>> OpenImportance(const std::string& path);
 
 // The error of each quantized tensor as QuantError reports it (no skipped:
 // the other tensors are copied).
@@ -97,8 +107,11 @@ absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& options);
 
 // An array quantized and dequantized, in place of `out` (its element count);
 // what Quantize writes for it as F32.
+// `importance`, when not empty, holds one weight per column (the last
+// dimension): what ggml_quantize_chunk's `imatrix` gets.
 absl::Status QuantizeArray(const TensorView& tensor, const std::string& scheme,
-                           std::span<float> out, int threads = 0);
+                           std::span<float> out, int threads = 0,
+                           std::span<const float> importance = {});
 
 struct RangeStudyOptions {
   TensorInputs inputs;

@@ -45,9 +45,11 @@ int PlanCommand(const std::vector<std::string>& argv);
 int EvalCommand(const std::vector<std::string>& argv);
 int TensorsCommand(const std::vector<std::string>& argv);
 int TokenizeCommand(const std::vector<std::string>& argv);
+int ImatrixCommand(const std::vector<std::string>& argv);
 int MixCommand(const std::vector<std::string>& argv);
 
 extern const char kFormatsHelp[];
+extern const char kImatrixHelp[];
 extern const char kConvertHelp[];
 extern const char kSchemesHelp[];
 extern const char kQuantErrorHelp[];

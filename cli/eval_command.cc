@@ -20,7 +20,7 @@ namespace lowp::cli {
 const char kEvalHelp[] =
     "usage: lowp eval [--model DIR | --model CONFIG --tensors FILES] [--text FILE [--ctx N]\n"
     "                 [--chunks N] [--tokenizer FILE] | --tokens FILE.npy | --sample N:LEN]\n"
-    "                 [--seed S] [--weights LIST] [--weights-file FILES]\n"
+    "                 [--seed S] [--weights LIST] [--weights-file FILES] [--imatrix FILE]\n"
     "                 [--activations LIST] [--kv LIST] [--compute LIST] [--layers]\n"
     "                 [--census] [--json | --csv] [--threads N] [--batch-tokens N] [--quiet]\n"
     "\n"
@@ -65,6 +65,9 @@ const char kEvalHelp[] =
     "  a GGUF file llama.cpp made from it (llama.cpp's names, q/k rows put back in\n"
     "  order) or safetensors by Hugging Face's names; its matrices, the model's\n"
     "  norms and biases. Combined with the other sites as --weights is.\n"
+    "--imatrix: an importance matrix (llama.cpp's imatrix .gguf or .dat; lowp\n"
+    "  imatrix makes one) the --weights schemes quantize each matrix with, as\n"
+    "  llama-quantize --imatrix does (mixes choose as it does with one).\n"
     "--threads: 0 (default) takes every core; results do not depend on it.\n"
     "--batch-tokens: tokens per pass over the checkpoint (default: as many as 1 GiB\n"
     "  of activations holds); results do not depend on it.\n";
@@ -206,7 +209,8 @@ int EvalCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args = Args::Parse(
       argv,
       {"model", "tensors", "tokens", "sample", "seed", "weights", "weights-file", "activations",
-       "kv", "compute", "threads", "batch-tokens", "text", "tokenizer", "ctx", "chunks"},
+       "kv", "compute", "threads", "batch-tokens", "text", "tokenizer", "ctx", "chunks",
+       "imatrix"},
       {"json", "csv", "layers", "census", "quiet"});
   if (!args.ok()) return Fail(args.status());
   if (!args->positional().empty()) {
@@ -222,6 +226,7 @@ int EvalCommand(const std::vector<std::string>& argv) {
   if (std::optional<std::string> t = args->Value("tensors")) o.tensors = SplitNames(*t);
   if (absl::Status s = ReadTokenOptions(*args, "", o); !s.ok()) return Fail(s);
   o.weights = args->Value("weights").value_or("");
+  o.imatrix = args->Value("imatrix").value_or("");
   if (std::optional<std::string> f = args->Value("weights-file")) {
     absl::StatusOr<std::vector<std::string>> files = SplitList(*args, "weights-file");
     if (!files.ok()) return Fail(files.status());

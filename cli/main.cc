@@ -30,6 +30,7 @@ constexpr char kUsage[] =
     "  eval         what emulated formats do to the model's outputs: KL, top-1, perplexity\n"
     "  tokenize     a model's tokenizer on a text file: ids, pieces, counts\n"
     "  mix          per-tensor types that fit a budget, chosen by measured loss\n"
+    "  imatrix      llama.cpp's importance matrix of a model over calibration text\n"
     "\n"
     "'lowp <command> --help' describes a command.\n";
 
@@ -64,7 +65,8 @@ int Main(int argc, char** argv) {
                         {"eval", kEvalHelp, EvalCommand},
                         {"tensors", kTensorsHelp, TensorsCommand},
                         {"tokenize", kTokenizeHelp, TokenizeCommand},
-                        {"mix", kMixHelp, MixCommand}};
+                        {"mix", kMixHelp, MixCommand},
+                        {"imatrix", kImatrixHelp, ImatrixCommand}};
   for (const auto& c : commands) {
     if (command != c.name) continue;
     if (wants_help) return std::fputs(c.help, stdout), 0;

@@ -22,7 +22,7 @@ const char kMixHelp[] =
     "                [--text FILE [--ctx N] [--chunks N] | --tokens F | --sample N:LEN]\n"
     "                [--tune-text FILE [--tune-ctx N] [--tune-chunks N] | --tune-tokens F |\n"
     "                 --tune-sample N:LEN] [--baselines LIST|none] [--random-mixes K]\n"
-    "                [--random-seed S] [--json] [--threads N] [--quiet]\n"
+    "                [--random-seed S] [--imatrix FILE] [--json] [--threads N] [--quiet]\n"
     "\n"
     "Chooses a type for every matrix of the model (the embedding, each layer's\n"
     "attention and MLP matrices, lm_head unless tied) so that the matrices fit the\n"
@@ -47,6 +47,9 @@ const char kMixHelp[] =
     "  are counted at float32.\n"
     "--types: default q2_K,q3_K,q4_K,q5_K,q6_K,q8_0,iq4_xs,fp16 (those that apply\n"
     "  to every row); any lowp scheme is accepted.\n"
+    "--imatrix: an importance matrix every type and recipe quantizes with (as\n"
+    "  llama-quantize --imatrix; lowp imatrix makes one); needed for iq2_xxs,\n"
+    "  iq2_xs, iq1_s and the IQ1/IQ2/IQ3_XXS/Q2_K_S baselines.\n"
     "--model: default the bundled stories3M-hf (llama, 3.3 M parameters, rows of\n"
     "  256 and 768, so llama.cpp's super-block types apply).\n"
     "Tokens: the verification's as eval takes them (default --sample 16:256,\n"
@@ -136,7 +139,7 @@ void PrintResult(const api::MixResult& r) {
 int MixCommand(const std::vector<std::string>& argv) {
   std::vector<std::string> values = {"model",     "tensors",      "bits-per-weight", "bytes",
                                      "device",    "types",        "baselines",
-                                     "random-mixes", "random-seed", "threads"};
+                                     "random-mixes", "random-seed", "threads", "imatrix"};
   for (const std::string& name : JobValueOptions()) values.push_back(name);
   for (const std::string& prefix : {std::string(), std::string("tune-")}) {
     for (std::string& name : TokenOptionNames(prefix)) values.push_back(std::move(name));
@@ -167,6 +170,7 @@ int MixCommand(const std::vector<std::string>& argv) {
     o.bytes = static_cast<uint64_t>(*bytes);
   }
   o.device = args->Value("device").value_or("");
+  o.imatrix = args->Value("imatrix").value_or("");
   if (absl::Status s = ReadJobOptions(*args, &o.job); !s.ok()) return Fail(s);
   if (o.device.empty()) {
     for (const std::string& name : JobValueOptions()) {

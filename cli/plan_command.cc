@@ -31,8 +31,8 @@ const char kPlanHelp[] =
     "                 [--select PATTERN] [sizing options as in lowp size]\n"
     "                 [--json | --csv] [--html report.html] [--quiet] [--threads N]\n"
     "                 [--eval [--eval-model DIR] [--eval-sample N:LEN | --eval-text FILE]\n"
-    "                 [--eval-seed S]] [--mix [--mix-types LIST] [--mix-tune-sample N:LEN]\n"
-    "                 [--mix-tune-seed S]]\n"
+    "                 [--eval-seed S] [--eval-imatrix FILE]] [--mix [--mix-types LIST]\n"
+    "                 [--mix-tune-sample N:LEN] [--mix-tune-seed S]]\n"
     "\n"
     "For each candidate format of the decoder's linear weights, side by side: bits per\n"
     "weight with scales, weight bytes, memory per device, whether the job fits the\n"
@@ -64,6 +64,8 @@ const char kPlanHelp[] =
     "  --eval-sample N:LEN, --eval-seed S   the sampled tokens (16:128, seed 0)\n"
     "  --eval-text FILE [--eval-ctx N] [--eval-chunks N]   text instead, measured by\n"
     "      llama.cpp's perplexity protocol as `lowp eval --text` (ctx 512, all chunks)\n"
+    "  --eval-imatrix FILE   an importance matrix of the evaluated model (lowp\n"
+    "                    imatrix) its formats and the mix quantize with\n"
     "  --mix             also, per device, the mix 'lowp mix' chooses for what the device\n"
     "                    leaves beside the job (inference, one device per replica): each\n"
     "                    matrix's cost in each type measured on the evaluated model\n"
@@ -330,7 +332,7 @@ int PlanCommand(const std::vector<std::string>& argv) {
   std::vector<std::string> value_options = SizingValueOptions();
   for (const char* o : {"device", "formats", "tensors", "select", "html", "threads", "eval-model",
                         "eval-sample", "eval-seed", "eval-text", "eval-ctx", "eval-chunks",
-                        "mix-types", "mix-tune-sample", "mix-tune-seed"}) {
+                        "eval-imatrix", "mix-types", "mix-tune-sample", "mix-tune-seed"}) {
     value_options.push_back(o);
   }
   absl::StatusOr<Args> args = Args::Parse(
@@ -373,7 +375,7 @@ int PlanCommand(const std::vector<std::string>& argv) {
   options.mix = args->Has("mix");
   options.eval = args->Has("eval") || options.mix;
   for (const char* o : {"eval-model", "eval-sample", "eval-seed", "eval-text", "eval-ctx",
-                        "eval-chunks"}) {
+                        "eval-chunks", "eval-imatrix"}) {
     if (!options.eval && args->Value(o)) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--", o, " needs --eval")));
     }
@@ -399,6 +401,7 @@ int PlanCommand(const std::vector<std::string>& argv) {
   options.eval_model = args->Value("eval-model").value_or("");
   options.eval_sample = args->Value("eval-sample").value_or(options.eval_sample);
   options.eval_text = args->Value("eval-text").value_or("");
+  options.eval_imatrix = args->Value("eval-imatrix").value_or("");
   for (auto [name, value] : {std::pair<const char*, int64_t*>{"eval-ctx", &options.eval_ctx},
                              {"eval-chunks", &options.eval_chunks}}) {
     if (absl::Status s = ReadCount(*args, name, value); !s.ok()) return Fail(s);

@@ -27,7 +27,7 @@ const char kSchemesHelp[] =
 const char kQuantErrorHelp[] =
     "usage: lowp quant-error FILES... --scheme S[,S...] [--tensors PATTERN]\n"
     "                        [--json | --csv] [--summary] [--relative-floor F]\n"
-    "                        [--histogram] [--threads N] [--quiet]\n"
+    "                        [--histogram] [--imatrix FILE] [--threads N] [--quiet]\n"
     "       lowp quant-error FILE.gguf --reference ORIGINAL[,...] [options]\n"
     "\n"
     "Quantizes every floating tensor of FILES (.safetensors, a sharded\n"
@@ -51,6 +51,12 @@ const char kQuantErrorHelp[] =
     "--tensors: comma-separated globs ('*', '?') on tensor names.\n"
     "--summary: only the rows over all tensors.\n"
     "--histogram: measured elements by floor(log2 |e|) (JSON only).\n"
+    "--imatrix: an importance matrix (llama.cpp's imatrix .gguf or legacy .dat;\n"
+    "'lowp imatrix' makes one): the llama.cpp types quantize each tensor with its\n"
+    "entry (in_sum2 / counts per column, found by llama.cpp's or Hugging Face's\n"
+    "name), as llama-quantize --imatrix does, and each row gains w_rel_rmse =\n"
+    "sqrt(sum w e^2 / sum w x^2), w the column's importance. iq2_xxs, iq2_xs,\n"
+    "iq1_s and the mixes IQ1_*, IQ2_*, IQ3_XXS and Q2_K_S need one.\n"
     "--threads: per tensor, 0 (default) takes every core.\n"
     "--quiet: no progress line on stderr (shown only when stderr is a terminal).\n"
     "Schemes: 'lowp schemes'.\n";
@@ -58,13 +64,14 @@ const char kQuantErrorHelp[] =
 const char kQuantizeHelp[] =
     "usage: lowp quantize IN --scheme S --out OUT.safetensors [--tensors PATTERN]\n"
     "                     [--dtype F32|F16|BF16|same] [--json | --csv] [--summary]\n"
-    "                     [--threads N] [--quiet]\n"
+    "                     [--imatrix FILE] [--threads N] [--quiet]\n"
     "\n"
     "Writes IN's tensors to OUT with every selected floating tensor quantized by\n"
     "S and dequantized (fake quantization), stored as --dtype (F32 by default,\n"
     "which holds every dequantized value exactly; F16/BF16/same round to\n"
     "nearest-even). Other tensors are copied unchanged. Prints the error of each\n"
-    "quantized tensor as quant-error does. OUT appears only when complete.\n";
+    "quantized tensor as quant-error does. OUT appears only when complete.\n"
+    "--imatrix: as quant-error's.\n";
 
 const char kRangeHelp[] =
     "usage: lowp range FILES... [--formats F[,F...]] [--fraction P]\n"
@@ -129,16 +136,23 @@ void PrintReports(const api::QuantErrorResult& r, Output output) {
     return;
   }
   std::vector<Row> rows = {kReportHeader};
+  const bool weighted = !r.imatrix.empty();
+  if (weighted) rows[0].push_back("w_rel_rmse");
   if (r.reference) rows[0].insert(rows[0].end(), {"reference", "rows"});
+  const auto row = [&](const QuantReport& q) {
+    Row out = ReportRow(q);
+    if (weighted) out.push_back(q.weighted ? Num(q.weighted_relative_rmse()) : "-");
+    return out;
+  };
   for (size_t i = 0; i < r.results.size(); ++i) {
-    rows.push_back(ReportRow(r.results[i]));
+    rows.push_back(row(r.results[i]));
     if (r.reference && i < r.matches.size()) {
       rows.back().push_back(r.matches[i].reference);
       rows.back().push_back(r.matches[i].rope_permuted ? "unpermuted" : "as stored");
     }
   }
   for (const QuantReport& q : r.aggregates) {
-    rows.push_back(ReportRow(q));
+    rows.push_back(row(q));
     if (r.reference) rows.back().insert(rows.back().end(), {"", ""});
   }
   PrintRows(rows, output);
@@ -209,7 +223,7 @@ int SchemesCommand(const std::vector<std::string>& argv) {
 
 int QuantErrorCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Args> args =
-      Args::Parse(argv, {"scheme", "reference", "tensors", "relative-floor", "threads"},
+      Args::Parse(argv, {"scheme", "reference", "tensors", "relative-floor", "threads", "imatrix"},
                   {"json", "csv", "histogram", "summary", "quiet"});
   if (!args.ok()) return Fail(args.status());
   if (args->positional().empty()) {
@@ -226,6 +240,7 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
   options.relative_floor = *floor;
   options.histogram = args->Has("histogram");
   options.summary = args->Has("summary");
+  options.imatrix = args->Value("imatrix").value_or("");
   if (std::optional<std::string> reference = args->Value("reference")) {
     if (args->Has("scheme")) {
       return Fail(absl::InvalidArgumentError(
@@ -252,8 +267,9 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
 }
 
 int QuantizeCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = Args::Parse(argv, {"scheme", "out", "tensors", "dtype", "threads"},
-                                          {"json", "csv", "summary", "quiet"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, {"scheme", "out", "tensors", "dtype", "threads", "imatrix"},
+                  {"json", "csv", "summary", "quiet"});
   if (!args.ok()) return Fail(args.status());
   if (args->positional().size() != 1) {
     return Fail(absl::InvalidArgumentError("quantize takes one input; see --help"));
@@ -277,6 +293,7 @@ int QuantizeCommand(const std::vector<std::string>& argv) {
   options.tensors = args->Value("tensors").value_or("");
   options.dtype = args->Value("dtype").value_or("F32");
   options.summary = args->Has("summary");
+  options.imatrix = args->Value("imatrix").value_or("");
   std::optional<Progress> line;
   options.progress = ProgressLine(line, args->Has("quiet"));
   absl::StatusOr<api::QuantErrorResult> result = api::Quantize(options);

@@ -243,6 +243,13 @@ Setter IntInto(T* field) {
     *field = static_cast<T>(Int(n, v));
   };
 }
+// A path (str or os.PathLike).
+Setter PathInto(std::string* field) {
+  return [field](const std::string& n, const py::object& v) {
+    if (!IsPath(v)) WrongType(n, "a path", v);
+    *field = PathText(v);
+  };
+}
 // A seed: a whole number >= 0.
 Setter SeedInto(uint64_t* field) {
   return [field](const std::string& n, const py::object& v) {
@@ -383,6 +390,7 @@ py::object PlanCall(const py::kwargs& kwargs) {
   s["eval"] = [&](const std::string& n, const py::object& v) { o.eval = Bool(n, v); };
   s["eval_model"] = [&](const std::string&, const py::object& v) { o.eval_model = ModelArg(v); };
   s["eval_sample"] = TextInto(&o.eval_sample);
+  s["eval_imatrix"] = PathInto(&o.eval_imatrix);
   s["eval_seed"] = SeedInto(&o.eval_seed);
   s["mix"] = [&](const std::string& n, const py::object& v) { o.mix = Bool(n, v); };
   s["mix_types"] = [&](const std::string& n, const py::object& v) { o.mix_types = Names(n, v); };
@@ -495,6 +503,7 @@ py::object QuantError(const py::object& data, const py::object& scheme, const py
   s["relative_floor"] = [&](const std::string& n, const py::object& v) {
     o.relative_floor = Real(n, v);
   };
+  s["imatrix"] = PathInto(&o.imatrix);
   s["threads"] = IntInto(&o.threads);
   s["quiet"] = [](const std::string& n, const py::object& v) { (void)Bool(n, v); };
   Keywords("quant_error", kwargs).Apply(s);
@@ -661,6 +670,7 @@ py::object EvalCall(const py::kwargs& kwargs) {
     o.batch_tokens = Int(n, v);
     if (o.batch_tokens < 0) throw py::value_error("batch_tokens: want a number >= 0");
   };
+  s["imatrix"] = PathInto(&o.imatrix);
   s["threads"] = IntInto(&o.threads);
   Keywords("eval", kwargs).Apply(s);
   return Run<api::EvalResult>([&] { return api::Eval(o); });
@@ -689,9 +699,47 @@ py::object MixCall(const py::kwargs& kwargs) {
   s["random_seed"] = SeedInto(&o.seed);
   TokenSetters(s, o.verify, "");
   TokenSetters(s, o.tune, "tune_");
+  s["imatrix"] = PathInto(&o.imatrix);
   s["threads"] = IntInto(&o.threads);
   Keywords("mix", kwargs).Apply(s);
   return Run<api::MixResult>([&] { return api::Mix(o); });
+}
+
+// lowp imatrix --json as a dict, with "importance": each entry's in_sum2 /
+// count as a float32 array [matrices, columns] (what the quantizers get).
+py::object ImatrixCall(const py::kwargs& kwargs) {
+  api::ImatrixOptions o;
+  Setters s;
+  s["model"] = [&](const std::string&, const py::object& v) { o.input.model = ModelArg(v); };
+  s["tensors"] = [&](const std::string& n, const py::object& v) { o.input.tensors = Paths(n, v); };
+  TokenSetters(s, o.input, "");
+  s["process_output"] = [&](const std::string& n, const py::object& v) {
+    o.process_output = Bool(n, v);
+  };
+  s["out"] = PathInto(&o.out);
+  s["format"] = TextInto(&o.format);
+  s["batch_tokens"] = [&](const std::string& n, const py::object& v) {
+    o.input.batch_tokens = Int(n, v);
+    if (o.input.batch_tokens < 0) throw py::value_error("batch_tokens: want a number >= 0");
+  };
+  s["threads"] = IntInto(&o.input.threads);
+  Keywords("imatrix", kwargs).Apply(s);
+  absl::StatusOr<api::ImatrixResult> result;
+  {
+    py::gil_scoped_release release;
+    result = api::MakeImatrix(o);
+  }
+  const api::ImatrixResult& r = Value(std::move(result));
+  py::dict out = ToPython(api::ToJson(r));
+  py::dict importance;
+  for (const auto& [name, e] : r.imatrix.entries()) {
+    const std::vector<float> w = e.Values();
+    py::array_t<float> a({static_cast<py::ssize_t>(e.matrices), static_cast<py::ssize_t>(e.columns)});
+    std::copy(w.begin(), w.end(), a.mutable_data());
+    importance[py::str(e.name)] = a;
+  }
+  out["importance"] = importance;
+  return out;
 }
 
 py::object TokenizeCall(const py::kwargs& kwargs) {
@@ -858,10 +906,19 @@ py::array RoundValues(const py::object& input, const std::string& to,
 
 // An array quantized by `scheme` and dequantized (what `lowp quantize`
 // writes), as float32 of the same shape; rows are the last axis.
-py::array Quantize(const py::object& data, const std::string& scheme, const py::object& threads) {
+py::array Quantize(const py::object& data, const std::string& scheme, const py::object& threads,
+                   const py::object& imatrix) {
   const int n_threads = Threads(threads);
   std::vector<py::array> keep;
   const TensorView view = ArrayView("array", data, keep);
+  // One importance per column (ggml_quantize_chunk's imatrix), float32.
+  std::vector<float> importance;
+  if (!imatrix.is_none()) {
+    const py::array w = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(imatrix);
+    if (!w || w.ndim() != 1) throw py::value_error("imatrix: want a 1-D array of one weight per column");
+    importance.assign(static_cast<const float*>(w.data()),
+                      static_cast<const float*>(w.data()) + w.size());
+  }
   py::array_t<float> out(std::vector<py::ssize_t>(view.shape.begin(), view.shape.end()));
   absl::Status status;
   {
@@ -869,7 +926,7 @@ py::array Quantize(const py::object& data, const std::string& scheme, const py::
     status = api::QuantizeArray(
         view, scheme,
         std::span<float>(static_cast<float*>(out.mutable_data()), static_cast<size_t>(out.size())),
-        n_threads);
+        n_threads, importance);
   }
   Check(status);
   return out;
@@ -953,8 +1010,14 @@ PYBIND11_MODULE(_lowp, m) {
         "`lowp range --json` on a checkpoint path, an array or a dict of arrays (formats=[...], "
         "fraction=0.999, tensors=..., threads=0).");
   m.def("quantize", &Quantize, py::arg("array"), py::arg("scheme"), py::kw_only(),
-        py::arg("threads") = py::none(),
-        "The array quantized by `scheme` and dequantized, as float32.");
+        py::arg("threads") = py::none(), py::arg("imatrix") = py::none(),
+        "The array quantized by `scheme` and dequantized, as float32; imatrix: one importance "
+        "per column (the last axis), as ggml_quantize_chunk's imatrix argument, for the "
+        "llama.cpp types (iq2_xxs, iq2_xs and iq1_s need it).");
+  m.def("imatrix", &ImatrixCall,
+        "`lowp imatrix --json` as a dict plus 'importance' (name -> float32 [matrices, columns]): "
+        "model=..., the tokens as eval takes them (text_file=..., ctx=512, chunks=N, "
+        "sample='16:128', ...), process_output=True, out=PATH (format='gguf'|'dat').");
   m.def("size", &Size,
         "`lowp size --json`: model=..., mode=..., the memory model's options by field name "
         "(weights='int4-g128', seq=8192, tp=2, zero=3, device='h100-sxm', ...), "

@@ -1,0 +1,97 @@
+#include "api/imatrix.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "api/json.h"
+#include "api/quant.h"
+#include "formats/option_error.h"
+#include "eval/imatrix.h"
+#include "model/checkpoint.h"
+
+namespace lowp::api {
+
+absl::StatusOr<ImatrixResult> MakeImatrix(const ImatrixOptions& o) {
+  const EvalOptions& in = o.input;
+  if (absl::Status s = CheckThreads(in.threads); !s.ok()) return s;
+  if (in.batch_tokens < 0) {
+    return OptionError("batch_tokens", absl::StrCat(in.batch_tokens, " is negative"));
+  }
+  ImatrixResult result;
+  result.format = o.format;
+  if (result.format.empty()) result.format = absl::EndsWith(o.out, ".dat") ? "dat" : "gguf";
+  if (result.format != "gguf" && result.format != "dat") {
+    return OptionError("format", absl::StrCat("'", o.format, "': want gguf or dat"));
+  }
+  absl::StatusOr<std::string> path = ModelPath(in.model);
+  if (!path.ok()) return path.status();
+  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(*path, in.tensors);
+  if (!model.ok()) return model.status();
+  result.model = *path;
+  EvalResult described;
+  EvalRun run;
+  absl::StatusOr<TokenArray> tokens = EvalTokens(in, *model, *path, described, run);
+  if (!tokens.ok()) return tokens.status();
+  result.tokens = described.tokens;
+  result.text_tokens = described.text_tokens;
+  ImatrixRunOptions ro;
+  ro.process_output = o.process_output;
+  ro.threads = in.threads;
+  ro.batch_tokens = in.batch_tokens;
+  ro.scored_from = run.scored_from;
+  ro.progress = in.progress;
+  absl::StatusOr<ImatrixRun> made =
+      ComputeImatrix(*model, tokens->ids, tokens->length, {described.tokens}, ro);
+  if (!made.ok()) return made.status();
+  result.chunk_size = tokens->length;
+  result.chunks = tokens->length > 0 ? static_cast<int64_t>(tokens->ids.size()) / tokens->length : 0;
+  result.perplexity = made->perplexity;
+  result.imatrix = std::move(made->imatrix);
+  if (!o.out.empty()) {
+    absl::Status s = result.format == "dat" ? WriteImatrixDat(result.imatrix, o.out)
+                                            : WriteImatrixGguf(result.imatrix, o.out);
+    if (!s.ok()) return s;
+    result.out = o.out;
+  }
+  return result;
+}
+
+nlohmann::json ToJson(const ImatrixResult& r) {
+  nlohmann::ordered_json j;
+  j["model"] = r.model;
+  j["tokens"] = r.tokens;
+  if (r.text_tokens > 0) j["text_tokens"] = r.text_tokens;
+  j["chunks"] = r.chunks;
+  j["chunk_size"] = r.chunk_size;
+  j["perplexity"] = JsonNumber(r.perplexity);
+  if (!r.out.empty()) {
+    j["out"] = r.out;
+    j["format"] = r.format;
+  }
+  j["entries"] = nlohmann::ordered_json::array();
+  for (const auto& [name, e] : r.imatrix.entries()) {
+    const std::vector<float> w = e.Values();
+    double sum = 0;
+    float lo = std::numeric_limits<float>::infinity(), hi = 0;
+    for (float v : w) {
+      sum += v;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    nlohmann::ordered_json x;
+    x["name"] = e.name;
+    x["columns"] = e.columns;
+    x["matrices"] = e.matrices;
+    x["counts"] = e.counts;
+    x["importance_mean"] = w.empty() ? 0.0 : sum / static_cast<double>(w.size());
+    x["importance_min"] = w.empty() ? 0.0f : lo;
+    x["importance_max"] = hi;
+    j["entries"].push_back(std::move(x));
+  }
+  return j;
+}
+
+}  // namespace lowp::api

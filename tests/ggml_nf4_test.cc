@@ -77,8 +77,9 @@ TEST(GgmlNf4Names, FamiliesStateTheRules) {
       EXPECT_THAT(family.rule, HasSubstr("create_dynamic_map"));
     }
   }
-  // q8_0 q4_0 q4_1 q5_0, then q5_1 q2_K..q6_K iq4_nl iq4_xs ggml-mxfp4 ggml-nvfp4.
-  EXPECT_EQ(ggml, 14);
+  // q8_0 q4_0 q4_1 q5_0, then q5_1 q2_K..q6_K iq4_nl iq4_xs, the grid i-quants iq2_xxs iq2_xs
+  // iq2_s iq3_xxs iq3_s iq1_s iq1_m, ggml-mxfp4 ggml-nvfp4.
+  EXPECT_EQ(ggml, 21);
   EXPECT_EQ(nf4, 1);
   EXPECT_EQ(mixes, 1);
 }

@@ -17,6 +17,8 @@ options' fields, typed (`compare_formats=True`, `relative_floor=1e-4`,
     lowp.eval(text_file="wiki.txt", model="Llama-3.2-1B/", weights=["q4_0"])  # llama.cpp protocol
     lowp.tokenize(text="Once upon a time")["ids"]                # the model's tokenizer
     lowp.mix(bits_per_weight=4.5)["rules"]                         # per-tensor types in a budget
+    lowp.imatrix(text_file="calib.txt", out="imatrix.gguf")        # llama.cpp's importance matrix
+    lowp.quantize(w, "iq2_xxs", imatrix=importance)                # ggml's weighted quantizers
 """
 
 from ._lowp import (  # noqa: F401
@@ -28,6 +30,7 @@ from ._lowp import (  # noqa: F401
     eval,
     formats,
     forward,
+    imatrix,
     mix,
     plan,
     quant_error,

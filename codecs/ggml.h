@@ -1,14 +1,15 @@
 // llama.cpp's tensor types (ggml_type): what each stores per block, and the
 // codecs that write and read those bytes exactly as ggml does.
 //
-// Encode is ggml's reference quantizer without an importance matrix, the one
-// ggml_quantize_chunk runs (quantize_row_*_ref; quantize_iq4_nl and
-// quantize_iq4_xs for the i-quants): every float32 operation in ggml's order,
-// so the bytes equal ggml's own when ggml is built without floating-point
-// contraction (its q2_K, q4_K and q5_K bytes differ when a compiler fuses a
-// multiply and an add). Decode is ggml's to_float (dequantize_row_*).
-// Checked against ggml on 2M elements per type (tests/data/ggml holds
-// vectors ggml made).
+// Encode is the quantizer ggml_quantize_chunk runs: without an importance
+// matrix the reference (quantize_row_*_ref; quantize_iq4_nl/iq4_xs), with
+// one the *_impl searches; the grid i-quants (iq1_s..iq3_s) with their
+// codebooks and neighbour tables built as ggml builds them. Every float32
+// operation is in ggml's order, so the bytes equal ggml's own when ggml is
+// built without floating-point contraction (its q2_K, q4_K and q5_K bytes
+// differ when a compiler fuses a multiply and an add). Decode is ggml's
+// to_float (dequantize_row_*). Checked against ggml on 2M elements per type
+// with and without importance (tests/data/ggml holds vectors ggml made).
 #ifndef LOWP_CODECS_GGML_H_
 #define LOWP_CODECS_GGML_H_
 
@@ -91,7 +92,9 @@ inline int64_t RowBytes(const TypeInfo& info, int64_t elements) {
 // (exactly RowBytes bytes). Inputs must be finite: ggml's quantizers give
 // undefined bytes for NaN and Inf (the schemes substitute zeros). Adds to
 // `clipped`, when not null, the elements whose final code ggml clamped to
-// the end of its range.
+// the end of its range (the grid types: iq3_* count elements beyond their
+// group's largest decoded value, iq1_*/iq2_* none, as every group takes a
+// whole grid point).
 //
 // `importance`, when not empty, holds one weight per element of `in` (for a
 // row, the imatrix entry of each column: what ggml_quantize_chunk's

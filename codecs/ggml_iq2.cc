@@ -22,6 +22,7 @@
 
 #include "codecs/ggml_blocks.h"
 #include "codecs/ggml_iq2_grids.h"
+#include "codecs/ggml_kquants_search.h"
 #include "codecs/ggml_ops.h"
 
 namespace lowp::ggml::internal {
@@ -117,76 +118,6 @@ uint8_t AllSigns(const float* xb, float* xval) {
   return s;
 }
 
-// make_qp_quants: the weighted least-squares scale of x on levels 0..nmax,
-// searched over 9 candidate steps then refined element by element. L is
-// uint8_t as in ggml: a negative level (x may hold one negative element)
-// wraps to 255 there, while the running sums use the unwrapped value.
-float MakeQpQuants(int n, int nmax, const float* x, uint8_t* L, const float* qw) {
-  float max = 0;
-  for (int i = 0; i < n; ++i) max = Max(max, x[i]);
-  if (max < kGroupMaxEps) {
-    std::memset(L, 0, static_cast<size_t>(n));
-    return 0.f;
-  }
-  float iscale = nmax / max;
-  for (int i = 0; i < n; ++i) L[i] = static_cast<uint8_t>(NearestInt(iscale * x[i]));
-  const float scale = 1 / iscale;
-  float best_mse = 0;
-  for (int i = 0; i < n; ++i) {
-    const float diff = x[i] - scale * L[i];
-    best_mse += qw[i] * diff * diff;
-  }
-  for (int is = -4; is <= 4; ++is) {
-    if (is == 0) continue;
-    const float iscale_is = (0.1f * is + nmax) / max;
-    const float scale_is = 1 / iscale_is;
-    float mse = 0;
-    for (int i = 0; i < n; ++i) {
-      int l = NearestInt(iscale_is * x[i]);
-      l = l < nmax ? l : nmax;
-      const float diff = x[i] - scale_is * l;
-      mse += qw[i] * diff * diff;
-    }
-    if (mse < best_mse) {
-      best_mse = mse;
-      iscale = iscale_is;
-    }
-  }
-  float sumlx = 0, suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    int l = NearestInt(iscale * x[i]);
-    l = l < nmax ? l : nmax;
-    L[i] = static_cast<uint8_t>(l);
-    const float w = qw[i];
-    sumlx += w * x[i] * l;
-    suml2 += w * l * l;
-  }
-  for (int itry = 0; itry < 5; ++itry) {
-    int n_changed = 0;
-    for (int i = 0; i < n; ++i) {
-      const float w = qw[i];
-      float slx = sumlx - w * x[i] * L[i];
-      float sl2 = suml2 - w * L[i] * L[i];
-      if (slx > 0 && sl2 > 0) {
-        int new_l = NearestInt(x[i] * sl2 / slx);
-        new_l = new_l < nmax ? new_l : nmax;
-        if (new_l != L[i]) {
-          slx += w * x[i] * new_l;
-          sl2 += w * new_l * new_l;
-          if (slx * slx * suml2 > sumlx * sumlx * sl2) {
-            L[i] = static_cast<uint8_t>(new_l);
-            sumlx = slx;
-            suml2 = sl2;
-            ++n_changed;
-          }
-        }
-      }
-    }
-    if (!n_changed) break;
-  }
-  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
-}
-
 // iq2_find_best_neighbour: among the key's neighbours, the first point of
 // least sum waux (scale q - x)^2; its levels into L.
 void BestNeighbour(const GridSearch& grid, uint16_t key, const float* xval, const float* waux,
@@ -247,7 +178,7 @@ bool Iq2XxsGroup(const GridSearch& grid, const float* xval, const float* weight,
   for (int i = 1; i < 32; ++i) max = Max(max, xval[i]);
   if (max < kGroupMaxEps) return false;
   uint8_t qp_levels[32];  // make_qp_quants' levels (0..4, or 255 for a negative x): unused
-  scale = MakeQpQuants(32, kMaxQ + 1, xval, qp_levels, weight);
+  scale = MakeQpQuants(32, kMaxQ + 1, xval, weight, qp_levels);  // ggml_kquants_search.h
   const float eff_max = scale * kMaxQ;
   if (eff_max <= 0) return false;
   std::memset(L, 0, 32);  // ggml leaves make_qp_quants' levels here; both paths below replace them

@@ -485,7 +485,9 @@ TEST(GgmlGridQuants, ImportanceIsRequiredWhereGgmlRequiresIt) {
     std::vector<uint8_t> b(static_cast<size_t>(ggml::RowBytes(info, 512)));
     const absl::Status s = ggml::Encode(t, x, b);
     EXPECT_EQ(s.ok(), !info.needs_importance) << info.name << s;
-    if (!s.ok()) EXPECT_THAT(s.message(), HasSubstr("needs an importance matrix"));
+    if (!s.ok()) {
+      EXPECT_THAT(s.message(), HasSubstr("needs an importance matrix"));
+    }
     // Decoding what was encoded comes near the input: the relative error of
     // a 1-2 bit code on Gaussian data.
     std::vector<float> importance(512, 1.0f), y(512);

@@ -44,10 +44,15 @@
 //     imatrix.datasets, imatrix.chunk_count and imatrix.chunk_size ("missing
 //     imatrix metadata") and at least one tensor; an in_sum2 without counts
 //     or counts without in_sum2 is "mismatched sums and counts"; in_sum and
-//     other tensors are ignored. general.type is not checked there.
+//     other tensors are ignored. general.type is not checked there, nor the
+//     tensors' type, nor that counts has ne[1] elements (it is read past).
+//     Newer llama.cpp (common/imatrix-loader.cpp, common_imatrix_load)
+//     checks F32 and rounds each count to an integer (std::lround) before
+//     dividing: for the whole-number counts llama-imatrix writes, and lowp
+//     requires, both give the same values.
 //   Legacy: value[i] = stored[i] / float(ncall) when ncall > 0, else the
-//     stored values as they are. A file that does not begin as GGUF
-//     (gguf_init_from_file fails) is read as legacy. After the entries, if
+//     stored values as they are. Any file gguf_init_from_file cannot read
+//     (not GGUF, or a damaged GGUF) is read as legacy. After the entries, if
 //     the file has more bytes: i32 chunk count, i32 length, dataset name.
 //   Then --exclude-weights S... drops every entry whose name contains any S
 //   (substring match), --include-weights S... keeps only those containing

@@ -148,5 +148,19 @@ TEST(ImatrixRun, FileDrivesQuantErrorAndIsNeededByTheLowestTypes) {
   std::filesystem::remove_all(dir);
 }
 
+// lowp mix: a type that needs an importance matrix is refused without one,
+// naming the option, before any sweep.
+TEST(ImatrixRun, MixRefusesTypesThatNeedAnImatrixWithoutOne) {
+  api::MixOptions m;
+  m.model = std::string(LOWP_TEST_DATA_DIR) + "/stories3M-hf";
+  m.bits_per_weight = 4;
+  m.types = {"iq2_xxs", "q8_0"};
+  m.baselines = {"none"};
+  absl::StatusOr<api::MixResult> r = api::Mix(m);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("types"));
+  EXPECT_THAT(r.status().message(), HasSubstr("importance matrix"));
+}
+
 }  // namespace
 }  // namespace lowp

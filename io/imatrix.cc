@@ -593,9 +593,12 @@ absl::Status WriteImatrixDat(const Imatrix& imatrix, const std::string& path) {
         count = 1.0f;
       }
       s.values[k] = (value / count) * static_cast<float>(s.ncall);
-      if (!std::isfinite(s.values[k])) {
+      // Readers rebuild llama-imatrix's sums as value x 512 (ReadImatrix,
+      // load_imatrix_legacy): a value they cannot rebuild is not written.
+      if (!std::isfinite(s.values[k] * static_cast<float>(kLegacyChunkSize))) {
         return absl::InvalidArgumentError(absl::StrCat(
-            where, "sum2[", k, "] / count x ncall ", s.ncall, " is not finite in float"));
+            where, "sum2[", k, "] / count x ncall ", s.ncall, " x ", kLegacyChunkSize,
+            " is not finite in float: the legacy format cannot hold it"));
       }
     }
     stored.push_back(std::move(s));

@@ -31,7 +31,6 @@ constexpr float kUp[3] = {-1 + kIq1Delta, kIq1Delta, 1 + kIq1Delta};
 constexpr float kDown[3] = {-1 - kIq1Delta, -kIq1Delta, 1 - kIq1Delta};
 
 // ggml's MAX macro, argument order kept.
-float Max(float a, float b) { return a > b ? a : b; }
 
 float SumSquares(const float* x) {
   float sumx2 = 0;

@@ -35,7 +35,6 @@ constexpr int kMaxQ = 3;
 constexpr float kOdd[3] = {1, 3, 5};  // q of each level
 
 // ggml's MAX macro, argument order kept (it decides which zero survives).
-float Max(float a, float b) { return a > b ? a : b; }
 
 // nearest_int(0.5 (x / scale - 1)) clamped to a level: the level whose
 // q = 2 l + 1 is nearest to x / scale.

@@ -31,12 +31,6 @@ inline constexpr uint8_t kIq2LevelValues[3] = {8, 25, 43};
 inline constexpr int8_t kIq1LevelValues[3] = {-1, 0, 1};
 inline constexpr float kIq1Delta = 0.125f;  // IQ1S_DELTA == IQ1M_DELTA
 
-// ksigns_iq2xs: iq2_xxs and iq2_xs store 7 sign bits per 8 elements; the
-// eighth (bit 7) makes the number of negative elements even.
-inline uint8_t EvenSigns(uint32_t seven) {
-  seven &= 127;
-  return static_cast<uint8_t>(seven | (std::popcount(seven) & 1u) << 7);
-}
 
 // kmask_iq2xs[j]: element j's sign bit.
 inline bool SignBit(uint8_t signs, int j) { return (signs >> j) & 1; }

@@ -42,14 +42,6 @@ constexpr int kGroupPoints = kGroup / 4;       // grid points per group
 constexpr int kTopLevel = kIq3Levels - 1;      // 7, value 2 * 7 + 1 = 15
 constexpr float kXxsGroupMaxEps = 1e-8f;       // GROUP_MAX_EPS_IQ3_XXS
 
-// ggml's MAX: `a > b ? a : b`, b when either is NaN.
-float Max(float a, float b) { return a > b ? a : b; }
-
-// ksigns_iq2xs[i]: 7 sign bits with an eighth that makes their parity even.
-uint8_t SignsOf7(uint32_t bits7) {
-  return static_cast<uint8_t>(bits7 | (std::popcount(bits7) & 1u) << 7);
-}
-
 // How the two encoders differ.
 struct Variant {
   const Iq3Lattice& lattice;
@@ -387,7 +379,7 @@ void DecodeIq3Xxs(const uint8_t* in, float* y) {
     std::memcpy(&aux32, b.signs_and_scales + 4 * ib, sizeof(aux32));
     const float db = d * (0.5f + (aux32 >> 28)) * 0.5f;
     for (int m = 0; m < 4; ++m) {
-      const uint8_t signs = SignsOf7((aux32 >> 7 * m) & 127);
+      const uint8_t signs = EvenSigns((aux32 >> 7 * m) & 127);
       const Iq3DecodeGrid& grid1 = kIq3XxsGrid[qs[2 * m]];
       const Iq3DecodeGrid& grid2 = kIq3XxsGrid[qs[2 * m + 1]];
       for (int j = 0; j < 4; ++j) {

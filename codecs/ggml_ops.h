@@ -44,6 +44,16 @@ inline float SignedMax(const float* x, int n, float* amax_out = nullptr) {
   return max;
 }
 
+// ggml's MAX: `a > b ? a : b`, b when either is NaN.
+inline float Max(float a, float b) { return a > b ? a : b; }
+
+// ksigns_iq2xs: the grid i-quants store 7 sign bits per 8 elements; the
+// eighth (bit 7) makes the number of negative elements even.
+inline uint8_t EvenSigns(uint32_t seven) {
+  seven &= 127;
+  return static_cast<uint8_t>(seven | (std::popcount(seven) & 1u) << 7);
+}
+
 template <typename Block>
 Block LoadBlock(const uint8_t* bytes) {
   Block block;

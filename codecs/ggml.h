@@ -110,6 +110,11 @@ inline int64_t RowBytes(const TypeInfo& info, int64_t elements) {
 absl::Status Encode(Type type, std::span<const float> in, std::span<uint8_t> out,
                     uint64_t* clipped = nullptr, std::span<const float> importance = {});
 
+// Encode's checks alone, for `elements` inputs, `bytes` of output and
+// `weights` importance weights (0 for none): what a faster encoder of the
+// same bytes (kernels/ggml_encode.h) refuses.
+absl::Status CheckEncode(Type type, size_t elements, size_t bytes, size_t weights);
+
 // Decodes whole blocks: out.size() elements (a multiple of the block) from
 // in.size() == RowBytes bytes. Any bytes decode (a NaN or Inf scale gives
 // NaN or Inf). InvalidArgument for a type lowp cannot decode or sizes that

@@ -126,24 +126,33 @@ const TypeInfo& Info(Type type) { return *FindType(static_cast<uint32_t>(type));
 
 std::span<const TypeInfo> AllTypes() { return kTypes; }
 
-absl::Status Encode(Type type, std::span<const float> in, std::span<uint8_t> out,
-                    uint64_t* clipped, std::span<const float> importance) {
+absl::Status CheckEncode(Type type, size_t elements, size_t bytes, size_t weights) {
   const TypeInfo& info = Info(type);
   const Codec* codec = FindCodec(type);
   if (codec == nullptr || codec->encode == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("ggml type ", info.name, ": lowp cannot encode it"));
   }
-  if (absl::Status s = CheckSizes(info, in.size(), out.size()); !s.ok()) return s;
-  if (!importance.empty() && importance.size() != in.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("ggml type ", info.name, ": ", importance.size(),
-                                                   " importance weights for ", in.size(),
+  if (absl::Status s = CheckSizes(info, elements, bytes); !s.ok()) return s;
+  if (weights != 0 && weights != elements) {
+    return absl::InvalidArgumentError(absl::StrCat("ggml type ", info.name, ": ", weights,
+                                                   " importance weights for ", elements,
                                                    " elements"));
   }
-  if (importance.empty() && info.needs_importance) {
+  if (weights == 0 && info.needs_importance) {
     return absl::InvalidArgumentError(absl::StrCat(
         "ggml type ", info.name, " needs an importance matrix (ggml's quantizer requires one)"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Encode(Type type, std::span<const float> in, std::span<uint8_t> out,
+                    uint64_t* clipped, std::span<const float> importance) {
+  if (absl::Status s = CheckEncode(type, in.size(), out.size(), importance.size()); !s.ok()) {
+    return s;
+  }
+  const TypeInfo& info = Info(type);
+  const Codec* codec = FindCodec(type);
   uint64_t count = 0;
   const size_t block = static_cast<size_t>(info.block), bytes = static_cast<size_t>(info.bytes);
   // With importance, q4_0..q5_1 weigh by the whole row's mean square.

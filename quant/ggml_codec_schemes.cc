@@ -29,6 +29,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "codecs/ggml.h"
+#include "kernels/ggml_encode.h"
 #include "quant/scheme_families.h"
 
 namespace lowp::internal {
@@ -197,7 +198,7 @@ void ApplyGgmlRows(ggml::Type type, std::span<const float> in, int64_t cols,
     }
     // Sizes fit by construction; a type needing importance is refused
     // before Apply (NeedsImportance).
-    (void)ggml::Encode(type, row, bytes, &counts.clipped, weights);
+    (void)kernels::EncodeGgml(type, row, bytes, &counts.clipped, weights);
     (void)ggml::Decode(type, bytes, decoded);
     float* y = out.data() + r * cols;
     for (int64_t c = 0; c < cols; ++c) y[c] = std::isfinite(x[c]) ? decoded[c] : x[c];

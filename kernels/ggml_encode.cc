@@ -1,0 +1,53 @@
+// The table from a ggml type to its SIMD encoder; types without one run
+// codecs' scalar Encode.
+#include "kernels/ggml_encode.h"
+
+#include <cstdint>
+#include <span>
+
+#include "codecs/ggml.h"
+
+namespace lowp::kernels {
+namespace {
+
+// Encodes in.size() / block whole blocks of `type` (sizes already checked);
+// importance is empty or in.size() weights. Adds clamped codes to *clipped.
+using FastEncoder = void (*)(ggml::Type type, std::span<const float> in, std::span<uint8_t> out,
+                             uint64_t& clipped, std::span<const float> importance);
+
+struct FastCodec {
+  ggml::Type type;
+  FastEncoder encode;
+};
+
+// One entry per type with a SIMD encoder.
+constexpr FastCodec kFast[] = {
+    {ggml::Type::kF32, nullptr},  // placeholder: no SIMD encoder yet
+};
+
+FastEncoder FindFast(ggml::Type type) {
+  for (const FastCodec& c : kFast) {
+    if (c.type == type) return c.encode;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool HasFastGgmlEncoder(ggml::Type type) { return FindFast(type) != nullptr; }
+
+absl::Status EncodeGgml(ggml::Type type, std::span<const float> in, std::span<uint8_t> out,
+                        uint64_t* clipped, std::span<const float> importance) {
+  const FastEncoder fast = FindFast(type);
+  if (fast == nullptr) return ggml::Encode(type, in, out, clipped, importance);
+  // Encode's checks, on an empty input of the same shape (no work done).
+  if (absl::Status s = ggml::CheckEncode(type, in.size(), out.size(), importance.size()); !s.ok()) {
+    return s;
+  }
+  uint64_t count = 0;
+  fast(type, in, out, count, importance);
+  if (clipped != nullptr) *clipped += count;
+  return absl::OkStatus();
+}
+
+}  // namespace lowp::kernels

@@ -218,6 +218,8 @@ std::vector<std::string> Names(const std::string& name, const py::handle& v) {
   } else {
     WrongType(name, "a str or a list of str", v);
   }
+  // As the CLI's --NAME with nothing after it: an empty list is no choice.
+  if (names.empty()) throw py::value_error(absl::StrCat(name, ": an empty list names nothing"));
   for (const std::string& n : names) {
     if (n.empty()) throw py::value_error(absl::StrCat(name, ": empty name in the list"));
   }
@@ -943,12 +945,22 @@ py::dict ReadTensors(const py::object& path, const std::string& tensors) {
     try {
       a = py::array_t<float>(std::vector<py::ssize_t>(t.shape.begin(), t.shape.end()));
     } catch (py::error_already_set& e) {
+      // NumPy refuses a shape whose nonzero dimensions multiply past its
+      // limit even when another is 0: an empty tensor it cannot represent.
       const std::string numpy = e.what();
-      PyErr_SetString(PyExc_MemoryError,
-                      absl::StrCat(t.file, ": tensor \"", t.name, "\" of shape [",
-                                   absl::StrJoin(t.shape, ", "), "]: cannot allocate its ",
-                                   t.elements(), " float32 values (", numpy, ")")
-                          .c_str());
+      const std::string what = absl::StrCat(t.file, ": tensor \"", t.name, "\" of shape [",
+                                            absl::StrJoin(t.shape, ", "), "]: ");
+      if (t.elements() == 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        absl::StrCat(what, "has no elements, but NumPy cannot represent the shape (",
+                                     numpy, ")")
+                            .c_str());
+      } else {
+        PyErr_SetString(PyExc_MemoryError, absl::StrCat(what, "cannot allocate its ",
+                                                        t.elements(), " float32 values (", numpy,
+                                                        ")")
+                                               .c_str());
+      }
       throw py::error_already_set();
     }
     absl::Status status;

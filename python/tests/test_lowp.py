@@ -249,6 +249,21 @@ def test_read_tensors_reads_the_checkpoints():
         np.testing.assert_array_equal(lowp.fake_quant(a, "bf16"), bf16[name])
 
 
+def test_read_tensors_empty_tensors_of_any_shape(tmp_path):
+    # Zero elements: an empty array of the file's shape, or, where NumPy cannot
+    # represent the shape (its nonzero dimensions multiply past its limit), a
+    # ValueError naming the tensor; never MemoryError.
+    def write(shape):
+        header = json.dumps({"t": {"dtype": "F32", "shape": shape, "data_offsets": [0, 0]}}).encode()
+        path = tmp_path / f"z{len(shape)}.safetensors"
+        path.write_bytes(len(header).to_bytes(8, "little") + header)
+        return str(path)
+
+    assert lowp.read_tensors(write([0, 1 << 40]))["t"].shape == (0, 1 << 40)
+    with pytest.raises(ValueError, match='tensor "t" of shape .*has no elements'):
+        lowp.read_tensors(write([0, 1 << 62, 1 << 62]))
+
+
 def test_size_and_plan_are_the_commands_json():
     assert lowp.size(model="llama-3.1-70b", mode="inference", weights="int4-g128", seq=8192) == cli_json(
         "size", "--model", "llama-3.1-70b", "--mode", "inference", "--weights", "int4-g128", "--seq", "8192")
@@ -279,6 +294,10 @@ def test_plan_html(tmp_path):
     (lambda: lowp.size(model="llama-3.1-8b"), ValueError, "mode is required"),
     (lambda: lowp.size(model="llama-3.1-8b", mode="inference", tp=3), ValueError, "tp: 3 does not divide"),
     (lambda: lowp.plan(model="llama-3.1-8b", mode="inference", formats=["nosuch"]), ValueError, "formats nosuch: "),
+    (lambda: lowp.plan(model="llama-3.1-8b", mode="inference", formats=[]), ValueError,
+     "formats: an empty list"),
+    (lambda: lowp.plan(model="llama-3.1-8b", mode="inference", device=()), ValueError, "device: an empty list"),
+    (lambda: lowp.quant_error(np.zeros(8, np.float32), []), ValueError, "scheme: an empty list"),
     (lambda: lowp.quant_error("/nonexistent/w.safetensors", "nf4"), OSError, "/nonexistent/w.safetensors"),
     (lambda: lowp.quant_error(np.zeros(8, np.float32), "nosuch"), ValueError, "nosuch"),
     (lambda: lowp.convert(np.float64([1.0]), "bf16"), ValueError, "float64"),

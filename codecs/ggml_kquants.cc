@@ -31,6 +31,17 @@ void ScaleMinK4(int j, const uint8_t* q, uint8_t& d, uint8_t& m) {
   }
 }
 
+// A requantization's shape, its scales zero.
+KRequant RequantOf(int group, int groups, int lo, int hi, bool with_min) {
+  KRequant r = {};
+  r.group = group;
+  r.groups = groups;
+  r.lo = lo;
+  r.hi = hi;
+  r.with_min = with_min;
+  return r;
+}
+
 // Packs codes 0..3 four to a byte, as q2_K and q3_K store them.
 void Pack2Bits(const uint8_t* L, uint8_t* qs) {
   for (int j = 0; j < kSuperBlock; j += 128) {
@@ -93,19 +104,13 @@ void Q2KFitScales(const KGroupFits& f, BlockQ2_K& b) {
   for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<uint8_t>(Ls[j] | (Lm[j] << 4));
 }
 
-// Each group's codes again against its stored scale and minimum (a group
-// whose scale is 0 keeps the search's codes), packed.
-void Q2KCodes(const float* x, BlockQ2_K& b, uint8_t* L, uint64_t& clipped) {
+// The codes' scales as stored: group j's d and dm.
+void Q2KRequant(const BlockQ2_K& b, KRequant& r) {
+  r = RequantOf(16, 16, 0, 3, true);
   for (int j = 0; j < 16; ++j) {
-    const float d = Half(b.d) * (b.scales[j] & 0xF);
-    if (!d) continue;
-    const float dm = Half(b.dmin) * (b.scales[j] >> 4);
-    for (int ii = 0; ii < 16; ++ii) {
-      const int l = NearestInt((x[16 * j + ii] + dm) / d);
-      L[16 * j + ii] = static_cast<uint8_t>(Clamp(l, 0, 3, clipped));
-    }
+    r.d[j] = Half(b.d) * (b.scales[j] & 0xF);
+    r.dm[j] = Half(b.dmin) * (b.scales[j] >> 4);
   }
-  Pack2Bits(L, b.qs);
 }
 
 // Group j's 6-bit scale code l (0..63) in q3_K's 12 bytes (zeroed first).
@@ -155,35 +160,32 @@ void Q3KFitScales(const KGroupFits& f, BlockQ3_K& b) {
   b.d = ToHalf(d_block);
 }
 
-// Each group's codes again against its stored scale (a group whose scale is
-// 0 keeps the search's codes), bit 2 into hmask, the rest packed.
-void Q3KCodes(const float* x, BlockQ3_K& b, int8_t* L, uint64_t& clipped) {
+void Q3KRequant(const BlockQ3_K& b, KRequant& r) {
+  r = RequantOf(16, 16, -4, 3, false);
   for (int j = 0; j < 16; ++j) {
     int8_t sc = static_cast<int8_t>(j < 8 ? b.scales[j] & 0xF : b.scales[j - 8] >> 4);
     sc = static_cast<int8_t>((sc | (((b.scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
-    const float d = Half(b.d) * sc;
-    if (!d) continue;
-    for (int ii = 0; ii < 16; ++ii) {
-      const int l = NearestInt(x[16 * j + ii] / d);
-      L[16 * j + ii] = static_cast<int8_t>(Clamp(l, -4, 3, clipped) + 4);
-    }
+    r.d[j] = Half(b.d) * sc;
+    r.dm[j] = 0;
   }
+}
+
+// Codes 0..7: bit 2 into hmask, the rest packed.
+void Q3KPack(BlockQ3_K& b, uint8_t* L) {
   std::memset(b.hmask, 0, sizeof(b.hmask));
   int m = 0;
   uint8_t hm = 1;
   for (int j = 0; j < kSuperBlock; ++j) {
     if (L[j] > 3) {
       b.hmask[m] |= hm;
-      L[j] = static_cast<int8_t>(L[j] - 4);
+      L[j] = static_cast<uint8_t>(L[j] - 4);
     }
     if (++m == kSuperBlock / 8) {
       m = 0;
       hm = static_cast<uint8_t>(hm << 1);
     }
   }
-  uint8_t U[kSuperBlock];
-  for (int j = 0; j < kSuperBlock; ++j) U[j] = static_cast<uint8_t>(L[j]);
-  Pack2Bits(U, b.qs);
+  Pack2Bits(L, b.qs);
 }
 
 // Group j's 6-bit scale and minimum codes where get_scale_min_k4 reads them
@@ -268,20 +270,14 @@ void KFitScales(const KGroupFits& f, bool cap_at_63, uint8_t* scales_out, uint16
   dmin_out = ToHalf(m_block);
 }
 
-// Each group's codes again against its stored scale and minimum (a group
-// whose scale is 0 keeps the search's codes).
-void KCodes(const float* x, int nmax, const uint8_t* scales, uint16_t d_half, uint16_t dmin_half,
-            uint8_t* L, uint64_t& clipped) {
+void KRequantOf(int nmax, const uint8_t* scales, uint16_t d_half, uint16_t dmin_half,
+                KRequant& r) {
+  r = RequantOf(32, 8, 0, nmax, true);
   for (int j = 0; j < 8; ++j) {
     uint8_t sc, m;
     ScaleMinK4(j, scales, sc, m);
-    const float d = Half(d_half) * sc;
-    if (!d) continue;
-    const float dm = Half(dmin_half) * m;
-    for (int ii = 0; ii < 32; ++ii) {
-      const int l = NearestInt((x[32 * j + ii] + dm) / d);
-      L[32 * j + ii] = static_cast<uint8_t>(Clamp(l, 0, nmax, clipped));
-    }
+    r.d[j] = Half(d_half) * sc;
+    r.dm[j] = Half(dmin_half) * m;
   }
 }
 
@@ -291,6 +287,18 @@ float SumSquares(const float* x, int n) {
   float sum = 0;
   for (int j = 0; j < n; ++j) sum += x[j] * x[j];
   return sum;
+}
+
+void Requantize(const float* x, const KRequant& r, uint8_t* codes, uint64_t& clipped) {
+  for (int j = 0; j < r.groups; ++j) {
+    const float d = r.d[j];
+    if (!d) continue;
+    for (int ii = 0; ii < r.group; ++ii) {
+      const float v = r.with_min ? x[r.group * j + ii] + r.dm[j] : x[r.group * j + ii];
+      const int l = NearestInt(v / d);
+      codes[r.group * j + ii] = static_cast<uint8_t>(Clamp(l, r.lo, r.hi, clipped) - r.lo);
+    }
+  }
 }
 
 // With importance (qw), each search is ggml's quantize_row_<type>_impl's;
@@ -320,14 +328,18 @@ void SearchQ2_K(const float* x, const float* qw, KGroupFits& f) {
   }
 }
 
-void FinishQ2_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint64_t& clipped) {
+void FinishQ2_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize) {
   BlockQ2_K b;
   if (weighted) {
     Q2KFitScales(f, b);
   } else {
     Q2KGridScales(f, b);
   }
-  Q2KCodes(x, b, f.codes, clipped);
+  KRequant r;
+  Q2KRequant(b, r);
+  requantize(x, r, f.codes, clipped);
+  Pack2Bits(f.codes, b.qs);
   StoreBlock(b, out);
 }
 
@@ -348,14 +360,18 @@ void SearchQ3_K(const float* x, const float* qw, KGroupFits& f) {
   }
 }
 
-void FinishQ3_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint64_t& clipped) {
+void FinishQ3_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize) {
   BlockQ3_K b;
   if (weighted) {
     Q3KFitScales(f, b);
   } else {
     Q3KGridScales(f, b);
   }
-  Q3KCodes(x, b, reinterpret_cast<int8_t*>(f.codes), clipped);
+  KRequant r;
+  Q3KRequant(b, r);
+  requantize(x, r, f.codes, clipped);
+  Q3KPack(b, f.codes);
   StoreBlock(b, out);
 }
 
@@ -367,7 +383,8 @@ void SearchQ4_K(const float* x, const float* qw, KGroupFits& f) {
   }
 }
 
-void FinishQ4_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint64_t& clipped) {
+void FinishQ4_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize) {
   BlockQ4_K b;
   if (weighted) {
     KFitScales(f, /*cap_at_63=*/false, b.scales, b.d, b.dmin);
@@ -375,7 +392,9 @@ void FinishQ4_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint
     KGridScales(f, b.scales, b.d, b.dmin);
   }
   uint8_t* L = f.codes;
-  KCodes(x, 15, b.scales, b.d, b.dmin, L, clipped);
+  KRequant r;
+  KRequantOf(15, b.scales, b.d, b.dmin, r);
+  requantize(x, r, L, clipped);
   uint8_t* q = b.qs;
   for (int j = 0; j < kSuperBlock; j += 64) {
     for (int l = 0; l < 32; ++l) q[l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 4));
@@ -392,7 +411,8 @@ void SearchQ5_K(const float* x, const float* qw, KGroupFits& f) {
   }
 }
 
-void FinishQ5_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint64_t& clipped) {
+void FinishQ5_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize) {
   BlockQ5_K b;
   if (weighted) {
     KFitScales(f, /*cap_at_63=*/true, b.scales, b.d, b.dmin);
@@ -400,7 +420,9 @@ void FinishQ5_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint
     KGridScales(f, b.scales, b.d, b.dmin);
   }
   uint8_t* L = f.codes;
-  KCodes(x, 31, b.scales, b.d, b.dmin, L, clipped);
+  KRequant r;
+  KRequantOf(31, b.scales, b.d, b.dmin, r);
+  requantize(x, r, L, clipped);
   std::memset(b.qh, 0, sizeof(b.qh));
   uint8_t* ql = b.qs;
   uint8_t m1 = 1, m2 = 2;
@@ -436,9 +458,10 @@ void SearchQ6_K(const float* x, const float* qw, KGroupFits& f) {
   }
 }
 
-void FinishQ6_K(const float* x, KGroupFits& f, uint8_t* out, uint64_t& clipped) {
+void FinishQ6_K(const float* x, KGroupFits& f, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize) {
   BlockQ6_K b;
-  int8_t* L = reinterpret_cast<int8_t*>(f.codes);
+  uint8_t* L = f.codes;
   float max_scale = 0;
   float max_abs_scale = 0;
   for (int ib = 0; ib < 16; ++ib) {
@@ -460,14 +483,12 @@ void FinishQ6_K(const float* x, KGroupFits& f, uint8_t* out, uint64_t& clipped) 
     const int s = NearestInt(iscale * f.scales[ib]);
     b.scales[ib] = static_cast<int8_t>(s < 127 ? s : 127);
   }
+  KRequant r = RequantOf(16, 16, -32, 31, false);
   for (int j = 0; j < 16; ++j) {
-    const float d = Half(b.d) * b.scales[j];
-    if (!d) continue;
-    for (int ii = 0; ii < 16; ++ii) {
-      const int l = NearestInt(x[16 * j + ii] / d);
-      L[16 * j + ii] = static_cast<int8_t>(Clamp(l, -32, 31, clipped) + 32);
-    }
+    r.d[j] = Half(b.d) * b.scales[j];
+    r.dm[j] = 0;
   }
+  requantize(x, r, L, clipped);
   uint8_t* ql = b.ql;
   uint8_t* qh = b.qh;
   for (int j = 0; j < kSuperBlock; j += 128) {

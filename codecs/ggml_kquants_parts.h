@@ -35,13 +35,35 @@ void SearchQ4_K(const float* x, const float* qw, KGroupFits& fits);
 void SearchQ5_K(const float* x, const float* qw, KGroupFits& fits);
 void SearchQ6_K(const float* x, const float* qw, KGroupFits& fits);
 
+// The finish's requantization: group j's codes again against its scale as
+// stored, clamp(nearest_int((x + dm[j]) / d[j]), lo, hi) - lo (x / d[j]
+// without a minimum), counting the clamps; a group whose d is 0 keeps the
+// search's codes.
+struct KRequant {
+  float d[16];
+  float dm[16];
+  int group;   // elements per group
+  int groups;  // groups per super-block
+  int lo, hi;
+  bool with_min;
+};
+using RequantizeFn = void (*)(const float* x, const KRequant& r, uint8_t* codes,
+                              uint64_t& clipped);
+void Requantize(const float* x, const KRequant& r, uint8_t* codes, uint64_t& clipped);
+
 // (2) `weighted`: whether the fits came from the importance search. Changes
-// fits.codes (the finish requantizes them in place).
-void FinishQ2_K(const float* x, bool weighted, KGroupFits& fits, uint8_t* out, uint64_t& clipped);
-void FinishQ3_K(const float* x, bool weighted, KGroupFits& fits, uint8_t* out, uint64_t& clipped);
-void FinishQ4_K(const float* x, bool weighted, KGroupFits& fits, uint8_t* out, uint64_t& clipped);
-void FinishQ5_K(const float* x, bool weighted, KGroupFits& fits, uint8_t* out, uint64_t& clipped);
-void FinishQ6_K(const float* x, KGroupFits& fits, uint8_t* out, uint64_t& clipped);
+// fits.codes (requantize, Requantize or one with its results, changes them
+// in place).
+void FinishQ2_K(const float* x, bool weighted, KGroupFits& fits, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize = Requantize);
+void FinishQ3_K(const float* x, bool weighted, KGroupFits& fits, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize = Requantize);
+void FinishQ4_K(const float* x, bool weighted, KGroupFits& fits, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize = Requantize);
+void FinishQ5_K(const float* x, bool weighted, KGroupFits& fits, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize = Requantize);
+void FinishQ6_K(const float* x, KGroupFits& fits, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize = Requantize);
 
 // The weighted legacy types: sigma2 is the row's mean square (summed in row
 // order), each 32-element block is one make_qx_quants (q4_0, q5_0: codes

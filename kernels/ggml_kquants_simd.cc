@@ -44,15 +44,17 @@ constexpr int kMaxGroup = 32;
 constexpr float kGroupMaxEps = 1e-15f;  // GROUP_MAX_EPS
 
 // ggml's nearest_int, lane by lane.
-HWY_INLINE VI NearestIntLanes(VF v) {
-  const DF df;
-  const DI di;
-  const VI bits = hn::BitCast(di, hn::Add(v, hn::Set(df, 12582912.f)));
+template <class V>
+HWY_INLINE auto NearestIntLanes(V v) {
+  const hn::DFromV<V> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const auto bits = hn::BitCast(di, hn::Add(v, hn::Set(df, 12582912.f)));
   return hn::Sub(hn::And(bits, hn::Set(di, 0x007fffff)), hn::Set(di, 0x00400000));
 }
 
-HWY_INLINE VI Clamp(VI v, int lo, int hi) {
-  const DI di;
+template <class V>
+HWY_INLINE V Clamp(V v, int lo, int hi) {
+  const hn::DFromV<V> di;
   return hn::Min(hn::Max(v, hn::Set(di, lo)), hn::Set(di, hi));
 }
 
@@ -346,12 +348,38 @@ void AbsLanes(int n, LaneGroups& g) {
 
 // ------------------------------ The k-quants
 
+// codecs' Requantize (the finish's element-wise pass) with lanes of one
+// group: the same division and nearest_int per element.
+void RequantizeLanes(const float* x, const ggml::internal::KRequant& r, uint8_t* codes,
+                     uint64_t& clipped) {
+  const hn::CappedTag<float, 16> df;  // a group (16 or 32) is whole vectors
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const size_t N = hn::Lanes(df);
+  const auto lo = hn::Set(di, r.lo);
+  for (int j = 0; j < r.groups; ++j) {
+    const float d = r.d[j];
+    if (!d) continue;
+    const auto vd = hn::Set(df, d);
+    const auto vdm = hn::Set(df, r.dm[j]);
+    for (size_t ii = 0; ii < static_cast<size_t>(r.group); ii += N) {
+      const size_t at = static_cast<size_t>(r.group * j) + ii;
+      auto v = hn::LoadU(df, x + at);
+      if (r.with_min) v = hn::Add(v, vdm);
+      const auto raw = NearestIntLanes(hn::Div(v, vd));
+      const auto l = Clamp(raw, r.lo, r.hi);
+      clipped += hn::CountTrue(di, raw != l);
+      hn::StoreU(hn::DemoteTo(du8, hn::Sub(l, lo)), du8, codes + at);
+    }
+  }
+}
+
 using FinishFn = void (*)(const float* x, bool weighted, ggml::internal::KGroupFits& fits,
-                          uint8_t* out, uint64_t& clipped);
+                          uint8_t* out, uint64_t& clipped, ggml::internal::RequantizeFn);
 
 void FinishQ6(const float* x, bool, ggml::internal::KGroupFits& fits, uint8_t* out,
-              uint64_t& clipped) {
-  ggml::internal::FinishQ6_K(x, fits, out, clipped);
+              uint64_t& clipped, ggml::internal::RequantizeFn requantize) {
+  ggml::internal::FinishQ6_K(x, fits, out, clipped, requantize);
 }
 
 void EncodeKQuant(ggml::Type type, const float* in, size_t size, uint8_t* out, uint64_t* clipped,
@@ -448,7 +476,7 @@ void EncodeKQuant(ggml::Type type, const float* in, size_t size, uint8_t* out, u
     }
   }
   for (size_t b = 0; b < blocks; ++b) {
-    finish(in + b * kBlock, weighted, fits[b], out + b * bytes, *clipped);
+    finish(in + b * kBlock, weighted, fits[b], out + b * bytes, *clipped, RequantizeLanes);
   }
 }
 

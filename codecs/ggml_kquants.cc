@@ -170,20 +170,14 @@ void Q3KRequant(const BlockQ3_K& b, KRequant& r) {
   }
 }
 
-// Codes 0..7: bit 2 into hmask, the rest packed.
+// Codes 0..7: bit 2 into hmask (element j at bit j / 32 of byte j % 32),
+// the rest packed. ggml's `if (L[j] > 3) { set the bit; L[j] -= 4; }`
+// without the branch.
 void Q3KPack(BlockQ3_K& b, uint8_t* L) {
   std::memset(b.hmask, 0, sizeof(b.hmask));
-  int m = 0;
-  uint8_t hm = 1;
   for (int j = 0; j < kSuperBlock; ++j) {
-    if (L[j] > 3) {
-      b.hmask[m] |= hm;
-      L[j] = static_cast<uint8_t>(L[j] - 4);
-    }
-    if (++m == kSuperBlock / 8) {
-      m = 0;
-      hm = static_cast<uint8_t>(hm << 1);
-    }
+    b.hmask[j % 32] = static_cast<uint8_t>(b.hmask[j % 32] | ((L[j] >> 2) << (j / 32)));
+    L[j] &= 3;
   }
   Pack2Bits(L, b.qs);
 }

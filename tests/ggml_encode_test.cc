@@ -3,7 +3,8 @@
 // count, on every Highway target this CPU runs, for each type with a SIMD
 // encoder: rows of varied values (normal, heavy tails, flat and zero
 // groups, tiny, huge, subnormal, non-finite) with and without importance
-// (ones, log-normal, some or all zeros).
+// (ones, log-normal, some or all zeros); and against ggml's own bytes in
+// tests/data/ggml/known-answers*.gguf (see PROVENANCE.md there).
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -11,8 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "codecs/ggml.h"
 #include "gtest/gtest.h"
+#include "io/tensor.h"
+#include "io/tensor_set.h"
 #include "kernels/ggml_encode.h"
 #include "tests/simd_targets.h"
 
@@ -123,6 +127,54 @@ TEST_P(EncodeGgmlTest, RefusesWhatEncodeRefuses) {
   EXPECT_FALSE(kernels::EncodeGgml(type, x, std::span<uint8_t>(out).first(info.bytes)).ok());
   const std::vector<float> short_w(info.block, 1.f);
   EXPECT_FALSE(kernels::EncodeGgml(type, x, out, nullptr, short_w).ok());
+}
+
+const TensorView* Find(const TensorSet& set, const std::string& name) {
+  for (const TensorView& t : set.tensors()) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+std::vector<float> Floats(const TensorView& t) {
+  std::vector<float> out(static_cast<size_t>(t.elements()));
+  EXPECT_TRUE(ReadAsFloat32(t, 0, out).ok()) << t.name;
+  return out;
+}
+
+// Each row of T.x (with T.w as every row's importance where `importance`)
+// encodes to ggml's bytes T.q.
+void CheckKnownAnswers(ggml::Type type, const std::string& file, bool importance) {
+  const ggml::TypeInfo& info = ggml::Info(type);
+  absl::StatusOr<TensorSet> set = TensorSet::Open(std::string(LOWP_TEST_DATA_DIR) + file);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const std::string name(info.name);
+  const TensorView* x = Find(*set, name + ".x");
+  const TensorView* q = Find(*set, name + ".q");
+  const TensorView* w = importance ? Find(*set, name + ".w") : nullptr;
+  ASSERT_TRUE(x != nullptr && q != nullptr && (w != nullptr || !importance)) << file << " " << name;
+  const std::vector<float> in = Floats(*x);
+  const std::vector<float> weights = w != nullptr ? Floats(*w) : std::vector<float>();
+  const size_t cols = static_cast<size_t>(x->shape.back());
+  const size_t row_bytes = cols / info.block * info.bytes;
+  ASSERT_EQ(q->bytes.size(), in.size() / cols * row_bytes);
+  for (size_t r = 0; r < in.size() / cols; ++r) {
+    std::vector<uint8_t> got(row_bytes);
+    ASSERT_TRUE(kernels::EncodeGgml(type, std::span<const float>(in).subspan(r * cols, cols), got,
+                                    nullptr, weights)
+                    .ok());
+    for (size_t i = 0; i < row_bytes; ++i) {
+      ASSERT_EQ(got[i], q->bytes[r * row_bytes + i])
+          << file << " " << name << " row " << r << " byte " << i;
+    }
+  }
+}
+
+TEST_P(EncodeGgmlTest, EqualsGgmlKnownAnswers) {
+  testing::ForEachTarget([&] {
+    CheckKnownAnswers(GetParam(), "/ggml/known-answers.gguf", false);
+    CheckKnownAnswers(GetParam(), "/ggml/known-answers-imatrix.gguf", true);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(

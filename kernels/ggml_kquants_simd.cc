@@ -302,8 +302,12 @@ struct LaneGroups {
 // g's lanes; lanes past count get zeros (a flat group, fitted and dropped).
 void Gather(const float* src, size_t first, size_t count, int n, size_t N, float* dst) {
   for (size_t k = 0; k < N; ++k) {
-    const float* g = src + (first + k) * n;
-    for (int i = 0; i < n; ++i) dst[i * N + k] = k < count ? g[i] : 0.f;
+    if (k < count) {
+      const float* g = src + (first + k) * n;
+      for (int i = 0; i < n; ++i) dst[i * N + k] = g[i];
+    } else {
+      for (int i = 0; i < n; ++i) dst[i * N + k] = 0.f;
+    }
   }
 }
 

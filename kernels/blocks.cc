@@ -12,7 +12,8 @@
 namespace lowp {
 namespace kernels {
 
-// kernels/blocks_simd.cc: the best target of the CPU.
+// kernels/quantize_simd.cc and kernels/blocks_simd.cc: the best target of
+// the CPU.
 void DispatchBlockSignedMax(const float* x, int64_t rows, int64_t cols, int64_t block, float* max);
 uint64_t DispatchQuantizeGgmlBlocks(const GgmlElementRule& rule, const float* x, int64_t rows,
                                     int64_t cols, int64_t block, const GgmlBlockParams& params,
@@ -28,6 +29,12 @@ uint64_t DispatchScaleBlocks(const float* x, int64_t rows, int64_t cols, int64_t
 uint64_t DispatchUnscaleBlocks(const float* x, const float* v, int64_t rows, int64_t cols,
                                int64_t block, const float* scale, float subnormal_below,
                                float* out);
+uint64_t DispatchDivideBlocks(const float* x, int64_t rows, int64_t cols, int64_t block,
+                              const float* divisor, float limit, float* v);
+void DispatchBlockMinMaxNonFiniteAsZero(const float* x, int64_t rows, int64_t cols, int64_t block,
+                                        float* min, float* max);
+uint64_t DispatchQuantizeGgmlFp4Blocks(const float* x, int64_t rows, int64_t cols, int64_t block,
+                                       const float* half_scale, float* out);
 
 }  // namespace kernels
 
@@ -175,6 +182,84 @@ uint64_t UnscaleBlocks(std::span<const float> x, std::span<const float> v, int64
   if (cols <= 0 || block <= 0) return 0;
   return kernels::DispatchUnscaleBlocks(x.data(), v.data(), static_cast<int64_t>(x.size()) / cols,
                                         cols, block, scale.data(), subnormal_below, out.data());
+}
+
+uint64_t DivideBlocksRef(std::span<const float> x, int64_t cols, int64_t block,
+                         std::span<const float> divisor, float limit, std::span<float> v) {
+  uint64_t clipped = 0;
+  ForEachBlock(std::ssize(x), cols, block, [&](int64_t g, int64_t begin, int64_t end) {
+    const float s = divisor[g];
+    for (int64_t i = begin; i < end; ++i) {
+      if (!std::isfinite(x[i])) {
+        v[i] = 0;
+      } else if (s == 0) {
+        v[i] = std::copysign(0.0f, x[i]);
+      } else {
+        v[i] = x[i] / s;
+        clipped += std::fabs(v[i]) > limit;
+      }
+    }
+  });
+  return clipped;
+}
+
+uint64_t DivideBlocks(std::span<const float> x, int64_t cols, int64_t block,
+                      std::span<const float> divisor, float limit, std::span<float> v) {
+  if (cols <= 0 || block <= 0) return 0;
+  return kernels::DispatchDivideBlocks(x.data(), static_cast<int64_t>(x.size()) / cols, cols,
+                                       block, divisor.data(), limit, v.data());
+}
+
+void BlockMinMaxNonFiniteAsZeroRef(std::span<const float> x, int64_t cols, int64_t block,
+                                   std::span<float> min, std::span<float> max) {
+  ForEachBlock(std::ssize(x), cols, block, [&](int64_t g, int64_t begin, int64_t end) {
+    float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+    for (int64_t i = begin; i < end; ++i) {
+      const float v = std::isfinite(x[i]) ? x[i] : 0.0f;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    min[g] = lo + 0.0f;  // -0 + +0 is +0
+    max[g] = hi + 0.0f;
+  });
+}
+
+void BlockMinMaxNonFiniteAsZero(std::span<const float> x, int64_t cols, int64_t block,
+                                std::span<float> min, std::span<float> max) {
+  if (cols <= 0 || block <= 0) return;
+  kernels::DispatchBlockMinMaxNonFiniteAsZero(x.data(), static_cast<int64_t>(x.size()) / cols,
+                                              cols, block, min.data(), max.data());
+}
+
+uint64_t QuantizeGgmlFp4BlocksRef(std::span<const float> x, int64_t cols, int64_t block,
+                                  std::span<const float> half_scale, std::span<float> out) {
+  static constexpr int8_t kValues[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+  uint64_t clipped = 0;
+  ForEachBlock(std::ssize(x), cols, block, [&](int64_t g, int64_t begin, int64_t end) {
+    const float e = half_scale[g];
+    for (int64_t i = begin; i < end; ++i) {
+      const float v = std::isfinite(x[i]) ? x[i] : 0.0f;
+      int best = 0;
+      float best_err = std::fabs(kValues[0] * e - v);
+      for (int k = 1; k < 16; ++k) {
+        const float err = std::fabs(kValues[k] * e - v);
+        if (err < best_err) {
+          best = k;
+          best_err = err;
+        }
+      }
+      clipped += std::fabs(v) > 12 * e;
+      out[i] = std::isfinite(x[i]) ? kValues[best] * e : x[i];
+    }
+  });
+  return clipped;
+}
+
+uint64_t QuantizeGgmlFp4Blocks(std::span<const float> x, int64_t cols, int64_t block,
+                               std::span<const float> half_scale, std::span<float> out) {
+  if (cols <= 0 || block <= 0) return 0;
+  return kernels::DispatchQuantizeGgmlFp4Blocks(x.data(), static_cast<int64_t>(x.size()) / cols,
+                                                cols, block, half_scale.data(), out.data());
 }
 
 }  // namespace lowp

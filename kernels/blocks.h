@@ -84,6 +84,37 @@ uint64_t UnscaleBlocksRef(std::span<const float> x, std::span<const float> v, in
                           int64_t block, std::span<const float> scale, float subnormal_below,
                           std::span<float> out);
 
+// The scaled-float schemes' division (FORMAT-channel, FORMAT-tensor): per
+// block g, v = x / divisor[g] for a finite x (one float32 division), +-0 of
+// x's sign where divisor[g] is 0, and 0 for a non-finite x; returns the
+// finite x with |v| > limit (limit >= 0). UnscaleBlocks brings the rounded v
+// back.
+uint64_t DivideBlocks(std::span<const float> x, int64_t cols, int64_t block,
+                      std::span<const float> divisor, float limit, std::span<float> v);
+uint64_t DivideBlocksRef(std::span<const float> x, int64_t cols, int64_t block,
+                         std::span<const float> divisor, float limit, std::span<float> v);
+
+// Per block: the min and max of its elements with every non-finite element
+// read as 0 (the ggml codec schemes encode it as 0); a zero result is +0
+// whatever zeros the block holds. min.size() == max.size() is rows *
+// ceil(cols / block).
+void BlockMinMaxNonFiniteAsZero(std::span<const float> x, int64_t cols, int64_t block,
+                                std::span<float> min, std::span<float> max);
+void BlockMinMaxNonFiniteAsZeroRef(std::span<const float> x, int64_t cols, int64_t block,
+                                   std::span<float> min, std::span<float> max);
+
+// ggml's e2m1 element rule of MXFP4 and NVFP4 (ggml-quants.c
+// best_index_mxfp4): per block g with e = half_scale[g] (the scale at half
+// its value, finite and >= 0) and the doubled values kvalues_mxfp4 = {0, 1,
+// 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}, code = the first i of
+// least fabsf(kvalues[i] * e - x) (float32: ties go to the smaller
+// magnitude), out = kvalues[code] * e. A non-finite x is encoded as 0 and
+// copied to out. Returns the elements with |x| > 12 * e (ggml's clipped).
+uint64_t QuantizeGgmlFp4Blocks(std::span<const float> x, int64_t cols, int64_t block,
+                               std::span<const float> half_scale, std::span<float> out);
+uint64_t QuantizeGgmlFp4BlocksRef(std::span<const float> x, int64_t cols, int64_t block,
+                                  std::span<const float> half_scale, std::span<float> out);
+
 }  // namespace lowp
 
 #endif  // LOWP_KERNELS_BLOCKS_H_

@@ -158,6 +158,9 @@ class CodecScheme final : public Scheme {
       }
       return;
     }
+    // q5_1 weighs by the importance; MXFP4 and NVFP4 ignore it.
+    const bool weighted = context.importance != nullptr && t->type == ggml::Type::kQ5_1;
+    if (stored == nullptr && !weighted && ApplyGgmlBlocks(t->type, in, cols, out, counts)) return;
     ApplyGgmlRows(t->type, in, cols, context, out, counts, stored);
   }
 

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "formats/packing.h"
 #include "formats/reference.h"
+#include "kernels/blocks.h"
 #include "kernels/convert.h"
 #include "kernels/quantize.h"
 #include "quant/scheme_families.h"
@@ -60,7 +61,11 @@ constexpr int kTensorScaleBits = 32;
 class Nvfp4Scheme : public Scheme {
  public:
   Nvfp4Scheme(Format e2m1, Format e4m3)
-      : Scheme("nvfp4"), e2m1_(std::move(e2m1)), e4m3_(std::move(e4m3)) {}
+      : Scheme("nvfp4"),
+        e2m1_(std::move(e2m1)),
+        e4m3_(std::move(e4m3)),
+        e2m1_rounder_(SaturatingRounder(e2m1_)),
+        e4m3_rounder_(SaturatingRounder(e4m3_)) {}
 
   uint64_t StorageBits(int64_t rows, int64_t cols) const override {
     const uint64_t r = static_cast<uint64_t>(rows);
@@ -89,6 +94,9 @@ class Nvfp4Scheme : public Scheme {
     std::vector<float> requested(nblocks);
     BlockAbsMax(in, cols, kNvfp4Block, requested);  // amax over finite elements, then the scale
     for (float& v : requested) v = std::min(std::min(v * multiplier, kFloatMax), kE4m3Max);
+    if (stored == nullptr) {
+      return ApplySimd(in, cols, requested, global_decode, out, counts);
+    }
     std::vector<uint8_t> scale_codes;
     std::vector<float> block_scale(nblocks);
     RoundTripSaturating(e4m3_, requested, block_scale, scale_codes);
@@ -143,8 +151,35 @@ class Nvfp4Scheme : public Scheme {
   }
 
  private:
+  // Apply's rule without the codes, through the block kernels, from the
+  // requested block scales: k as a block multiplier (x * k * 1 is x * k),
+  // the e2m1 rounding in one pass, then the product by s * g. A decoded
+  // element is subnormal (+-0.5) exactly when it is below e2m1's smallest
+  // normal, 1.
+  void ApplySimd(std::span<const float> in, int64_t cols, std::vector<float>& requested,
+                 float global_decode, std::span<float> out, SchemeCounts& counts) const {
+    constexpr float kFloatMax = std::numeric_limits<float>::max();
+    thread_local std::vector<float> block_scale, encode, decode;
+    block_scale.resize(requested.size());
+    encode.resize(requested.size());
+    decode.resize(requested.size());
+    e4m3_rounder_.Round(requested, block_scale, {.threads = 1});
+    for (size_t g = 0; g < block_scale.size(); ++g) {
+      encode[g] = std::min(1.0f / (block_scale[g] * global_decode), kFloatMax);
+      decode[g] = block_scale[g] * global_decode;
+    }
+    const uint64_t clipped =
+        ScaleBlocks(in, cols, kNvfp4Block, encode, 1.0f, kE2m1Max, /*clamp=*/false, out);
+    e2m1_rounder_.Round(out, out, {.threads = 1});
+    const uint64_t subnormal = UnscaleBlocks(in, out, cols, kNvfp4Block, decode, 1.0f, out);
+    counts.clipped += clipped;
+    counts.subnormal += subnormal;
+  }
+
   Format e2m1_;
   Format e4m3_;
+  Rounder e2m1_rounder_;  // saturating
+  Rounder e4m3_rounder_;  // saturating
 };
 
 }  // namespace

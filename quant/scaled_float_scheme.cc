@@ -15,6 +15,7 @@
 #include "absl/strings/strip.h"
 #include "formats/packing.h"
 #include "formats/reference.h"
+#include "kernels/blocks.h"
 #include "kernels/convert.h"
 #include "kernels/quantize.h"
 #include "quant/scheme_families.h"
@@ -51,7 +52,11 @@ class ScaledFloatScheme : public Scheme {
         element_(std::move(element)),
         scale_format_(std::move(scale_format)),
         granularity_(granularity),
-        max_finite_(static_cast<float>(element_.max_finite())) {}
+        max_finite_(static_cast<float>(element_.max_finite())),
+        rounder_(SaturatingRounder(element_)),
+        subnormal_below_(element_.has_subnormals() && element_.mantissa_bits > 0
+                             ? static_cast<float>(element_.min_normal())
+                             : 0.0f) {}
 
   uint64_t StorageBits(int64_t rows, int64_t cols) const override {
     const uint64_t r = static_cast<uint64_t>(rows);
@@ -82,6 +87,7 @@ class ScaledFloatScheme : public Scheme {
       for (float& scale : scales) scale = StoredScale(scale);
     }
     auto row_scale = [&](size_t r) { return scales.size() == 1 ? scales[0] : scales[r]; };
+    if (stored == nullptr) return ApplySimd(in, cols, scales, out, counts);
 
     std::vector<float> scaled(n);
     uint64_t clipped = 0;
@@ -131,10 +137,27 @@ class ScaledFloatScheme : public Scheme {
   }
 
  private:
+  // Apply's rule without the codes, through the block kernels (one block a
+  // row): the division, the rounding in one pass (RoundArray), then the
+  // product by the scale. A decoded element is subnormal exactly when its
+  // code is (a nonzero code with a zero exponent field).
+  void ApplySimd(std::span<const float> in, int64_t cols, std::vector<float>& scales,
+                 std::span<float> out, SchemeCounts& counts) const {
+    const size_t rows = in.size() / static_cast<size_t>(cols);
+    if (scales.size() == 1) scales.resize(rows, scales[0]);
+    const uint64_t clipped = DivideBlocks(in, cols, cols, scales, max_finite_, out);
+    rounder_.Round(out, out, {.threads = 1});
+    const uint64_t subnormal = UnscaleBlocks(in, out, cols, cols, scales, subnormal_below_, out);
+    counts.clipped += clipped;
+    counts.subnormal += subnormal;
+  }
+
   Format element_;
   Format scale_format_;
   Granularity granularity_;
   float max_finite_;
+  Rounder rounder_;         // element_, saturating
+  float subnormal_below_;   // the smallest normal; 0 without subnormals
 };
 
 }  // namespace

@@ -42,12 +42,13 @@ double Scheme::BitsPerWeight(int64_t rows, int64_t cols) const {
 void Scheme::Observe(std::span<const float> in, int64_t cols, TensorContext& context) const {
   (void)cols;
   if (in.empty()) return;
-  // The chunk as one block: max |x|, min and max over the finite elements
-  // (0 when none), by the SIMD kernels.
+  // The chunk as one block: min and max over the finite elements (0 when
+  // none) by the SIMD kernel, in one pass; max |x| is the larger of |min|
+  // and |max|.
   const int64_t n = static_cast<int64_t>(in.size());
-  float absmax = 0, lo = 0, hi = 0;
-  BlockAbsMax(in, n, n, {&absmax, 1});
+  float lo = 0, hi = 0;
   BlockMinMax(in, n, n, {&lo, 1}, {&hi, 1});
+  const float absmax = std::max(std::fabs(lo), std::fabs(hi));
   context.absmax = std::max(context.absmax, absmax);
   context.min = std::min(context.min, lo);  // both start at 0
   context.max = std::max(context.max, hi);

@@ -86,6 +86,13 @@ void ApplyGgmlRows(ggml::Type type, std::span<const float> in, int64_t cols,
                    const TensorContext& context, std::span<float> out, SchemeCounts& counts,
                    StoredChunk* stored);
 
+// ApplyGgmlRows's values and counts for q5_1 without importance, MXFP4 and
+// NVFP4 (whose encoders ignore it), through the block kernels and without
+// the bytes (quant/ggml_block_schemes.cc); false, with nothing written, for
+// any other type.
+bool ApplyGgmlBlocks(ggml::Type type, std::span<const float> in, int64_t cols,
+                     std::span<float> out, SchemeCounts& counts);
+
 // The InvalidArgument for an option key the scheme does not take.
 absl::Status UnknownOption(absl::string_view base, absl::string_view key, absl::string_view valid);
 

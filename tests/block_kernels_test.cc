@@ -198,5 +198,128 @@ TEST(BlocksSimd, ScaleAndUnscaleMatchRef) {
   });
 }
 
+TEST(BlocksRef, DivideGivesSignedZeroForAZeroDivisor) {
+  const std::vector<float> x = {3, -3, kNaN, 1e30f, -2, kInf};
+  const std::vector<float> divisor = {2, 0};
+  std::vector<float> v(6);
+  EXPECT_EQ(DivideBlocksRef(x, 6, 4, divisor, 100.0f, v), 1u);  // 1e30 / 2
+  EXPECT_EQ(v[0], 1.5f);
+  EXPECT_EQ(v[1], -1.5f);
+  EXPECT_EQ(std::bit_cast<uint32_t>(v[2]), 0u);
+  EXPECT_EQ(v[3], 5e29f);
+  EXPECT_EQ(std::bit_cast<uint32_t>(v[4]), 0x80000000u);  // -0
+  EXPECT_EQ(std::bit_cast<uint32_t>(v[5]), 0u);
+}
+
+TEST(BlocksRef, MinMaxReadsNonFiniteAsZero) {
+  const std::vector<float> x = {1, 2, kNaN, -kInf, -3, -1, -0.0f, -0.0f};
+  std::vector<float> min(2), max(2);
+  BlockMinMaxNonFiniteAsZeroRef(x, 8, 4, min, max);  // {1, 2, 0, 0} {-3, -1, -0, -0}
+  EXPECT_EQ(min[0], 0.0f);
+  EXPECT_EQ(max[0], 2.0f);
+  EXPECT_EQ(min[1], -3.0f);
+  EXPECT_EQ(std::bit_cast<uint32_t>(max[1]), 0u);  // +0
+}
+
+TEST(BlocksRef, GgmlFp4TiesGoToTheSmallerMagnitude) {
+  // e = 1: values 0, 1, 2, 3, 4, 6, 8, 12 and their negatives.
+  const std::vector<float> x = {2.5f, 5, -5, -0.5f, 100, -0.0f, 10, kNaN};
+  const std::vector<float> e = {1};
+  std::vector<float> out(8);
+  EXPECT_EQ(QuantizeGgmlFp4BlocksRef(x, 8, 8, e, out), 1u);  // 100 > 12
+  EXPECT_EQ(out[0], 2.0f);
+  EXPECT_EQ(out[1], 4.0f);
+  EXPECT_EQ(out[2], -4.0f);
+  EXPECT_EQ(std::bit_cast<uint32_t>(out[3]), 0u);  // code 0 is +0
+  EXPECT_EQ(out[4], 12.0f);
+  EXPECT_EQ(std::bit_cast<uint32_t>(out[5]), 0u);
+  EXPECT_EQ(out[6], 8.0f);
+  EXPECT_TRUE(std::isnan(out[7]));
+}
+
+TEST(BlocksSimd, DivideMatchesRef) {
+  std::mt19937 rng(7);
+  const float kDivisors[] = {1, 0, 0.5f, 1.0f / 3, 0x1p-140f, 3e38f, 7.1e-3f, 2.2e-45f};
+  std::uniform_int_distribution<int> pick(0, std::size(kDivisors) - 1);
+  ForEachTarget([&] {
+    for (int64_t block = 1; block <= 70; block += 3) {
+      for (const int64_t cols : {block, 2 * block + 3, int64_t{131}, 20 * block}) {
+        const int64_t rows = 1 + block % 3, per_row = (cols + block - 1) / block;
+        const size_t n = static_cast<size_t>(rows * cols), offset = block % 4;
+        const std::vector<float> buffer = RandomValues(rng, n + offset, block % 2 ? 0.1 : 0.5);
+        const std::span<const float> x(buffer.data() + offset, n);
+        std::vector<float> s(rows * per_row);
+        for (float& f : s) f = kDivisors[pick(rng)];
+        std::vector<float> want(n), got(n, -7);
+        EXPECT_EQ(DivideBlocksRef(x, cols, block, s, 448.0f, want),
+                  DivideBlocks(x, cols, block, s, 448.0f, got));
+        ExpectSameBits(want, got);
+        if (::testing::Test::HasFailure()) FAIL() << "block " << block << " cols " << cols;
+      }
+    }
+  });
+}
+
+TEST(BlocksSimd, MinMaxNonFiniteAsZeroMatchesRef) {
+  std::mt19937 rng(8);
+  ForEachTarget([&] {
+    for (int64_t block = 1; block <= 70; ++block) {
+      for (const int64_t cols : {block, 2 * block + 3, int64_t{131}, 20 * block}) {
+        const int64_t rows = 1 + block % 3, per_row = (cols + block - 1) / block;
+        const size_t n = static_cast<size_t>(rows * cols), offset = block % 4;
+        std::vector<float> buffer = RandomValues(rng, n + offset, block % 2 ? 0.1 : 0.6);
+        if (block % 5 == 0) {  // blocks of signed zeros and non-finite values only
+          for (float& f : buffer) f = std::isfinite(f) ? std::copysign(0.0f, f) : f;
+        }
+        const std::span<const float> x(buffer.data() + offset, n);
+        std::vector<float> want_min(rows * per_row), want_max(want_min.size());
+        std::vector<float> got_min(want_min.size(), -7), got_max(want_min.size(), -7);
+        BlockMinMaxNonFiniteAsZeroRef(x, cols, block, want_min, want_max);
+        BlockMinMaxNonFiniteAsZero(x, cols, block, got_min, got_max);
+        ExpectSameBits(want_min, got_min);
+        ExpectSameBits(want_max, got_max);
+        if (::testing::Test::HasFailure()) FAIL() << "block " << block << " cols " << cols;
+      }
+    }
+  });
+}
+
+TEST(BlocksSimd, GgmlFp4MatchesRef) {
+  std::mt19937 rng(9);
+  // Half scales as MXFP4 (2^(e - 128), the two denormal ones included) and
+  // NVFP4 (ue4m3 / 2, 0 included) make them.
+  const float kScales[] = {0.5f, 0x1p-128f, 0x1p-127f, 0x1p127f, 0x1p-20f, 0,
+                           0.00390625f * 0.5f, 448 * 0.5f, 1.125f * 0.5f, 0x1p-10f * 0.5f};
+  const float kMagnitudes[] = {0, 1, 2, 3, 4, 6, 8, 12};
+  std::uniform_int_distribution<int> pick(0, std::size(kScales) - 1), level(0, 7);
+  std::uniform_int_distribution<int> ulps(-2, 2);
+  ForEachTarget([&] {
+    for (int64_t block = 1; block <= 70; block += 3) {
+      for (const int64_t cols : {block, 2 * block + 3, int64_t{131}, 20 * block}) {
+        const int64_t rows = 1 + block % 3, per_row = (cols + block - 1) / block;
+        const size_t n = static_cast<size_t>(rows * cols), offset = block % 4;
+        std::vector<float> buffer = RandomValues(rng, n + offset, block % 2 ? 0.1 : 0.5);
+        std::vector<float> e(rows * per_row);
+        for (float& f : e) f = kScales[pick(rng)];
+        // Every third element near a midpoint of two codes (or on a code),
+        // a few ulps off, in its own block's scale.
+        for (int64_t i = 0; i < rows * cols; i += 3) {
+          const int64_t g = (i / cols) * per_row + (i % cols) / block;
+          const int j = level(rng), k = std::min(j + 1, 7);
+          float v = (kMagnitudes[j] + kMagnitudes[k]) / 2 * e[g];
+          v = std::bit_cast<float>(std::bit_cast<int32_t>(v) + (v > 0 ? ulps(rng) : 0));
+          buffer[offset + i] = i % 2 ? -v : v;
+        }
+        const std::span<const float> x(buffer.data() + offset, n);
+        std::vector<float> want(n), got(n, -7);
+        EXPECT_EQ(QuantizeGgmlFp4BlocksRef(x, cols, block, e, want),
+                  QuantizeGgmlFp4Blocks(x, cols, block, e, got));
+        ExpectSameBits(want, got);
+        if (::testing::Test::HasFailure()) FAIL() << "block " << block << " cols " << cols;
+      }
+    }
+  });
+}
+
 }  // namespace
 }  // namespace lowp::testing

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "codecs/ggml.h"
+#include "kernels/ggml_iq4.h"
 
 namespace lowp::kernels {
 namespace {
@@ -22,7 +23,8 @@ struct FastCodec {
 
 // One entry per type with a SIMD encoder.
 constexpr FastCodec kFast[] = {
-    {ggml::Type::kF32, nullptr},  // placeholder: no SIMD encoder yet
+    {ggml::Type::kIQ4_NL, EncodeIq4Fast},
+    {ggml::Type::kIQ4_XS, EncodeIq4Fast},
 };
 
 FastEncoder FindFast(ggml::Type type) {

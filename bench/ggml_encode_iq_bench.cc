@@ -1,9 +1,9 @@
-// ggml's iq4_nl and iq4_xs encoders on one thread: kernels::EncodeGgml (the
+// ggml's iq4_nl, iq4_xs, iq3_xxs and iq3_s encoders on one thread: kernels::EncodeGgml (the
 // SIMD scale search) beside ggml::Encode (codecs' scalar specification, the
 // same bytes) in the same run, row by row as the llama.cpp codec schemes call
 // them:
 //   ggml_encode/TYPE/IMPORTANCE/IMPL
-// TYPE iq4_nl or iq4_xs; IMPORTANCE none or imatrix (one positive weight per
+// TYPE iq4_nl, iq4_xs, iq3_xxs or iq3_s; IMPORTANCE none or imatrix (one positive weight per
 // column, exp(N(0, 1)), the same for every row); IMPL simd (EncodeGgml) or
 // scalar (ggml::Encode). Input: a seeded 64 x 4096 float32 matrix of
 // N(0, 0.02^2). items/s are input elements per second of this thread's CPU
@@ -71,7 +71,7 @@ void BM_Encode(benchmark::State& state, Type type, bool importance, bool simd) {
 }
 
 void Register() {
-  for (Type type : {Type::kIQ4_NL, Type::kIQ4_XS}) {
+  for (Type type : {Type::kIQ4_NL, Type::kIQ4_XS, Type::kIQ3_XXS, Type::kIQ3_S}) {
     for (bool importance : {false, true}) {
       for (bool simd : {true, false}) {
         const std::string name = "ggml_encode/" + std::string(lowp::ggml::Info(type).name) + "/" +

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "codecs/ggml.h"
+#include "kernels/ggml_iq3.h"
 #include "kernels/ggml_iq4.h"
 
 namespace lowp::kernels {
@@ -25,6 +26,8 @@ struct FastCodec {
 constexpr FastCodec kFast[] = {
     {ggml::Type::kIQ4_NL, EncodeIq4Fast},
     {ggml::Type::kIQ4_XS, EncodeIq4Fast},
+    {ggml::Type::kIQ3_XXS, EncodeIq3Fast},
+    {ggml::Type::kIQ3_S, EncodeIq3Fast},
 };
 
 FastEncoder FindFast(ggml::Type type) {

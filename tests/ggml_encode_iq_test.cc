@@ -1,7 +1,8 @@
 // kernels::EncodeGgml against codecs' ggml::Encode (the scalar specification,
 // itself checked against ggml) for the types with a SIMD search here, byte
 // for byte and clamped count for count, on every Highway target this CPU
-// runs, with and without importance.
+// runs, with and without importance; and against ggml's own bytes (the known
+// answers in tests/data/ggml).
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -10,10 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "codecs/ggml.h"
 #include "codecs/ggml_blocks.h"
 #include "codecs/ggml_iq4.h"
 #include "gtest/gtest.h"
+#include "io/tensor.h"
+#include "io/tensor_set.h"
 #include "kernels/ggml_encode.h"
 #include "kernels/ggml_iq4.h"
 #include "tests/simd_targets.h"
@@ -127,6 +131,15 @@ std::vector<Case> Cases() {
     }
     cases.push_back({"mixed_groups", x, {}});
   }
+  {
+    // Small integers and repeated patterns: equal distances to several grid
+    // points, where the first of equals must win.
+    std::vector<float> x(2048);
+    std::uniform_int_distribution<int> small(-9, 9);
+    for (size_t i = 0; i < 1024; ++i) x[i] = static_cast<float>(small(rng));
+    for (size_t i = 1024; i < x.size(); ++i) x[i] = static_cast<float>(1 + (i % 4 == 0) + 2 * (i % 8 == 5));
+    cases.push_back({"integers", x, {}});
+  }
   // Importance kinds, on normal rows.
   const size_t n = 1024;
   std::vector<float> x = Normal(n, 0.02f, rng);
@@ -209,8 +222,62 @@ TEST_P(GgmlEncodeIqTypes, RefusesWhatEncodeRefuses) {
   EXPECT_FALSE(kernels::EncodeGgml(GetParam(), x, out, nullptr, w).ok());
 }
 
+// ggml's own bytes (tests/data/ggml, PROVENANCE.md): T.q of T.x, row by row,
+// without importance in known-answers.gguf; in known-answers-imatrix.gguf
+// with T.w as every row's importance, and T.q0 without (where ggml made it).
+TEST_P(GgmlEncodeIqTypes, BytesEqualGgmlKnownAnswers) {
+  const std::string type(ggml::Info(GetParam()).name);
+  struct Answer {
+    const char* file;
+    const char* bytes;
+    bool importance;
+  };
+  int checked = 0;
+  for (const Answer& a : {Answer{"known-answers.gguf", ".q", false},
+                          Answer{"known-answers-imatrix.gguf", ".q", true},
+                          Answer{"known-answers-imatrix.gguf", ".q0", false}}) {
+    SCOPED_TRACE(std::string(a.file) + " " + type + a.bytes);
+    absl::StatusOr<TensorSet> set =
+        TensorSet::Open(std::string(LOWP_TEST_DATA_DIR) + "/ggml/" + a.file);
+    ASSERT_TRUE(set.ok()) << set.status();
+    const TensorView *x = nullptr, *w = nullptr, *q = nullptr;
+    for (const TensorView& t : set->tensors()) {
+      if (t.name == type + ".x") x = &t;
+      if (t.name == type + ".w") w = &t;
+      if (t.name == type + a.bytes) q = &t;
+    }
+    if (q == nullptr) continue;
+    ASSERT_NE(x, nullptr);
+    ASSERT_EQ(x->shape.size(), 2u);
+    const size_t rows = static_cast<size_t>(x->shape[0]), cols = static_cast<size_t>(x->shape[1]);
+    std::vector<float> in(rows * cols), importance;
+    ASSERT_TRUE(ReadAsFloat32(*x, 0, in).ok());
+    if (a.importance) {
+      ASSERT_NE(w, nullptr);
+      importance.resize(cols);
+      ASSERT_TRUE(ReadAsFloat32(*w, 0, importance).ok());
+    }
+    const size_t row_bytes =
+        static_cast<size_t>(ggml::RowBytes(ggml::Info(GetParam()), static_cast<int64_t>(cols)));
+    ASSERT_EQ(q->bytes.size(), rows * row_bytes);
+    testing::ForEachTarget([&] {
+      for (size_t r = 0; r < rows; ++r) {
+        std::vector<uint8_t> got(row_bytes);
+        ASSERT_TRUE(kernels::EncodeGgml(GetParam(), std::span<const float>(in).subspan(r * cols, cols),
+                                        got, nullptr, importance)
+                        .ok());
+        EXPECT_TRUE(std::equal(got.begin(), got.end(), q->bytes.begin() + r * row_bytes))
+            << "row " << r;
+      }
+    });
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, GgmlEncodeIqTypes,
-                         ::testing::Values(Type::kIQ4_NL, Type::kIQ4_XS),
+                         ::testing::Values(Type::kIQ4_NL, Type::kIQ4_XS, Type::kIQ3_XXS,
+                                           Type::kIQ3_S),
                          [](const auto& p) { return std::string(ggml::Info(p.param).name); });
 
 }  // namespace

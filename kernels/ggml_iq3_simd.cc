@@ -24,39 +24,39 @@
 #ifndef LOWP_KERNELS_GGML_IQ3_TABLES_
 #define LOWP_KERNELS_GGML_IQ3_TABLES_
 namespace lowp::kernels {
-// A lattice's search tables as int32 arrays a gather reads: the grid index
-// of each point (-1 off the grid), where each point's neighbour list starts
-// (and the next one's), the lists, and each grid point's 4 lattice values.
+// A lattice's search tables as int32 arrays, one gather per look-up: each
+// point's entry (-1 on the grid; else where its neighbour list starts << 8 |
+// its length), and the lists with each neighbour's 4 lattice values (odd,
+// 1..15) packed as nibbles, value i at bit 4 i.
 struct Iq3Tables {
-  std::vector<int32_t> index_of, begin, neighbours, value[4];
+  std::vector<int32_t> entry, neighbours;
 
-  explicit Iq3Tables(const ggml::internal::Iq3Lattice& lattice, int grid_size) {
+  explicit Iq3Tables(const ggml::internal::Iq3Lattice& lattice) {
     namespace gi = ggml::internal;
-    index_of.resize(gi::kIq3Points);
-    begin.resize(gi::kIq3Points + 1);
+    entry.resize(gi::kIq3Points);
     for (int u = 0; u < gi::kIq3Points; ++u) {
-      index_of[u] = lattice.IndexOf(static_cast<uint16_t>(u));
-      begin[u] = static_cast<int32_t>(neighbours.size());
-      if (index_of[u] < 0) {
-        for (uint16_t j : lattice.Neighbours(static_cast<uint16_t>(u))) neighbours.push_back(j);
+      if (lattice.IndexOf(static_cast<uint16_t>(u)) >= 0) {
+        entry[u] = -1;
+        continue;
       }
-    }
-    begin[gi::kIq3Points] = static_cast<int32_t>(neighbours.size());
-    neighbours.push_back(0);  // a lane past its list (masked) reads here
-    for (int i = 0; i < 4; ++i) {
-      value[i].resize(grid_size);
-      for (int j = 0; j < grid_size; ++j) value[i][j] = lattice.Values(j)[i];
+      const auto list = lattice.Neighbours(static_cast<uint16_t>(u));
+      HWY_ASSERT(!list.empty() && list.size() < 256 && neighbours.size() < (1u << 23));
+      entry[u] = static_cast<int32_t>(neighbours.size() << 8 | list.size());
+      for (uint16_t j : list) {
+        const int8_t* v = lattice.Values(j);
+        neighbours.push_back(v[0] | v[1] << 4 | v[2] << 8 | v[3] << 12);
+      }
     }
   }
 
   static const Iq3Tables& Xxs() {
     static const Iq3Tables* t =
-        new Iq3Tables(ggml::internal::Iq3Lattice::Xxs(), ggml::internal::kIq3XxsGridSize);
+        new Iq3Tables(ggml::internal::Iq3Lattice::Xxs());
     return *t;
   }
   static const Iq3Tables& S() {
     static const Iq3Tables* t =
-        new Iq3Tables(ggml::internal::Iq3Lattice::S(), ggml::internal::kIq3SGridSize);
+        new Iq3Tables(ggml::internal::Iq3Lattice::S());
     return *t;
   }
 };
@@ -118,35 +118,33 @@ void Trials(const gi::Iq3Variant& v, const float* xval, const float* weight, con
         l[i] = hn::Min(hn::Max(NearestInt(df, a), zero), top);
         u = hn::Or(u, hn::ShiftLeftSame(l[i], 3 * i));
       }
-      const VI index = hn::GatherIndex(di, tab.index_of.data(), u);
-      const MI off = hn::Lt(index, zero);
+      const VI entry = hn::GatherIndex(di, tab.entry.data(), u);
+      const MI off = hn::Gt(entry, hn::Set(di, -1));
       hn::Store(hn::VecFromMask(di, hn::Not(off)), di, on_grid[k]);
       if (!hn::AllFalse(di, off)) {
-        const VI first = hn::IfThenElseZero(off, hn::GatherIndex(di, tab.begin.data(), u));
-        const VI end = hn::IfThenElseZero(off, hn::GatherIndex(di, tab.begin.data(),
-                                                                hn::Add(u, hn::Set(di, 1))));
-        const VI length = hn::Sub(end, first);
+        const VI first = hn::IfThenElseZero(off, hn::ShiftRight<8>(entry));
+        const VI length = hn::IfThenElseZero(off, hn::And(entry, hn::Set(di, 255)));
         const int most = hn::GetLane(hn::MaxOfLanes(di, length));
         VF best_d2 = hn::Set(df, FLT_MAX);
         VI best = hn::GatherIndex(di, tab.neighbours.data(), first);
         for (int m = 0; m < most; ++m) {
-          const VI at = hn::Add(first, hn::Set(di, m));
           const MI live = hn::Lt(hn::Set(di, m), length);
-          const VI j = hn::GatherIndex(di, tab.neighbours.data(), hn::IfThenElseZero(live, at));
+          const VI at = hn::IfThenElseZero(live, hn::Add(first, hn::Set(di, m)));
+          const VI packed = hn::GatherIndex(di, tab.neighbours.data(), at);
           VF d2 = hn::Zero(df);
           for (int i = 0; i < 4; ++i) {
-            const VF q = hn::ConvertTo(df, hn::GatherIndex(di, tab.value[i].data(), j));
-            const VF diff = hn::Sub(hn::Mul(scale, q), hn::Set(df, xk[i]));
+            const VI value = hn::And(hn::ShiftRightSame(packed, 4 * i), hn::Set(di, 15));
+            const VF diff = hn::Sub(hn::Mul(scale, hn::ConvertTo(df, value)), hn::Set(df, xk[i]));
             d2 = hn::Add(d2, hn::Mul(hn::Mul(hn::Set(df, wk[i]), diff), diff));
           }
           const MI better = hn::And(live, hn::RebindMask(di, hn::Lt(d2, best_d2)));
           best_d2 = hn::IfThenElse(hn::RebindMask(df, better), d2, best_d2);
-          best = hn::IfThenElse(better, j, best);
+          best = hn::IfThenElse(better, packed, best);
         }
         // Off the grid: the levels (value - 1) / 2 of the best neighbour.
         for (int i = 0; i < 4; ++i) {
-          const VI value = hn::GatherIndex(di, tab.value[i].data(), hn::IfThenElseZero(off, best));
-          l[i] = hn::IfThenElse(off, hn::ShiftRight<1>(hn::Sub(value, hn::Set(di, 1))), l[i]);
+          const VI value = hn::And(hn::ShiftRightSame(best, 4 * i), hn::Set(di, 15));
+          l[i] = hn::IfThenElse(off, hn::ShiftRight<1>(value), l[i]);
         }
       }
       for (int i = 0; i < 4; ++i) hn::Store(l[i], di, levels[4 * k + i]);

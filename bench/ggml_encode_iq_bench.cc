@@ -71,8 +71,10 @@ void BM_Encode(benchmark::State& state, Type type, bool importance, bool simd) {
 }
 
 void Register() {
-  for (Type type : {Type::kIQ4_NL, Type::kIQ4_XS, Type::kIQ3_XXS, Type::kIQ3_S}) {
+  for (Type type : {Type::kIQ4_NL, Type::kIQ4_XS, Type::kIQ3_XXS, Type::kIQ3_S, Type::kIQ2_XXS,
+                    Type::kIQ2_XS, Type::kIQ2_S}) {
     for (bool importance : {false, true}) {
+      if (!importance && lowp::ggml::Info(type).needs_importance) continue;
       for (bool simd : {true, false}) {
         const std::string name = "ggml_encode/" + std::string(lowp::ggml::Info(type).name) + "/" +
                                  (importance ? "imatrix" : "none") + "/" +

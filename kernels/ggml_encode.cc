@@ -6,6 +6,7 @@
 #include <span>
 
 #include "codecs/ggml.h"
+#include "kernels/ggml_iq2.h"
 #include "kernels/ggml_iq3.h"
 #include "kernels/ggml_iq4.h"
 
@@ -27,6 +28,9 @@ constexpr FastCodec kFast[] = {
     {ggml::Type::kIQ4_NL, EncodeIq4Fast},
     {ggml::Type::kIQ4_XS, EncodeIq4Fast},
     {ggml::Type::kIQ3_XXS, EncodeIq3Fast},
+    {ggml::Type::kIQ2_XXS, EncodeIq2Fast},
+    {ggml::Type::kIQ2_XS, EncodeIq2Fast},
+    {ggml::Type::kIQ2_S, EncodeIq2Fast},
     {ggml::Type::kIQ3_S, EncodeIq3Fast},
 };
 

@@ -2,15 +2,16 @@
 // in SIMD lanes (kernels/ggml_iq2.h): codecs' Iq2TrialsScalar, lane t doing
 // trial t's float operations in its order, as kernels/ggml_iq3_simd.cc does
 // for iq3 with octets of levels 0..2 in place of quartets of 0..7: each lane
-// rounds an octet's levels (ggml's nearest_int bit trick), looks its key up
-// (a gather), and the lanes whose key is off the grid walk their own
-// neighbour lists in lock step, each keeping the first neighbour of least
-// weighted distance (strict `<`, as ggml). codecs' own encoders then choose
+// rounds an octet's levels (ggml's nearest_int bit trick) and looks its key
+// up (a gather). The neighbour lists here are long (up to 292 for iq2_xs) and
+// uneven, so a trial whose key is off the grid walks its own list with the
+// neighbours in lanes (BestNeighbour). codecs' own encoders then choose
 // among the trials, refit and pack. Compiled once per Highway target; no
 // fused multiply-add.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/ggml_iq2_simd.cc"
 #include <cfloat>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -48,7 +49,7 @@ struct Iq2Tables {
         neighbours.push_back(packed);
       }
     }
-    neighbours.push_back(0);  // a list-less lane (masked) reads here
+    neighbours.resize(neighbours.size() + 16);  // a whole vector past the last list
   }
 
   // The tables of codecs' search tables `grid` (one of the three iq2 ones).
@@ -91,6 +92,44 @@ HWY_INLINE VI NearestInt(DF df, VF x) {
   return hn::Sub(hn::And(bits, hn::Set(di, 0x007fffff)), hn::Set(di, 0x00400000));
 }
 
+// codecs' BestNeighbour for one key (its table entry) at one trial scale:
+// the first neighbour of least sum waux (scale q - x)^2, its levels packed.
+// The list's neighbours go through the lanes in list order, each lane's
+// distance in codecs' order of operations; a vector's least distance
+// replaces the best only when strictly less, and within a vector its first
+// lane wins, so the first of equal distances wins as in the scalar walk.
+// NaN distances (never less) count as infinity.
+int32_t BestNeighbour(const Iq2Tables& tab, int32_t entry, float scale, const float* xk,
+                      const float* wk) {
+  const DF df;
+  const DI di;
+  const size_t n = hn::Lanes(df);
+  const int32_t* list = tab.neighbours.data() + (entry >> 10);
+  const size_t length = static_cast<size_t>(entry & 1023);
+  const VF inf = hn::Set(df, HUGE_VALF), vscale = hn::Set(df, scale);
+  const VI three = hn::Set(di, 3), one = hn::Set(di, 1);
+  float best_d2 = FLT_MAX;
+  int32_t best = list[0];
+  for (size_t c = 0; c < length; c += n) {
+    const VI packed = hn::LoadU(di, list + c);  // the table's padding keeps this in bounds
+    VF d2 = hn::Zero(df);
+    for (int i = 0; i < 8; ++i) {
+      const VI level = hn::And(hn::ShiftRightSame(packed, 2 * i), three);
+      const VF q = hn::ConvertTo(df, hn::Add(hn::Add(level, level), one));
+      const VF diff = hn::Sub(hn::Mul(vscale, q), hn::Set(df, xk[i]));
+      d2 = hn::Add(d2, hn::Mul(hn::Mul(hn::Set(df, wk[i]), diff), diff));
+    }
+    const auto valid = hn::And(hn::FirstN(df, length - c), hn::Eq(d2, d2));
+    d2 = hn::IfThenElse(valid, d2, inf);
+    const float least = hn::GetLane(hn::MinOfLanes(df, d2));
+    if (least < best_d2) {
+      best_d2 = least;
+      best = list[c + static_cast<size_t>(hn::FindFirstTrue(df, hn::Eq(d2, hn::Set(df, least))))];
+    }
+  }
+  return best;
+}
+
 void Trials(const gi::GridSearch& grid, int octets, int steps, float max, const float* xval,
             const float* weight, const float* waux, gi::Iq2Trials* trials) {
   const Iq2Tables& tab = Iq2Tables::For(grid);
@@ -107,10 +146,9 @@ void Trials(const gi::GridSearch& grid, int octets, int steps, float max, const 
   HWY_ALIGN int32_t levels[kMaxElements][kMaxLanes];
   HWY_ALIGN int32_t on_grid[gi::kIq2MaxOctets][kMaxLanes];
   HWY_ALIGN float sumqx[kMaxLanes], sumq2[kMaxLanes];
-  const VI zero = hn::Zero(di), top = hn::Set(di, 2), three = hn::Set(di, 3);
+  const VI zero = hn::Zero(di), top = hn::Set(di, 2);
   for (size_t t0 = 0; t0 < static_cast<size_t>(count); t0 += n) {
     const VF id = hn::Load(df, ids + t0);
-    const VF scale = hn::Load(df, scales + t0);
     for (int k = 0; k < octets; ++k) {
       const float* xk = xval + 8 * k;
       const float* wk = waux + 8 * k;
@@ -125,32 +163,16 @@ void Trials(const gi::GridSearch& grid, int octets, int steps, float max, const 
       const VI entry = hn::GatherIndex(di, tab.entry.data(), key);
       const MI off = hn::Gt(entry, hn::Set(di, -1));
       hn::Store(hn::VecFromMask(di, hn::Not(off)), di, on_grid[k]);
+      for (int i = 0; i < 8; ++i) hn::Store(l[i], di, levels[8 * k + i]);
       if (!hn::AllFalse(di, off)) {
-        const VI first = hn::IfThenElseZero(off, hn::ShiftRight<10>(entry));
-        const VI length = hn::IfThenElseZero(off, hn::And(entry, hn::Set(di, 1023)));
-        const int most = hn::GetLane(hn::MaxOfLanes(di, length));
-        VF best_d2 = hn::Set(df, FLT_MAX);
-        VI best = hn::GatherIndex(di, tab.neighbours.data(), first);
-        for (int m = 0; m < most; ++m) {
-          const MI live = hn::Lt(hn::Set(di, m), length);
-          const VI at = hn::IfThenElseZero(live, hn::Add(first, hn::Set(di, m)));
-          const VI packed = hn::GatherIndex(di, tab.neighbours.data(), at);
-          VF d2 = hn::Zero(df);
-          for (int i = 0; i < 8; ++i) {
-            const VI level = hn::And(hn::ShiftRightSame(packed, 2 * i), three);
-            const VF q = hn::ConvertTo(df, hn::Add(hn::Add(level, level), hn::Set(di, 1)));
-            const VF diff = hn::Sub(hn::Mul(scale, q), hn::Set(df, xk[i]));
-            d2 = hn::Add(d2, hn::Mul(hn::Mul(hn::Set(df, wk[i]), diff), diff));
-          }
-          const MI better = hn::And(live, hn::RebindMask(di, hn::Lt(d2, best_d2)));
-          best_d2 = hn::IfThenElse(hn::RebindMask(df, better), d2, best_d2);
-          best = hn::IfThenElse(better, packed, best);
-        }
-        for (int i = 0; i < 8; ++i) {
-          l[i] = hn::IfThenElse(off, hn::And(hn::ShiftRightSame(best, 2 * i), three), l[i]);
+        HWY_ALIGN int32_t entries[kMaxLanes];
+        hn::Store(entry, di, entries);
+        for (size_t lane = 0; lane < n && t0 + lane < static_cast<size_t>(count); ++lane) {
+          if (entries[lane] < 0) continue;
+          const int32_t best = BestNeighbour(tab, entries[lane], scales[t0 + lane], xk, wk);
+          for (int i = 0; i < 8; ++i) levels[8 * k + i][lane] = (best >> 2 * i) & 3;
         }
       }
-      for (int i = 0; i < 8; ++i) hn::Store(l[i], di, levels[8 * k + i]);
     }
     // codecs' LevelSums per lane: sumqx += w x q, sumq2 += w q q.
     VF sx = hn::Zero(df), s2 = hn::Zero(df);

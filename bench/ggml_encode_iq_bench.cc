@@ -1,9 +1,10 @@
-// ggml's iq4_nl, iq4_xs, iq3_xxs and iq3_s encoders on one thread: kernels::EncodeGgml (the
+// ggml's iq4 and grid i-quant encoders on one thread: kernels::EncodeGgml (the
 // SIMD scale search) beside ggml::Encode (codecs' scalar specification, the
 // same bytes) in the same run, row by row as the llama.cpp codec schemes call
 // them:
 //   ggml_encode/TYPE/IMPORTANCE/IMPL
-// TYPE iq4_nl, iq4_xs, iq3_xxs or iq3_s; IMPORTANCE none or imatrix (one positive weight per
+// TYPE iq4_nl, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs or iq2_s (iq2_xxs and
+// iq2_xs with importance only, as ggml); IMPORTANCE none or imatrix (one positive weight per
 // column, exp(N(0, 1)), the same for every row); IMPL simd (EncodeGgml) or
 // scalar (ggml::Encode). Input: a seeded 64 x 4096 float32 matrix of
 // N(0, 0.02^2). items/s are input elements per second of this thread's CPU

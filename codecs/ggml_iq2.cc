@@ -22,6 +22,7 @@
 
 #include "codecs/ggml_blocks.h"
 #include "codecs/ggml_iq2_grids.h"
+#include "codecs/ggml_iq2_search.h"
 #include "codecs/ggml_kquants_search.h"
 #include "codecs/ggml_ops.h"
 
@@ -172,7 +173,7 @@ void LevelSums(int n, const float* weight, const float* xval, const int8_t* L, f
 // for a group ggml leaves empty (all codes zero, scale 0). The scale may come
 // out negative (a flipped element can outweigh the rest): the caller flips.
 bool Iq2XxsGroup(const GridSearch& grid, const float* xval, const float* weight, const float* waux,
-                 int8_t* L, float& scale) {
+                 Iq2TrialSearch search, int8_t* L, float& scale) {
   float max = xval[0];
   for (int i = 1; i < 32; ++i) max = Max(max, xval[i]);
   if (max < kGroupMaxEps) return false;
@@ -182,18 +183,14 @@ bool Iq2XxsGroup(const GridSearch& grid, const float* xval, const float* weight,
   if (eff_max <= 0) return false;
   std::memset(L, 0, 32);  // ggml leaves make_qp_quants' levels here; both paths below replace them
   float best = 0;
-  int8_t Laux[32];
-  for (int is = -6; is <= 6; ++is) {
-    const float id = (2 * kMaxQ - 1 + is * 0.1f) / eff_max;
-    const float this_scale = 1 / id;
-    for (int k = 0; k < 4; ++k)
-      OctetToGrid(grid, xval + 8 * k, waux + 8 * k, id, this_scale, Laux + 8 * k);
-    float sumqx, sumq2;
-    LevelSums(32, weight, xval, Laux, sumqx, sumq2);
+  Iq2Trials trials;
+  search(grid, 4, 6, eff_max, xval, weight, waux, &trials);
+  for (int t = 0; t < 13; ++t) {
+    const float sumqx = trials.sumqx[t], sumq2 = trials.sumq2[t];
     if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
       scale = sumqx / sumq2;
       best = scale * sumqx;
-      std::memcpy(L, Laux, 32);
+      std::memcpy(L, trials.L[t], 32);
     }
   }
   if (scale > 0) {
@@ -210,7 +207,7 @@ bool Iq2XxsGroup(const GridSearch& grid, const float* xval, const float* weight,
 // the best one moved an octet to a neighbour, that octet (only) is rounded
 // again at the best scale. False for a group ggml leaves empty.
 bool Group16(const GridSearch& grid, float eps, const float* xval, const float* weight,
-             const float* waux, int8_t* L, float& scale) {
+             const float* waux, Iq2TrialSearch search, int8_t* L, float& scale) {
   float max = xval[0];
   for (int i = 1; i < 16; ++i) max = Max(max, xval[i]);
   std::memset(L, 0, 16);
@@ -218,22 +215,16 @@ bool Group16(const GridSearch& grid, float eps, const float* xval, const float* 
   float best = 0;
   scale = max / (2 * kMaxQ - 1);
   bool on_grid[2] = {true, true};
-  for (int is = -9; is <= 9; ++is) {
-    const float id = (2 * kMaxQ - 1 + is * 0.1f) / max;
-    const float this_scale = 1 / id;
-    int8_t Laux[16];
-    bool on_grid_aux[2];
-    for (int k = 0; k < 2; ++k) {
-      on_grid_aux[k] = OctetToGrid(grid, xval + 8 * k, waux + 8 * k, id, this_scale, Laux + 8 * k);
-    }
-    float sumqx, sumq2;
-    LevelSums(16, weight, xval, Laux, sumqx, sumq2);
+  Iq2Trials trials;
+  search(grid, 2, 9, max, xval, weight, waux, &trials);
+  for (int t = 0; t < 19; ++t) {
+    const float sumqx = trials.sumqx[t], sumq2 = trials.sumq2[t];
     if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
       scale = sumqx / sumq2;
       best = scale * sumqx;
-      std::memcpy(L, Laux, 16);
-      on_grid[0] = on_grid_aux[0];
-      on_grid[1] = on_grid_aux[1];
+      std::memcpy(L, trials.L[t], 16);
+      on_grid[0] = trials.on_grid[t][0];
+      on_grid[1] = trials.on_grid[t][1];
     }
   }
   if ((!on_grid[0] || !on_grid[1]) && scale > 0) {
@@ -264,8 +255,34 @@ void DecodeOctet(float dl, uint16_t point, uint8_t signs, float* y) {
 
 }  // namespace
 
-// qw must not be null (ggml asserts; Encode refuses first).
+void Iq2TrialsScalar(const GridSearch& grid, int octets, int steps, float max, const float* xval,
+                     const float* weight, const float* waux, Iq2Trials* trials) {
+  for (int is = -steps; is <= steps; ++is) {
+    const int t = is + steps;
+    const float id = Iq2TrialId(is, max);
+    const float this_scale = 1 / id;
+    for (int k = 0; k < octets; ++k) {
+      trials->on_grid[t][k] =
+          OctetToGrid(grid, xval + 8 * k, waux + 8 * k, id, this_scale, trials->L[t] + 8 * k);
+    }
+    LevelSums(8 * octets, weight, xval, trials->L[t], trials->sumqx[t], trials->sumq2[t]);
+  }
+}
+
 void EncodeIq2Xxs(const float* x, const float* qw, uint8_t* out, uint64_t& /*clipped: none*/) {
+  EncodeIq2XxsWith(x, qw, out, Iq2TrialsScalar);
+}
+
+void EncodeIq2Xs(const float* x, const float* qw, uint8_t* out, uint64_t& /*clipped: none*/) {
+  EncodeIq2XsWith(x, qw, out, Iq2TrialsScalar);
+}
+
+void EncodeIq2S(const float* x, const float* qw, uint8_t* out, uint64_t& /*clipped: none*/) {
+  EncodeIq2SWith(x, qw, out, Iq2TrialsScalar);
+}
+
+// qw must not be null (ggml asserts; Encode refuses first).
+void EncodeIq2XxsWith(const float* x, const float* qw, uint8_t* out, Iq2TrialSearch search) {
   assert(qw != nullptr);
   const GridSearch& grid = SearchTables(GridKind::kIq2Xxs);
   BlockIq2Xxs b;
@@ -282,7 +299,7 @@ void EncodeIq2Xxs(const float* x, const float* qw, uint8_t* out, uint64_t& /*cli
     for (int k = 0; k < 4; ++k) signs[k] = FoldEvenSigns(xb + 8 * k, weight + 8 * k, xval + 8 * k);
     int8_t L[32];
     float scale;
-    if (!Iq2XxsGroup(grid, xval, weight, waux, L, scale)) {
+    if (!Iq2XxsGroup(grid, xval, weight, waux, search, L, scale)) {
       scales[ib] = 0;
       continue;
     }
@@ -312,7 +329,7 @@ void EncodeIq2Xxs(const float* x, const float* qw, uint8_t* out, uint64_t& /*cli
 }
 
 // qw must not be null (ggml asserts; Encode refuses first).
-void EncodeIq2Xs(const float* x, const float* qw, uint8_t* out, uint64_t& /*clipped: none*/) {
+void EncodeIq2XsWith(const float* x, const float* qw, uint8_t* out, Iq2TrialSearch search) {
   assert(qw != nullptr);
   const GridSearch& grid = SearchTables(GridKind::kIq2Xs);
   BlockIq2Xs b;
@@ -330,7 +347,7 @@ void EncodeIq2Xs(const float* x, const float* qw, uint8_t* out, uint64_t& /*clip
     for (int k = 0; k < 2; ++k) signs[k] = FoldEvenSigns(xb + 8 * k, weight + 8 * k, xval + 8 * k);
     int8_t L[16];
     float scale;
-    if (!Group16(grid, kGroupMaxEps, xval, weight, waux, L, scale)) {
+    if (!Group16(grid, kGroupMaxEps, xval, weight, waux, search, L, scale)) {
       scales[ib] = 0;
       continue;
     }
@@ -360,7 +377,7 @@ void EncodeIq2Xs(const float* x, const float* qw, uint8_t* out, uint64_t& /*clip
 }
 
 // With qw null, ggml's weights are sigma2 / 4 + x^2.
-void EncodeIq2S(const float* x, const float* qw, uint8_t* out, uint64_t& /*clipped: none*/) {
+void EncodeIq2SWith(const float* x, const float* qw, uint8_t* out, Iq2TrialSearch search) {
   const GridSearch& grid = SearchTables(GridKind::kIq2S);
   BlockIq2S b;
   std::memset(&b, 0, sizeof(b));
@@ -381,7 +398,7 @@ void EncodeIq2S(const float* x, const float* qw, uint8_t* out, uint64_t& /*clipp
     for (int k = 0; k < 2; ++k) signs[k] = AllSigns(xb + 8 * k, xval + 8 * k);
     int8_t L[16];
     float scale;
-    if (!Group16(grid, kGroupMaxEpsIq2S, xval, weight, waux, L, scale)) {
+    if (!Group16(grid, kGroupMaxEpsIq2S, xval, weight, waux, search, L, scale)) {
       scales[ib] = 0;
       continue;
     }

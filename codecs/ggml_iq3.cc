@@ -31,6 +31,7 @@
 
 #include "codecs/ggml_blocks.h"
 #include "codecs/ggml_iq3_grids.h"
+#include "codecs/ggml_iq3_search.h"
 #include "codecs/ggml_ops.h"
 
 namespace lowp::ggml::internal {
@@ -42,12 +43,7 @@ constexpr int kGroupPoints = kGroup / 4;       // grid points per group
 constexpr int kTopLevel = kIq3Levels - 1;      // 7, value 2 * 7 + 1 = 15
 constexpr float kXxsGroupMaxEps = 1e-8f;       // GROUP_MAX_EPS_IQ3_XXS
 
-// How the two encoders differ.
-struct Variant {
-  const Iq3Lattice& lattice;
-  int steps;       // trial scales id = (15 + 0.2 is) / max, is in -steps..steps
-  bool refit_all;  // after the trials, iq3_s re-picks every point; iq3_xxs only those off the grid
-};
+using Variant = Iq3Variant;
 
 // The weights of one group: the importance qw times sqrt(sigma2 + x^2) with
 // sigma2 = 2 mean(x^2) over the super-block, or x^2 without importance; and
@@ -134,33 +130,27 @@ void WeightedSums(const float* weight, const float* xval, const int8_t* L, float
 }
 
 // The scale search of one group of magnitudes xval whose largest is `max`
-// (> 0 or NaN): L gets the levels of the best fit, all on the grid. Returns
-// the group's scale (negative only in ggml's "should never happen" case).
+// (> 0 or NaN), given its trials: L gets the levels of the best fit, all on
+// the grid. Returns the group's scale (negative only in ggml's "should never
+// happen" case).
 float FitGroup(const Variant& v, const float* xval, const float* weight, const float* waux,
-               float max, int8_t* L) {
+               float max, const Iq3Trials& trials, int8_t* L) {
   const Iq3Lattice& lattice = v.lattice;
   constexpr int kMaxQ = kIq3Levels;
   float best = 0;
   float scale = max / (2 * kMaxQ - 1);
   // iq3_xxs starts with every point taken as on the grid, iq3_s with none:
   // that decides whether a group no trial improved gets refitted.
-  bool on_grid[kGroupPoints], on_grid_aux[kGroupPoints];
+  bool on_grid[kGroupPoints];
   for (bool& b : on_grid) b = !v.refit_all;
-  int8_t Laux[kGroup];
   std::memset(L, 0, kGroup);
-  for (int is = -v.steps; is <= v.steps; ++is) {
-    const float id = (2 * kMaxQ - 1 + is * 0.2f) / max;
-    const float this_scale = 1 / id;
-    for (int k = 0; k < kGroupPoints; ++k) {
-      on_grid_aux[k] = PickPoint(lattice, xval + 4 * k, waux + 4 * k, id, this_scale, Laux + 4 * k);
-    }
-    float sumqx, sumq2;
-    WeightedSums(weight, xval, Laux, sumqx, sumq2);
+  for (int t = 0; t < 2 * v.steps + 1; ++t) {
+    const float sumqx = trials.sumqx[t], sumq2 = trials.sumq2[t];
     if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
       scale = sumqx / sumq2;
       best = scale * sumqx;
-      std::memcpy(L, Laux, kGroup);
-      std::memcpy(on_grid, on_grid_aux, sizeof(on_grid));
+      std::memcpy(L, trials.L[t], kGroup);
+      std::memcpy(on_grid, trials.on_grid[t], sizeof(on_grid));
     }
   }
   int off_grid = 0;
@@ -260,8 +250,32 @@ float Element(float db, uint8_t value, bool negative) {
 
 }  // namespace
 
+void Iq3TrialsScalar(const Iq3Variant& v, const float* xval, const float* weight,
+                     const float* waux, float max, Iq3Trials* trials) {
+  for (int is = -v.steps; is <= v.steps; ++is) {
+    const int t = is + v.steps;
+    const float id = Iq3TrialId(is, max);
+    const float this_scale = 1 / id;
+    for (int k = 0; k < kGroupPoints; ++k) {
+      trials->on_grid[t][k] =
+          PickPoint(v.lattice, xval + 4 * k, waux + 4 * k, id, this_scale, trials->L[t] + 4 * k);
+    }
+    WeightedSums(weight, xval, trials->L[t], trials->sumqx[t], trials->sumq2[t]);
+  }
+}
+
 void EncodeIq3Xxs(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  EncodeIq3XxsWith(x, qw, out, clipped, Iq3TrialsScalar);
+}
+
+void EncodeIq3S(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  EncodeIq3SWith(x, qw, out, clipped, Iq3TrialsScalar);
+}
+
+void EncodeIq3XxsWith(const float* x, const float* qw, uint8_t* out, uint64_t& clipped,
+                      Iq3TrialSearch search) {
   const Variant v{Iq3Lattice::Xxs(), 15, false};
+  Iq3Trials trials;
   BlockIq3Xxs b;
   std::memset(&b, 0, sizeof(b));
   uint32_t words[kGroups] = {};
@@ -280,7 +294,8 @@ void EncodeIq3Xxs(const float* x, const float* qw, uint8_t* out, uint64_t& clipp
       scales[ib] = 0;
       continue;
     }
-    float scale = FitGroup(v, xval, weight, waux, max, L);
+    search(v, xval, weight, waux, max, &trials);
+    float scale = FitGroup(v, xval, weight, waux, max, trials, L);
     if (scale < 0) {  // ggml: "should never happen"; flips every sign to keep the scale unsigned
       scale = -scale;
       for (uint8_t& s : signs) s = static_cast<uint8_t>(~s & 127);
@@ -311,8 +326,10 @@ void EncodeIq3Xxs(const float* x, const float* qw, uint8_t* out, uint64_t& clipp
   StoreBlock(b, out);
 }
 
-void EncodeIq3S(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+void EncodeIq3SWith(const float* x, const float* qw, uint8_t* out, uint64_t& clipped,
+                    Iq3TrialSearch search) {
   const Variant v{Iq3Lattice::S(), 9, true};
+  Iq3Trials trials;
   BlockIq3S b;
   std::memset(&b, 0, sizeof(b));
   float scales[kGroups];
@@ -335,7 +352,8 @@ void EncodeIq3S(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
       scales[ib] = 0;
       continue;
     }
-    float scale = FitGroup(v, xval, weight, waux, max, L);
+    search(v, xval, weight, waux, max, &trials);
+    float scale = FitGroup(v, xval, weight, waux, max, trials, L);
     if (scale < 0) {
       scale = -scale;
       for (uint8_t& s : signs) s = static_cast<uint8_t>(~s);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "codecs/ggml_blocks.h"
+#include "codecs/ggml_iq4.h"
 #include "codecs/ggml_ops.h"
 
 namespace lowp::ggml::internal {
@@ -16,85 +17,7 @@ namespace {
 
 constexpr float kGroupMaxEps = 1e-15f;  // GROUP_MAX_EPS
 constexpr int kIq4Tries = 7;
-
-// best_index_int8: the nearest grid value by bisection, the upper one on a
-// tie; values beyond either end take the end (counted in `clipped`).
-int BestIndex(float x, uint64_t* clipped) {
-  const int8_t* val = kIq4Values;
-  if (x <= val[0]) {
-    if (clipped != nullptr && x < val[0]) ++*clipped;
-    return 0;
-  }
-  if (x >= val[15]) {
-    if (clipped != nullptr && x > val[15]) ++*clipped;
-    return 15;
-  }
-  int ml = 0, mu = 15;
-  while (mu - ml > 1) {
-    const int mav = (ml + mu) / 2;
-    if (x < val[mav]) {
-      mu = mav;
-    } else {
-      ml = mav;
-    }
-  }
-  return x - val[mu - 1] < val[mu] - x ? mu - 1 : mu;
-}
-
-// quantize_row_iq4_nl_impl's weights for n elements: x^2, or with
-// importance qw * sqrtf(sigma2 + x^2), sigma2 twice the super-block's mean
-// square (ggml's `sigma2 *= 2.f/super_block_size` after summing, in that
-// order: 2.f / n is exact for n = 32 and 256).
-void Iq4Weights(const float* x, const float* qw, int n, float* weight) {
-  if (qw == nullptr) {
-    for (int j = 0; j < n; ++j) weight[j] = x[j] * x[j];
-    return;
-  }
-  float sigma2 = 0;
-  for (int j = 0; j < n; ++j) sigma2 += x[j] * x[j];
-  sigma2 *= 2.f / n;
-  for (int j = 0; j < n; ++j) weight[j] = qw[j] * std::sqrt(sigma2 + x[j] * x[j]);
-}
-
-// One 32-element group's scale (quantize_row_iq4_nl_impl's inner search,
-// the fit weighted by `weight`), its codes in L. Returns 0 for a group of
-// zeros (L untouched); with importance also 0 when every weight is 0.
-float Iq4GroupScale(const float* xb, const float* weight, uint8_t* L) {
-  float amax;
-  const float max = SignedMax(xb, 32, &amax);
-  if (amax < kGroupMaxEps) return 0;
-  const int8_t* values = kIq4Values;
-  float d = -max / values[0];
-  float id = 1 / d;
-  float sumqx = 0, sumq2 = 0;
-  for (int j = 0; j < 32; ++j) {
-    const float al = id * xb[j];
-    const int l = BestIndex(al, nullptr);
-    L[j] = static_cast<uint8_t>(l);
-    const float q = values[l];
-    const float w = weight[j];
-    sumqx += w * q * xb[j];
-    sumq2 += w * q * q;
-  }
-  d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
-  float best = d * sumqx;
-  for (int itry = -kIq4Tries; itry <= kIq4Tries; ++itry) {
-    id = (itry + values[0]) / max;
-    sumqx = sumq2 = 0;
-    for (int j = 0; j < 32; ++j) {
-      const float al = id * xb[j];
-      const float q = values[BestIndex(al, nullptr)];
-      const float w = weight[j];
-      sumqx += w * q * xb[j];
-      sumq2 += w * q * q;
-    }
-    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-      d = sumqx / sumq2;
-      best = d * sumqx;
-    }
-  }
-  return d;
-}
+static_assert(kIq4Candidates == 2 * kIq4Tries + 2);
 
 void PackNibbles(const uint8_t* L, int n, uint8_t* q4) {
   for (int i = 0; i < n / 32; ++i) {
@@ -162,28 +85,107 @@ uint8_t ToUe4m3(float x) {
 
 }  // namespace
 
-void EncodeIq4Nl(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+int Iq4BestIndex(float x, uint64_t* clipped) {
+  const int8_t* val = kIq4Values;
+  if (x <= val[0]) {
+    if (clipped != nullptr && x < val[0]) ++*clipped;
+    return 0;
+  }
+  if (x >= val[15]) {
+    if (clipped != nullptr && x > val[15]) ++*clipped;
+    return 15;
+  }
+  int ml = 0, mu = 15;
+  while (mu - ml > 1) {
+    const int mav = (ml + mu) / 2;
+    if (x < val[mav]) {
+      mu = mav;
+    } else {
+      ml = mav;
+    }
+  }
+  return x - val[mu - 1] < val[mu] - x ? mu - 1 : mu;
+}
+
+// sigma2 is twice the super-block's mean square (ggml's `sigma2 *=
+// 2.f/super_block_size` after summing, in that order: 2.f / n is exact for
+// n = 32 and 256).
+void Iq4Weights(const float* x, const float* qw, int n, float* weight) {
+  if (qw == nullptr) {
+    for (int j = 0; j < n; ++j) weight[j] = x[j] * x[j];
+    return;
+  }
+  float sigma2 = 0;
+  for (int j = 0; j < n; ++j) sigma2 += x[j] * x[j];
+  sigma2 *= 2.f / n;
+  for (int j = 0; j < n; ++j) weight[j] = qw[j] * std::sqrt(sigma2 + x[j] * x[j]);
+}
+
+// ggml's first fit uses d = -max / values[0] and id = 1 / d, then
+// id = (itry + values[0]) / max for itry = -7..7.
+bool Iq4Candidates(const float* xb, float* ids, float* max) {
+  float amax;
+  *max = SignedMax(xb, kIq4Group, &amax);
+  if (amax < kGroupMaxEps) return false;
+  const int8_t* values = kIq4Values;
+  const float d = -*max / values[0];
+  ids[0] = 1 / d;
+  for (int itry = -kIq4Tries; itry <= kIq4Tries; ++itry) {
+    ids[1 + kIq4Tries + itry] = (itry + values[0]) / *max;
+  }
+  return true;
+}
+
+void Iq4Fit(const float* xb, const float* weight, float id, float* sumqx, float* sumq2) {
+  float sx = 0, s2 = 0;
+  for (int j = 0; j < kIq4Group; ++j) {
+    const float q = kIq4Values[Iq4BestIndex(id * xb[j], nullptr)];
+    const float w = weight[j];
+    sx += w * q * xb[j];
+    s2 += w * q * q;
+  }
+  *sumqx = sx;
+  *sumq2 = s2;
+}
+
+// The first fit sets the scale (0 when its sumq2 is not positive); each try
+// replaces it when its fit is strictly better.
+float Iq4ChooseScale(const float* sumqx, const float* sumq2) {
+  float d = sumq2[0] > 0 ? sumqx[0] / sumq2[0] : 0.f;
+  float best = d * sumqx[0];
+  for (int k = 1; k < kIq4Candidates; ++k) {
+    if (sumq2[k] > 0 && sumqx[k] * sumqx[k] > best * sumq2[k]) {
+      d = sumqx[k] / sumq2[k];
+      best = d * sumqx[k];
+    }
+  }
+  return d;
+}
+
+// Returns 0 for a group of zeros; with importance also 0 when every weight
+// is 0.
+float Iq4GroupScale(const float* xb, const float* weight) {
+  float ids[kIq4Candidates], sumqx[kIq4Candidates], sumq2[kIq4Candidates], max;
+  if (!Iq4Candidates(xb, ids, &max)) return 0;
+  for (int k = 0; k < kIq4Candidates; ++k) Iq4Fit(xb, weight, ids[k], &sumqx[k], &sumq2[k]);
+  return Iq4ChooseScale(sumqx, sumq2);
+}
+
+void PackIq4Nl(const float* x, float scale, uint8_t* out, uint64_t& clipped) {
   BlockIq4Nl b;
-  uint8_t L[32];
-  float weight[32];
-  Iq4Weights(x, qw, 32, weight);
-  const float scale = Iq4GroupScale(x, weight, L);
+  uint8_t L[kIq4Group];
   b.d = ToHalf(scale);
   const float id = scale ? 1 / scale : 0;
-  for (int j = 0; j < 32; ++j) L[j] = static_cast<uint8_t>(BestIndex(id * x[j], &clipped));
-  PackNibbles(L, 32, b.qs);
+  for (int j = 0; j < kIq4Group; ++j) L[j] = static_cast<uint8_t>(Iq4BestIndex(id * x[j], &clipped));
+  PackNibbles(L, kIq4Group, b.qs);
   StoreBlock(b, out);
 }
 
-void EncodeIq4Xs(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+void PackIq4Xs(const float* x, const float* scales, uint8_t* out, uint64_t& clipped) {
   BlockIq4Xs b;
   uint8_t L[kSuperBlock];
-  float scales[8];
-  float weight[kSuperBlock];
-  Iq4Weights(x, qw, kSuperBlock, weight);
   float max_scale = 0, amax_scale = 0;
   for (int ib = 0; ib < 8; ++ib) {
-    scales[ib] = Iq4GroupScale(x + 32 * ib, weight + 32 * ib, L + 32 * ib);
     const float abs_d = std::fabs(scales[ib]);
     if (abs_d > amax_scale) {
       amax_scale = abs_d;
@@ -200,8 +202,8 @@ void EncodeIq4Xs(const float* x, const float* qw, uint8_t* out, uint64_t& clippe
     l = l < -32 ? -32 : l > 31 ? 31 : l;
     const float dl = d * l;
     const float idl = dl ? 1 / dl : 0.f;
-    for (int j = 0; j < 32; ++j) {
-      L[32 * ib + j] = static_cast<uint8_t>(BestIndex(idl * x[32 * ib + j], &clipped));
+    for (int j = 0; j < kIq4Group; ++j) {
+      L[32 * ib + j] = static_cast<uint8_t>(Iq4BestIndex(idl * x[32 * ib + j], &clipped));
     }
     l += 32;
     const uint8_t l_l = l & 0xf;
@@ -215,6 +217,24 @@ void EncodeIq4Xs(const float* x, const float* qw, uint8_t* out, uint64_t& clippe
   }
   PackNibbles(L, kSuperBlock, b.qs);
   StoreBlock(b, out);
+}
+
+void EncodeIq4Nl(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  float weight[kIq4Group];
+  Iq4Weights(x, qw, kIq4Group, weight);
+  PackIq4Nl(x, Iq4GroupScale(x, weight), out, clipped);
+}
+
+// Each group's scale is searched alone; the super-block's scale and the
+// groups' 6-bit multiples of it come from them (PackIq4Xs).
+void EncodeIq4Xs(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  float scales[8];
+  float weight[kSuperBlock];
+  Iq4Weights(x, qw, kSuperBlock, weight);
+  for (int ib = 0; ib < 8; ++ib) {
+    scales[ib] = Iq4GroupScale(x + kIq4Group * ib, weight + kIq4Group * ib);
+  }
+  PackIq4Xs(x, scales, out, clipped);
 }
 
 // e = floor(log2(amax)) - 2 + 127 (0 for a block of zeros); codes against

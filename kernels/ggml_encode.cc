@@ -6,6 +6,9 @@
 #include <span>
 
 #include "codecs/ggml.h"
+#include "kernels/ggml_iq2_simd.h"
+#include "kernels/ggml_iq3_simd.h"
+#include "kernels/ggml_iq4_simd.h"
 #include "kernels/ggml_kquants_simd.h"
 
 namespace lowp::kernels {
@@ -34,6 +37,14 @@ constexpr FastCodec kFast[] = {
     {ggml::Type::kQ4_1, EncodeLegacyWeightedSimd},
     {ggml::Type::kQ5_0, EncodeLegacyWeightedSimd},
     {ggml::Type::kQ5_1, EncodeLegacyWeightedSimd},
+    // kernels/ggml_iq*_simd.h: the candidate scales or trials of a group in lanes.
+    {ggml::Type::kIQ4_NL, EncodeIq4Fast},
+    {ggml::Type::kIQ4_XS, EncodeIq4Fast},
+    {ggml::Type::kIQ3_XXS, EncodeIq3Fast},
+    {ggml::Type::kIQ2_XXS, EncodeIq2Fast},
+    {ggml::Type::kIQ2_XS, EncodeIq2Fast},
+    {ggml::Type::kIQ2_S, EncodeIq2Fast},
+    {ggml::Type::kIQ3_S, EncodeIq3Fast},
 };
 
 FastEncoder FindFast(ggml::Type type) {

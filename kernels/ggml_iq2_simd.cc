@@ -1,0 +1,232 @@
+// ggml's iq2_xxs / iq2_xs / iq2_s trial search with the trials of one group
+// in SIMD lanes (kernels/ggml_iq2_simd.h): codecs' Iq2TrialsScalar, lane t doing
+// trial t's float operations in its order, as kernels/ggml_iq3_simd.cc does
+// for iq3 with octets of levels 0..2 in place of quartets of 0..7: each lane
+// rounds an octet's levels (ggml's nearest_int bit trick) and looks its key
+// up (a gather). The neighbour lists here are long (up to 292 for iq2_xs) and
+// uneven, so a trial whose key is off the grid walks its own list with the
+// neighbours in lanes (BestNeighbour). codecs' own encoders then choose
+// among the trials, refit and pack. Compiled once per Highway target; no
+// fused multiply-add.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/ggml_iq2_simd.cc"
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "codecs/ggml_blocks.h"
+#include "codecs/ggml_iq2_grids.h"
+#include "codecs/ggml_iq2_search.h"
+#include "kernels/ggml_iq2_simd.h"
+
+#ifndef LOWP_KERNELS_GGML_IQ2_TABLES_
+#define LOWP_KERNELS_GGML_IQ2_TABLES_
+namespace lowp::kernels {
+// A codebook's search tables as int32 arrays, one gather per look-up: each
+// key's entry (-1 on the grid, or a key with a field of 3, which rounding
+// never makes; else where its neighbour list starts << 10 | its length), and
+// the lists with each neighbour's 8 levels as a key (level i at bit 2 i).
+struct Iq2Tables {
+  std::vector<int32_t> entry, neighbours;
+
+  explicit Iq2Tables(const ggml::internal::GridSearch& grid) {
+    entry.assign(1 << 16, -1);
+    for (uint32_t key = 0; key < (1u << 16); ++key) {
+      bool valid = true;
+      for (int i = 0; i < 8; ++i) valid = valid && ((key >> 2 * i) & 3) != 3;
+      if (!valid || grid.Find(static_cast<uint16_t>(key)) >= 0) continue;
+      const auto list = grid.Neighbours(static_cast<uint16_t>(key));
+      HWY_ASSERT(!list.empty() && list.size() < 1024 && neighbours.size() < (1u << 21));
+      entry[key] = static_cast<int32_t>(neighbours.size() << 10 | list.size());
+      for (uint16_t p : list) {
+        const uint8_t* level = grid.Levels(p);
+        int32_t packed = 0;
+        for (int i = 0; i < 8; ++i) packed |= level[i] << 2 * i;
+        neighbours.push_back(packed);
+      }
+    }
+    neighbours.resize(neighbours.size() + 16);  // a whole vector past the last list
+  }
+
+  // The tables of codecs' search tables `grid` (one of the three iq2 ones).
+  static const Iq2Tables& For(const ggml::internal::GridSearch& grid) {
+    using ggml::internal::GridKind;
+    using ggml::internal::SearchTables;
+    static const Iq2Tables* xxs = new Iq2Tables(SearchTables(GridKind::kIq2Xxs));
+    static const Iq2Tables* xs = new Iq2Tables(SearchTables(GridKind::kIq2Xs));
+    static const Iq2Tables* s = new Iq2Tables(SearchTables(GridKind::kIq2S));
+    if (&grid == &SearchTables(GridKind::kIq2Xxs)) return *xxs;
+    if (&grid == &SearchTables(GridKind::kIq2Xs)) return *xs;
+    HWY_ASSERT(&grid == &SearchTables(GridKind::kIq2S));
+    return *s;
+  }
+};
+}  // namespace lowp::kernels
+#endif  // LOWP_KERNELS_GGML_IQ2_TABLES_
+
+HWY_BEFORE_NAMESPACE();
+namespace lowp::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+namespace gi = ggml::internal;
+
+using DF = hn::ScalableTag<float>;
+using DI = hn::RebindToSigned<DF>;
+using VF = hn::Vec<DF>;
+using VI = hn::Vec<DI>;
+using MI = hn::Mask<DI>;
+
+constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+// Trials padded to whole vectors (lanes past the last trial are ignored).
+constexpr size_t kPadded = (gi::kIq2MaxTrials + kMaxLanes - 1) / kMaxLanes * kMaxLanes;
+constexpr int kMaxElements = 8 * gi::kIq2MaxOctets;
+
+// ggml's nearest_int: x + 1.5 * 2^23, the integer read from the mantissa.
+HWY_INLINE VI NearestInt(DF df, VF x) {
+  const DI di;
+  const VI bits = hn::BitCast(di, hn::Add(x, hn::Set(df, 12582912.f)));
+  return hn::Sub(hn::And(bits, hn::Set(di, 0x007fffff)), hn::Set(di, 0x00400000));
+}
+
+// codecs' BestNeighbour for one key (its table entry) at one trial scale:
+// the first neighbour of least sum waux (scale q - x)^2, its levels packed.
+// The list's neighbours go through the lanes in list order, each lane's
+// distance in codecs' order of operations; a vector's least distance
+// replaces the best only when strictly less, and within a vector its first
+// lane wins, so the first of equal distances wins as in the scalar walk.
+// NaN distances (never less) count as infinity.
+int32_t BestNeighbour(const Iq2Tables& tab, int32_t entry, float scale, const float* xk,
+                      const float* wk) {
+  const DF df;
+  const DI di;
+  const size_t n = hn::Lanes(df);
+  const int32_t* list = tab.neighbours.data() + (entry >> 10);
+  const size_t length = static_cast<size_t>(entry & 1023);
+  const VF inf = hn::Set(df, HUGE_VALF), vscale = hn::Set(df, scale);
+  const VI three = hn::Set(di, 3), one = hn::Set(di, 1);
+  float best_d2 = FLT_MAX;
+  int32_t best = list[0];
+  for (size_t c = 0; c < length; c += n) {
+    const VI packed = hn::LoadU(di, list + c);  // the table's padding keeps this in bounds
+    VF d2 = hn::Zero(df);
+    for (int i = 0; i < 8; ++i) {
+      const VI level = hn::And(hn::ShiftRightSame(packed, 2 * i), three);
+      const VF q = hn::ConvertTo(df, hn::Add(hn::Add(level, level), one));
+      const VF diff = hn::Sub(hn::Mul(vscale, q), hn::Set(df, xk[i]));
+      d2 = hn::Add(d2, hn::Mul(hn::Mul(hn::Set(df, wk[i]), diff), diff));
+    }
+    const auto valid = hn::And(hn::FirstN(df, length - c), hn::Eq(d2, d2));
+    d2 = hn::IfThenElse(valid, d2, inf);
+    const float least = hn::GetLane(hn::MinOfLanes(df, d2));
+    if (least < best_d2) {
+      best_d2 = least;
+      best = list[c + static_cast<size_t>(hn::FindFirstTrue(df, hn::Eq(d2, hn::Set(df, least))))];
+    }
+  }
+  return best;
+}
+
+void Trials(const gi::GridSearch& grid, int octets, int steps, float max, const float* xval,
+            const float* weight, const float* waux, gi::Iq2Trials* trials) {
+  const Iq2Tables& tab = Iq2Tables::For(grid);
+  const DF df;
+  const DI di;
+  const size_t n = hn::Lanes(df);
+  const int count = 2 * steps + 1;
+  HWY_ALIGN float ids[kPadded], scales[kPadded];
+  for (size_t t = 0; t < kPadded; ++t) {
+    const int is = static_cast<int>(t < static_cast<size_t>(count) ? t : count - 1) - steps;
+    ids[t] = gi::Iq2TrialId(is, max);
+    scales[t] = 1 / ids[t];
+  }
+  HWY_ALIGN int32_t levels[kMaxElements][kMaxLanes];
+  HWY_ALIGN int32_t on_grid[gi::kIq2MaxOctets][kMaxLanes];
+  HWY_ALIGN float sumqx[kMaxLanes], sumq2[kMaxLanes];
+  const VI zero = hn::Zero(di), top = hn::Set(di, 2);
+  for (size_t t0 = 0; t0 < static_cast<size_t>(count); t0 += n) {
+    const VF id = hn::Load(df, ids + t0);
+    for (int k = 0; k < octets; ++k) {
+      const float* xk = xval + 8 * k;
+      const float* wk = waux + 8 * k;
+      VI l[8];
+      VI key = zero;
+      for (int i = 0; i < 8; ++i) {
+        const VF a = hn::Mul(hn::Set(df, 0.5f), hn::Sub(hn::Mul(id, hn::Set(df, xk[i])),
+                                                         hn::Set(df, 1.0f)));
+        l[i] = hn::Min(hn::Max(NearestInt(df, a), zero), top);
+        key = hn::Or(key, hn::ShiftLeftSame(l[i], 2 * i));
+      }
+      const VI entry = hn::GatherIndex(di, tab.entry.data(), key);
+      const MI off = hn::Gt(entry, hn::Set(di, -1));
+      hn::Store(hn::VecFromMask(di, hn::Not(off)), di, on_grid[k]);
+      for (int i = 0; i < 8; ++i) hn::Store(l[i], di, levels[8 * k + i]);
+      if (!hn::AllFalse(di, off)) {
+        HWY_ALIGN int32_t entries[kMaxLanes];
+        hn::Store(entry, di, entries);
+        for (size_t lane = 0; lane < n && t0 + lane < static_cast<size_t>(count); ++lane) {
+          if (entries[lane] < 0) continue;
+          const int32_t best = BestNeighbour(tab, entries[lane], scales[t0 + lane], xk, wk);
+          for (int i = 0; i < 8; ++i) levels[8 * k + i][lane] = (best >> 2 * i) & 3;
+        }
+      }
+    }
+    // codecs' LevelSums per lane: sumqx += w x q, sumq2 += w q q.
+    VF sx = hn::Zero(df), s2 = hn::Zero(df);
+    for (int e = 0; e < 8 * octets; ++e) {
+      const VI li = hn::Load(di, levels[e]);
+      const VF q = hn::ConvertTo(df, hn::Add(hn::Add(li, li), hn::Set(di, 1)));
+      const VF w = hn::Set(df, weight[e]);
+      sx = hn::Add(sx, hn::Mul(hn::Mul(w, hn::Set(df, xval[e])), q));
+      s2 = hn::Add(s2, hn::Mul(hn::Mul(w, q), q));
+    }
+    hn::Store(sx, df, sumqx);
+    hn::Store(s2, df, sumq2);
+    for (size_t lane = 0; lane < n && t0 + lane < static_cast<size_t>(count); ++lane) {
+      const size_t t = t0 + lane;
+      for (int e = 0; e < 8 * octets; ++e) trials->L[t][e] = static_cast<int8_t>(levels[e][lane]);
+      for (int k = 0; k < octets; ++k) trials->on_grid[t][k] = on_grid[k][lane] != 0;
+      trials->sumqx[t] = sumqx[lane];
+      trials->sumq2[t] = sumq2[lane];
+    }
+  }
+}
+
+void EncodeRows(ggml::Type type, const float* in, size_t count, uint8_t* out,
+                const float* importance) {
+  const size_t bytes = static_cast<size_t>(ggml::Info(type).bytes);
+  for (size_t b = 0; b < count / ggml::kSuperBlock; ++b) {
+    const float* x = in + b * ggml::kSuperBlock;
+    const float* qw = importance == nullptr ? nullptr : importance + b * ggml::kSuperBlock;
+    uint8_t* o = out + b * bytes;
+    if (type == ggml::Type::kIQ2_XXS) {
+      gi::EncodeIq2XxsWith(x, qw, o, Trials);
+    } else if (type == ggml::Type::kIQ2_XS) {
+      gi::EncodeIq2XsWith(x, qw, o, Trials);
+    } else {
+      gi::EncodeIq2SWith(x, qw, o, Trials);
+    }
+  }
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace lowp::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace lowp::kernels {
+
+HWY_EXPORT(EncodeRows);
+
+void EncodeIq2Fast(ggml::Type type, std::span<const float> in, std::span<uint8_t> out,
+                   uint64_t& /*clipped: none*/, std::span<const float> importance) {
+  HWY_DYNAMIC_DISPATCH(EncodeRows)(type, in.data(), in.size(), out.data(),
+                                   importance.empty() ? nullptr : importance.data());
+}
+
+}  // namespace lowp::kernels
+#endif  // HWY_ONCE

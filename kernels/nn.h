@@ -12,14 +12,17 @@
 // 2^32 / 997 spread float32 inputs and every special case.
 //
 // What differs from the loops model/forward.cc ran before (tests give the
-// bound; bench/README.md, "Issue 29: the forward pass's elementwise loops",
-// counts how often it moves a result on the bundled models):
+// bound; bench/README.md, "Issue 29: the forward pass's elementwise loops"):
 //   - Softmax's denominator and RmsNorm's sum of squares are double sums in
 //     8 partial sums (element i into sum i mod 8, the eight added pairwise),
 //     not one running sum. Their terms are float32 values (exp results,
 //     exact squares), so the two orders differ by at most n * 2^-53 relative
 //     (n terms); the float32 1/sum or 1/rms drawn from them differs by at
 //     most one ulp, and only when it lies that close to a rounding boundary.
+//     Measured on the bundled models (the held-out TinyStories text, 232
+//     chunks of 256, reference + int8-channel + q4_0 on stories260K and
+//     stories3M): 12,828,672 softmax rows (1.65 G probabilities) and
+//     3,563,520 norm rows, not one result differed from the running sums'.
 //   - Everything else (max, exp, the products, sums and quotients of the
 //     rows) is the same float32 operations in the same order.
 #ifndef LOWP_KERNELS_NN_H_

@@ -36,6 +36,17 @@
 //   sgemm-blas-threads:2/2048x2048x2048
 //       the square product on OpenBLAS's own two threads (how PyTorch uses
 //       the library); set back to one BLAS thread afterwards.
+//   nn/KERNEL/IMPL/n:N
+//       one elementwise kernel of kernels/nn.h over 64 rows of N seeded
+//       activation-like values (N(0, sigma^2), every 53rd value x 40):
+//       IMPL simd is the dispatched entry the forward pass calls, reference
+//       its scalar reference (the loops model/forward.cc ran before, but for
+//       the order of two double sums), in the same run; thread CPU time, the
+//       copy that restores the input before each call included in both.
+//       Counter values_per_second. KERNEL: softmax (scores, sigma 3), rmsnorm
+//       (a row of N, weights 1), rope (N = heads 8 x head_dim, cos/sin of
+//       position 37), silu, add (x += y), multiply (x *= y), nonfinite (the
+//       census's count), exp.
 // The OpenBLAS kernel the library picked (openblas_get_corename; Debian's
 // 0.3.21 picks Prescott on CPUs it does not know unless OPENBLAS_CORETYPE is
 // set) and its config are in the JSON context.
@@ -43,6 +54,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -50,11 +62,13 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "formats/format.h"
 #include "io/bundled.h"
+#include "kernels/nn.h"
 #include "kernels/thread_pool.h"
 #include "model/batch.h"
 #include "model/blas.h"
@@ -436,6 +450,65 @@ benchmark::internal::Benchmark* Register(bool manual_time, const std::string& na
       ->Unit(benchmark::kMillisecond);
 }
 
+// Seeded activation-like values: N(0, sigma^2), every 53rd value x 40.
+std::vector<float> Activations(size_t n, float sigma, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, sigma);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  for (size_t i = 7; i < n; i += 53) v[i] *= 40;
+  return v;
+}
+
+constexpr int64_t kKernelRows = 64;
+
+void NnCase(benchmark::State& state, std::string kernel, bool simd, int64_t n) {
+  const size_t total = static_cast<size_t>(kKernelRows * n);
+  const std::vector<float> input = Activations(total, kernel == "softmax" ? 3.0f : 1.0f, 1);
+  const std::vector<float> y = Activations(total, 1.0f, 2);
+  const std::vector<float> weight(static_cast<size_t>(n), 1.0f);
+  const int64_t dim = n / 8;  // rope: 8 heads
+  std::vector<float> cos(static_cast<size_t>(dim / 2)), sin(static_cast<size_t>(dim / 2));
+  for (int64_t i = 0; i < dim / 2; ++i) {
+    const double angle = 37.0 * std::pow(10000.0, -2.0 * static_cast<double>(i) / dim);
+    cos[i] = static_cast<float>(std::cos(angle));
+    sin[i] = static_cast<float>(std::sin(angle));
+  }
+  std::vector<float> x(total);
+  uint64_t count = 0;
+  for (auto _ : state) {
+    std::copy(input.begin(), input.end(), x.begin());
+    for (int64_t r = 0; r < kKernelRows; ++r) {
+      float* row = x.data() + r * n;
+      std::span<float> span(row, static_cast<size_t>(n));
+      std::span<const float> other(y.data() + r * n, static_cast<size_t>(n));
+      if (kernel == "softmax") {
+        simd ? Softmax(span) : SoftmaxRef(span);
+      } else if (kernel == "rmsnorm") {
+        (simd ? RmsNorm : RmsNormRef)(row, row, 1, n, weight.data(), false, 1e-5);
+      } else if (kernel == "rope") {
+        (simd ? Rope : RopeRef)(row, 8, dim, cos.data(), sin.data());
+      } else if (kernel == "silu") {
+        simd ? Silu(span) : SiluRef(span);
+      } else if (kernel == "add") {
+        simd ? AddTo(span, other) : AddToRef(span, other);
+      } else if (kernel == "multiply") {
+        simd ? MultiplyBy(span, other) : MultiplyByRef(span, other);
+      } else if (kernel == "nonfinite") {
+        count += simd ? CountNonfinite(span) : CountNonfiniteRef(span);
+      } else {
+        simd ? ExpF32(span, span) : ExpF32Ref(span, span);
+      }
+    }
+    benchmark::DoNotOptimize(x.data());
+    benchmark::DoNotOptimize(count);
+    benchmark::ClobberMemory();
+  }
+  state.counters["values_per_second"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * static_cast<double>(total),
+      benchmark::Counter::kIsRate);
+}
+
 std::string ForwardName(const std::string& model, const std::string& site, int64_t sequences,
                         int threads) {
   return "forward/" + model + "/" + site + "/seqs:" + std::to_string(sequences) +
@@ -444,6 +517,25 @@ std::string ForwardName(const std::string& model, const std::string& site, int64
 
 void RegisterAll() {
   const int all = AvailableCpus();
+  // The elementwise kernels, reference then SIMD at each width: the bundled
+  // models' rows (8- and 32-wide heads, 64- and 256-wide hidden states, 172
+  // and 768 intermediate, softmax rows of 128 and 256 keys) and the 1B
+  // shape's (2048 hidden, 8192 intermediate).
+  const std::pair<const char*, std::vector<int64_t>> kernels[] = {
+      {"softmax", {128, 256, 2048}},  {"rmsnorm", {64, 256, 2048}}, {"rope", {64, 256, 512}},
+      {"silu", {172, 768, 8192}},     {"add", {64, 256, 2048}},     {"multiply", {172, 768, 8192}},
+      {"nonfinite", {256, 2048}},     {"exp", {256, 2048}}};
+  for (const auto& [kernel, widths] : kernels) {
+    for (int64_t n : widths) {
+      for (bool simd : {false, true}) {
+        const std::string name = std::string("nn/") + kernel + (simd ? "/simd" : "/reference") +
+                                 "/n:" + std::to_string(n);
+        benchmark::RegisterBenchmark(name.c_str(), NnCase, kernel, simd, n)
+            ->MinTime(0.2)
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
   // Cheap cases first: the bundled model, then the sgemm shapes, then the
   // wide model (its weights, 1.5 GB, are drawn on first use).
   for (int threads : {1, all}) {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/convert.h"
+#include "kernels/nn.h"
 #include "kernels/thread_pool.h"
 #include "model/blas.h"
 
@@ -22,7 +23,6 @@ constexpr const char* kSiteNames[kSiteCount] = {
     "residual",  "mlp_norm",  "router",        "gate_proj",   "up_proj", "act",
     "act_mul",   "down_proj", "post_mlp_norm", "final_norm",  "logits"};
 
-float Silu(float x) { return x / (1.0f + std::exp(-x)); }
 float GeluTanh(float x) {
   const float k = 0.7978845608028654f;  // sqrt(2 / pi)
   return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
@@ -84,9 +84,7 @@ class Sites {
     if (census_ == nullptr) return;
     SiteCounts& s = local.sites[static_cast<int>(site)];
     s.values += x.size();
-    uint64_t nonfinite = 0;
-    for (float v : x) nonfinite += !std::isfinite(v);
-    s.nonfinite += nonfinite;
+    s.nonfinite += CountNonfinite(x);
   }
 
   void Merge(const Census& local) const {
@@ -126,18 +124,10 @@ void Norm(const ModelConfig& c, const Sites& sites, std::span<const float> x, in
   const int64_t rows = static_cast<int64_t>(x.size()) / width;
   ForRows(rows, width, threads, [&](int64_t first, int64_t end) {
     Census local;
-    for (int64_t r = first; r < end; ++r) {
-      const float* in = x.data() + r * width;
-      float* o = out.data() + r * width;
-      double ss = 0;
-      for (int64_t j = 0; j < width; ++j) ss += static_cast<double>(in[j]) * in[j];
-      const float scale = static_cast<float>(1.0 / std::sqrt(ss / width + c.rms_norm_eps));
-      for (int64_t j = 0; j < width; ++j) {
-        const float wj = c.norm_adds_one ? 1.0f + weight[j] : weight[j];
-        o[j] = in[j] * scale * wj;
-      }
-      sites.Round(site, std::span<float>(o, static_cast<size_t>(width)), local);
-    }
+    float* o = out.data() + first * width;
+    RmsNorm(x.data() + first * width, o, end - first, width, weight.data(), c.norm_adds_one,
+            c.rms_norm_eps);
+    sites.Round(site, std::span<float>(o, static_cast<size_t>((end - first) * width)), local);
     sites.Merge(local);
   });
 }
@@ -254,33 +244,41 @@ class LayerPass {
     const int64_t D = c_.hidden_size;
     ForRows(b_.rows, D, threads_, [&](int64_t first, int64_t end) {
       Census local;
-      for (int64_t r = first; r < end; ++r) {
-        float* row = x.data() + r * D;
-        for (int64_t j = 0; j < D; ++j) row[j] += branch[r * D + j];
-        sites_.Round(Site::kResidual, std::span<float>(row, static_cast<size_t>(D)), local);
-      }
+      const size_t begin = static_cast<size_t>(first * D), n = static_cast<size_t>((end - first) * D);
+      AddTo(x.subspan(begin, n), branch.subspan(begin, n));
+      sites_.Round(Site::kResidual, x.subspan(begin, n), local);
       sites_.Merge(local);
     });
   }
 
-  // Rotates each head_dim-wide vector of `x` ([rows, heads * head_dim]) by
-  // its row's position.
-  void Rope(std::span<float> x, int64_t heads, const std::vector<double>& inv_freq) {
-    const int64_t d = c_.head_dim, half = d / 2;
-    ForRows(b_.rows, heads * d, threads_, [&](int64_t first, int64_t end) {
+  // The cosines and sines of each row's angles (position x inverse
+  // frequency, in double, rounded to float) into cos_ and sin_, [rows,
+  // head_dim / 2] each: computed once for the queries and the keys.
+  void RopeAngles() {
+    const int64_t half = c_.head_dim / 2;
+    const std::vector<double> inv_freq = InverseFrequencies(c_);
+    cos_.resize(static_cast<size_t>(b_.rows * half));
+    sin_.resize(static_cast<size_t>(b_.rows * half));
+    ForRows(b_.rows, half * 8, threads_, [&](int64_t first, int64_t end) {
       for (int64_t t = first; t < end; ++t) {
         const double pos = static_cast<double>(buf_.positions[t]);
         for (int64_t i = 0; i < half; ++i) {
           const double angle = pos * inv_freq[i];
-          const float cs = static_cast<float>(std::cos(angle));
-          const float sn = static_cast<float>(std::sin(angle));
-          for (int64_t h = 0; h < heads; ++h) {
-            float* v = x.data() + (t * heads + h) * d;
-            const float x1 = v[i], x2 = v[i + half];
-            v[i] = x1 * cs - x2 * sn;
-            v[i + half] = x2 * cs + x1 * sn;
-          }
+          cos_[t * half + i] = static_cast<float>(std::cos(angle));
+          sin_[t * half + i] = static_cast<float>(std::sin(angle));
         }
+      }
+    });
+  }
+
+  // Rotates each head_dim-wide vector of `x` ([rows, heads * head_dim]) by
+  // its row's position (RopeAngles first).
+  void Rope(std::span<float> x, int64_t heads) {
+    const int64_t d = c_.head_dim, half = d / 2;
+    ForRows(b_.rows, heads * d, threads_, [&](int64_t first, int64_t end) {
+      for (int64_t t = first; t < end; ++t) {
+        lowp::Rope(x.data() + t * heads * d, heads, d, cos_.data() + t * half,
+                   sin_.data() + t * half);
       }
     });
   }
@@ -296,9 +294,9 @@ class LayerPass {
       Norm(c_, sites_, buf_.q, d, w_.q_norm, buf_.q, Site::kQkNorm, threads_);
       Norm(c_, sites_, buf_.k, d, w_.k_norm, buf_.k, Site::kQkNorm, threads_);
     }
-    const std::vector<double> inv_freq = InverseFrequencies(c_);
-    Rope(buf_.q, H, inv_freq);
-    Rope(buf_.k, KV, inv_freq);
+    RopeAngles();
+    Rope(buf_.q, H);
+    Rope(buf_.k, KV);
     sites_.RoundAll(Site::kRope, buf_.q, H * d, threads_);
     sites_.RoundAll(Site::kRope, buf_.k, KV * d, threads_);
     // Each sequence's keys and values into its cache, as stored.
@@ -369,15 +367,7 @@ class LayerPass {
           for (float& v : seen) v = cap * std::tanh(v / cap);
         }
         sites_.Round(Site::kScores, seen, local);
-        float max = -std::numeric_limits<float>::infinity();
-        for (float v : seen) max = std::max(max, v);
-        double sum = 0;
-        for (float& v : seen) {
-          v = std::exp(v - max);
-          sum += v;
-        }
-        const float inv = static_cast<float>(1.0 / sum);
-        for (float& v : seen) v *= inv;
+        Softmax(seen);
         sites_.Round(Site::kSoftmax, seen, local);
         std::fill(s, s + first, 0.0f);
         std::fill(s + pos + 1, s + T, 0.0f);
@@ -406,21 +396,28 @@ class LayerPass {
   // gate = act(gate) (rounded at kAct), then gate * up (rounded at kActMul).
   void ActMul(std::span<float> gate, std::span<const float> up, int64_t width, int64_t rows,
               int threads, Census) {
-    // The activation chosen once, not per element.
-    const std::string& act = c_.activation;
-    float (*const f)(float) = act == "gelu_pytorch_tanh" ? GeluTanh
-                              : act == "gelu"            ? GeluErf
-                                                         : Silu;
     ForRows(rows, width, threads, [&](int64_t first, int64_t end) {
       Census local;
-      std::span<float> g = gate.subspan(static_cast<size_t>(first * width),
-                                        static_cast<size_t>((end - first) * width));
-      for (float& v : g) v = f(v);
+      const size_t begin = static_cast<size_t>(first * width);
+      std::span<float> g = gate.subspan(begin, static_cast<size_t>((end - first) * width));
+      Activate(g);
       sites_.Round(Site::kAct, g, local);
-      for (size_t i = 0; i < g.size(); ++i) g[i] *= up[first * width + i];
+      MultiplyBy(g, up.subspan(begin, g.size()));
       sites_.Round(Site::kActMul, g, local);
       sites_.Merge(local);
     });
+  }
+
+  // x = act(x), the config's activation (SiLU by default).
+  void Activate(std::span<float> x) const {
+    const std::string& act = c_.activation;
+    if (act == "gelu_pytorch_tanh") {
+      for (float& v : x) v = GeluTanh(v);
+    } else if (act == "gelu") {
+      for (float& v : x) v = GeluErf(v);
+    } else {
+      Silu(x);
+    }
   }
 
   // Mixtral's experts, sequence by sequence on the pool (each sequence's
@@ -491,13 +488,9 @@ class LayerPass {
     };
     linear(x.gate, in, gate, Site::kGateProj);
     linear(x.up, in, up, Site::kUpProj);
-    const std::string& act = c_.activation;
-    float (*const f)(float) = act == "gelu_pytorch_tanh" ? GeluTanh
-                              : act == "gelu"            ? GeluErf
-                                                         : Silu;
-    for (float& v : gate) v = f(v);
+    Activate(gate);
     sites_.Round(Site::kAct, gate, local);
-    for (size_t i = 0; i < gate.size(); ++i) gate[i] *= up[i];
+    MultiplyBy(gate, up);
     sites_.Round(Site::kActMul, gate, local);
     std::span<const float> down_in = gate;
     if (const Scheme* scheme = e_.activations.get(); scheme != nullptr) {
@@ -522,6 +515,7 @@ class LayerPass {
   const int threads_;
   Sites sites_;
   LinearInputs* const inputs_;
+  std::vector<float> cos_, sin_;  // RopeAngles
 };
 
 }  // namespace

@@ -982,6 +982,8 @@ void MeasureLoop(const EncodePlan& p, const DecodePlan& dp, const float* in, siz
   e->nan_replaced += totals[6];
   e->error.inf_inputs += totals[7];
   e->error.measured += totals[8];
+  // The rest of the elements: x finite and its result inf or NaN.
+  e->error.nonfinite_outputs += count - totals[5] - totals[7] - totals[8];
   e->error.count += count;
 }
 

@@ -79,8 +79,10 @@ class Rounder {
 // Convert-and-measure in one pass, without writing the converted array: what
 // rounding `in` to `to` (and reading it back) does to the values.
 struct ConversionError {
-  // Filled by the fused kernel: count, nan_inputs, inf_inputs, measured
-  // (input and result both finite) and over those sum_squared_error,
+  // Filled by the fused kernel: count, nan_inputs, inf_inputs,
+  // nonfinite_outputs (a finite input whose result is inf or NaN: the error
+  // is infinite, see QuantReport's rule), measured (input and result both
+  // finite) and over those sum_squared_error,
   // sum_squared_input, max_abs_error; the sums in double, their last bits
   // depending on how the array was split across threads (the counts and the
   // maximum do not). The other fields stay 0: ComparePairs on the decoded

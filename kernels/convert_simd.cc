@@ -454,6 +454,188 @@ HWY_INLINE void WithRounding(int rounding, F f) {
   }
 }
 
+// Nearest-even codes of float32 inputs by one of EncodeVec's fast rules
+// (grid, fast or integer, whichever the plan enables first), with the plan's
+// constants hoisted into registers: EncodeLoop's inner loop keeps all of
+// EncodeVec live and reloads them. Each rule gives `*ok` false for a lane it
+// does not cover; a pair of vectors with such a lane takes EncodeVec, so the
+// codes are EncodeVec's bit for bit.
+struct FastRule {
+  enum Kind { kNone, kGrid, kNormal, kInteger } kind = kNone;
+  explicit FastRule(const EncodePlan& p)
+      : kind(p.daz || p.source != Source::kFloat32 ? kNone
+             : p.grid_fast                        ? kGrid
+             : p.fast                             ? kNormal
+             : p.int_fast_hi != 0                 ? kInteger
+                                                  : kNone),
+        m(p.m),
+        sign_shift(p.bits - 1),
+        fast_shift(p.fast_shift),
+        is_signed(p.is_signed),
+        tie_always(p.fast_tie_always),
+        min_field(hn::Set(DI(), p.grid_min_field)),
+        c_low(hn::Set(DI(), static_cast<int32_t>(((23u - p.m) << 23) | 0x400000u))),
+        rebias(hn::Set(DI(), static_cast<int32_t>((static_cast<uint32_t>(p.grid_min_field) << p.m) +
+                                                  0x400000u))),
+        twice_max(hn::Set(DF(), p.grid_max + p.grid_max)),
+        magnitude_limit(hn::Set(DI(), static_cast<int32_t>(p.max_magnitude + 1))),
+        fast_lo(hn::Set(DI(), p.fast_lo)),
+        fast_hi(hn::Set(DI(), p.fast_hi)),
+        fast_add(hn::Set(DU(), p.fast_add)),
+        int_hi(hn::Set(DU(), static_cast<uint32_t>(p.int_fast_hi))),
+        code_mask(hn::Set(DU(), p.code_mask)),
+        nan_negative(hn::Set(DU(), p.nan[1])) {}
+  int m, sign_shift, fast_shift;
+  bool is_signed, tie_always;
+  VI min_field, c_low, rebias;
+  hn::Vec<DF> twice_max;
+  VI magnitude_limit, fast_lo, fast_hi;
+  VU fast_add, int_hi, code_mask, nan_negative;
+
+  template <Kind K>
+  HWY_INLINE VU Code(VU bits, MU* ok) const {
+    const DU du;
+    const DI di;
+    const DF df;
+    const VU a = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+    if constexpr (K == kGrid) {  // EncodeVec's grid_fast branch
+      const VI field = hn::Max(hn::BitCast(di, hn::ShiftRight<23>(a)), min_field);
+      const auto c = hn::BitCast(df, hn::Add(hn::ShiftLeft<23>(field), c_low));
+      const auto ax = hn::BitCast(df, a);
+      const VI n = hn::BitCast(di, hn::And(hn::BitCast(du, hn::Add(ax, c)), hn::Set(du, 0x7FFFFFu)));
+      const VI magnitude = hn::Sub(hn::Add(hn::ShiftLeftSame(field, m), n), rebias);
+      *ok = hn::And(hn::RebindMask(du, hn::Le(ax, twice_max)),
+                    hn::RebindMask(du, hn::Lt(magnitude, magnitude_limit)));
+      return hn::Or(hn::BitCast(du, magnitude),
+                    hn::ShiftLeftSame(hn::ShiftRight<31>(bits), sign_shift));
+    } else if constexpr (K == kNormal) {  // EncodeVec's fast branch
+      const VI ai = hn::BitCast(di, a);
+      const auto in_range = hn::AndNot(hn::Lt(ai, fast_lo), hn::Lt(ai, fast_hi));
+      const VU tie = tie_always ? hn::Set(du, 1)
+                                : hn::And(hn::ShiftRightSame(a, fast_shift), hn::Set(du, 1));
+      const VU magnitude = hn::ShiftRightSame(hn::Add(hn::Add(a, fast_add), tie), fast_shift);
+      if (is_signed) {
+        *ok = hn::RebindMask(du, in_range);
+        return hn::Or(magnitude, hn::ShiftLeftSame(hn::ShiftRight<31>(bits), sign_shift));
+      }
+      // Unsigned (e8m0): a negative number, not zero, inf or NaN, is NaN.
+      const MU negative = hn::RebindMask(du, hn::Lt(hn::BitCast(di, bits), hn::Zero(di)));
+      const MU negative_finite = hn::And(
+          negative, hn::RebindMask(du, hn::And(hn::Gt(ai, hn::Zero(di)),
+                                               hn::Lt(ai, hn::Set(di, 0x7F800000)))));
+      *ok = hn::Or(hn::AndNot(negative, hn::RebindMask(du, in_range)), negative_finite);
+      return hn::IfThenElse(negative, nan_negative, magnitude);
+    } else {  // EncodeVec's integer branch
+      const MU negative = hn::RebindMask(du, hn::Lt(hn::BitCast(di, bits), hn::Zero(di)));
+      *ok = hn::Lt(is_signed ? a : bits, int_hi);
+      const VI field = hn::BitCast(di, hn::ShiftRight<23>(a));
+      const VU s = hn::BitCast(du, hn::Min(hn::Sub(hn::Set(di, 150), field), hn::Set(di, 31)));
+      const VU sig = hn::Or(hn::And(a, hn::Set(du, 0x7FFFFFu)), hn::Set(du, 0x800000u));
+      const VU n = hn::Shr(sig, s);
+      const VU unit = hn::Shl(hn::Set(du, 1), s);
+      const VU rem = hn::And(sig, hn::Sub(unit, hn::Set(du, 1)));
+      const MU up = hn::Gt(hn::Add(rem, hn::And(n, hn::Set(du, 1))), hn::ShiftRight<1>(unit));
+      const VU rounded = hn::Sub(n, hn::VecFromMask(du, up));
+      const VU value = hn::IfThenElse(negative, hn::Sub(hn::Zero(du), rounded), rounded);
+      return hn::And(value, code_mask);
+    }
+  }
+};
+
+// Elements [0, returned) of a float32 input by rule K, two vectors a step.
+template <FastRule::Kind K, Storage S>
+size_t FastPairs(const EncodePlan& p, const FastRule& rule, const float* in, size_t count,
+                 uint64_t first, uint8_t* out) {
+  const DU du;
+  const size_t N = hn::Lanes(du);
+  const auto* bits = reinterpret_cast<const uint32_t*>(in);
+  size_t i = 0;
+  for (; i + 2 * N <= count; i += 2 * N) {
+    const VU b0 = hn::LoadU(du, bits + i);
+    const VU b1 = hn::LoadU(du, bits + i + N);
+    MU ok0, ok1;
+    VU c0 = rule.Code<K>(b0, &ok0);
+    VU c1 = rule.Code<K>(b1, &ok1);
+    if (HWY_UNLIKELY(!hn::AllTrue(du, hn::And(ok0, ok1)))) {
+      c0 = EncodeVec<kNearestEven, false>(p, b0, NoLanes(du), first + i, nullptr);
+      c1 = EncodeVec<kNearestEven, false>(p, b1, NoLanes(du), first + i + N, nullptr);
+    }
+    StoreCodes<S>(c0, c1, out, i);
+  }
+  return i;
+}
+
+// Byte codes of four vectors a step, [0, returned): one byte shuffle and one
+// lane permutation per four vectors instead of three shuffles per vector.
+// The four vectors' codes (each below 256) are or-ed into one: lane j holds
+// the codes of elements j, N + j, 2N + j, 3N + j. The byte shuffle
+// transposes each 128-bit block's 4 x 4 bytes, so that lane 4b + t holds
+// elements tN + 4b .. tN + 4b + 3; the permutation puts lane 4b + t at
+// (4b + tN) / 4, i.e. output lane k takes lane 4 (k mod N/4) + k / (N/4).
+template <FastRule::Kind K>
+size_t FastQuads(const EncodePlan& p, const FastRule& rule, const float* in, size_t count,
+                 uint64_t first, uint8_t* out) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)p, (void)rule, (void)in, (void)count, (void)first, (void)out;
+  return 0;
+#else
+  const DU du;
+  const DI di;
+  const hn::Repartition<uint8_t, DU> d8;
+  const size_t N = hn::Lanes(du);
+  if (N < 4) return 0;
+  const size_t blocks = N / 4;
+  HWY_ALIGN int32_t lane_index[kMaxLanes];
+  for (size_t k = 0; k < N; ++k) lane_index[k] = static_cast<int32_t>(k % blocks * 4 + k / blocks);
+  const auto permute = hn::SetTableIndices(du, lane_index);
+  HWY_ALIGN uint8_t byte_index[16];
+  for (int o = 0; o < 16; ++o) byte_index[o] = static_cast<uint8_t>(o % 4 * 4 + o / 4);
+  const auto transpose = hn::LoadDup128(d8, byte_index);
+  const auto* bits = reinterpret_cast<const uint32_t*>(in);
+  size_t i = 0;
+  for (; i + 4 * N <= count; i += 4 * N) {
+    VU c[4];
+    MU ok[4];
+    for (size_t v = 0; v < 4; ++v) c[v] = rule.Code<K>(hn::LoadU(du, bits + i + v * N), &ok[v]);
+    if (HWY_UNLIKELY(!hn::AllTrue(du, hn::And(hn::And(ok[0], ok[1]), hn::And(ok[2], ok[3]))))) {
+      for (size_t v = 0; v < 4; ++v) {
+        c[v] = EncodeVec<kNearestEven, false>(p, hn::LoadU(du, bits + i + v * N), NoLanes(du),
+                                              first + i + v * N, nullptr);
+      }
+    }
+    const VU packed = hn::Or(hn::Or(c[0], hn::ShiftLeft<8>(c[1])),
+                             hn::Or(hn::ShiftLeft<16>(c[2]), hn::ShiftLeft<24>(c[3])));
+    const VU blocked = hn::BitCast(du, hn::TableLookupBytes(hn::BitCast(d8, packed), transpose));
+    hn::StoreU(hn::BitCast(d8, hn::TableLookupLanes(blocked, permute)), d8, out + i);
+  }
+  (void)di;
+  return i;
+#endif
+}
+
+template <Storage S>
+size_t FastLoop(const EncodePlan& p, const void* in, size_t count, uint64_t first, uint8_t* out) {
+  const FastRule rule(p);
+  const auto* x = static_cast<const float*>(in);
+  size_t i = 0;
+  switch (rule.kind) {
+    case FastRule::kGrid:
+      if constexpr (S == Storage::kByte) i = FastQuads<FastRule::kGrid>(p, rule, x, count, first, out);
+      return i + FastPairs<FastRule::kGrid, S>(p, rule, x + i, count - i, first + i, out + i);
+    case FastRule::kNormal:
+      if constexpr (S == Storage::kByte)
+        i = FastQuads<FastRule::kNormal>(p, rule, x, count, first, out);
+      return i + FastPairs<FastRule::kNormal, S>(p, rule, x + i, count - i, first + i, out + i);
+    case FastRule::kInteger:
+      if constexpr (S == Storage::kByte)
+        i = FastQuads<FastRule::kInteger>(p, rule, x, count, first, out);
+      return i + FastPairs<FastRule::kInteger, S>(p, rule, x + i, count - i, first + i, out + i);
+    case FastRule::kNone:
+      break;
+  }
+  return 0;
+}
+
 // The plan is copied into a local: the output is uint8_t, which may alias
 // anything, so a plan behind a reference would be reloaded after every store.
 template <int R, Storage S>
@@ -498,6 +680,9 @@ void EncodeLoop(const EncodePlan& plan, const void* in, size_t count, uint64_t f
   }
 #endif
   if (p.stream) hwy::FlushStream();
+  if constexpr (R == kNearestEven && (S == Storage::kByte || S == Storage::kNibble)) {
+    i = FastLoop<S>(p, in, count, first, out);
+  }
   for (; i + 2 * N <= count; i += 2 * N) {
     const Loaded x0 = LoadSource(p, in, i);
     const Loaded x1 = LoadSource(p, in, i + N);
@@ -797,6 +982,8 @@ void MeasureLoop(const EncodePlan& p, const DecodePlan& dp, const float* in, siz
   e->nan_replaced += totals[6];
   e->error.inf_inputs += totals[7];
   e->error.measured += totals[8];
+  // The rest of the elements: x finite and its result inf or NaN.
+  e->error.nonfinite_outputs += count - totals[5] - totals[7] - totals[8];
   e->error.count += count;
 }
 

@@ -45,6 +45,7 @@ inline void Accumulate(const float* x, const float* q, const uint32_t* events, s
     e->flushed += (ev & kFlushed) != 0;
     e->underflow += (ev & kUnderflow) != 0;
     e->nan_replaced += (ev & kNanReplaced) != 0;
+    e->error.nonfinite_outputs += x_finite && qd - qd != 0;  // overflow to inf or NaN
     if (x_finite && qd - qd == 0) {
       const double error = qd - xd;
       ++e->error.measured;

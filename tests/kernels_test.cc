@@ -304,12 +304,32 @@ TEST_P(EveryFormat, MeasurementMatchesReference) {
       EXPECT_EQ(got->underflow, expected.underflow);
       EXPECT_EQ(got->nan_replaced, expected.nan_replaced);
       EXPECT_EQ(got->error.measured, expected.error.measured);
+      EXPECT_EQ(got->error.nonfinite_outputs, expected.error.nonfinite_outputs);
+      EXPECT_EQ(got->error.count, got->error.nan_inputs + got->error.inf_inputs +
+                                      got->error.nonfinite_outputs + got->error.measured);
       EXPECT_EQ(got->error.max_abs_error, expected.error.max_abs_error);
       // Sums in another order: equal to a relative 1e-12.
       EXPECT_NEAR(got->error.sum_squared_error, expected.error.sum_squared_error,
                   1e-12 * expected.error.sum_squared_error);
       EXPECT_NEAR(got->error.sum_squared_input, expected.error.sum_squared_input,
                   1e-12 * expected.error.sum_squared_input);
+    });
+  }
+}
+
+// Every element overflows: nothing is measured and every element is counted
+// as a non-finite result, so no reader takes the empty sums for a perfect
+// score (issue 29).
+TEST(MeasureArray, CountsEveryOverflowAsNonFinite) {
+  const std::vector<float> in(1000, 1e6f);  // beyond fp8_e4m3fn's 448 and fp16's 65504
+  for (const char* name : {"fp8_e4m3fn", "fp8_e5m2", "fp16"}) {
+    SCOPED_TRACE(name);
+    ForEachTarget([&](const std::string&) {
+      const absl::StatusOr<ConversionError> got = MeasureArray(*FindFormat(name), in);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(got->error.nonfinite_outputs, in.size());
+      EXPECT_EQ(got->error.measured, 0u);
+      EXPECT_EQ(got->error.sum_squared_error, 0);
     });
   }
 }

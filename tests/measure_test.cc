@@ -135,6 +135,27 @@ TEST(MeasureTensor, EqualsAPlainComputationOverTheWholeTensor) {
   }
 }
 
+// Every element of every block overflows (fp8 without saturation, q8_0's
+// fp16 scale): nothing is measured, and the metrics say the error is
+// infinite, never rmse 0, SQNR inf and cosine 1 from the empty sums (issue 29).
+TEST(MeasureTensor, ABlockThatOverflowsWholeIsAnInfiniteError) {
+  std::vector<float> values(4 * 64, 3e38f);
+  for (size_t i = 0; i < values.size(); i += 2) values[i] = -values[i];
+  OwnedTensor t(values, {4, 64});
+  for (const std::string name : {"fp8_e4m3fn", "fp8_e5m2", "fp16", "q8_0", "q4_0"}) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<QuantReport> got = MeasureTensor(t.view, *Make(name));
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->stats.nonfinite_outputs, values.size());
+    EXPECT_EQ(got->stats.measured, 0u);
+    EXPECT_TRUE(got->overflowed());
+    EXPECT_TRUE(std::isinf(got->rmse()) && got->rmse() > 0);
+    EXPECT_TRUE(std::isinf(got->max_abs_error()) && got->max_abs_error() > 0);
+    EXPECT_TRUE(std::isinf(got->sqnr_db()) && got->sqnr_db() < 0);
+    EXPECT_TRUE(std::isnan(got->cosine()));
+  }
+}
+
 TEST(MeasureTensor, ThreadsAndBatchesNeverChangeAResult) {
   // 5 x 2^20 elements: more than one batch of 2^22, rows of 1024.
   OwnedTensor t(Random(5 << 20, 2, true), {5 << 10, 1024});

@@ -206,6 +206,18 @@ def test_quant_error_on_a_file_is_the_commands_json():
     assert len(ours["results"]) == 10 and len(ours["aggregates"]) == 2
 
 
+def test_quant_error_of_a_tensor_that_overflows_whole_is_never_perfect():
+    # Every element beyond fp8's range and q8_0's fp16 scale: each one counts
+    # as an overflow, nothing is measured, and no metric reads as exact (the
+    # infinite errors and the unknown cosine are None, as in the JSON).
+    x = np.full((4, 64), 3e38, dtype=np.float32)
+    x[:, ::2] *= -1
+    for row in lowp.quant_error(x, ["fp8_e4m3fn", "q8_0"])["results"]:
+        assert row["overflow"] == x.size and row["measured"] == 0
+        for metric in ("rmse", "sqnr_db", "cosine", "max_abs_error", "mean_abs_error"):
+            assert row[metric] is None, (row["scheme"], metric)
+
+
 def test_quant_error_and_range_on_arrays_are_the_commands_on_npy(tmp_path):
     rng = np.random.default_rng(0)
     w = (rng.standard_normal((96, 160)) * 0.02).astype(np.float32)

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "codecs/ggml_blocks.h"
+#include "codecs/ggml_kquants_parts.h"
 #include "codecs/ggml_kquants_search.h"
 #include "codecs/ggml_ops.h"
 
@@ -30,6 +31,17 @@ void ScaleMinK4(int j, const uint8_t* q, uint8_t& d, uint8_t& m) {
   }
 }
 
+// A requantization's shape, its scales zero.
+KRequant RequantOf(int group, int groups, int lo, int hi, bool with_min) {
+  KRequant r = {};
+  r.group = group;
+  r.groups = groups;
+  r.lo = lo;
+  r.hi = hi;
+  r.with_min = with_min;
+  return r;
+}
+
 // Packs codes 0..3 four to a byte, as q2_K and q3_K store them.
 void Pack2Bits(const uint8_t* L, uint8_t* qs) {
   for (int j = 0; j < kSuperBlock; j += 128) {
@@ -43,12 +55,6 @@ void Pack2Bits(const uint8_t* L, uint8_t* qs) {
 // The k-quants' importance (quantize_row_q{2..5}_K_impl): element l weighs
 // qw[l] * sqrtf(sigma2 + x[l]^2), sigma2 from the super-block's sum of
 // squares.
-float SumSquares(const float* x, int n) {
-  float sum = 0;
-  for (int j = 0; j < n; ++j) sum += x[j] * x[j];
-  return sum;
-}
-
 void ImportanceWeights(const float* x, const float* qw, float sigma2, int n, float* weights) {
   for (int l = 0; l < n; ++l) weights[l] = qw[l] * std::sqrt(sigma2 + x[l] * x[l]);
 }
@@ -59,27 +65,19 @@ float Sum(const float* w, int n) {
   return sum;
 }
 
-// quantize_row_q2_K_ref's scales: each group's make_qkx2_quants weighted by
-// |x| (least absolute error, 16 trials), then the 16 scales and the 16
-// minimums each on a 4-bit grid up to their largest.
-void Q2KScales(const float* x, BlockQ2_K& b, uint8_t* L) {
-  uint8_t Laux[16];
-  float weights[16];
-  float mins[16];
-  float scales[16];
+// quantize_row_q2_K_ref's scales: the 16 scales and the 16 minimums each on
+// a 4-bit grid up to their largest.
+void Q2KGridScales(const KGroupFits& f, BlockQ2_K& b) {
   const float q4scale = 15.f;
   float max_scale = 0;
   float max_min = 0;
   for (int j = 0; j < 16; ++j) {
-    for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
-    scales[j] = MakeQkx2Quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f,
-                               0.1f, 15, true);
-    if (scales[j] > max_scale) max_scale = scales[j];
-    if (mins[j] > max_min) max_min = mins[j];
+    if (f.scales[j] > max_scale) max_scale = f.scales[j];
+    if (f.mins[j] > max_min) max_min = f.mins[j];
   }
   if (max_scale > 0) {
     const float iscale = q4scale / max_scale;
-    for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<uint8_t>(NearestInt(iscale * scales[j]));
+    for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<uint8_t>(NearestInt(iscale * f.scales[j]));
     b.d = ToHalf(max_scale / q4scale);
   } else {
     for (int j = 0; j < 16; ++j) b.scales[j] = 0;
@@ -88,7 +86,7 @@ void Q2KScales(const float* x, BlockQ2_K& b, uint8_t* L) {
   if (max_min > 0) {
     const float iscale = q4scale / max_min;
     for (int j = 0; j < 16; ++j) {
-      const int l = NearestInt(iscale * mins[j]);
+      const int l = NearestInt(iscale * f.mins[j]);
       b.scales[j] = static_cast<uint8_t>(b.scales[j] | (l << 4));
     }
     b.dmin = ToHalf(max_min / q4scale);
@@ -97,42 +95,22 @@ void Q2KScales(const float* x, BlockQ2_K& b, uint8_t* L) {
   }
 }
 
-// quantize_row_q2_K_impl's: importance weights with sigma2 the mean square,
-// the least squared error over 37 trials (make_qkx3_quants from nmax - 0.9
-// in steps of 0.05), and the scales and minimums fitted on their 4-bit grids
-// by make_qp_quants, each group weighing its weights' sum.
-void Q2KScalesWeighted(const float* x, const float* qw, BlockQ2_K& b, uint8_t* L) {
-  uint8_t Laux[16];
-  float weights[16];
-  float mins[16];
-  float scales[16];
-  float sw[16];
+// quantize_row_q2_K_impl's: the scales and minimums fitted on their 4-bit
+// grids by make_qp_quants, each group weighing its weights' sum.
+void Q2KFitScales(const KGroupFits& f, BlockQ2_K& b) {
   uint8_t Ls[16], Lm[16];
-  const float sigma2 = SumSquares(x, kSuperBlock) / kSuperBlock;
-  for (int j = 0; j < 16; ++j) {
-    ImportanceWeights(x + 16 * j, qw + 16 * j, sigma2, 16, weights);
-    sw[j] = Sum(weights, 16);
-    scales[j] = MakeQkx2Quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.9f,
-                               0.05f, 36, false);
-  }
-  b.d = ToHalf(MakeQpQuants(16, 15, scales, sw, Ls));
-  b.dmin = ToHalf(MakeQpQuants(16, 15, mins, sw, Lm));
+  b.d = ToHalf(MakeQpQuants(16, 15, f.scales, f.weight_sums, Ls));
+  b.dmin = ToHalf(MakeQpQuants(16, 15, f.mins, f.weight_sums, Lm));
   for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<uint8_t>(Ls[j] | (Lm[j] << 4));
 }
 
-// Each group's codes again against its stored scale and minimum (a group
-// whose scale is 0 keeps the search's codes), packed.
-void Q2KCodes(const float* x, BlockQ2_K& b, uint8_t* L, uint64_t& clipped) {
+// The codes' scales as stored: group j's d and dm.
+void Q2KRequant(const BlockQ2_K& b, KRequant& r) {
+  r = RequantOf(16, 16, 0, 3, true);
   for (int j = 0; j < 16; ++j) {
-    const float d = Half(b.d) * (b.scales[j] & 0xF);
-    if (!d) continue;
-    const float dm = Half(b.dmin) * (b.scales[j] >> 4);
-    for (int ii = 0; ii < 16; ++ii) {
-      const int l = NearestInt((x[16 * j + ii] + dm) / d);
-      L[16 * j + ii] = static_cast<uint8_t>(Clamp(l, 0, 3, clipped));
-    }
+    r.d[j] = Half(b.d) * (b.scales[j] & 0xF);
+    r.dm[j] = Half(b.dmin) * (b.scales[j] >> 4);
   }
-  Pack2Bits(L, b.qs);
 }
 
 // Group j's 6-bit scale code l (0..63) in q3_K's 12 bytes (zeroed first).
@@ -146,18 +124,16 @@ void PackQ3Scale(int j, int l, uint8_t* scales) {
   scales[j % 4 + 8] = static_cast<uint8_t>(scales[j % 4 + 8] | (l << (2 * (j / 4))));
 }
 
-// quantize_row_q3_K_ref's scales: make_q3_quants per group, then the signed
-// scales on a 6-bit grid to the one of largest magnitude.
-void Q3KScales(const float* x, BlockQ3_K& b, int8_t* L) {
-  float scales[16];
+// quantize_row_q3_K_ref's scales: the signed scales on a 6-bit grid to the
+// one of largest magnitude.
+void Q3KGridScales(const KGroupFits& f, BlockQ3_K& b) {
   float max_scale = 0;
   float amax = 0;
   for (int j = 0; j < 16; ++j) {
-    scales[j] = MakeQ3Quants(16, 4, x + 16 * j, L + 16 * j);
-    const float scale = std::fabs(scales[j]);
+    const float scale = std::fabs(f.scales[j]);
     if (scale > amax) {
       amax = scale;
-      max_scale = scales[j];
+      max_scale = f.scales[j];
     }
   }
   std::memset(b.scales, 0, sizeof(b.scales));
@@ -165,7 +141,7 @@ void Q3KScales(const float* x, BlockQ3_K& b, int8_t* L) {
     const float iscale = -32.f / max_scale;
     for (int j = 0; j < 16; ++j) {
       // ggml's int8_t l = nearest_int(...) wraps before it clamps.
-      const int8_t l = static_cast<int8_t>(NearestInt(iscale * scales[j]));
+      const int8_t l = static_cast<int8_t>(NearestInt(iscale * f.scales[j]));
       PackQ3Scale(j, Clamp(l, -32, 31) + 32, b.scales);
     }
     b.d = ToHalf(1 / iscale);
@@ -174,55 +150,36 @@ void Q3KScales(const float* x, BlockQ3_K& b, int8_t* L) {
   }
 }
 
-// quantize_row_q3_K_impl's: importance weights with sigma2 twice the mean
-// square, make_qx_quants with them per group, and the scales fitted on their
-// 6-bit grid by make_qx_quants weighted with each group's weights' sum.
-void Q3KScalesWeighted(const float* x, const float* qw, BlockQ3_K& b, int8_t* L) {
-  float weights[16];
-  float scales[16];
-  float sw[16];
+// quantize_row_q3_K_impl's: the scales fitted on their 6-bit grid by
+// make_qx_quants weighted with each group's weights' sum.
+void Q3KFitScales(const KGroupFits& f, BlockQ3_K& b) {
   int8_t Ls[16];
-  const float sigma2 = 2 * SumSquares(x, kSuperBlock) / kSuperBlock;
-  for (int j = 0; j < 16; ++j) {
-    ImportanceWeights(x + 16 * j, qw + 16 * j, sigma2, 16, weights);
-    sw[j] = Sum(weights, 16);
-    scales[j] = MakeQxQuants(16, 4, x + 16 * j, weights, L + 16 * j);
-  }
   std::memset(b.scales, 0, sizeof(b.scales));
-  const float d_block = MakeQxQuants(16, 32, scales, sw, Ls);
+  const float d_block = MakeQxQuants(16, 32, f.scales, f.weight_sums, Ls);
   for (int j = 0; j < 16; ++j) PackQ3Scale(j, Ls[j], b.scales);
   b.d = ToHalf(d_block);
 }
 
-// Each group's codes again against its stored scale (a group whose scale is
-// 0 keeps the search's codes), bit 2 into hmask, the rest packed.
-void Q3KCodes(const float* x, BlockQ3_K& b, int8_t* L, uint64_t& clipped) {
+void Q3KRequant(const BlockQ3_K& b, KRequant& r) {
+  r = RequantOf(16, 16, -4, 3, false);
   for (int j = 0; j < 16; ++j) {
     int8_t sc = static_cast<int8_t>(j < 8 ? b.scales[j] & 0xF : b.scales[j - 8] >> 4);
     sc = static_cast<int8_t>((sc | (((b.scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
-    const float d = Half(b.d) * sc;
-    if (!d) continue;
-    for (int ii = 0; ii < 16; ++ii) {
-      const int l = NearestInt(x[16 * j + ii] / d);
-      L[16 * j + ii] = static_cast<int8_t>(Clamp(l, -4, 3, clipped) + 4);
-    }
+    r.d[j] = Half(b.d) * sc;
+    r.dm[j] = 0;
   }
+}
+
+// Codes 0..7: bit 2 into hmask (element j at bit j / 32 of byte j % 32),
+// the rest packed. ggml's `if (L[j] > 3) { set the bit; L[j] -= 4; }`
+// without the branch.
+void Q3KPack(BlockQ3_K& b, uint8_t* L) {
   std::memset(b.hmask, 0, sizeof(b.hmask));
-  int m = 0;
-  uint8_t hm = 1;
   for (int j = 0; j < kSuperBlock; ++j) {
-    if (L[j] > 3) {
-      b.hmask[m] |= hm;
-      L[j] = static_cast<int8_t>(L[j] - 4);
-    }
-    if (++m == kSuperBlock / 8) {
-      m = 0;
-      hm = static_cast<uint8_t>(hm << 1);
-    }
+    b.hmask[j % 32] = static_cast<uint8_t>(b.hmask[j % 32] | ((L[j] >> 2) << (j / 32)));
+    L[j] &= 3;
   }
-  uint8_t U[kSuperBlock];
-  for (int j = 0; j < kSuperBlock; ++j) U[j] = static_cast<uint8_t>(L[j]);
-  Pack2Bits(U, b.qs);
+  Pack2Bits(L, b.qs);
 }
 
 // Group j's 6-bit scale and minimum codes where get_scale_min_k4 reads them
@@ -239,58 +196,62 @@ void PackScaleMinK4(int j, uint8_t ls, uint8_t lm, uint8_t* q) {
 }
 
 // q4_K and q5_K differ only in the code width (nmax 15 or 31) and their
-// searches' trials. quantize_row_q{4,5}_K_ref's scales: make_qkx2_quants
-// per group weighted by av_x + |x| (av_x the group's rms), then the scales
-// and the minimums each on a 6-bit grid up to their largest.
-void KScales(const float* x, int nmax, float rmin, int nstep, uint8_t* scales_out,
-             uint16_t& d_out, uint16_t& dmin_out, uint8_t* L) {
+// searches' trials. quantize_row_q{4,5}_K_ref's group search:
+// make_qkx2_quants per group weighted by av_x + |x| (av_x the group's rms).
+void KSearch(const float* x, int nmax, float rmin, int nstep, KGroupFits& f) {
   uint8_t Laux[32];
   float weights[32];
-  float mins[8];
-  float scales[8];
-  float max_scale = 0;
-  float max_min = 0;
   for (int j = 0; j < 8; ++j) {
     const float av_x = std::sqrt(SumSquares(x + 32 * j, 32) / 32);
     for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-    scales[j] = MakeQkx2Quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
-                               0.1f, nstep, false);
-    if (scales[j] > max_scale) max_scale = scales[j];
-    if (mins[j] > max_min) max_min = mins[j];
+    f.scales[j] = MakeQkx2Quants(32, nmax, x + 32 * j, weights, f.codes + 32 * j, &f.mins[j],
+                                 Laux, rmin, 0.1f, nstep, false);
+  }
+}
+
+// quantize_row_q{4,5}_K_impl's: importance weights with sigma2 twice the mean
+// square, make_qkx3_quants (37 trials from nmax - 0.9 in steps of 0.05).
+void KSearchWeighted(const float* x, const float* qw, int nmax, KGroupFits& f) {
+  uint8_t Laux[32];
+  float weights[32];
+  const float sigma2 = 2 * SumSquares(x, kSuperBlock) / kSuperBlock;
+  for (int j = 0; j < 8; ++j) {
+    ImportanceWeights(x + 32 * j, qw + 32 * j, sigma2, 32, weights);
+    f.weight_sums[j] = Sum(weights, 32);
+    f.scales[j] = MakeQkx2Quants(32, nmax, x + 32 * j, weights, f.codes + 32 * j, &f.mins[j],
+                                 Laux, -0.9f, 0.05f, 36, false);
+  }
+}
+
+// The reference's scales and minimums each on a 6-bit grid up to their
+// largest.
+void KGridScales(const KGroupFits& f, uint8_t* scales_out, uint16_t& d_out, uint16_t& dmin_out) {
+  float max_scale = 0;
+  float max_min = 0;
+  for (int j = 0; j < 8; ++j) {
+    if (f.scales[j] > max_scale) max_scale = f.scales[j];
+    if (f.mins[j] > max_min) max_min = f.mins[j];
   }
   const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
   const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
   for (int j = 0; j < 8; ++j) {
-    const uint8_t ls = static_cast<uint8_t>(NearestInt(inv_scale * scales[j]));
-    const uint8_t lm = static_cast<uint8_t>(NearestInt(inv_min * mins[j]));
+    const uint8_t ls = static_cast<uint8_t>(NearestInt(inv_scale * f.scales[j]));
+    const uint8_t lm = static_cast<uint8_t>(NearestInt(inv_min * f.mins[j]));
     PackScaleMinK4(j, ls < 63 ? ls : 63, lm < 63 ? lm : 63, scales_out);
   }
   d_out = ToHalf(max_scale / 63.f);
   dmin_out = ToHalf(max_min / 63.f);
 }
 
-// quantize_row_q{4,5}_K_impl's: importance weights with sigma2 twice the mean
-// square, make_qkx3_quants (37 trials from nmax - 0.9 in steps of 0.05), and
-// the scales and minimums fitted on their 6-bit grids by make_qp_quants,
-// each group weighing its weights' sum. q5_K caps the codes at 63, q4_K
-// does not: they differ when a negative value's code wrapped in uint8_t.
-void KScalesWeighted(const float* x, const float* qw, int nmax, bool cap_at_63,
-                     uint8_t* scales_out, uint16_t& d_out, uint16_t& dmin_out, uint8_t* L) {
-  uint8_t Laux[32];
-  float weights[32];
-  float mins[8];
-  float scales[8];
-  float sw[8];
+// The impl's: the scales and minimums fitted on their 6-bit grids by
+// make_qp_quants, each group weighing its weights' sum. q5_K caps the codes
+// at 63, q4_K does not: they differ when a negative value's code wrapped in
+// uint8_t.
+void KFitScales(const KGroupFits& f, bool cap_at_63, uint8_t* scales_out, uint16_t& d_out,
+                uint16_t& dmin_out) {
   uint8_t Ls[8], Lm[8];
-  const float sigma2 = 2 * SumSquares(x, kSuperBlock) / kSuperBlock;
-  for (int j = 0; j < 8; ++j) {
-    ImportanceWeights(x + 32 * j, qw + 32 * j, sigma2, 32, weights);
-    sw[j] = Sum(weights, 32);
-    scales[j] = MakeQkx2Quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f,
-                               0.05f, 36, false);
-  }
-  const float d_block = MakeQpQuants(8, 63, scales, sw, Ls);
-  const float m_block = MakeQpQuants(8, 63, mins, sw, Lm);
+  const float d_block = MakeQpQuants(8, 63, f.scales, f.weight_sums, Ls);
+  const float m_block = MakeQpQuants(8, 63, f.mins, f.weight_sums, Lm);
   for (int j = 0; j < 8; ++j) {
     uint8_t ls = Ls[j], lm = Lm[j];
     if (cap_at_63) {
@@ -303,61 +264,131 @@ void KScalesWeighted(const float* x, const float* qw, int nmax, bool cap_at_63,
   dmin_out = ToHalf(m_block);
 }
 
-// Each group's codes again against its stored scale and minimum (a group
-// whose scale is 0 keeps the search's codes).
-void KCodes(const float* x, int nmax, const uint8_t* scales, uint16_t d_half, uint16_t dmin_half,
-            uint8_t* L, uint64_t& clipped) {
+void KRequantOf(int nmax, const uint8_t* scales, uint16_t d_half, uint16_t dmin_half,
+                KRequant& r) {
+  r = RequantOf(32, 8, 0, nmax, true);
   for (int j = 0; j < 8; ++j) {
     uint8_t sc, m;
     ScaleMinK4(j, scales, sc, m);
-    const float d = Half(d_half) * sc;
-    if (!d) continue;
-    const float dm = Half(dmin_half) * m;
-    for (int ii = 0; ii < 32; ++ii) {
-      const int l = NearestInt((x[32 * j + ii] + dm) / d);
-      L[32 * j + ii] = static_cast<uint8_t>(Clamp(l, 0, nmax, clipped));
-    }
+    r.d[j] = Half(d_half) * sc;
+    r.dm[j] = Half(dmin_half) * m;
   }
 }
 
 }  // namespace
 
-// With importance (qw), each encoder is ggml's quantize_row_<type>_impl;
-// without, quantize_row_<type>_ref (what quantize_<type> runs for each).
+float SumSquares(const float* x, int n) {
+  float sum = 0;
+  for (int j = 0; j < n; ++j) sum += x[j] * x[j];
+  return sum;
+}
 
-void EncodeQ2_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+void Requantize(const float* x, const KRequant& r, uint8_t* codes, uint64_t& clipped) {
+  for (int j = 0; j < r.groups; ++j) {
+    const float d = r.d[j];
+    if (!d) continue;
+    for (int ii = 0; ii < r.group; ++ii) {
+      const float v = r.with_min ? x[r.group * j + ii] + r.dm[j] : x[r.group * j + ii];
+      const int l = NearestInt(v / d);
+      codes[r.group * j + ii] = static_cast<uint8_t>(Clamp(l, r.lo, r.hi, clipped) - r.lo);
+    }
+  }
+}
+
+// With importance (qw), each search is ggml's quantize_row_<type>_impl's;
+// without, quantize_row_<type>_ref's (what quantize_<type> runs for each).
+
+// q2_K: each group's make_qkx2_quants weighted by |x| (least absolute error,
+// 16 trials); with importance, weights with sigma2 the mean square and the
+// least squared error over 37 trials (make_qkx3_quants from nmax - 0.9 in
+// steps of 0.05).
+void SearchQ2_K(const float* x, const float* qw, KGroupFits& f) {
+  uint8_t Laux[16];
+  float weights[16];
+  if (qw == nullptr) {
+    for (int j = 0; j < 16; ++j) {
+      for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
+      f.scales[j] = MakeQkx2Quants(16, 3, x + 16 * j, weights, f.codes + 16 * j, &f.mins[j],
+                                   Laux, -0.5f, 0.1f, 15, true);
+    }
+    return;
+  }
+  const float sigma2 = SumSquares(x, kSuperBlock) / kSuperBlock;
+  for (int j = 0; j < 16; ++j) {
+    ImportanceWeights(x + 16 * j, qw + 16 * j, sigma2, 16, weights);
+    f.weight_sums[j] = Sum(weights, 16);
+    f.scales[j] = MakeQkx2Quants(16, 3, x + 16 * j, weights, f.codes + 16 * j, &f.mins[j], Laux,
+                                 -0.9f, 0.05f, 36, false);
+  }
+}
+
+void FinishQ2_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize) {
   BlockQ2_K b;
-  uint8_t L[kSuperBlock];
-  if (qw == nullptr) {
-    Q2KScales(x, b, L);
+  if (weighted) {
+    Q2KFitScales(f, b);
   } else {
-    Q2KScalesWeighted(x, qw, b, L);
+    Q2KGridScales(f, b);
   }
-  Q2KCodes(x, b, L, clipped);
+  KRequant r;
+  Q2KRequant(b, r);
+  requantize(x, r, f.codes, clipped);
+  Pack2Bits(f.codes, b.qs);
   StoreBlock(b, out);
 }
 
-void EncodeQ3_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+// q3_K: make_q3_quants per group; with importance, weights with sigma2 twice
+// the mean square and make_qx_quants with them per group.
+void SearchQ3_K(const float* x, const float* qw, KGroupFits& f) {
+  int8_t* L = reinterpret_cast<int8_t*>(f.codes);
+  if (qw == nullptr) {
+    for (int j = 0; j < 16; ++j) f.scales[j] = MakeQ3Quants(16, 4, x + 16 * j, L + 16 * j);
+    return;
+  }
+  float weights[16];
+  const float sigma2 = 2 * SumSquares(x, kSuperBlock) / kSuperBlock;
+  for (int j = 0; j < 16; ++j) {
+    ImportanceWeights(x + 16 * j, qw + 16 * j, sigma2, 16, weights);
+    f.weight_sums[j] = Sum(weights, 16);
+    f.scales[j] = MakeQxQuants(16, 4, x + 16 * j, weights, L + 16 * j);
+  }
+}
+
+void FinishQ3_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize) {
   BlockQ3_K b;
-  int8_t L[kSuperBlock];
-  if (qw == nullptr) {
-    Q3KScales(x, b, L);
+  if (weighted) {
+    Q3KFitScales(f, b);
   } else {
-    Q3KScalesWeighted(x, qw, b, L);
+    Q3KGridScales(f, b);
   }
-  Q3KCodes(x, b, L, clipped);
+  KRequant r;
+  Q3KRequant(b, r);
+  requantize(x, r, f.codes, clipped);
+  Q3KPack(b, f.codes);
   StoreBlock(b, out);
 }
 
-void EncodeQ4_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
-  BlockQ4_K b;
-  uint8_t L[kSuperBlock];
+void SearchQ4_K(const float* x, const float* qw, KGroupFits& f) {
   if (qw == nullptr) {
-    KScales(x, 15, -1.f, 20, b.scales, b.d, b.dmin, L);
+    KSearch(x, 15, -1.f, 20, f);
   } else {
-    KScalesWeighted(x, qw, 15, /*cap_at_63=*/false, b.scales, b.d, b.dmin, L);
+    KSearchWeighted(x, qw, 15, f);
   }
-  KCodes(x, 15, b.scales, b.d, b.dmin, L, clipped);
+}
+
+void FinishQ4_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize) {
+  BlockQ4_K b;
+  if (weighted) {
+    KFitScales(f, /*cap_at_63=*/false, b.scales, b.d, b.dmin);
+  } else {
+    KGridScales(f, b.scales, b.d, b.dmin);
+  }
+  uint8_t* L = f.codes;
+  KRequant r;
+  KRequantOf(15, b.scales, b.d, b.dmin, r);
+  requantize(x, r, L, clipped);
   uint8_t* q = b.qs;
   for (int j = 0; j < kSuperBlock; j += 64) {
     for (int l = 0; l < 32; ++l) q[l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 4));
@@ -366,15 +397,26 @@ void EncodeQ4_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
   StoreBlock(b, out);
 }
 
-void EncodeQ5_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
-  BlockQ5_K b;
-  uint8_t L[kSuperBlock];
+void SearchQ5_K(const float* x, const float* qw, KGroupFits& f) {
   if (qw == nullptr) {
-    KScales(x, 31, -0.5f, 15, b.scales, b.d, b.dmin, L);
+    KSearch(x, 31, -0.5f, 15, f);
   } else {
-    KScalesWeighted(x, qw, 31, /*cap_at_63=*/true, b.scales, b.d, b.dmin, L);
+    KSearchWeighted(x, qw, 31, f);
   }
-  KCodes(x, 31, b.scales, b.d, b.dmin, L, clipped);
+}
+
+void FinishQ5_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize) {
+  BlockQ5_K b;
+  if (weighted) {
+    KFitScales(f, /*cap_at_63=*/true, b.scales, b.d, b.dmin);
+  } else {
+    KGridScales(f, b.scales, b.d, b.dmin);
+  }
+  uint8_t* L = f.codes;
+  KRequant r;
+  KRequantOf(31, b.scales, b.d, b.dmin, r);
+  requantize(x, r, L, clipped);
   std::memset(b.qh, 0, sizeof(b.qh));
   uint8_t* ql = b.qs;
   uint8_t m1 = 1, m2 = 2;
@@ -402,20 +444,25 @@ void EncodeQ5_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
 // quantize_row_q6_K_impl weighs make_qx_quants' fit with the importance
 // itself (no sigma2 term; ggml left that variant commented out), the ref
 // with x^2; everything after is the same.
-void EncodeQ6_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+void SearchQ6_K(const float* x, const float* qw, KGroupFits& f) {
+  int8_t* L = reinterpret_cast<int8_t*>(f.codes);
+  for (int ib = 0; ib < 16; ++ib) {
+    f.scales[ib] =
+        MakeQxQuants(16, 32, x + 16 * ib, qw != nullptr ? qw + 16 * ib : nullptr, L + 16 * ib);
+  }
+}
+
+void FinishQ6_K(const float* x, KGroupFits& f, uint8_t* out, uint64_t& clipped,
+                RequantizeFn requantize) {
   BlockQ6_K b;
-  int8_t L[kSuperBlock];
-  float scales[16];
+  uint8_t* L = f.codes;
   float max_scale = 0;
   float max_abs_scale = 0;
   for (int ib = 0; ib < 16; ++ib) {
-    const float scale =
-        MakeQxQuants(16, 32, x + 16 * ib, qw != nullptr ? qw + 16 * ib : nullptr, L + 16 * ib);
-    scales[ib] = scale;
-    const float abs_scale = std::fabs(scale);
+    const float abs_scale = std::fabs(f.scales[ib]);
     if (abs_scale > max_abs_scale) {
       max_abs_scale = abs_scale;
-      max_scale = scale;
+      max_scale = f.scales[ib];
     }
   }
   if (max_abs_scale < kGroupMaxEps) {
@@ -427,17 +474,15 @@ void EncodeQ6_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
   const float iscale = -128.f / max_scale;
   b.d = ToHalf(1 / iscale);
   for (int ib = 0; ib < 16; ++ib) {
-    const int s = NearestInt(iscale * scales[ib]);
+    const int s = NearestInt(iscale * f.scales[ib]);
     b.scales[ib] = static_cast<int8_t>(s < 127 ? s : 127);
   }
+  KRequant r = RequantOf(16, 16, -32, 31, false);
   for (int j = 0; j < 16; ++j) {
-    const float d = Half(b.d) * b.scales[j];
-    if (!d) continue;
-    for (int ii = 0; ii < 16; ++ii) {
-      const int l = NearestInt(x[16 * j + ii] / d);
-      L[16 * j + ii] = static_cast<int8_t>(Clamp(l, -32, 31, clipped) + 32);
-    }
+    r.d[j] = Half(b.d) * b.scales[j];
+    r.dm[j] = 0;
   }
+  requantize(x, r, L, clipped);
   uint8_t* ql = b.ql;
   uint8_t* qh = b.qh;
   for (int j = 0; j < kSuperBlock; j += 128) {
@@ -455,6 +500,36 @@ void EncodeQ6_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
     qh += 32;
   }
   StoreBlock(b, out);
+}
+
+void EncodeQ2_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  KGroupFits fits;
+  SearchQ2_K(x, qw, fits);
+  FinishQ2_K(x, qw != nullptr, fits, out, clipped);
+}
+
+void EncodeQ3_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  KGroupFits fits;
+  SearchQ3_K(x, qw, fits);
+  FinishQ3_K(x, qw != nullptr, fits, out, clipped);
+}
+
+void EncodeQ4_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  KGroupFits fits;
+  SearchQ4_K(x, qw, fits);
+  FinishQ4_K(x, qw != nullptr, fits, out, clipped);
+}
+
+void EncodeQ5_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  KGroupFits fits;
+  SearchQ5_K(x, qw, fits);
+  FinishQ5_K(x, qw != nullptr, fits, out, clipped);
+}
+
+void EncodeQ6_K(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
+  KGroupFits fits;
+  SearchQ6_K(x, qw, fits);
+  FinishQ6_K(x, fits, out, clipped);
 }
 
 void DecodeQ2_K(const uint8_t* in, float* y) {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "codecs/ggml_blocks.h"
+#include "codecs/ggml_kquants_parts.h"
 #include "codecs/ggml_kquants_search.h"
 #include "codecs/ggml_ops.h"
 
@@ -49,6 +50,56 @@ void PackQ5(const uint8_t* L, uint8_t* qs, uint8_t* qh_bytes) {
   std::memcpy(qh_bytes, &qh, sizeof(qh));
 }
 
+void ImportanceWeights(const float* x, const float* qw, float sigma2, float* weight) {
+  for (int j = 0; j < 32; ++j) weight[j] = qw[j] * std::sqrt(sigma2 + x[j] * x[j]);
+}
+
+// q4_0 and q5_0 with importance: make_qx_quants' symmetric fit, codes
+// -8..7 (-16..15) stored + 8 (+ 16) as the search left them, no requantizing.
+void WeightedQ4_0(const float* x, const float* qw, float sigma2, uint8_t* out,
+                  uint64_t& clipped) {
+  float weight[32];
+  int8_t L[32];
+  ImportanceWeights(x, qw, sigma2, weight);
+  const float d = MakeQxQuants(32, 8, x, weight, L, &clipped);
+  StoreQ4_0(d, reinterpret_cast<const uint8_t*>(L), out);
+}
+
+void WeightedQ5_0(const float* x, const float* qw, float sigma2, uint8_t* out,
+                  uint64_t& clipped) {
+  float weight[32];
+  int8_t L[32];
+  ImportanceWeights(x, qw, sigma2, weight);
+  const float d = MakeQxQuants(32, 16, x, weight, L, &clipped);
+  StoreQ5_0(d, reinterpret_cast<const uint8_t*>(L), out);
+}
+
+// q4_1 and q5_1 with importance: make_qkx3_quants' scale and minimum (37
+// trials from nmax - 0.9 in steps of 0.05), m = the fitted minimum itself.
+void WeightedQ4_1(const float* x, const float* qw, float sigma2, uint8_t* out,
+                  uint64_t& clipped) {
+  float weight[32];
+  uint8_t L[32], Laux[32];
+  float min;
+  ImportanceWeights(x, qw, sigma2, weight);
+  const float d =
+      MakeQkx2Quants(32, 15, x, weight, L, &min, Laux, -0.9f, 0.05f, 36, false, &clipped);
+  StoreQ4_1(d, min, L, out);
+}
+
+void WeightedQ5_1(const float* x, const float* qw, float sigma2, uint8_t* out,
+                  uint64_t& clipped) {
+  float weight[32];
+  uint8_t L[32], Laux[32];
+  float min;
+  ImportanceWeights(x, qw, sigma2, weight);
+  const float d =
+      MakeQkx2Quants(32, 31, x, weight, L, &min, Laux, -0.9f, 0.05f, 36, false, &clipped);
+  StoreQ5_1(d, min, L, out);
+}
+
+}  // namespace
+
 // quantize_row_q4_0_impl .. q5_1_impl weigh element j of a row by
 // qw[j] * sqrtf(sigma2 + x[j]^2), sigma2 the mean square of the whole row
 // (the k-quants and i-quants take their own super-block's), summed in row
@@ -59,67 +110,35 @@ float RowMeanSquare(const float* x, size_t n) {
   return sum_x2 / static_cast<float>(n);
 }
 
-void ImportanceWeights(const float* x, const float* qw, float sigma2, float* weight) {
-  for (int j = 0; j < 32; ++j) weight[j] = qw[j] * std::sqrt(sigma2 + x[j] * x[j]);
-}
-
-// q4_0 and q5_0 with importance: make_qx_quants' symmetric fit, codes
-// -8..7 (-16..15) stored + 8 (+ 16) as the search left them, no requantizing.
-void WeightedQ4_0(const float* x, const float* qw, float sigma2, uint8_t* out,
-                  uint64_t& clipped) {
+void StoreQ4_0(float d, const uint8_t* codes, uint8_t* out) {
   BlockQ4_0 b;
-  float weight[32];
-  int8_t L[32];
-  ImportanceWeights(x, qw, sigma2, weight);
-  b.d = ToHalf(MakeQxQuants(32, 8, x, weight, L, &clipped));
-  PackNibbles(reinterpret_cast<const uint8_t*>(L), b.qs);
+  b.d = ToHalf(d);
+  PackNibbles(codes, b.qs);
   StoreBlock(b, out);
 }
 
-void WeightedQ5_0(const float* x, const float* qw, float sigma2, uint8_t* out,
-                  uint64_t& clipped) {
+void StoreQ5_0(float d, const uint8_t* codes, uint8_t* out) {
   BlockQ5_0 b;
-  float weight[32];
-  int8_t L[32];
-  ImportanceWeights(x, qw, sigma2, weight);
-  b.d = ToHalf(MakeQxQuants(32, 16, x, weight, L, &clipped));
-  PackQ5(reinterpret_cast<const uint8_t*>(L), b.qs, b.qh);
+  b.d = ToHalf(d);
+  PackQ5(codes, b.qs, b.qh);
   StoreBlock(b, out);
 }
 
-// q4_1 and q5_1 with importance: make_qkx3_quants' scale and minimum (37
-// trials from nmax - 0.9 in steps of 0.05), m = the fitted minimum itself.
-void WeightedQ4_1(const float* x, const float* qw, float sigma2, uint8_t* out,
-                  uint64_t& clipped) {
+void StoreQ4_1(float d, float neg_min, const uint8_t* codes, uint8_t* out) {
   BlockQ4_1 b;
-  float weight[32];
-  uint8_t L[32], Laux[32];
-  float min;
-  ImportanceWeights(x, qw, sigma2, weight);
-  const float d =
-      MakeQkx2Quants(32, 15, x, weight, L, &min, Laux, -0.9f, 0.05f, 36, false, &clipped);
   b.d = ToHalf(d);
-  b.m = ToHalf(-min);
-  PackNibbles(L, b.qs);
+  b.m = ToHalf(-neg_min);
+  PackNibbles(codes, b.qs);
   StoreBlock(b, out);
 }
 
-void WeightedQ5_1(const float* x, const float* qw, float sigma2, uint8_t* out,
-                  uint64_t& clipped) {
+void StoreQ5_1(float d, float neg_min, const uint8_t* codes, uint8_t* out) {
   BlockQ5_1 b;
-  float weight[32];
-  uint8_t L[32], Laux[32];
-  float min;
-  ImportanceWeights(x, qw, sigma2, weight);
-  const float d =
-      MakeQkx2Quants(32, 31, x, weight, L, &min, Laux, -0.9f, 0.05f, 36, false, &clipped);
   b.d = ToHalf(d);
-  b.m = ToHalf(-min);
-  PackQ5(L, b.qs, b.qh);
+  b.m = ToHalf(-neg_min);
+  PackQ5(codes, b.qs, b.qh);
   StoreBlock(b, out);
 }
-
-}  // namespace
 
 bool EncodeLegacyRow(Type type, const float* x, const float* qw, size_t n, uint8_t* out,
                      uint64_t& clipped) {

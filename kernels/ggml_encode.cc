@@ -6,6 +6,7 @@
 #include <span>
 
 #include "codecs/ggml.h"
+#include "kernels/ggml_kquants_simd.h"
 
 namespace lowp::kernels {
 namespace {
@@ -22,7 +23,17 @@ struct FastCodec {
 
 // One entry per type with a SIMD encoder.
 constexpr FastCodec kFast[] = {
-    {ggml::Type::kF32, nullptr},  // placeholder: no SIMD encoder yet
+    // kernels/ggml_kquants_simd.h: one sub-block per lane.
+    {ggml::Type::kQ2_K, EncodeKQuantSimd},
+    {ggml::Type::kQ3_K, EncodeKQuantSimd},
+    {ggml::Type::kQ4_K, EncodeKQuantSimd},
+    {ggml::Type::kQ5_K, EncodeKQuantSimd},
+    {ggml::Type::kQ6_K, EncodeKQuantSimd},
+    // With importance only (without, Encode itself).
+    {ggml::Type::kQ4_0, EncodeLegacyWeightedSimd},
+    {ggml::Type::kQ4_1, EncodeLegacyWeightedSimd},
+    {ggml::Type::kQ5_0, EncodeLegacyWeightedSimd},
+    {ggml::Type::kQ5_1, EncodeLegacyWeightedSimd},
 };
 
 FastEncoder FindFast(ggml::Type type) {

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <type_traits>
 
 #include "codecs/ggml.h"
 #include "codecs/ggml_blocks.h"
@@ -119,11 +120,24 @@ HWY_INLINE void MinMax(const float* x, const BlockVecs& b, float& min, float& ma
 // codecs' TruncToInt: truncation toward zero, INT32_MIN unless
 // -2^31 < v < 2^31 (NaN included).
 HWY_INLINE VI TruncToInt(VF v) {
+  // cvttps2dq is exactly this (0x80000000 for NaN and out of range);
+  // Highway's ConvertTo would saturate positive overflow instead.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  static_assert(kN == 16);
+  return VI{_mm512_cvttps_epi32(v.raw)};
+#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+  static_assert(kN == 8);
+  return VI{_mm256_cvttps_epi32(v.raw)};
+#elif HWY_ARCH_X86 && (HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3)
+  static_assert(kN == 4);
+  return VI{_mm_cvttps_epi32(v.raw)};
+#else
   const DF df;
   const DI di;
   const auto inside =
       hn::And(hn::Gt(v, hn::Set(df, -2147483648.0f)), hn::Lt(v, hn::Set(df, 2147483648.0f)));
   return hn::IfThenElse(hn::RebindMask(di, inside), hn::ConvertTo(di, v), hn::Set(di, INT32_MIN));
+#endif
 }
 
 // (int8_t) of an int32: its low byte, sign-extended.
@@ -181,84 +195,115 @@ void StoreHalf(float value, uint8_t* at) {
   std::memcpy(at, &h, sizeof(h));
 }
 
-// d = max / -qmax_half; q = MIN(2 qmax_half - 1, (int8_t)(x * id + qmax_half + 0.5)).
-template <int kHalf>
-HWY_INLINE void EncodeSymmetric(const float* x, uint8_t* out, size_t& clipped) {
-  const DF df;
-  const BlockVecs b = LoadBlock(x);
-  const float d = SignedMax(x, b) / -static_cast<float>(kHalf);
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  VI q[kV];
-  for (size_t k = 0; k < kV; ++k) {
-    const VF v = hn::Add(hn::Mul(b.v[k], hn::Set(df, id)), hn::Set(df, kHalf + 0.5f));
-    q[k] = TruncMin(v, 2 * kHalf - 1, clipped);
-  }
-  if constexpr (kHalf == 8) {
-    StoreHalf(d, out + offsetof(ggml::BlockQ4_0, d));
-    PackNibbles(q, out + offsetof(ggml::BlockQ4_0, qs));
-  } else {
-    StoreHalf(d, out + offsetof(ggml::BlockQ5_0, d));
-    PackQ5(q, out + offsetof(ggml::BlockQ5_0, qs), out + offsetof(ggml::BlockQ5_0, qh));
-  }
-}
+// Each type in three steps, which EncodeBlocks runs over a batch of blocks
+// at a time so that one block's scale does not wait on its statistic's
+// reduction and its divisions (the blocks are independent):
+//   Stat(x, a, b): the block statistic(s); Scale(a, b): d;
+//   Codes(x, a, d, id, out, clipped): the codes and the block's bytes.
 
-// d = (max - min) / qmax, m = min; q4_1: q = MIN(15, (int8_t)((x - min) * id
-// + 0.5)); q5_1: q = (uint8_t)(...), counted when above 31.
-template <int kQmax>
-HWY_INLINE void EncodeOffset(const float* x, uint8_t* out, size_t& clipped) {
-  const DF df;
-  const DI di;
-  const BlockVecs b = LoadBlock(x);
-  float min, max;
-  MinMax(x, b, min, max);
-  const float d = (max - min) / static_cast<float>(kQmax);
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  VI q[kV];
-  for (size_t k = 0; k < kV; ++k) {
-    const VF v = hn::Add(hn::Mul(hn::Sub(b.v[k], hn::Set(df, min)), hn::Set(df, id)),
-                         hn::Set(df, 0.5f));
-    if constexpr (kQmax == 15) {
-      q[k] = TruncMin(v, 15, clipped);
+// q4_0 (kHalf 8), q5_0 (16): a = the signed max, d = a / -kHalf;
+// q = MIN(2 kHalf - 1, (int8_t)(x * id + kHalf + 0.5)).
+template <int kHalf>
+struct Symmetric {
+  using Block = std::conditional_t<kHalf == 8, ggml::BlockQ4_0, ggml::BlockQ5_0>;
+  static void Stat(const float* x, float& a, float& /*b*/) { a = SignedMax(x, LoadBlock(x)); }
+  static float Scale(float a, float /*b*/) { return a / -static_cast<float>(kHalf); }
+  static void Codes(const float* x, float /*a*/, float d, float id, uint8_t* out,
+                    size_t& clipped) {
+    const DF df;
+    const BlockVecs b = LoadBlock(x);
+    VI q[kV];
+    for (size_t k = 0; k < kV; ++k) {
+      const VF v = hn::Add(hn::Mul(b.v[k], hn::Set(df, id)), hn::Set(df, kHalf + 0.5f));
+      q[k] = TruncMin(v, 2 * kHalf - 1, clipped);
+    }
+    StoreHalf(d, out + offsetof(Block, d));
+    if constexpr (kHalf == 8) {
+      PackNibbles(q, out + offsetof(Block, qs));
     } else {
-      q[k] = hn::And(TruncToInt(v), hn::Set(di, 0xFF));
-      clipped += hn::CountTrue(di, hn::Gt(q[k], hn::Set(di, 31)));
+      PackQ5(q, out + offsetof(Block, qs), out + offsetof(Block, qh));
     }
   }
-  if constexpr (kQmax == 15) {
-    StoreHalf(d, out + offsetof(ggml::BlockQ4_1, d));
-    StoreHalf(min, out + offsetof(ggml::BlockQ4_1, m));
-    PackNibbles(q, out + offsetof(ggml::BlockQ4_1, qs));
-  } else {
-    StoreHalf(d, out + offsetof(ggml::BlockQ5_1, d));
-    StoreHalf(min, out + offsetof(ggml::BlockQ5_1, m));
-    PackQ5(q, out + offsetof(ggml::BlockQ5_1, qs), out + offsetof(ggml::BlockQ5_1, qh));
-  }
-}
+};
 
-// d = amax / 127; q = roundf(x * id), counted outside int8, stored as its
-// low byte.
-HWY_INLINE void EncodeQ8_0(const float* x, uint8_t* out, size_t& clipped) {
-  const DF df;
-  const DI di;
-  const DI8 di8;
-  const BlockVecs b = LoadBlock(x);
-  VF abs[kV];
-  const float amax = hn::GetLane(AbsMax(b, abs));
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  StoreHalf(d, out + offsetof(ggml::BlockQ8_0, d));
-  uint8_t* qs = out + offsetof(ggml::BlockQ8_0, qs);
-  for (size_t k = 0; k < kV; ++k) {
-    const VI q = TruncToInt(RoundHalfAway(hn::Mul(b.v[k], hn::Set(df, id))));
-    clipped += hn::CountTrue(di, hn::Or(hn::Gt(q, hn::Set(di, 127)), hn::Lt(q, hn::Set(di, -128))));
-    hn::StoreU(hn::DemoteTo(di8, LowByteSigned(q)), di8, reinterpret_cast<int8_t*>(qs) + k * kN);
+// q4_1 (kQmax 15), q5_1 (31): a = min, b = max, d = (b - a) / kQmax, m = a;
+// q4_1: q = MIN(15, (int8_t)((x - min) * id + 0.5)); q5_1: q = (uint8_t)(...),
+// counted when above 31.
+template <int kQmax>
+struct Offset {
+  using Block = std::conditional_t<kQmax == 15, ggml::BlockQ4_1, ggml::BlockQ5_1>;
+  static void Stat(const float* x, float& a, float& b) { MinMax(x, LoadBlock(x), a, b); }
+  static float Scale(float a, float b) { return (b - a) / static_cast<float>(kQmax); }
+  static void Codes(const float* x, float min, float d, float id, uint8_t* out,
+                    size_t& clipped) {
+    const DF df;
+    const DI di;
+    const BlockVecs b = LoadBlock(x);
+    VI q[kV];
+    for (size_t k = 0; k < kV; ++k) {
+      const VF v = hn::Add(hn::Mul(hn::Sub(b.v[k], hn::Set(df, min)), hn::Set(df, id)),
+                           hn::Set(df, 0.5f));
+      if constexpr (kQmax == 15) {
+        q[k] = TruncMin(v, 15, clipped);
+      } else {
+        q[k] = hn::And(TruncToInt(v), hn::Set(di, 0xFF));
+        clipped += hn::CountTrue(di, hn::Gt(q[k], hn::Set(di, 31)));
+      }
+    }
+    StoreHalf(d, out + offsetof(Block, d));
+    StoreHalf(min, out + offsetof(Block, m));
+    if constexpr (kQmax == 15) {
+      PackNibbles(q, out + offsetof(Block, qs));
+    } else {
+      PackQ5(q, out + offsetof(Block, qs), out + offsetof(Block, qh));
+    }
   }
-}
+};
 
-template <void (*kEncode)(const float*, uint8_t*, size_t&), size_t kBytes>
+// q8_0: a = amax, d = a / 127; q = roundf(x * id), counted outside int8,
+// stored as its low byte.
+struct Q8 {
+  using Block = ggml::BlockQ8_0;
+  static void Stat(const float* x, float& a, float& /*b*/) {
+    VF abs[kV];
+    a = hn::GetLane(AbsMax(LoadBlock(x), abs));
+  }
+  static float Scale(float a, float /*b*/) { return a / 127.0f; }
+  static void Codes(const float* x, float /*a*/, float d, float id, uint8_t* out,
+                    size_t& clipped) {
+    const DF df;
+    const DI di;
+    const DI8 di8;
+    const BlockVecs b = LoadBlock(x);
+    StoreHalf(d, out + offsetof(Block, d));
+    int8_t* qs = reinterpret_cast<int8_t*>(out + offsetof(Block, qs));
+    for (size_t k = 0; k < kV; ++k) {
+      const VI q = TruncToInt(RoundHalfAway(hn::Mul(b.v[k], hn::Set(df, id))));
+      clipped +=
+          hn::CountTrue(di, hn::Or(hn::Gt(q, hn::Set(di, 127)), hn::Lt(q, hn::Set(di, -128))));
+      hn::StoreU(hn::DemoteTo(di8, LowByteSigned(q)), di8, qs + k * kN);
+    }
+  }
+};
+
+template <class Kind>
 void EncodeBlocks(const float* in, size_t blocks, uint8_t* out, uint64_t* clipped) {
+  constexpr size_t kBatch = 16;
   size_t count = 0;
-  for (size_t b = 0; b < blocks; ++b) kEncode(in + 32 * b, out + kBytes * b, count);
+  float a[kBatch], b[kBatch], d[kBatch], id[kBatch];
+  for (size_t first = 0; first < blocks; first += kBatch) {
+    const size_t n = blocks - first < kBatch ? blocks - first : kBatch;
+    const float* x = in + 32 * first;
+    uint8_t* o = out + sizeof(typename Kind::Block) * first;
+    for (size_t i = 0; i < n; ++i) Kind::Stat(x + 32 * i, a[i], b[i]);
+    for (size_t i = 0; i < n; ++i) {
+      d[i] = Kind::Scale(a[i], b[i]);
+      id[i] = d[i] != 0.0f ? 1.0f / d[i] : 0.0f;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      Kind::Codes(x + 32 * i, a[i], d[i], id[i], o + sizeof(typename Kind::Block) * i, count);
+    }
+  }
   *clipped += count;
 }
 
@@ -266,21 +311,11 @@ void EncodeLegacy(ggml::Type type, const float* in, size_t size, uint8_t* out,
                   uint64_t* clipped) {
   const size_t blocks = size / 32;
   switch (type) {
-    case ggml::Type::kQ4_0:
-      EncodeBlocks<EncodeSymmetric<8>, sizeof(ggml::BlockQ4_0)>(in, blocks, out, clipped);
-      break;
-    case ggml::Type::kQ5_0:
-      EncodeBlocks<EncodeSymmetric<16>, sizeof(ggml::BlockQ5_0)>(in, blocks, out, clipped);
-      break;
-    case ggml::Type::kQ4_1:
-      EncodeBlocks<EncodeOffset<15>, sizeof(ggml::BlockQ4_1)>(in, blocks, out, clipped);
-      break;
-    case ggml::Type::kQ5_1:
-      EncodeBlocks<EncodeOffset<31>, sizeof(ggml::BlockQ5_1)>(in, blocks, out, clipped);
-      break;
-    default:  // q8_0
-      EncodeBlocks<EncodeQ8_0, sizeof(ggml::BlockQ8_0)>(in, blocks, out, clipped);
-      break;
+    case ggml::Type::kQ4_0: EncodeBlocks<Symmetric<8>>(in, blocks, out, clipped); break;
+    case ggml::Type::kQ5_0: EncodeBlocks<Symmetric<16>>(in, blocks, out, clipped); break;
+    case ggml::Type::kQ4_1: EncodeBlocks<Offset<15>>(in, blocks, out, clipped); break;
+    case ggml::Type::kQ5_1: EncodeBlocks<Offset<31>>(in, blocks, out, clipped); break;
+    default: EncodeBlocks<Q8>(in, blocks, out, clipped); break;  // q8_0
   }
 }
 

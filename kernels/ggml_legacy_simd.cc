@@ -8,7 +8,7 @@
 //     first element of largest |x| (signed), and for a minimum or maximum of
 //     zero the first zero (its sign is stored);
 //   - d and id are the scalar expressions on that statistic; the fp16 scale
-//     is codecs' Fp32ToFp16 (one call per block);
+//     (and minimum) is codecs' Fp32ToFp16 on the integer bits, in vectors;
 //   - each element is x * id + bias (q4_1, q5_1: (x - min) * id + bias), two
 //     roundings (no FMA: the kernels build with -ffp-contract=off), then
 //     codecs' TruncToInt (truncation, INT32_MIN outside int32 and for NaN),
@@ -190,16 +190,58 @@ HWY_INLINE void PackQ5(const VI* q, uint8_t* qs, uint8_t* qh_bytes) {
   std::memcpy(qh_bytes, &qh, sizeof(qh));
 }
 
-void StoreHalf(float value, uint8_t* at) {
-  const uint16_t h = ggml::Fp32ToFp16(value);
-  std::memcpy(at, &h, sizeof(h));
+// codecs' Fp32ToFp16 (round to nearest even; NaN -> sign | 0x7e00, >= 65520
+// -> infinity, below 2^-25 -> 0) on the integer bits, lane by lane.
+HWY_INLINE VI Fp32ToFp16(VF v) {
+  const DI di;
+  const VI bits = hn::BitCast(di, v);
+  const VI sign = hn::And(hn::ShiftRight<16>(bits), hn::Set(di, 0x8000));
+  const VI abs = hn::And(bits, hn::Set(di, 0x7fffffff));
+  const VI one = hn::Set(di, 1);
+  // Normal: rebias, drop 13 bits, round half to even.
+  const VI r = hn::Sub(abs, hn::Set(di, 0x38000000));
+  const VI qn = hn::ShiftRight<13>(r);
+  const VI rest_n = hn::And(r, hn::Set(di, 0x1fff));
+  const auto up_n = hn::Or(hn::Gt(rest_n, hn::Set(di, 0x1000)),
+                           hn::And(hn::Eq(rest_n, hn::Set(di, 0x1000)),
+                                   hn::Eq(hn::And(qn, one), one)));
+  const VI normal = hn::Add(qn, hn::IfThenElseZero(up_n, one));
+  // Subnormal: the value in units of 2^-24 (shift 14..24, clamped so other
+  // lanes shift by a defined amount), half to even.
+  const VI exp = hn::ShiftRight<23>(abs);
+  const VI mant = hn::Or(hn::And(abs, hn::Set(di, 0x7fffff)), hn::Set(di, 0x800000));
+  const VI shift = hn::Min(hn::Max(hn::Sub(hn::Set(di, 126), exp), hn::Set(di, 14)), hn::Set(di, 24));
+  const VI qs = hn::Shr(mant, shift);
+  const VI bit = hn::Shl(one, shift);
+  const VI rest_s = hn::And(mant, hn::Sub(bit, one));
+  const VI half = hn::ShiftRight<1>(bit);
+  const auto up_s = hn::Or(hn::Gt(rest_s, half),
+                           hn::And(hn::Eq(rest_s, half), hn::Eq(hn::And(qs, one), one)));
+  const VI subnormal = hn::IfThenElseZero(hn::Gt(exp, hn::Set(di, 101)),
+                                          hn::Add(qs, hn::IfThenElseZero(up_s, one)));
+  VI h = hn::IfThenElse(hn::Gt(abs, hn::Set(di, 0x387fffff)), normal, subnormal);
+  h = hn::IfThenElse(hn::Gt(abs, hn::Set(di, 0x477fefff)), hn::Set(di, 0x7c00), h);
+  h = hn::IfThenElse(hn::Gt(abs, hn::Set(di, 0x7f800000)), hn::Set(di, 0x7e00), h);
+  return hn::Or(sign, h);
 }
+
+// Fp32ToFp16 of n values (n a multiple of kN).
+void ToHalves(const float* in, size_t n, uint16_t* out) {
+  const DF df;
+  const hn::Rebind<uint16_t, DF> du16;
+  for (size_t i = 0; i < n; i += kN) {
+    hn::StoreU(hn::DemoteTo(du16, Fp32ToFp16(hn::LoadU(df, in + i))), du16, out + i);
+  }
+}
+
+void StoreHalf(uint16_t h, uint8_t* at) { std::memcpy(at, &h, sizeof(h)); }
 
 // Each type in three steps, which EncodeBlocks runs over a batch of blocks
 // at a time so that one block's scale does not wait on its statistic's
 // reduction and its divisions (the blocks are independent):
 //   Stat(x, a, b): the block statistic(s); Scale(a, b): d;
-//   Codes(x, a, d, id, out, clipped): the codes and the block's bytes.
+//   Codes(x, a, id, hd, hm, out, clipped): the codes and the block's bytes,
+//   hd and hm the fp16 of d and (kStoresMin) of a.
 
 // q4_0 (kHalf 8), q5_0 (16): a = the signed max, d = a / -kHalf;
 // q = MIN(2 kHalf - 1, (int8_t)(x * id + kHalf + 0.5)).
@@ -208,8 +250,9 @@ struct Symmetric {
   using Block = std::conditional_t<kHalf == 8, ggml::BlockQ4_0, ggml::BlockQ5_0>;
   static void Stat(const float* x, float& a, float& /*b*/) { a = SignedMax(x, LoadBlock(x)); }
   static float Scale(float a, float /*b*/) { return a / -static_cast<float>(kHalf); }
-  static void Codes(const float* x, float /*a*/, float d, float id, uint8_t* out,
-                    size_t& clipped) {
+  static constexpr bool kStoresMin = false;
+  static void Codes(const float* x, float /*a*/, float id, uint16_t hd, uint16_t /*hm*/,
+                    uint8_t* out, size_t& clipped) {
     const DF df;
     const BlockVecs b = LoadBlock(x);
     VI q[kV];
@@ -217,7 +260,7 @@ struct Symmetric {
       const VF v = hn::Add(hn::Mul(b.v[k], hn::Set(df, id)), hn::Set(df, kHalf + 0.5f));
       q[k] = TruncMin(v, 2 * kHalf - 1, clipped);
     }
-    StoreHalf(d, out + offsetof(Block, d));
+    StoreHalf(hd, out + offsetof(Block, d));
     if constexpr (kHalf == 8) {
       PackNibbles(q, out + offsetof(Block, qs));
     } else {
@@ -234,7 +277,8 @@ struct Offset {
   using Block = std::conditional_t<kQmax == 15, ggml::BlockQ4_1, ggml::BlockQ5_1>;
   static void Stat(const float* x, float& a, float& b) { MinMax(x, LoadBlock(x), a, b); }
   static float Scale(float a, float b) { return (b - a) / static_cast<float>(kQmax); }
-  static void Codes(const float* x, float min, float d, float id, uint8_t* out,
+  static constexpr bool kStoresMin = true;
+  static void Codes(const float* x, float min, float id, uint16_t hd, uint16_t hm, uint8_t* out,
                     size_t& clipped) {
     const DF df;
     const DI di;
@@ -250,8 +294,8 @@ struct Offset {
         clipped += hn::CountTrue(di, hn::Gt(q[k], hn::Set(di, 31)));
       }
     }
-    StoreHalf(d, out + offsetof(Block, d));
-    StoreHalf(min, out + offsetof(Block, m));
+    StoreHalf(hd, out + offsetof(Block, d));
+    StoreHalf(hm, out + offsetof(Block, m));
     if constexpr (kQmax == 15) {
       PackNibbles(q, out + offsetof(Block, qs));
     } else {
@@ -269,13 +313,14 @@ struct Q8 {
     a = hn::GetLane(AbsMax(LoadBlock(x), abs));
   }
   static float Scale(float a, float /*b*/) { return a / 127.0f; }
-  static void Codes(const float* x, float /*a*/, float d, float id, uint8_t* out,
-                    size_t& clipped) {
+  static constexpr bool kStoresMin = false;
+  static void Codes(const float* x, float /*a*/, float id, uint16_t hd, uint16_t /*hm*/,
+                    uint8_t* out, size_t& clipped) {
     const DF df;
     const DI di;
     const DI8 di8;
     const BlockVecs b = LoadBlock(x);
-    StoreHalf(d, out + offsetof(Block, d));
+    StoreHalf(hd, out + offsetof(Block, d));
     int8_t* qs = reinterpret_cast<int8_t*>(out + offsetof(Block, qs));
     for (size_t k = 0; k < kV; ++k) {
       const VI q = TruncToInt(RoundHalfAway(hn::Mul(b.v[k], hn::Set(df, id))));
@@ -288,9 +333,10 @@ struct Q8 {
 
 template <class Kind>
 void EncodeBlocks(const float* in, size_t blocks, uint8_t* out, uint64_t* clipped) {
-  constexpr size_t kBatch = 16;
+  constexpr size_t kBatch = 16;  // a multiple of kN
   size_t count = 0;
-  float a[kBatch], b[kBatch], d[kBatch], id[kBatch];
+  float a[kBatch] = {}, b[kBatch] = {}, d[kBatch] = {}, id[kBatch] = {};
+  uint16_t hd[kBatch], hm[kBatch] = {};
   for (size_t first = 0; first < blocks; first += kBatch) {
     const size_t n = blocks - first < kBatch ? blocks - first : kBatch;
     const float* x = in + 32 * first;
@@ -300,8 +346,11 @@ void EncodeBlocks(const float* in, size_t blocks, uint8_t* out, uint64_t* clippe
       d[i] = Kind::Scale(a[i], b[i]);
       id[i] = d[i] != 0.0f ? 1.0f / d[i] : 0.0f;
     }
+    ToHalves(d, kBatch, hd);
+    if constexpr (Kind::kStoresMin) ToHalves(a, kBatch, hm);
     for (size_t i = 0; i < n; ++i) {
-      Kind::Codes(x + 32 * i, a[i], d[i], id[i], o + sizeof(typename Kind::Block) * i, count);
+      Kind::Codes(x + 32 * i, a[i], id[i], hd[i], hm[i], o + sizeof(typename Kind::Block) * i,
+                  count);
     }
   }
   *clipped += count;

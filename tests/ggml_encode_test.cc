@@ -7,6 +7,7 @@
 // tests/data/ggml/known-answers*.gguf (see PROVENANCE.md there).
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -24,11 +25,23 @@ namespace lowp {
 namespace {
 
 enum class Values {
-  kNormal, kHeavyTails, kFlatGroups, kTiny, kHuge, kSubnormal, kNonFinite, kZero, kTies
+  kNormal, kHeavyTails, kFlatGroups, kTiny, kHuge, kSubnormal, kNonFinite, kZero, kTies, kScaleSweep
 };
 constexpr Values kAllValues[] = {Values::kNormal,    Values::kHeavyTails, Values::kFlatGroups,
                                  Values::kTiny,      Values::kHuge,       Values::kSubnormal,
-                                 Values::kNonFinite, Values::kZero,       Values::kTies};
+                                 Values::kNonFinite, Values::kZero,       Values::kTies,
+                                 Values::kScaleSweep};
+
+// Largest magnitudes of kTies blocks: 8x an fp16 rounding tie (to inf, to 0,
+// to the even subnormal, between normals) or its neighbour, or plain.
+constexpr float kTieTops[] = {0.75f,
+                              8 * 65520.f,
+                              8 * 65504.f,
+                              8 * 0x1p-25f,
+                              8 * 0x1.8p-24f,
+                              8 * 0x1.002p0f,
+                              8 * 0x1.006p0f,
+                              8 * 0x1.002p-14f};
 
 enum class Weights { kNone, kOnes, kLogNormal, kSomeZero, kAllZero };
 constexpr Weights kAllWeights[] = {Weights::kNone, Weights::kOnes, Weights::kLogNormal,
@@ -62,9 +75,13 @@ std::vector<float> MakeRow(Values kind, size_t n, uint32_t seed) {
         break;
       }
       case Values::kZero: x[i] = 0.f; break;
+      case Values::kScaleSweep:  // block b at 2^-(b % 48): fp16 scales normal to subnormal to 0
+        x[i] = std::ldexp(z, -static_cast<int>((i / 32) % 48));
+        break;
       case Values::kTies: {  // few magnitudes, both signs, +0 and -0: ties of |x|, min, max
         const float u = unit(rng);
-        const float m = u < 0.3f ? 0.f : u < 0.6f ? 0.75f : u < 0.8f ? 0.5f : 3e-41f;
+        const float top = kTieTops[(i / 32) % std::size(kTieTops)];
+        const float m = u < 0.3f ? 0.f : u < 0.6f ? top : u < 0.8f ? 0.5f * top : 3e-41f;
         // Blocks i / 32 = 1, 2 mod 4 hold one sign (a max or min of +-0).
         const float sign = (i / 32) % 4 == 1 ? -1.f : (i / 32) % 4 == 2 ? 1.f : z < 0 ? -1.f : 1.f;
         x[i] = m == 0.f ? (z < 0 ? -0.f : 0.f) : sign * m;

@@ -72,6 +72,10 @@ std::vector<float> MakeRow(Values kind, size_t n, uint32_t seed) {
                : u < 0.02f ? std::numeric_limits<float>::infinity()
                : u < 0.03f ? -std::numeric_limits<float>::infinity()
                            : z;
+        // Every 5th 32-block all +inf, every 7th all NaN (inf - inf and
+        // FLT_MAX-seeded statistics in the scales).
+        if ((i / 32) % 5 == 4) x[i] = std::numeric_limits<float>::infinity();
+        if ((i / 32) % 7 == 6) x[i] = std::numeric_limits<float>::quiet_NaN();
         break;
       }
       case Values::kZero: x[i] = 0.f; break;

@@ -1,5 +1,6 @@
-// codecs/ggml_legacy.cc's EncodeQ4_0 .. EncodeQ8_0 without importance, one
-// block at a time with its 32 elements in 32 / N vectors (N <= 16), compiled
+// codecs/ggml_legacy.cc's EncodeQ4_0 .. EncodeQ8_0 without importance, 16
+// blocks at a time (their statistics, then their scales, then their codes),
+// each block's 32 elements in 32 / N vectors (N <= 16), compiled
 // once per Highway target (foreach_target.h re-includes this file) and chosen
 // once per row. Each step is the scalar one's float operation, lane by lane:
 //   - the block statistic is a vector max / min reduction (exact, order-free)

@@ -6,7 +6,7 @@
 //                                        ggml's algorithm as written (the
 //                                        peer; /work/ggmlref's ggmlbench
 //                                        times ggml_quantize_chunk itself)
-// IMPORTANCE is none or imatrix. Compare the CPU times of fast and scalar
+// IMPORTANCE is none or imatrix (q8_0: none only). Compare the CPU times of fast and scalar
 // of the same type and importance; items are elements.
 #include <cmath>
 #include <cstdint>
@@ -68,8 +68,9 @@ void Run(benchmark::State& state, lowp::ggml::Type type, bool weighted, bool fas
 const int kRegistered = [] {
   using lowp::ggml::Type;
   for (Type type : {Type::kQ4_K, Type::kQ5_K, Type::kQ6_K, Type::kQ2_K, Type::kQ3_K, Type::kQ4_0,
-                    Type::kQ4_1, Type::kQ5_0, Type::kQ5_1}) {
+                    Type::kQ4_1, Type::kQ5_0, Type::kQ5_1, Type::kQ8_0}) {
     for (bool weighted : {false, true}) {
+      if (weighted && type == Type::kQ8_0) continue;  // ggml's q8_0 ignores importance
       for (bool fast : {true, false}) {
         const std::string name = "ggml_encode/" + std::string(lowp::ggml::Info(type).name) +
                                  (weighted ? "/imatrix" : "/none") + (fast ? "/fast" : "/scalar");

@@ -10,6 +10,7 @@
 #include "kernels/ggml_iq3_simd.h"
 #include "kernels/ggml_iq4_simd.h"
 #include "kernels/ggml_kquants_simd.h"
+#include "kernels/ggml_legacy_simd.h"
 
 namespace lowp::kernels {
 namespace {
@@ -32,11 +33,13 @@ constexpr FastCodec kFast[] = {
     {ggml::Type::kQ4_K, EncodeKQuantSimd},
     {ggml::Type::kQ5_K, EncodeKQuantSimd},
     {ggml::Type::kQ6_K, EncodeKQuantSimd},
-    // With importance only (without, Encode itself).
-    {ggml::Type::kQ4_0, EncodeLegacyWeightedSimd},
-    {ggml::Type::kQ4_1, EncodeLegacyWeightedSimd},
-    {ggml::Type::kQ5_0, EncodeLegacyWeightedSimd},
-    {ggml::Type::kQ5_1, EncodeLegacyWeightedSimd},
+    // kernels/ggml_legacy_simd.h: without importance, a block's elements in
+    // vectors; with it (not q8_0), EncodeLegacyWeightedSimd's one block per lane.
+    {ggml::Type::kQ4_0, EncodeLegacySimd},
+    {ggml::Type::kQ4_1, EncodeLegacySimd},
+    {ggml::Type::kQ5_0, EncodeLegacySimd},
+    {ggml::Type::kQ5_1, EncodeLegacySimd},
+    {ggml::Type::kQ8_0, EncodeLegacySimd},
     // kernels/ggml_iq*_simd.h: the candidate scales or trials of a group in lanes.
     {ggml::Type::kIQ4_NL, EncodeIq4Fast},
     {ggml::Type::kIQ4_XS, EncodeIq4Fast},

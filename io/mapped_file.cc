@@ -245,7 +245,10 @@ bool MappedFile::Contains(std::span<const uint8_t> range) const {
 }
 
 void MappedFile::Release(std::span<const uint8_t> range, bool keep_cached) const {
-  if (!Contains(range)) return;
+  // A small file's pages cost little resident, and giving them back after
+  // every tensor read did not: the TLB shootdowns of madvise were half the
+  // CPU time of `lowp eval` on the bundled 1 MB model (issue 29).
+  if (size_ <= kKeepResidentBelow || !Contains(range)) return;
   const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t base = reinterpret_cast<uintptr_t>(data_);
   const uintptr_t map_end = (base + size_ + page - 1) / page * page;

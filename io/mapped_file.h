@@ -70,10 +70,13 @@ class MappedFile {
   // pages `range` touches (rounded out to whole pages, clipped to the
   // mapping; the madvise 2 MiB further either side, for the pages a fault
   // maps around the one it touches): the memory is returned, the pages leave
-  // the page cache, and the data is read from storage again if used later. Ranges outside the
-  // mapping are ignored. With `keep_cached`, only madvise: the pages stay in
-  // the page cache.
+  // the page cache, and the data is read from storage again if used later.
+  // Ranges outside the mapping are ignored. With `keep_cached`, only madvise:
+  // the pages stay in the page cache. Nothing for a file of
+  // kKeepResidentBelow bytes or less: it stays mapped whole (its pages are
+  // worth less than the system calls).
   void Release(std::span<const uint8_t> range, bool keep_cached = false) const;
+  static constexpr size_t kKeepResidentBelow = size_t{64} << 20;
   // OK while the file still has the size and modification time it had when
   // mapped and no read ran past its end; DataLoss naming the file otherwise
   // ("shrank from N to M bytes while being read", "was modified while being

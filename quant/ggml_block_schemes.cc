@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "codecs/ggml_scales.h"
 #include "formats/packing.h"
 #include "kernels/blocks.h"
 #include "kernels/convert.h"
@@ -21,6 +22,10 @@
 
 namespace lowp::internal {
 namespace {
+
+using ggml::E8m0Half;
+using ggml::ToUe4m3;
+using ggml::Ue4m3Half;
 
 // GGML_FP32_TO_FP16 then GGML_FP16_TO_FP32 (nearest-even, overflow to inf)
 // over an array, in one pass.
@@ -63,12 +68,6 @@ void Q5_1(std::span<const float> in, int64_t cols, std::span<float> out, SchemeC
   counts.clipped += QuantizeGgmlBlocks(rule, in, cols, kBlock, {id, dq, min, mq}, out);
 }
 
-// ggml_e8m0_to_fp32_half: 2^(e - 128), the denormals for e < 2.
-float E8m0Half(uint8_t e) {
-  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
-  return std::bit_cast<float>(bits);
-}
-
 // quantize_row_mxfp4_ref's block exponent: (uint8_t)(floorf(log2f(amax)) -
 // 2 + 127), 0 for a block of zeros. The conversion wraps for amax below
 // 2^-125, as ggml's does on x86. floorf(log2f(amax)) is amax's unbiased
@@ -94,36 +93,6 @@ void Mxfp4(std::span<const float> in, int64_t cols, std::span<float> out, Scheme
   BlockAbsMax(in, cols, kBlock, half);  // a NaN or Inf read as 0 leaves amax unchanged
   for (float& h : half) h = E8m0Half(Mxfp4Exponent(h));
   counts.clipped += QuantizeGgmlFp4Blocks(in, cols, kBlock, half, out);
-}
-
-// ggml_fp32_to_ue4m3: rounds half up on the mantissa's first dropped bit,
-// saturates at 448 (0x7E), flushes what is below half the least subnormal.
-uint8_t ToUe4m3(float x) {
-  if (!(x > 0.0f)) return 0;
-  if (x > 448.0f) x = 448.0f;
-  const uint32_t bits = std::bit_cast<uint32_t>(x);
-  int exp = static_cast<int>((bits >> 23) & 0xFF) - 127 + 7;
-  if (exp <= 0) {  // x * 512 + 0.5 < 2^31: the conversion is defined
-    const int man = std::min(static_cast<int>(x * 512.0f + 0.5f), 7);
-    return man < 1 ? 0 : static_cast<uint8_t>(man);
-  }
-  if (exp >= 15) return 0x7E;
-  int man = static_cast<int>((bits >> 20) & 0x7) + static_cast<int>((bits >> 19) & 1);
-  if (man > 7) {
-    man = 0;
-    if (++exp >= 15) return 0x7E;
-  }
-  return static_cast<uint8_t>((exp << 3) | man);
-}
-
-// ggml_ue4m3_to_fp32 at half its value; codes 0 and 0x7F give 0.
-float Ue4m3Half(uint8_t x) {
-  if (x == 0 || x == 0x7F) return 0.0f;
-  const int exp = (x >> 3) & 0xF;
-  const int man = x & 0x7;
-  const float raw = exp == 0 ? std::ldexp(static_cast<float>(man), -9)
-                             : std::ldexp(1.0f + static_cast<float>(man) / 8.0f, exp - 7);
-  return raw * 0.5f;
 }
 
 // quantize_row_nvfp4_ref: four sub-blocks of 16 per 64 (a short row padded

@@ -18,6 +18,7 @@
 
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/ggml_simd-inl.h"
 #include "codecs/ggml_blocks.h"
 #include "codecs/ggml_iq2_grids.h"
 #include "codecs/ggml_iq2_search.h"
@@ -85,13 +86,6 @@ constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
 constexpr size_t kPadded = (gi::kIq2MaxTrials + kMaxLanes - 1) / kMaxLanes * kMaxLanes;
 constexpr int kMaxElements = 8 * gi::kIq2MaxOctets;
 
-// ggml's nearest_int: x + 1.5 * 2^23, the integer read from the mantissa.
-HWY_INLINE VI NearestInt(DF df, VF x) {
-  const DI di;
-  const VI bits = hn::BitCast(di, hn::Add(x, hn::Set(df, 12582912.f)));
-  return hn::Sub(hn::And(bits, hn::Set(di, 0x007fffff)), hn::Set(di, 0x00400000));
-}
-
 // codecs' BestNeighbour for one key (its table entry) at one trial scale:
 // the first neighbour of least sum waux (scale q - x)^2, its levels packed.
 // The list's neighbours go through the lanes in list order, each lane's
@@ -157,7 +151,7 @@ void Trials(const gi::GridSearch& grid, int octets, int steps, float max, const 
       for (int i = 0; i < 8; ++i) {
         const VF a = hn::Mul(hn::Set(df, 0.5f), hn::Sub(hn::Mul(id, hn::Set(df, xk[i])),
                                                          hn::Set(df, 1.0f)));
-        l[i] = hn::Min(hn::Max(NearestInt(df, a), zero), top);
+        l[i] = hn::Min(hn::Max(NearestIntLanes(a), zero), top);
         key = hn::Or(key, hn::ShiftLeftSame(l[i], 2 * i));
       }
       const VI entry = hn::GatherIndex(di, tab.entry.data(), key);

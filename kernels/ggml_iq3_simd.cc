@@ -16,6 +16,7 @@
 
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/ggml_simd-inl.h"
 #include "codecs/ggml_blocks.h"
 #include "codecs/ggml_iq3_grids.h"
 #include "codecs/ggml_iq3_search.h"
@@ -79,13 +80,6 @@ constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
 // Trials padded to whole vectors (lanes past the last trial are ignored).
 constexpr size_t kPadded = (gi::kIq3MaxTrials + kMaxLanes - 1) / kMaxLanes * kMaxLanes;
 
-// ggml's nearest_int: x + 1.5 * 2^23, the integer read from the mantissa.
-HWY_INLINE VI NearestInt(DF df, VF x) {
-  const DI di;
-  const VI bits = hn::BitCast(di, hn::Add(x, hn::Set(df, 12582912.f)));
-  return hn::Sub(hn::And(bits, hn::Set(di, 0x007fffff)), hn::Set(di, 0x00400000));
-}
-
 template <const Iq3Tables& (*kTables)()>
 void Trials(const gi::Iq3Variant& v, const float* xval, const float* weight, const float* waux,
             float max, gi::Iq3Trials* trials) {
@@ -115,7 +109,7 @@ void Trials(const gi::Iq3Variant& v, const float* xval, const float* weight, con
       for (int i = 0; i < 4; ++i) {
         const VF a = hn::Mul(hn::Set(df, 0.5f), hn::Sub(hn::Mul(id, hn::Set(df, xk[i])),
                                                          hn::Set(df, 1.0f)));
-        l[i] = hn::Min(hn::Max(NearestInt(df, a), zero), top);
+        l[i] = hn::Min(hn::Max(NearestIntLanes(a), zero), top);
         u = hn::Or(u, hn::ShiftLeftSame(l[i], 3 * i));
       }
       const VI entry = hn::GatherIndex(di, tab.entry.data(), u);

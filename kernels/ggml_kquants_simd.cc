@@ -24,6 +24,7 @@
 #include "codecs/ggml_kquants_parts.h"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/ggml_simd-inl.h"
 #include "kernels/ggml_kquants_simd.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -42,15 +43,6 @@ constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
 // The largest group: 32 elements.
 constexpr int kMaxGroup = 32;
 constexpr float kGroupMaxEps = 1e-15f;  // GROUP_MAX_EPS
-
-// ggml's nearest_int, lane by lane.
-template <class V>
-HWY_INLINE auto NearestIntLanes(V v) {
-  const hn::DFromV<V> df;
-  const hn::RebindToSigned<decltype(df)> di;
-  const auto bits = hn::BitCast(di, hn::Add(v, hn::Set(df, 12582912.f)));
-  return hn::Sub(hn::And(bits, hn::Set(di, 0x007fffff)), hn::Set(di, 0x00400000));
-}
 
 template <class V>
 HWY_INLINE V Clamp(V v, int lo, int hi) {

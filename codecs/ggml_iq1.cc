@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "codecs/ggml_blocks.h"
+#include "codecs/ggml_iq1_search.h"
 #include "codecs/ggml_iq2_grids.h"
 #include "codecs/ggml_ops.h"
 
@@ -26,9 +27,8 @@ namespace {
 
 constexpr float kGroupMaxEpsIq1S = 1e-12f;  // GROUP_MAX_EPS_IQ1_S
 constexpr float kGroupMaxEpsIq1M = 1e-7f;   // GROUP_MAX_EPS_IQ1_M
-// ggml's x_p and x_m: the levels shifted up and down.
-constexpr float kUp[3] = {-1 + kIq1Delta, kIq1Delta, 1 + kIq1Delta};
-constexpr float kDown[3] = {-1 - kIq1Delta, -kIq1Delta, 1 - kIq1Delta};
+constexpr const float* kUp = kIq1Up;
+constexpr const float* kDown = kIq1Down;
 
 // ggml's MAX macro, argument order kept.
 
@@ -157,58 +157,48 @@ struct Group {
   uint16_t index[4];
 };
 
-// One iq1_s group of 32: prefix sums of w x and w over the sorted order
-// score each split with either shift, the first best kept. False for a group
-// ggml leaves empty.
-bool Iq1sGroup(const GridSearch& grid, const float* xb, const float* weight, Group& g) {
-  constexpr int n = 32;
-  const float max = MaxMagnitude(xb, n);
-  if (max < kGroupMaxEpsIq1S) return false;
-  int order[n];
+// One iq1_s group of 32, before the search: the order of its values and the
+// prefix sums of w x and w over it. False for a group ggml leaves empty.
+bool Iq1sPrepare(const float* xb, const float* weight, int* order, Iq1sSums& sums) {
+  constexpr int n = kIq1sGroup;
+  sums.max = MaxMagnitude(xb, n);
+  sums.sumx[0] = sums.sumw[0] = 0;
+  if (sums.max < kGroupMaxEpsIq1S) {
+    for (int j = 0; j < n; ++j) sums.sumx[j + 1] = sums.sumw[j + 1] = 0;
+    return false;
+  }
   SortedOrder(xb, n, order);
-  float sumx[n + 1], sumw[n + 1];
-  sumx[0] = sumw[0] = 0;
   for (int j = 0; j < n; ++j) {
     const int i = order[j];
-    sumx[j + 1] = sumx[j] + weight[i] * xb[i];
-    sumw[j + 1] = sumw[j] + weight[i];
+    sums.sumx[j + 1] = sums.sumx[j] + weight[i] * xb[i];
+    sums.sumw[j + 1] = sums.sumw[j] + weight[i];
   }
-  float best_score = -FLT_MAX, scale = max;
-  int besti1 = -1, besti2 = -1, best_shift = 0;
-  for (int i1 = 0; i1 <= n; ++i1) {
-    for (int i2 = i1; i2 <= n; ++i2) {
-      for (const int shift : {1, -1}) {
-        const float* xx = shift == 1 ? kUp : kDown;
-        const float sumqx = (sumx[i1] - sumx[0]) * xx[0] + (sumx[i2] - sumx[i1]) * xx[1] +
-                            (sumx[n] - sumx[i2]) * xx[2];
-        const float sumq2 = (sumw[i1] - sumw[0]) * xx[0] * xx[0] +
-                            (sumw[i2] - sumw[i1]) * xx[1] * xx[1] +
-                            (sumw[n] - sumw[i2]) * xx[2] * xx[2];
-        if (sumq2 > 0 && sumqx * sumqx > best_score * sumq2) {
-          scale = sumqx / sumq2;
-          best_score = scale * sumqx;
-          besti1 = i1;
-          besti2 = i2;
-          best_shift = shift;
-        }
-      }
-    }
-  }
-  if (besti1 < 0 || besti2 < 0 || best_shift == 0) return false;
+  return true;
+}
+
+// One iq1_s group after the search: the split's levels, flipped to a
+// positive scale, moved onto the grid, the scale refitted after a move.
+// False for a group ggml leaves empty (no split scored).
+bool Iq1sFinish(const GridSearch& grid, const float* xb, const float* weight, const int* order,
+                const Iq1sSplit& split, Group& g) {
+  constexpr int n = kIq1sGroup;
+  if (split.i1 < 0 || split.i2 < 0 || split.shift == 0) return false;
+  float scale = split.scale;
+  int shift = split.shift;
   int8_t L[n];
-  SplitLevels(order, n, besti1, besti2, L);
+  SplitLevels(order, n, split.i1, split.i2, L);
   if (scale < 0) {
     for (int j = 0; j < n; ++j) L[j] = static_cast<int8_t>(2 - L[j]);
     scale = -scale;
-    best_shift = -best_shift;
+    shift = -shift;
   }
-  const float* xx = best_shift == 1 ? kUp : kDown;
+  const float* xx = shift == 1 ? kUp : kDown;
   const auto xx_of = [xx](int) { return xx; };
   if (!OctetsToGrid(grid, 4, xb, weight, scale, xx_of, L, g.index)) {
     scale = RefitScale(grid, 4, xb, weight, xx_of, g.index, scale);
   }
   g.scale = scale;
-  g.shift = best_shift;
+  g.shift = shift;
   return true;
 }
 
@@ -316,48 +306,109 @@ void DecodeOctet(float dl, uint16_t point, float delta, float* y) {
 
 }  // namespace
 
+// Iq1sSplitsScalar: every split of each group scored in ggml's order (i1,
+// then i2, then shift up before down), the first best kept.
+void Iq1sSplitsScalar(int groups, const Iq1sSums* sums, Iq1sSplit* best) {
+  constexpr int n = kIq1sGroup;
+  for (int g = 0; g < groups; ++g) {
+    const float* sumx = sums[g].sumx;
+    const float* sumw = sums[g].sumw;
+    float best_score = -FLT_MAX, scale = sums[g].max;
+    int besti1 = -1, besti2 = -1, best_shift = 0;
+    for (int i1 = 0; i1 <= n; ++i1) {
+      for (int i2 = i1; i2 <= n; ++i2) {
+        for (const int shift : {1, -1}) {
+          const float* xx = shift == 1 ? kUp : kDown;
+          const float sumqx = (sumx[i1] - sumx[0]) * xx[0] + (sumx[i2] - sumx[i1]) * xx[1] +
+                              (sumx[n] - sumx[i2]) * xx[2];
+          const float sumq2 = (sumw[i1] - sumw[0]) * xx[0] * xx[0] +
+                              (sumw[i2] - sumw[i1]) * xx[1] * xx[1] +
+                              (sumw[n] - sumw[i2]) * xx[2] * xx[2];
+          if (sumq2 > 0 && sumqx * sumqx > best_score * sumq2) {
+            scale = sumqx / sumq2;
+            best_score = scale * sumqx;
+            besti1 = i1;
+            besti2 = i2;
+            best_shift = shift;
+          }
+        }
+      }
+    }
+    best[g] = {besti1, besti2, best_shift, scale};
+  }
+}
+
 // qw must not be null (ggml asserts; Encode refuses first).
 void EncodeIq1S(const float* x, const float* qw, uint8_t* out, uint64_t& /*clipped: none*/) {
+  EncodeIq1SWith(x, qw, 1, out, Iq1sSplitsScalar);
+}
+
+void EncodeIq1SWith(const float* x, const float* qw, size_t blocks, uint8_t* out,
+                    Iq1sSplitSearch search) {
   assert(qw != nullptr);
   const GridSearch& grid = SearchTables(GridKind::kIq1);
-  BlockIq1S b;
-  std::memset(&b, 0, sizeof(b));
-  b.d = ToHalf(0.f);
-  float scales[8];
-  int shifts[8];
-  float max_scale = 0;
-  const float sigma2 = 2 * SumSquares(x) / kSuperBlock;
-  for (int ib = 0; ib < 8; ++ib) {
-    const float* xb = x + 32 * ib;
-    float weight[32];
-    GroupWeights(32, qw + 32 * ib, xb, sigma2, weight);
-    Group g;
-    if (!Iq1sGroup(grid, xb, weight, g)) {
-      scales[ib] = 0;
-      shifts[ib] = 1;
-      continue;
+  constexpr int kGroups = 8 * kIq1sBatchBlocks;
+  float weight[kGroups][kIq1sGroup];
+  int order[kGroups][kIq1sGroup];
+  bool scored[kGroups];
+  Iq1sSums sums[kGroups];
+  Iq1sSplit split[kGroups];
+  for (size_t b0 = 0; b0 < blocks; b0 += kIq1sBatchBlocks) {
+    const int batch =
+        static_cast<int>(blocks - b0 < kIq1sBatchBlocks ? blocks - b0 : kIq1sBatchBlocks);
+    const float* xs = x + b0 * kSuperBlock;
+    const float* qws = qw + b0 * kSuperBlock;
+    for (int bb = 0; bb < batch; ++bb) {
+      const float* xblock = xs + bb * kSuperBlock;
+      const float sigma2 = 2 * SumSquares(xblock) / kSuperBlock;
+      for (int ib = 0; ib < 8; ++ib) {
+        const int gi = 8 * bb + ib;
+        const float* xb = xblock + 32 * ib;
+        GroupWeights(32, qws + bb * kSuperBlock + 32 * ib, xb, sigma2, weight[gi]);
+        scored[gi] = Iq1sPrepare(xb, weight[gi], order[gi], sums[gi]);
+      }
     }
-    uint16_t h = 0;
-    for (int k = 0; k < 4; ++k) {
-      b.qs[4 * ib + k] = static_cast<uint8_t>(g.index[k] & 255);
-      h = static_cast<uint16_t>(h | (g.index[k] >> 8) << 3 * k);
+    search(8 * batch, sums, split);
+    for (int bb = 0; bb < batch; ++bb) {
+      const float* xblock = xs + bb * kSuperBlock;
+      BlockIq1S b;
+      std::memset(&b, 0, sizeof(b));
+      b.d = ToHalf(0.f);
+      float scales[8];
+      int shifts[8];
+      float max_scale = 0;
+      for (int ib = 0; ib < 8; ++ib) {
+        const int gi = 8 * bb + ib;
+        Group g;
+        if (!scored[gi] ||
+            !Iq1sFinish(grid, xblock + 32 * ib, weight[gi], order[gi], split[gi], g)) {
+          scales[ib] = 0;
+          shifts[ib] = 1;
+          continue;
+        }
+        uint16_t h = 0;
+        for (int k = 0; k < 4; ++k) {
+          b.qs[4 * ib + k] = static_cast<uint8_t>(g.index[k] & 255);
+          h = static_cast<uint16_t>(h | (g.index[k] >> 8) << 3 * k);
+        }
+        b.qh[ib] = h;
+        scales[ib] = g.scale;
+        shifts[ib] = g.shift;
+        max_scale = Max(max_scale, g.scale);
+      }
+      if (max_scale != 0) {
+        const float d = max_scale / 15;
+        b.d = ToHalf(d * 1.125f);  // ggml's fudge factor
+        const float id = 1 / d;
+        for (int ib = 0; ib < 8; ++ib) {
+          int l = ScaleCode3(id, scales[ib]);
+          if (shifts[ib] == -1) l |= 8;
+          b.qh[ib] = static_cast<uint16_t>(b.qh[ib] | l << 12);
+        }
+      }
+      StoreBlock(b, out + (b0 + bb) * sizeof(BlockIq1S));
     }
-    b.qh[ib] = h;
-    scales[ib] = g.scale;
-    shifts[ib] = g.shift;
-    max_scale = Max(max_scale, g.scale);
   }
-  if (max_scale != 0) {
-    const float d = max_scale / 15;
-    b.d = ToHalf(d * 1.125f);  // ggml's fudge factor
-    const float id = 1 / d;
-    for (int ib = 0; ib < 8; ++ib) {
-      int l = ScaleCode3(id, scales[ib]);
-      if (shifts[ib] == -1) l |= 8;
-      b.qh[ib] = static_cast<uint16_t>(b.qh[ib] | l << 12);
-    }
-  }
-  StoreBlock(b, out);
 }
 
 // With qw null, ggml's weights are x^2.

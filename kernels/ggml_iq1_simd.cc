@@ -1,0 +1,147 @@
+// ggml's iq1_s split search with one group per SIMD lane
+// (kernels/ggml_iq1_simd.h): codecs' Iq1sSplitsScalar, lane g doing group
+// g's float operations in its order. Every group walks the same 561 splits
+// (i1 <= i2 of 33 cut points) with both shifts, so the lanes stay in step;
+// the running best is kept per lane with masked selects, and the division
+// for a new scale runs only when some lane improves. Terms that do not
+// change along the inner loop ((sumx[i1] - sumx[0]) * xx[0] and the like)
+// are formed once: the same products each time. codecs' own encoder then
+// sorts, moves octets onto the grid, refits and packs. Compiled once per
+// Highway target; no fused multiply-add.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/ggml_iq1_simd.cc"
+#include <cfloat>
+#include <cstddef>
+#include <cstdint>
+
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "codecs/ggml_blocks.h"
+#include "codecs/ggml_iq1_search.h"
+#include "kernels/ggml_iq1_simd.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace lowp::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+namespace gi = ggml::internal;
+
+using DF = hn::CappedTag<float, 8 * gi::kIq1sBatchBlocks>;
+using VF = hn::Vec<DF>;
+
+constexpr int kN = gi::kIq1sGroup;
+constexpr size_t kMaxLanes = 8 * gi::kIq1sBatchBlocks;
+
+// Each lane's running best: score, scale and split (i1, i2 and shift as
+// floats, exact for these small integers).
+struct Best {
+  VF score, scale, i1, i2, shift;
+};
+
+// ggml's `if (sumq2 > 0 && sumqx * sumqx > best_score * sumq2)` per lane:
+// the lanes where it holds take this split, its scale sumqx / sumq2 and its
+// score scale * sumqx.
+HWY_INLINE void Consider(VF sumqx, VF sumq2, VF i1, VF i2, VF shift, Best& best) {
+  const DF df;
+  const auto better = hn::And(hn::Gt(sumq2, hn::Zero(df)),
+                              hn::Gt(hn::Mul(sumqx, sumqx), hn::Mul(best.score, sumq2)));
+  if (hn::AllFalse(df, better)) return;
+  const VF s = hn::Div(sumqx, sumq2);
+  best.scale = hn::IfThenElse(better, s, best.scale);
+  best.score = hn::IfThenElse(better, hn::Mul(s, sumqx), best.score);
+  best.i1 = hn::IfThenElse(better, i1, best.i1);
+  best.i2 = hn::IfThenElse(better, i2, best.i2);
+  best.shift = hn::IfThenElse(better, shift, best.shift);
+}
+
+// Groups g0 .. g0 + lanes - 1 (lanes past `groups` repeat the last group
+// and are ignored).
+void SearchLanes(int groups, int g0, const gi::Iq1sSums* sums, gi::Iq1sSplit* out) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  HWY_ALIGN float sx[kN + 1][kMaxLanes], sw[kN + 1][kMaxLanes], mx[kMaxLanes];
+  for (size_t l = 0; l < lanes; ++l) {
+    const int g = g0 + static_cast<int>(l) < groups ? g0 + static_cast<int>(l) : groups - 1;
+    for (int j = 0; j <= kN; ++j) {
+      sx[j][l] = sums[g].sumx[j];
+      sw[j][l] = sums[g].sumw[j];
+    }
+    mx[l] = sums[g].max;
+  }
+  const float* up = gi::kIq1Up;
+  const float* down = gi::kIq1Down;
+  // The tails (sumx[n] - sumx[i2]) * xx[2] and (sumw[n] - sumw[i2]) * xx[2]
+  // * xx[2] for each i2 and shift.
+  HWY_ALIGN float tx_up[kN + 1][kMaxLanes], tx_dn[kN + 1][kMaxLanes];
+  HWY_ALIGN float tw_up[kN + 1][kMaxLanes], tw_dn[kN + 1][kMaxLanes];
+  const VF sxn = hn::Load(df, sx[kN]), swn = hn::Load(df, sw[kN]);
+  const VF u0 = hn::Set(df, up[0]), u1 = hn::Set(df, up[1]), u2 = hn::Set(df, up[2]);
+  const VF d0 = hn::Set(df, down[0]), d1 = hn::Set(df, down[1]), d2 = hn::Set(df, down[2]);
+  for (int j = 0; j <= kN; ++j) {
+    const VF tx = hn::Sub(sxn, hn::Load(df, sx[j]));
+    const VF tw = hn::Sub(swn, hn::Load(df, sw[j]));
+    hn::Store(hn::Mul(tx, u2), df, tx_up[j]);
+    hn::Store(hn::Mul(tx, d2), df, tx_dn[j]);
+    hn::Store(hn::Mul(hn::Mul(tw, u2), u2), df, tw_up[j]);
+    hn::Store(hn::Mul(hn::Mul(tw, d2), d2), df, tw_dn[j]);
+  }
+  const VF zero = hn::Zero(df);
+  const VF sx0 = hn::Load(df, sx[0]), sw0 = hn::Load(df, sw[0]);
+  Best best{hn::Set(df, -FLT_MAX), hn::Load(df, mx), hn::Set(df, -1.0f), hn::Set(df, -1.0f), zero};
+  const VF plus = hn::Set(df, 1.0f), minus = hn::Set(df, -1.0f);
+  for (int i1 = 0; i1 <= kN; ++i1) {
+    const VF sx1 = hn::Load(df, sx[i1]), sw1 = hn::Load(df, sw[i1]);
+    const VF lx = hn::Sub(sx1, sx0), lw = hn::Sub(sw1, sw0);
+    const VF lx_up = hn::Mul(lx, u0), lx_dn = hn::Mul(lx, d0);
+    const VF lw_up = hn::Mul(hn::Mul(lw, u0), u0), lw_dn = hn::Mul(hn::Mul(lw, d0), d0);
+    const VF vi1 = hn::Set(df, static_cast<float>(i1));
+    for (int i2 = i1; i2 <= kN; ++i2) {
+      const VF mxs = hn::Sub(hn::Load(df, sx[i2]), sx1);
+      const VF mws = hn::Sub(hn::Load(df, sw[i2]), sw1);
+      // Shift up, then down: each compared against the best so far.
+      const VF vi2 = hn::Set(df, static_cast<float>(i2));
+      Consider(hn::Add(hn::Add(lx_up, hn::Mul(mxs, u1)), hn::Load(df, tx_up[i2])),
+               hn::Add(hn::Add(lw_up, hn::Mul(hn::Mul(mws, u1), u1)), hn::Load(df, tw_up[i2])), vi1,
+               vi2, plus, best);
+      Consider(hn::Add(hn::Add(lx_dn, hn::Mul(mxs, d1)), hn::Load(df, tx_dn[i2])),
+               hn::Add(hn::Add(lw_dn, hn::Mul(hn::Mul(mws, d1), d1)), hn::Load(df, tw_dn[i2])), vi1,
+               vi2, minus, best);
+    }
+  }
+  HWY_ALIGN float o_scale[kMaxLanes], o_i1[kMaxLanes], o_i2[kMaxLanes], o_shift[kMaxLanes];
+  hn::Store(best.scale, df, o_scale);
+  hn::Store(best.i1, df, o_i1);
+  hn::Store(best.i2, df, o_i2);
+  hn::Store(best.shift, df, o_shift);
+  for (size_t l = 0; l < lanes && g0 + static_cast<int>(l) < groups; ++l) {
+    out[g0 + l] = {static_cast<int>(o_i1[l]), static_cast<int>(o_i2[l]),
+                   static_cast<int>(o_shift[l]), o_scale[l]};
+  }
+}
+
+void Splits(int groups, const gi::Iq1sSums* sums, gi::Iq1sSplit* best) {
+  const int lanes = static_cast<int>(hn::Lanes(DF()));
+  for (int g0 = 0; g0 < groups; g0 += lanes) SearchLanes(groups, g0, sums, best);
+}
+
+void EncodeRows(const float* in, size_t count, uint8_t* out, const float* importance) {
+  gi::EncodeIq1SWith(in, importance, count / ggml::kSuperBlock, out, Splits);
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace lowp::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace lowp::kernels {
+
+HWY_EXPORT(EncodeRows);
+
+void EncodeIq1Fast(ggml::Type /*type: kIQ1_S*/, std::span<const float> in, std::span<uint8_t> out,
+                   uint64_t& /*clipped: none*/, std::span<const float> importance) {
+  HWY_DYNAMIC_DISPATCH(EncodeRows)(in.data(), in.size(), out.data(), importance.data());
+}
+
+}  // namespace lowp::kernels
+#endif  // HWY_ONCE

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <span>
 
 #include "codecs/ggml_blocks.h"
 #include "codecs/ggml_iq1_search.h"
@@ -75,36 +76,6 @@ uint16_t KeyOf(const int8_t* L) {
   return key;
 }
 
-// iq1_find_best_neighbour2: among the key's neighbours, the first point of
-// least sum w (scale value - x)^2 with values `xx` (one shift); its levels
-// into L. ggml falls back to a scan of the whole grid when no distance is
-// below FLT_MAX (a scan that reads past the octet); with finite sums the
-// first neighbour always qualifies, and that is taken when none does.
-int BestNeighbour(const GridSearch& grid, uint16_t key, const float* xval, const float* weight,
-                  float scale, const float* xx, int8_t* L) {
-  const std::span<const uint16_t> neighbours = grid.Neighbours(key);
-  float best_score = FLT_MAX;
-  int best = -1;
-  for (const uint16_t p : neighbours) {
-    const uint8_t* level = grid.Levels(p);
-    float d2 = 0;
-    for (int i = 0; i < 8; ++i) {
-      const float q = xx[level[i]];
-      const float w = weight[i];
-      const float diff = scale * q - xval[i];
-      d2 += w * diff * diff;
-    }
-    if (d2 < best_score) {
-      best_score = d2;
-      best = p;
-    }
-  }
-  if (best < 0) best = neighbours[0];
-  const uint8_t* level = grid.Levels(best);
-  for (int i = 0; i < 8; ++i) L[i] = static_cast<int8_t>(level[i]);
-  return best;
-}
-
 // Levels from a split of the sorted order: positions before i1 are level 0
 // (-1), before i2 level 1 (0), the rest level 2 (+1).
 void SplitLevels(const int* order, int n, int i1, int i2, int8_t* L) {
@@ -116,14 +87,15 @@ void SplitLevels(const int* order, int n, int i1, int i2, int8_t* L) {
 // were on the grid.
 template <typename ShiftOf>
 bool OctetsToGrid(const GridSearch& grid, int octets, const float* xb, const float* weight,
-                  float scale, ShiftOf xx_of, int8_t* L, uint16_t* index) {
+                  float scale, ShiftOf xx_of, Iq1NeighbourSearch neighbour, int8_t* L,
+                  uint16_t* index) {
   bool all_on_grid = true;
   for (int k = 0; k < octets; ++k) {
     const uint16_t key = KeyOf(L + 8 * k);
     int p = grid.Find(key);
     if (p < 0) {
       all_on_grid = false;
-      p = BestNeighbour(grid, key, xb + 8 * k, weight + 8 * k, scale, xx_of(k), L + 8 * k);
+      p = neighbour(grid, key, xb + 8 * k, weight + 8 * k, scale, xx_of(k), L + 8 * k);
     }
     index[k] = static_cast<uint16_t>(p);
   }
@@ -180,7 +152,7 @@ bool Iq1sPrepare(const float* xb, const float* weight, int* order, Iq1sSums& sum
 // positive scale, moved onto the grid, the scale refitted after a move.
 // False for a group ggml leaves empty (no split scored).
 bool Iq1sFinish(const GridSearch& grid, const float* xb, const float* weight, const int* order,
-                const Iq1sSplit& split, Group& g) {
+                const Iq1sSplit& split, Iq1NeighbourSearch neighbour, Group& g) {
   constexpr int n = kIq1sGroup;
   if (split.i1 < 0 || split.i2 < 0 || split.shift == 0) return false;
   float scale = split.scale;
@@ -194,7 +166,7 @@ bool Iq1sFinish(const GridSearch& grid, const float* xb, const float* weight, co
   }
   const float* xx = shift == 1 ? kUp : kDown;
   const auto xx_of = [xx](int) { return xx; };
-  if (!OctetsToGrid(grid, 4, xb, weight, scale, xx_of, L, g.index)) {
+  if (!OctetsToGrid(grid, 4, xb, weight, scale, xx_of, neighbour, L, g.index)) {
     scale = RefitScale(grid, 4, xb, weight, xx_of, g.index, scale);
   }
   g.scale = scale;
@@ -286,7 +258,7 @@ bool Iq1mGroup(const GridSearch& grid, const float* xb, const float* weight, Gro
     best_k = 3 - best_k;  // both shifts flip
   }
   const auto xx_of = [best_k](int octet) { return Iq1mShift(best_k, octet); };
-  if (!OctetsToGrid(grid, 2, xb, weight, scale, xx_of, L, g.index)) {
+  if (!OctetsToGrid(grid, 2, xb, weight, scale, xx_of, Iq1BestNeighbourScalar, L, g.index)) {
     scale = RefitScale(grid, 2, xb, weight, xx_of, g.index, scale);
   }
   g.scale = scale;
@@ -305,6 +277,34 @@ void DecodeOctet(float dl, uint16_t point, float delta, float* y) {
 }
 
 }  // namespace
+
+// ggml falls back to a scan of the whole grid when no distance is below
+// FLT_MAX (a scan that reads past the octet); with finite sums the first
+// neighbour always qualifies, and that is taken when none does.
+int Iq1BestNeighbourScalar(const GridSearch& grid, uint16_t key, const float* xval,
+                           const float* weight, float scale, const float* xx, int8_t* L) {
+  const std::span<const uint16_t> neighbours = grid.Neighbours(key);
+  float best_score = FLT_MAX;
+  int best = -1;
+  for (const uint16_t p : neighbours) {
+    const uint8_t* level = grid.Levels(p);
+    float d2 = 0;
+    for (int i = 0; i < 8; ++i) {
+      const float q = xx[level[i]];
+      const float w = weight[i];
+      const float diff = scale * q - xval[i];
+      d2 += w * diff * diff;
+    }
+    if (d2 < best_score) {
+      best_score = d2;
+      best = p;
+    }
+  }
+  if (best < 0) best = neighbours[0];
+  const uint8_t* level = grid.Levels(best);
+  for (int i = 0; i < 8; ++i) L[i] = static_cast<int8_t>(level[i]);
+  return best;
+}
 
 // Iq1sSplitsScalar: every split of each group scored in ggml's order (i1,
 // then i2, then shift up before down), the first best kept.
@@ -340,11 +340,11 @@ void Iq1sSplitsScalar(int groups, const Iq1sSums* sums, Iq1sSplit* best) {
 
 // qw must not be null (ggml asserts; Encode refuses first).
 void EncodeIq1S(const float* x, const float* qw, uint8_t* out, uint64_t& /*clipped: none*/) {
-  EncodeIq1SWith(x, qw, 1, out, Iq1sSplitsScalar);
+  EncodeIq1SWith(x, qw, 1, out, Iq1sSplitsScalar, Iq1BestNeighbourScalar);
 }
 
 void EncodeIq1SWith(const float* x, const float* qw, size_t blocks, uint8_t* out,
-                    Iq1sSplitSearch search) {
+                    Iq1sSplitSearch search, Iq1NeighbourSearch neighbour) {
   assert(qw != nullptr);
   const GridSearch& grid = SearchTables(GridKind::kIq1);
   constexpr int kGroups = 8 * kIq1sBatchBlocks;
@@ -381,7 +381,7 @@ void EncodeIq1SWith(const float* x, const float* qw, size_t blocks, uint8_t* out
         const int gi = 8 * bb + ib;
         Group g;
         if (!scored[gi] ||
-            !Iq1sFinish(grid, xblock + 32 * ib, weight[gi], order[gi], split[gi], g)) {
+            !Iq1sFinish(grid, xblock + 32 * ib, weight[gi], order[gi], split[gi], neighbour, g)) {
           scales[ib] = 0;
           shifts[ib] = 1;
           continue;

@@ -46,11 +46,23 @@ using Iq1sSplitSearch = void (*)(int groups, const Iq1sSums* sums, Iq1sSplit* be
 // codecs' own split search (scalar, ggml's order of operations).
 void Iq1sSplitsScalar(int groups, const Iq1sSums* sums, Iq1sSplit* best);
 
+// iq1_find_best_neighbour2 for an octet whose levels (key) are off the
+// grid: among grid.Neighbours(key), the first point of least
+// sum w (scale xx[level] - x)^2 (d2 += w * diff * diff from 0, in element
+// order; NaN never less), the first neighbour when none is below FLT_MAX.
+// Returns the point and writes its 8 levels to L.
+using Iq1NeighbourSearch = int (*)(const GridSearch& grid, uint16_t key, const float* xval,
+                                   const float* weight, float scale, const float* xx, int8_t* L);
+
+// codecs' own neighbour search (scalar).
+int Iq1BestNeighbourScalar(const GridSearch& grid, uint16_t key, const float* xval,
+                           const float* weight, float scale, const float* xx, int8_t* L);
+
 // Encodes `blocks` iq1_s super-blocks of x (importance qw, not null) with a
-// given split search: the same bytes for any search that fills Iq1sSplit as
-// Iq1sSplitsScalar does.
+// given split and neighbour search: the same bytes for any that give what
+// Iq1sSplitsScalar and Iq1BestNeighbourScalar give.
 void EncodeIq1SWith(const float* x, const float* qw, size_t blocks, uint8_t* out,
-                    Iq1sSplitSearch search);
+                    Iq1sSplitSearch search, Iq1NeighbourSearch neighbour);
 
 }  // namespace lowp::ggml::internal
 

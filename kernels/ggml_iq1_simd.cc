@@ -1,24 +1,69 @@
-// ggml's iq1_s split search with one group per SIMD lane
-// (kernels/ggml_iq1_simd.h): codecs' Iq1sSplitsScalar, lane g doing group
-// g's float operations in its order. Every group walks the same 561 splits
-// (i1 <= i2 of 33 cut points) with both shifts, so the lanes stay in step;
-// the running best is kept per lane with masked selects, and the division
-// for a new scale runs only when some lane improves. Terms that do not
-// change along the inner loop ((sumx[i1] - sumx[0]) * xx[0] and the like)
-// are formed once: the same products each time. codecs' own encoder then
-// sorts, moves octets onto the grid, refits and packs. Compiled once per
-// Highway target; no fused multiply-add.
+// ggml's iq1_s searches in SIMD lanes (kernels/ggml_iq1_simd.h). The split
+// search (codecs' Iq1sSplitsScalar) has one group per lane, lane g doing
+// group g's float operations in its order. Every group walks the same 561
+// splits (i1 <= i2 of 33 cut points) with both shifts, so the lanes stay in
+// step; the running best is kept per lane with masked selects, and the
+// division for a new scale runs only when some lane improves. Terms that do
+// not change along the inner loop ((sumx[i1] - sumx[0]) * xx[0] and the
+// like) are formed once: the same products each time. An off-grid octet's
+// neighbour list (Iq1BestNeighbourScalar) is walked with its neighbours in
+// lanes, as kernels/ggml_iq2_simd.cc does. codecs' own encoder sorts, moves
+// octets onto the grid, refits and packs. Compiled once per Highway target;
+// no fused multiply-add.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/ggml_iq1_simd.cc"
 #include <cfloat>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "codecs/ggml_blocks.h"
 #include "codecs/ggml_iq1_search.h"
+#include "codecs/ggml_iq2_grids.h"
 #include "kernels/ggml_iq1_simd.h"
+
+#ifndef LOWP_KERNELS_GGML_IQ1_TABLES_
+#define LOWP_KERNELS_GGML_IQ1_TABLES_
+namespace lowp::kernels {
+// The iq1 codebook's neighbour lists as int32 arrays for loads in lanes:
+// each key's start (<< 10) and length, -1 for keys on the grid or with a
+// field of 3 (no list; splits never make one); the lists' points, and each
+// point's 8 levels packed (level i at bit 2 i).
+struct Iq1Tables {
+  std::vector<int32_t> entry, points, packed;
+
+  Iq1Tables() {
+    const auto& grid = ggml::internal::SearchTables(ggml::internal::GridKind::kIq1);
+    entry.assign(1 << 16, -1);
+    for (uint32_t key = 0; key < (1u << 16); ++key) {
+      bool valid = true;
+      for (int i = 0; i < 8; ++i) valid = valid && ((key >> 2 * i) & 3) != 3;
+      if (!valid || grid.Find(static_cast<uint16_t>(key)) >= 0) continue;
+      const auto list = grid.Neighbours(static_cast<uint16_t>(key));
+      HWY_ASSERT(!list.empty() && list.size() < 1024 && points.size() < (1u << 21));
+      entry[key] = static_cast<int32_t>(points.size() << 10 | list.size());
+      for (uint16_t p : list) {
+        const uint8_t* level = grid.Levels(p);
+        int32_t bits = 0;
+        for (int i = 0; i < 8; ++i) bits |= level[i] << 2 * i;
+        points.push_back(p);
+        packed.push_back(bits);
+      }
+    }
+    points.resize(points.size() + 16);  // a whole vector past the last list
+    packed.resize(packed.size() + 16);
+  }
+
+  static const Iq1Tables& Get() {
+    static const Iq1Tables* tables = new Iq1Tables();
+    return *tables;
+  }
+};
+}  // namespace lowp::kernels
+#endif  // LOWP_KERNELS_GGML_IQ1_TABLES_
 
 HWY_BEFORE_NAMESPACE();
 namespace lowp::kernels {
@@ -124,8 +169,52 @@ void Splits(int groups, const gi::Iq1sSums* sums, gi::Iq1sSplit* best) {
   for (int g0 = 0; g0 < groups; g0 += lanes) SearchLanes(groups, g0, sums, best);
 }
 
+// codecs' Iq1BestNeighbourScalar with the list's neighbours in lanes, in
+// list order, each lane's distance in codecs' order of operations; a
+// vector's least distance replaces the best only when strictly less, and
+// within a vector its first lane wins, so the first of equal distances wins
+// as in the scalar walk. NaN distances (never less) count as infinity.
+int BestNeighbour(const gi::GridSearch& grid, uint16_t key, const float* xval,
+                  const float* weight, float scale, const float* xx, int8_t* L) {
+  const Iq1Tables& tab = Iq1Tables::Get();
+  const int32_t entry = tab.entry[key];
+  if (entry < 0) return gi::Iq1BestNeighbourScalar(grid, key, xval, weight, scale, xx, L);
+  using D = hn::ScalableTag<float>;
+  const D df;
+  const hn::RebindToSigned<D> di;
+  const size_t n = hn::Lanes(df);
+  const size_t start = static_cast<size_t>(entry >> 10);
+  const size_t length = static_cast<size_t>(entry & 1023);
+  const auto inf = hn::Set(df, HUGE_VALF), vscale = hn::Set(df, scale);
+  const auto q0 = hn::Set(df, xx[0]), q1 = hn::Set(df, xx[1]), q2 = hn::Set(df, xx[2]);
+  const auto three = hn::Set(di, 3), zero = hn::Zero(di), one = hn::Set(di, 1);
+  float best_d2 = FLT_MAX;
+  size_t best = 0;
+  for (size_t c = 0; c < length; c += n) {
+    const auto packed = hn::LoadU(di, tab.packed.data() + start + c);
+    auto d2 = hn::Zero(df);
+    for (int i = 0; i < 8; ++i) {
+      const auto level = hn::And(hn::ShiftRightSame(packed, 2 * i), three);
+      const auto q = hn::IfThenElse(hn::RebindMask(df, hn::Eq(level, zero)), q0,
+                                    hn::IfThenElse(hn::RebindMask(df, hn::Eq(level, one)), q1, q2));
+      const auto diff = hn::Sub(hn::Mul(vscale, q), hn::Set(df, xval[i]));
+      d2 = hn::Add(d2, hn::Mul(hn::Mul(hn::Set(df, weight[i]), diff), diff));
+    }
+    const auto valid = hn::And(hn::FirstN(df, length - c), hn::Eq(d2, d2));
+    d2 = hn::IfThenElse(valid, d2, inf);
+    const float least = hn::GetLane(hn::MinOfLanes(df, d2));
+    if (least < best_d2) {
+      best_d2 = least;
+      best = c + static_cast<size_t>(hn::FindFirstTrue(df, hn::Eq(d2, hn::Set(df, least))));
+    }
+  }
+  const int32_t bits = tab.packed[start + best];
+  for (int i = 0; i < 8; ++i) L[i] = static_cast<int8_t>((bits >> 2 * i) & 3);
+  return tab.points[start + best];
+}
+
 void EncodeRows(const float* in, size_t count, uint8_t* out, const float* importance) {
-  gi::EncodeIq1SWith(in, importance, count / ggml::kSuperBlock, out, Splits);
+  gi::EncodeIq1SWith(in, importance, count / ggml::kSuperBlock, out, Splits, BestNeighbour);
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

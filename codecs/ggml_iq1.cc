@@ -55,21 +55,6 @@ float MaxMagnitude(const float* xb, int n) {
   return max;
 }
 
-// The indices of xb in ascending order of value. ggml qsorts (value, index)
-// pairs comparing the value only; glibc's qsort sorts arrays this small with
-// a stable merge sort, so equal values (-0 and +0 among them) keep index
-// order. An insertion sort is stable too and gives the same order.
-void SortedOrder(const float* xb, int n, int* order) {
-  for (int j = 0; j < n; ++j) {
-    int at = j;
-    while (at > 0 && xb[j] < xb[order[at - 1]]) {
-      order[at] = order[at - 1];
-      --at;
-    }
-    order[at] = j;
-  }
-}
-
 uint16_t KeyOf(const int8_t* L) {
   uint16_t key = 0;
   for (int i = 0; i < 8; ++i) key = static_cast<uint16_t>(key | L[i] << 2 * i);
@@ -131,7 +116,7 @@ struct Group {
 
 // One iq1_s group of 32, before the search: the order of its values and the
 // prefix sums of w x and w over it. False for a group ggml leaves empty.
-bool Iq1sPrepare(const float* xb, const float* weight, int* order, Iq1sSums& sums) {
+bool Iq1sPrepare(const float* xb, const float* weight, Iq1Sort sort, int* order, Iq1sSums& sums) {
   constexpr int n = kIq1sGroup;
   sums.max = MaxMagnitude(xb, n);
   sums.sumx[0] = sums.sumw[0] = 0;
@@ -139,7 +124,7 @@ bool Iq1sPrepare(const float* xb, const float* weight, int* order, Iq1sSums& sum
     for (int j = 0; j < n; ++j) sums.sumx[j + 1] = sums.sumw[j + 1] = 0;
     return false;
   }
-  SortedOrder(xb, n, order);
+  sort(xb, n, order);
   for (int j = 0; j < n; ++j) {
     const int i = order[j];
     sums.sumx[j + 1] = sums.sumx[j] + weight[i] * xb[i];
@@ -189,7 +174,7 @@ bool Iq1mGroup(const GridSearch& grid, const float* xb, const float* weight, Gro
   const float max = MaxMagnitude(xb, n);
   if (max < kGroupMaxEpsIq1M) return false;
   int order[n];
-  SortedOrder(xb, n, order);
+  Iq1SortScalar(xb, n, order);
   // Per sorted position j, level and combination k: the terms ggml adds,
   // weight * value * x and weight * value^2 (formed once: the same products
   // each time).
@@ -278,6 +263,21 @@ void DecodeOctet(float dl, uint16_t point, float delta, float* y) {
 
 }  // namespace
 
+// ggml qsorts (value, index) pairs comparing the value only; glibc's qsort
+// sorts arrays this small with a stable merge sort, so equal values (-0 and
+// +0 among them) keep index order. An insertion sort is stable too and
+// gives the same order.
+void Iq1SortScalar(const float* xb, int n, int* order) {
+  for (int j = 0; j < n; ++j) {
+    int at = j;
+    while (at > 0 && xb[j] < xb[order[at - 1]]) {
+      order[at] = order[at - 1];
+      --at;
+    }
+    order[at] = j;
+  }
+}
+
 // ggml falls back to a scan of the whole grid when no distance is below
 // FLT_MAX (a scan that reads past the octet); with finite sums the first
 // neighbour always qualifies, and that is taken when none does.
@@ -340,11 +340,11 @@ void Iq1sSplitsScalar(int groups, const Iq1sSums* sums, Iq1sSplit* best) {
 
 // qw must not be null (ggml asserts; Encode refuses first).
 void EncodeIq1S(const float* x, const float* qw, uint8_t* out, uint64_t& /*clipped: none*/) {
-  EncodeIq1SWith(x, qw, 1, out, Iq1sSplitsScalar, Iq1BestNeighbourScalar);
+  EncodeIq1SWith(x, qw, 1, out, {Iq1SortScalar, Iq1sSplitsScalar, Iq1BestNeighbourScalar});
 }
 
 void EncodeIq1SWith(const float* x, const float* qw, size_t blocks, uint8_t* out,
-                    Iq1sSplitSearch search, Iq1NeighbourSearch neighbour) {
+                    const Iq1Searches& searches) {
   assert(qw != nullptr);
   const GridSearch& grid = SearchTables(GridKind::kIq1);
   constexpr int kGroups = 8 * kIq1sBatchBlocks;
@@ -365,10 +365,10 @@ void EncodeIq1SWith(const float* x, const float* qw, size_t blocks, uint8_t* out
         const int gi = 8 * bb + ib;
         const float* xb = xblock + 32 * ib;
         GroupWeights(32, qws + bb * kSuperBlock + 32 * ib, xb, sigma2, weight[gi]);
-        scored[gi] = Iq1sPrepare(xb, weight[gi], order[gi], sums[gi]);
+        scored[gi] = Iq1sPrepare(xb, weight[gi], searches.sort, order[gi], sums[gi]);
       }
     }
-    search(8 * batch, sums, split);
+    searches.splits(8 * batch, sums, split);
     for (int bb = 0; bb < batch; ++bb) {
       const float* xblock = xs + bb * kSuperBlock;
       BlockIq1S b;
@@ -380,8 +380,8 @@ void EncodeIq1SWith(const float* x, const float* qw, size_t blocks, uint8_t* out
       for (int ib = 0; ib < 8; ++ib) {
         const int gi = 8 * bb + ib;
         Group g;
-        if (!scored[gi] ||
-            !Iq1sFinish(grid, xblock + 32 * ib, weight[gi], order[gi], split[gi], neighbour, g)) {
+        if (!scored[gi] || !Iq1sFinish(grid, xblock + 32 * ib, weight[gi], order[gi], split[gi],
+                                       searches.neighbour, g)) {
           scales[ib] = 0;
           shifts[ib] = 1;
           continue;

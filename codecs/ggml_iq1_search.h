@@ -58,11 +58,26 @@ using Iq1NeighbourSearch = int (*)(const GridSearch& grid, uint16_t key, const f
 int Iq1BestNeighbourScalar(const GridSearch& grid, uint16_t key, const float* xval,
                            const float* weight, float scale, const float* xx, int8_t* L);
 
-// Encodes `blocks` iq1_s super-blocks of x (importance qw, not null) with a
-// given split and neighbour search: the same bytes for any that give what
-// Iq1sSplitsScalar and Iq1BestNeighbourScalar give.
+// The indices of xb[0..n) (n <= 32) in ascending order of value, equal
+// values in index order (a stable sort, as glibc's qsort of ggml's
+// (value, index) pairs).
+using Iq1Sort = void (*)(const float* xb, int n, int* order);
+
+// codecs' own sort (scalar insertion sort).
+void Iq1SortScalar(const float* xb, int n, int* order);
+
+// The jobs an encoder may be given.
+struct Iq1Searches {
+  Iq1Sort sort;
+  Iq1sSplitSearch splits;
+  Iq1NeighbourSearch neighbour;
+};
+
+// Encodes `blocks` iq1_s super-blocks of x (importance qw, not null) with
+// given searches: the same bytes for any that give what the scalar ones
+// give.
 void EncodeIq1SWith(const float* x, const float* qw, size_t blocks, uint8_t* out,
-                    Iq1sSplitSearch search, Iq1NeighbourSearch neighbour);
+                    const Iq1Searches& searches);
 
 }  // namespace lowp::ggml::internal
 

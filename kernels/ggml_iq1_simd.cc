@@ -7,8 +7,9 @@
 // not change along the inner loop ((sumx[i1] - sumx[0]) * xx[0] and the
 // like) are formed once: the same products each time. An off-grid octet's
 // neighbour list (Iq1BestNeighbourScalar) is walked with its neighbours in
-// lanes, as kernels/ggml_iq2_simd.cc does. codecs' own encoder sorts, moves
-// octets onto the grid, refits and packs. Compiled once per Highway target;
+// lanes, as kernels/ggml_iq2_simd.cc does; a group's sort
+// (Iq1SortScalar) is by ranks counted in lanes (Sort). codecs' own encoder
+// moves octets onto the grid, refits and packs. Compiled once per Highway target;
 // no fused multiply-add.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/ggml_iq1_simd.cc"
@@ -174,8 +175,8 @@ void Splits(int groups, const gi::Iq1sSums* sums, gi::Iq1sSplit* best) {
 // vector's least distance replaces the best only when strictly less, and
 // within a vector its first lane wins, so the first of equal distances wins
 // as in the scalar walk. NaN distances (never less) count as infinity.
-int BestNeighbour(const gi::GridSearch& grid, uint16_t key, const float* xval,
-                  const float* weight, float scale, const float* xx, int8_t* L) {
+int BestNeighbour(const gi::GridSearch& grid, uint16_t key, const float* xval, const float* weight,
+                  float scale, const float* xx, int8_t* L) {
   const Iq1Tables& tab = Iq1Tables::Get();
   const int32_t entry = tab.entry[key];
   if (entry < 0) return gi::Iq1BestNeighbourScalar(grid, key, xval, weight, scale, xx, L);
@@ -213,8 +214,37 @@ int BestNeighbour(const gi::GridSearch& grid, uint16_t key, const float* xval,
   return tab.points[start + best];
 }
 
+// codecs' Iq1SortScalar by ranks: element i goes to the number of elements
+// less than it plus the number of equal ones before it, the place a stable
+// sort gives it. The ranks of a vector of elements i grow together, one
+// element j at a time. A NaN (equal to nothing, so ranks would collide)
+// leaves the order to codecs' sort.
+void Sort(const float* xb, int n, int* order) {
+  const DF df;
+  const hn::RebindToSigned<DF> di;
+  const int lanes = static_cast<int>(hn::Lanes(df));
+  bool nan = false;
+  for (int j = 0; j < n; ++j) nan = nan || xb[j] != xb[j];
+  // (Whole vectors only: n is 32 or 16, lanes a power of two up to 16.)
+  if (nan || n > kN || n % lanes != 0) return gi::Iq1SortScalar(xb, n, order);
+  HWY_ALIGN int32_t rank[kN];
+  for (int i0 = 0; i0 < n; i0 += lanes) {
+    const auto xi = hn::LoadU(df, xb + i0);
+    const auto i = hn::Iota(di, i0);
+    auto r = hn::Zero(di);
+    for (int j = 0; j < n; ++j) {
+      const auto xj = hn::Set(df, xb[j]);
+      const auto after = hn::RebindMask(df, hn::Gt(i, hn::Set(di, j)));
+      const auto m = hn::Or(hn::Lt(xj, xi), hn::And(hn::Eq(xj, xi), after));
+      r = hn::Sub(r, hn::VecFromMask(di, hn::RebindMask(di, m)));
+    }
+    hn::Store(r, di, rank + i0);
+  }
+  for (int k = 0; k < n; ++k) order[rank[k]] = k;
+}
+
 void EncodeRows(const float* in, size_t count, uint8_t* out, const float* importance) {
-  gi::EncodeIq1SWith(in, importance, count / ggml::kSuperBlock, out, Splits, BestNeighbour);
+  gi::EncodeIq1SWith(in, importance, count / ggml::kSuperBlock, out, {Sort, Splits, BestNeighbour});
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

@@ -7,7 +7,9 @@
 // 32 in iq1_s, per octet in iq1_m). A group's levels come from an exact
 // search: sorted by value, every split of the group into three runs (-1, 0,
 // +1) is scored in closed form; an octet whose levels are no point then
-// takes the nearest of its neighbours.
+// takes the nearest of its neighbours. The encoders take the sort, split
+// and neighbour searches as jobs (codecs/ggml_iq1_search.h): kernels/ runs
+// them in SIMD lanes, the scalar ones here are the specification.
 //
 // No element is counted in `clipped`: every octet takes a whole point of the
 // grid and nothing is clamped on the way.
@@ -137,7 +139,7 @@ bool Iq1sPrepare(const float* xb, const float* weight, Iq1Sort sort, int* order,
 // positive scale, moved onto the grid, the scale refitted after a move.
 // False for a group ggml leaves empty (no split scored).
 bool Iq1sFinish(const GridSearch& grid, const float* xb, const float* weight, const int* order,
-                const Iq1sSplit& split, Iq1NeighbourSearch neighbour, Group& g) {
+                const Iq1Split& split, Iq1NeighbourSearch neighbour, Group& g) {
   constexpr int n = kIq1sGroup;
   if (split.i1 < 0 || split.i2 < 0 || split.shift == 0) return false;
   float scale = split.scale;
@@ -166,84 +168,48 @@ const float* Iq1mShift(int k, int octet) {
   return up ? kUp : kDown;
 }
 
-// One iq1_m group of 16: every split scored with each of the 4 shift
-// combinations by ggml's direct sums in sorted order, the first best kept.
-// False for a group ggml leaves empty.
-bool Iq1mGroup(const GridSearch& grid, const float* xb, const float* weight, Group& g) {
-  constexpr int n = 16;
-  const float max = MaxMagnitude(xb, n);
-  if (max < kGroupMaxEpsIq1M) return false;
-  int order[n];
-  Iq1SortScalar(xb, n, order);
-  // Per sorted position j, level and combination k: the terms ggml adds,
-  // weight * value * x and weight * value^2 (formed once: the same products
-  // each time).
-  float tx[n][3][4], tq[n][3][4];
+// One iq1_m group of 16, before the search: its order and the terms ggml
+// adds, per sorted position, level and combination (formed once: the same
+// products each time). False for a group ggml leaves empty.
+bool Iq1mPrepare(const float* xb, const float* weight, Iq1Sort sort, int* order, Iq1mTerms& t) {
+  constexpr int n = kIq1mGroup;
+  t.max = MaxMagnitude(xb, n);
+  if (t.max < kGroupMaxEpsIq1M) {
+    std::memset(t.tx, 0, sizeof(t.tx));
+    std::memset(t.tq, 0, sizeof(t.tq));
+    return false;
+  }
+  sort(xb, n, order);
   for (int j = 0; j < n; ++j) {
     const int i = order[j];
     const int octet = i < n / 2 ? 0 : 1;
     for (int lv = 0; lv < 3; ++lv) {
       for (int k = 0; k < 4; ++k) {
         const float v = Iq1mShift(k, octet)[lv];
-        tx[j][lv][k] = weight[i] * v * xb[i];
-        tq[j][lv][k] = weight[i] * v * v;
+        t.tx[j][lv][k] = weight[i] * v * xb[i];
+        t.tq[j][lv][k] = weight[i] * v * v;
       }
     }
   }
-  // ggml sums each split from zero over j = 0..n-1 in order (level 0 before
-  // i1, 1 before i2, 2 after). The sums through i1 and through i2 are
-  // prefixes shared by later splits, so they are carried along; only the
-  // level-2 tail is added afresh. Same additions, same order.
-  float best_score = -FLT_MAX, scale = max;
-  int besti1 = -1, besti2 = -1, best_k = -1;
-  float low_x[4] = {}, low_q[4] = {};
-  for (int i1 = 0; i1 <= n; ++i1) {
-    if (i1 > 0) {
-      for (int k = 0; k < 4; ++k) {
-        low_x[k] += tx[i1 - 1][0][k];
-        low_q[k] += tq[i1 - 1][0][k];
-      }
-    }
-    float mid_x[4], mid_q[4];
-    std::memcpy(mid_x, low_x, sizeof(mid_x));
-    std::memcpy(mid_q, low_q, sizeof(mid_q));
-    for (int i2 = i1; i2 <= n; ++i2) {
-      if (i2 > i1) {
-        for (int k = 0; k < 4; ++k) {
-          mid_x[k] += tx[i2 - 1][1][k];
-          mid_q[k] += tq[i2 - 1][1][k];
-        }
-      }
-      float sumqx[4], sumq2[4];
-      std::memcpy(sumqx, mid_x, sizeof(sumqx));
-      std::memcpy(sumq2, mid_q, sizeof(sumq2));
-      for (int j = i2; j < n; ++j) {
-        for (int k = 0; k < 4; ++k) {
-          sumqx[k] += tx[j][2][k];
-          sumq2[k] += tq[j][2][k];
-        }
-      }
-      for (int k = 0; k < 4; ++k) {
-        if (sumq2[k] > 0 && sumqx[k] * sumqx[k] > best_score * sumq2[k]) {
-          scale = sumqx[k] / sumq2[k];
-          best_score = scale * sumqx[k];
-          besti1 = i1;
-          besti2 = i2;
-          best_k = k;
-        }
-      }
-    }
-  }
-  if (besti1 < 0 || besti2 < 0 || best_k < 0) return false;
+  return true;
+}
+
+// One iq1_m group after the search, as Iq1sFinish.
+bool Iq1mFinish(const GridSearch& grid, const float* xb, const float* weight, const int* order,
+                const Iq1Split& split, Iq1NeighbourSearch neighbour, Group& g) {
+  constexpr int n = kIq1mGroup;
+  if (split.i1 < 0 || split.i2 < 0 || split.shift < 0) return false;
+  float scale = split.scale;
+  int best_k = split.shift;
   int8_t L[n];
-  SplitLevels(order, n, besti1, besti2, L);
+  SplitLevels(order, n, split.i1, split.i2, L);
   if (scale < 0) {
     for (int j = 0; j < n; ++j) L[j] = static_cast<int8_t>(2 - L[j]);
     scale = -scale;
     best_k = 3 - best_k;  // both shifts flip
   }
   const auto xx_of = [best_k](int octet) { return Iq1mShift(best_k, octet); };
-  if (!OctetsToGrid(grid, 2, xb, weight, scale, xx_of, Iq1BestNeighbourScalar, L, g.index)) {
+  if (!OctetsToGrid(grid, 2, xb, weight, scale, xx_of, neighbour, L, g.index)) {
     scale = RefitScale(grid, 2, xb, weight, xx_of, g.index, scale);
   }
   g.scale = scale;
@@ -308,7 +274,7 @@ int Iq1BestNeighbourScalar(const GridSearch& grid, uint16_t key, const float* xv
 
 // Iq1sSplitsScalar: every split of each group scored in ggml's order (i1,
 // then i2, then shift up before down), the first best kept.
-void Iq1sSplitsScalar(int groups, const Iq1sSums* sums, Iq1sSplit* best) {
+void Iq1sSplitsScalar(int groups, const Iq1sSums* sums, Iq1Split* best) {
   constexpr int n = kIq1sGroup;
   for (int g = 0; g < groups; ++g) {
     const float* sumx = sums[g].sumx;
@@ -338,9 +304,65 @@ void Iq1sSplitsScalar(int groups, const Iq1sSums* sums, Iq1sSplit* best) {
   }
 }
 
+// ggml sums each split from zero over j = 0..n-1 in order (level 0 before
+// i1, 1 before i2, 2 after). The sums through i1 and through i2 are
+// prefixes shared by later splits, so they are carried along; only the
+// level-2 tail is added afresh. Same additions, same order.
+void Iq1mSplitsScalar(int groups, const Iq1mTerms* terms, Iq1Split* best) {
+  constexpr int n = kIq1mGroup;
+  for (int g = 0; g < groups; ++g) {
+    const auto& tx = terms[g].tx;
+    const auto& tq = terms[g].tq;
+    float best_score = -FLT_MAX, scale = terms[g].max;
+    int besti1 = -1, besti2 = -1, best_k = -1;
+    float low_x[4] = {}, low_q[4] = {};
+    for (int i1 = 0; i1 <= n; ++i1) {
+      if (i1 > 0) {
+        for (int k = 0; k < 4; ++k) {
+          low_x[k] += tx[i1 - 1][0][k];
+          low_q[k] += tq[i1 - 1][0][k];
+        }
+      }
+      float mid_x[4], mid_q[4];
+      std::memcpy(mid_x, low_x, sizeof(mid_x));
+      std::memcpy(mid_q, low_q, sizeof(mid_q));
+      for (int i2 = i1; i2 <= n; ++i2) {
+        if (i2 > i1) {
+          for (int k = 0; k < 4; ++k) {
+            mid_x[k] += tx[i2 - 1][1][k];
+            mid_q[k] += tq[i2 - 1][1][k];
+          }
+        }
+        float sumqx[4], sumq2[4];
+        std::memcpy(sumqx, mid_x, sizeof(sumqx));
+        std::memcpy(sumq2, mid_q, sizeof(sumq2));
+        for (int j = i2; j < n; ++j) {
+          for (int k = 0; k < 4; ++k) {
+            sumqx[k] += tx[j][2][k];
+            sumq2[k] += tq[j][2][k];
+          }
+        }
+        for (int k = 0; k < 4; ++k) {
+          if (sumq2[k] > 0 && sumqx[k] * sumqx[k] > best_score * sumq2[k]) {
+            scale = sumqx[k] / sumq2[k];
+            best_score = scale * sumqx[k];
+            besti1 = i1;
+            besti2 = i2;
+            best_k = k;
+          }
+        }
+      }
+    }
+    best[g] = {besti1, besti2, best_k, scale};
+  }
+}
+
+constexpr Iq1Searches kScalar = {Iq1SortScalar, Iq1sSplitsScalar, Iq1mSplitsScalar,
+                                 Iq1BestNeighbourScalar};
+
 // qw must not be null (ggml asserts; Encode refuses first).
 void EncodeIq1S(const float* x, const float* qw, uint8_t* out, uint64_t& /*clipped: none*/) {
-  EncodeIq1SWith(x, qw, 1, out, {Iq1SortScalar, Iq1sSplitsScalar, Iq1BestNeighbourScalar});
+  EncodeIq1SWith(x, qw, 1, out, kScalar);
 }
 
 void EncodeIq1SWith(const float* x, const float* qw, size_t blocks, uint8_t* out,
@@ -352,7 +374,7 @@ void EncodeIq1SWith(const float* x, const float* qw, size_t blocks, uint8_t* out
   int order[kGroups][kIq1sGroup];
   bool scored[kGroups];
   Iq1sSums sums[kGroups];
-  Iq1sSplit split[kGroups];
+  Iq1Split split[kGroups];
   for (size_t b0 = 0; b0 < blocks; b0 += kIq1sBatchBlocks) {
     const int batch =
         static_cast<int>(blocks - b0 < kIq1sBatchBlocks ? blocks - b0 : kIq1sBatchBlocks);
@@ -368,7 +390,7 @@ void EncodeIq1SWith(const float* x, const float* qw, size_t blocks, uint8_t* out
         scored[gi] = Iq1sPrepare(xb, weight[gi], searches.sort, order[gi], sums[gi]);
       }
     }
-    searches.splits(8 * batch, sums, split);
+    searches.s_splits(8 * batch, sums, split);
     for (int bb = 0; bb < batch; ++bb) {
       const float* xblock = xs + bb * kSuperBlock;
       BlockIq1S b;
@@ -413,6 +435,10 @@ void EncodeIq1SWith(const float* x, const float* qw, size_t blocks, uint8_t* out
 
 // With qw null, ggml's weights are x^2.
 void EncodeIq1M(const float* x, const float* qw, uint8_t* out, uint64_t& /*clipped: none*/) {
+  EncodeIq1MWith(x, qw, out, kScalar);
+}
+
+void EncodeIq1MWith(const float* x, const float* qw, uint8_t* out, const Iq1Searches& searches) {
   const GridSearch& grid = SearchTables(GridKind::kIq1);
   BlockIq1M b;
   std::memset(&b, 0, sizeof(b));
@@ -420,12 +446,21 @@ void EncodeIq1M(const float* x, const float* qw, uint8_t* out, uint64_t& /*clipp
   int shifts[16];
   float max_scale = 0;
   const float sigma2 = 2 * SumSquares(x) / kSuperBlock;
+  float weight[16][kIq1mGroup];
+  int order[16][kIq1mGroup];
+  bool scored[16];
+  Iq1mTerms terms[16];
+  Iq1Split split[16];
   for (int ib = 0; ib < 16; ++ib) {
     const float* xb = x + 16 * ib;
-    float weight[16];
-    GroupWeights(16, qw == nullptr ? nullptr : qw + 16 * ib, xb, sigma2, weight);
+    GroupWeights(16, qw == nullptr ? nullptr : qw + 16 * ib, xb, sigma2, weight[ib]);
+    scored[ib] = Iq1mPrepare(xb, weight[ib], searches.sort, order[ib], terms[ib]);
+  }
+  searches.m_splits(16, terms, split);
+  for (int ib = 0; ib < 16; ++ib) {
     Group g;
-    if (!Iq1mGroup(grid, xb, weight, g)) {
+    if (!scored[ib] ||
+        !Iq1mFinish(grid, x + 16 * ib, weight[ib], order[ib], split[ib], searches.neighbour, g)) {
       scales[ib] = 0;
       shifts[ib] = 0;
       continue;
@@ -454,14 +489,12 @@ void EncodeIq1M(const float* x, const float* qw, uint8_t* out, uint64_t& /*clipp
     sc[ib / 4] = static_cast<uint16_t>(sc[ib / 4] | l << 3 * (ib % 4));
     b.qh[ib] = static_cast<uint8_t>(b.qh[ib] | kShiftMasks[shifts[ib]]);
     const float* xb = x + 16 * ib;
-    float weight[16];
-    GroupWeights(16, qw == nullptr ? nullptr : qw + 16 * ib, xb, sigma2, weight);
     for (int k = 0; k < 2; ++k) {
       const float* xx = Iq1mShift(shifts[ib], k);
       const int index = b.qs[2 * ib + k] + ((b.qh[ib] << (8 - 4 * k)) & 0x700);
       const uint16_t point = kIq1Points[index];
       for (int j = 0; j < 8; ++j) {
-        const float w = weight[8 * k + j];
+        const float w = weight[ib][8 * k + j];
         const float q = xx[PointLevel(point, j)] * (2 * l + 1);
         sumqx += w * q * xb[8 * k + j];
         sumq2 += w * q * q;

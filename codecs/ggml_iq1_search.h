@@ -1,11 +1,14 @@
-// Internal: ggml's iq1_s encoder split along its jobs, so that kernels/ (a
-// SIMD split search) encodes with codecs' own sorting, grid step, refit and
-// packing. A group of 32 sorted by value is cut into three runs (levels -1,
-// 0, +1) at every pair i1 <= i2 of the 33 cut points, each scored with the
-// levels shifted up and down from the prefix sums of w x and w; the first
-// best is kept (Iq1sSplitsScalar). Groups are independent, so a search may
-// run several at once: the encoder hands it up to kIq1sBatchBlocks blocks'
-// groups per call.
+// Internal: ggml's iq1_s and iq1_m encoders split along their jobs, so that
+// kernels/ (SIMD searches) encodes with codecs' own grid step, refit and
+// packing. A group (32 for iq1_s, 16 for iq1_m) sorted by value (Iq1Sort)
+// is cut into three runs (levels -1, 0, +1) at every pair i1 <= i2 of the
+// cut points, each scored with the levels shifted up and down (iq1_s: from
+// prefix sums of w x and w; iq1_m: per octet, from ggml's direct sums); the
+// first best is kept (Iq1sSplitsScalar, Iq1mSplitsScalar). An octet then off
+// the grid takes its best neighbour (Iq1NeighbourSearch). Groups are
+// independent, so a split search may run several at once: the encoders
+// hand it kIq1sBatchBlocks blocks' groups (iq1_s) or a block's 16 (iq1_m)
+// per call.
 #ifndef LOWP_CODECS_GGML_IQ1_SEARCH_H_
 #define LOWP_CODECS_GGML_IQ1_SEARCH_H_
 
@@ -33,18 +36,35 @@ struct Iq1sSums {
 };
 
 // The best split: levels 0 before sorted position i1, 1 before i2, 2 after;
-// shift +1 (up) or -1 (down), 0 with i1 = i2 = -1 when none scored; the
-// scale sum w q x / sum w q^2 of that split.
-struct Iq1sSplit {
+// shift +1 (up) or -1 (down) for iq1_s, the combination k for iq1_m (0 and
+// -1 when none scored, with i1 = i2 = -1); the scale sum w q x / sum w q^2
+// of that split.
+struct Iq1Split {
   int i1, i2, shift;
   float scale;
 };
 
+// One iq1_m group's input: per sorted position j, level lv and shift
+// combination k (0 (+, +), 1 (+, -), 2 (-, +), 3 (-, -) for the group's
+// first and second octet), the terms ggml adds, w v x and w v^2 (v the
+// shifted level of the element's octet); and its largest magnitude.
+inline constexpr int kIq1mGroup = 16;
+struct Iq1mTerms {
+  float tx[kIq1mGroup][3][4];
+  float tq[kIq1mGroup][3][4];
+  float max;
+};
+
 // Finds the best split of each of `groups` groups.
-using Iq1sSplitSearch = void (*)(int groups, const Iq1sSums* sums, Iq1sSplit* best);
+using Iq1sSplitSearch = void (*)(int groups, const Iq1sSums* sums, Iq1Split* best);
 
 // codecs' own split search (scalar, ggml's order of operations).
-void Iq1sSplitsScalar(int groups, const Iq1sSums* sums, Iq1sSplit* best);
+void Iq1sSplitsScalar(int groups, const Iq1sSums* sums, Iq1Split* best);
+
+// iq1_m's: each split's sums from zero in sorted order (level 0 terms before
+// i1, 1 before i2, 2 after), the combinations k = 0..3 compared in turn.
+using Iq1mSplitSearch = void (*)(int groups, const Iq1mTerms* terms, Iq1Split* best);
+void Iq1mSplitsScalar(int groups, const Iq1mTerms* terms, Iq1Split* best);
 
 // iq1_find_best_neighbour2 for an octet whose levels (key) are off the
 // grid: among grid.Neighbours(key), the first point of least
@@ -69,7 +89,8 @@ void Iq1SortScalar(const float* xb, int n, int* order);
 // The jobs an encoder may be given.
 struct Iq1Searches {
   Iq1Sort sort;
-  Iq1sSplitSearch splits;
+  Iq1sSplitSearch s_splits;
+  Iq1mSplitSearch m_splits;
   Iq1NeighbourSearch neighbour;
 };
 
@@ -78,6 +99,9 @@ struct Iq1Searches {
 // give.
 void EncodeIq1SWith(const float* x, const float* qw, size_t blocks, uint8_t* out,
                     const Iq1Searches& searches);
+
+// Encodes one iq1_m super-block (qw may be null) with given searches.
+void EncodeIq1MWith(const float* x, const float* qw, uint8_t* out, const Iq1Searches& searches);
 
 }  // namespace lowp::ggml::internal
 

@@ -51,6 +51,7 @@ constexpr FastCodec kFast[] = {
     {ggml::Type::kIQ3_S, EncodeIq3Fast},
     // kernels/ggml_iq1_simd.h: one group per lane.
     {ggml::Type::kIQ1_S, EncodeIq1Fast},
+    {ggml::Type::kIQ1_M, EncodeIq1Fast},
 };
 
 FastEncoder FindFast(ggml::Type type) {

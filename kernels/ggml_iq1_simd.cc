@@ -1,16 +1,16 @@
-// ggml's iq1_s searches in SIMD lanes (kernels/ggml_iq1_simd.h). The split
-// search (codecs' Iq1sSplitsScalar) has one group per lane, lane g doing
-// group g's float operations in its order. Every group walks the same 561
-// splits (i1 <= i2 of 33 cut points) with both shifts, so the lanes stay in
-// step; the running best is kept per lane with masked selects, and the
-// division for a new scale runs only when some lane improves. Terms that do
-// not change along the inner loop ((sumx[i1] - sumx[0]) * xx[0] and the
-// like) are formed once: the same products each time. An off-grid octet's
-// neighbour list (Iq1BestNeighbourScalar) is walked with its neighbours in
-// lanes, as kernels/ggml_iq2_simd.cc does; a group's sort
-// (Iq1SortScalar) is by ranks counted in lanes (Sort). codecs' own encoder
-// moves octets onto the grid, refits and packs. Compiled once per Highway target;
-// no fused multiply-add.
+// ggml's iq1_s and iq1_m searches in SIMD lanes (kernels/ggml_iq1_simd.h).
+// The split searches (codecs' Iq1sSplitsScalar, Iq1mSplitsScalar) have one
+// group per lane, lane g doing group g's float operations in its order.
+// Every group walks the same splits (i1 <= i2 of the cut points) with the
+// same shifts, so the lanes stay in step; the running best is kept per lane
+// with masked selects, and the division for a new scale runs only when some
+// lane improves. iq1_s's terms that do not change along the inner loop
+// ((sumx[i1] - sumx[0]) * xx[0] and the like) are formed once: the same
+// products each time. An off-grid octet's neighbour list
+// (Iq1BestNeighbourScalar) is walked with its neighbours in lanes, as
+// kernels/ggml_iq2_simd.cc does; a group's sort (Iq1SortScalar) is by ranks
+// counted in lanes (Sort). codecs' own encoders move octets onto the grid,
+// refit and pack. Compiled once per Highway target; no fused multiply-add.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/ggml_iq1_simd.cc"
 #include <cfloat>
@@ -72,6 +72,8 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 namespace gi = ggml::internal;
 
+namespace {  // helpers private to this file (other kernels share HWY_NAMESPACE)
+
 using DF = hn::CappedTag<float, 8 * gi::kIq1sBatchBlocks>;
 using VF = hn::Vec<DF>;
 
@@ -102,7 +104,7 @@ HWY_INLINE void Consider(VF sumqx, VF sumq2, VF i1, VF i2, VF shift, Best& best)
 
 // Groups g0 .. g0 + lanes - 1 (lanes past `groups` repeat the last group
 // and are ignored).
-void SearchLanes(int groups, int g0, const gi::Iq1sSums* sums, gi::Iq1sSplit* out) {
+void SearchLanes(int groups, int g0, const gi::Iq1sSums* sums, gi::Iq1Split* out) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
   HWY_ALIGN float sx[kN + 1][kMaxLanes], sw[kN + 1][kMaxLanes], mx[kMaxLanes];
@@ -165,7 +167,7 @@ void SearchLanes(int groups, int g0, const gi::Iq1sSums* sums, gi::Iq1sSplit* ou
   }
 }
 
-void Splits(int groups, const gi::Iq1sSums* sums, gi::Iq1sSplit* best) {
+void Splits(int groups, const gi::Iq1sSums* sums, gi::Iq1Split* best) {
   const int lanes = static_cast<int>(hn::Lanes(DF()));
   for (int g0 = 0; g0 < groups; g0 += lanes) SearchLanes(groups, g0, sums, best);
 }
@@ -243,8 +245,98 @@ void Sort(const float* xb, int n, int* order) {
   for (int k = 0; k < n; ++k) order[rank[k]] = k;
 }
 
-void EncodeRows(const float* in, size_t count, uint8_t* out, const float* importance) {
-  gi::EncodeIq1SWith(in, importance, count / ggml::kSuperBlock, out, {Sort, Splits, BestNeighbour});
+// codecs' Iq1mSplitsScalar for groups g0 .. g0 + lanes - 1, as SearchLanes:
+// the running sums (low, mid and the tail added afresh per split) are
+// carried per lane, the combinations k = 0..3 compared in turn.
+void SearchLanesM(int groups, int g0, const gi::Iq1mTerms* terms, gi::Iq1Split* out) {
+  constexpr int n = gi::kIq1mGroup;
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  HWY_ALIGN float tx[n][3][4][kMaxLanes], tq[n][3][4][kMaxLanes], mx[kMaxLanes];
+  for (size_t l = 0; l < lanes; ++l) {
+    const int g = g0 + static_cast<int>(l) < groups ? g0 + static_cast<int>(l) : groups - 1;
+    for (int j = 0; j < n; ++j) {
+      for (int lv = 0; lv < 3; ++lv) {
+        for (int k = 0; k < 4; ++k) {
+          tx[j][lv][k][l] = terms[g].tx[j][lv][k];
+          tq[j][lv][k][l] = terms[g].tq[j][lv][k];
+        }
+      }
+    }
+    mx[l] = terms[g].max;
+  }
+  const VF zero = hn::Zero(df);
+  Best best{hn::Set(df, -FLT_MAX), hn::Load(df, mx), hn::Set(df, -1.0f), hn::Set(df, -1.0f),
+            hn::Set(df, -1.0f)};
+  VF low_x[4] = {zero, zero, zero, zero}, low_q[4] = {zero, zero, zero, zero};
+  for (int i1 = 0; i1 <= n; ++i1) {
+    if (i1 > 0) {
+      for (int k = 0; k < 4; ++k) {
+        low_x[k] = hn::Add(low_x[k], hn::Load(df, tx[i1 - 1][0][k]));
+        low_q[k] = hn::Add(low_q[k], hn::Load(df, tq[i1 - 1][0][k]));
+      }
+    }
+    VF mid_x[4], mid_q[4];
+    for (int k = 0; k < 4; ++k) {
+      mid_x[k] = low_x[k];
+      mid_q[k] = low_q[k];
+    }
+    const VF vi1 = hn::Set(df, static_cast<float>(i1));
+    for (int i2 = i1; i2 <= n; ++i2) {
+      if (i2 > i1) {
+        for (int k = 0; k < 4; ++k) {
+          mid_x[k] = hn::Add(mid_x[k], hn::Load(df, tx[i2 - 1][1][k]));
+          mid_q[k] = hn::Add(mid_q[k], hn::Load(df, tq[i2 - 1][1][k]));
+        }
+      }
+      VF sumqx[4], sumq2[4];
+      for (int k = 0; k < 4; ++k) {
+        sumqx[k] = mid_x[k];
+        sumq2[k] = mid_q[k];
+      }
+      for (int j = i2; j < n; ++j) {
+        for (int k = 0; k < 4; ++k) {
+          sumqx[k] = hn::Add(sumqx[k], hn::Load(df, tx[j][2][k]));
+          sumq2[k] = hn::Add(sumq2[k], hn::Load(df, tq[j][2][k]));
+        }
+      }
+      const VF vi2 = hn::Set(df, static_cast<float>(i2));
+      for (int k = 0; k < 4; ++k) {
+        Consider(sumqx[k], sumq2[k], vi1, vi2, hn::Set(df, static_cast<float>(k)), best);
+      }
+    }
+  }
+  HWY_ALIGN float o_scale[kMaxLanes], o_i1[kMaxLanes], o_i2[kMaxLanes], o_k[kMaxLanes];
+  hn::Store(best.scale, df, o_scale);
+  hn::Store(best.i1, df, o_i1);
+  hn::Store(best.i2, df, o_i2);
+  hn::Store(best.shift, df, o_k);
+  for (size_t l = 0; l < lanes && g0 + static_cast<int>(l) < groups; ++l) {
+    out[g0 + l] = {static_cast<int>(o_i1[l]), static_cast<int>(o_i2[l]), static_cast<int>(o_k[l]),
+                   o_scale[l]};
+  }
+}
+
+void SplitsM(int groups, const gi::Iq1mTerms* terms, gi::Iq1Split* best) {
+  const int lanes = static_cast<int>(hn::Lanes(DF()));
+  for (int g0 = 0; g0 < groups; g0 += lanes) SearchLanesM(groups, g0, terms, best);
+}
+
+}  // namespace
+
+void EncodeIq1Rows(ggml::Type type, const float* in, size_t count, uint8_t* out,
+                   const float* importance) {
+  const gi::Iq1Searches searches = {Sort, Splits, SplitsM, BestNeighbour};
+  const size_t blocks = count / ggml::kSuperBlock;
+  if (type == ggml::Type::kIQ1_S) {
+    gi::EncodeIq1SWith(in, importance, blocks, out, searches);
+    return;
+  }
+  for (size_t b = 0; b < blocks; ++b) {
+    gi::EncodeIq1MWith(in + b * ggml::kSuperBlock,
+                       importance == nullptr ? nullptr : importance + b * ggml::kSuperBlock,
+                       out + b * sizeof(ggml::BlockIq1M), searches);
+  }
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
@@ -255,11 +347,12 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace lowp::kernels {
 
-HWY_EXPORT(EncodeRows);
+HWY_EXPORT(EncodeIq1Rows);
 
-void EncodeIq1Fast(ggml::Type /*type: kIQ1_S*/, std::span<const float> in, std::span<uint8_t> out,
+void EncodeIq1Fast(ggml::Type type, std::span<const float> in, std::span<uint8_t> out,
                    uint64_t& /*clipped: none*/, std::span<const float> importance) {
-  HWY_DYNAMIC_DISPATCH(EncodeRows)(in.data(), in.size(), out.data(), importance.data());
+  const float* qw = importance.empty() ? nullptr : importance.data();
+  HWY_DYNAMIC_DISPATCH(EncodeIq1Rows)(type, in.data(), in.size(), out.data(), qw);
 }
 
 }  // namespace lowp::kernels

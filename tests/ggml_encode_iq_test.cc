@@ -296,7 +296,7 @@ TEST_P(GgmlEncodeIqTypes, BytesEqualGgmlKnownAnswers) {
 INSTANTIATE_TEST_SUITE_P(Types, GgmlEncodeIqTypes,
                          ::testing::Values(Type::kIQ4_NL, Type::kIQ4_XS, Type::kIQ3_XXS,
                                            Type::kIQ3_S, Type::kIQ2_XXS, Type::kIQ2_XS,
-                                           Type::kIQ2_S, Type::kIQ1_S),
+                                           Type::kIQ2_S, Type::kIQ1_S, Type::kIQ1_M),
                          [](const auto& p) { return std::string(ggml::Info(p.param).name); });
 
 }  // namespace

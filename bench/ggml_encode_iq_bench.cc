@@ -3,8 +3,8 @@
 // same bytes) in the same run, row by row as the llama.cpp codec schemes call
 // them:
 //   ggml_encode/TYPE/IMPORTANCE/IMPL
-// TYPE iq4_nl, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs or iq2_s (iq2_xxs and
-// iq2_xs with importance only, as ggml); IMPORTANCE none or imatrix (one positive weight per
+// TYPE iq4_nl, iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq2_s, iq1_s or iq1_m (iq2_xxs,
+// iq2_xs and iq1_s with importance only, as ggml); IMPORTANCE none or imatrix (one positive weight per
 // column, exp(N(0, 1)), the same for every row); IMPL simd (EncodeGgml) or
 // scalar (ggml::Encode). Input: a seeded 64 x 4096 float32 matrix of
 // N(0, 0.02^2). items/s are input elements per second of this thread's CPU
@@ -73,7 +73,7 @@ void BM_Encode(benchmark::State& state, Type type, bool importance, bool simd) {
 
 void Register() {
   for (Type type : {Type::kIQ4_NL, Type::kIQ4_XS, Type::kIQ3_XXS, Type::kIQ3_S, Type::kIQ2_XXS,
-                    Type::kIQ2_XS, Type::kIQ2_S}) {
+                    Type::kIQ2_XS, Type::kIQ2_S, Type::kIQ1_S, Type::kIQ1_M}) {
     for (bool importance : {false, true}) {
       if (!importance && lowp::ggml::Info(type).needs_importance) continue;
       for (bool simd : {true, false}) {

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "codecs/ggml.h"
+#include "kernels/ggml_iq1_simd.h"
 #include "kernels/ggml_iq2_simd.h"
 #include "kernels/ggml_iq3_simd.h"
 #include "kernels/ggml_iq4_simd.h"
@@ -48,6 +49,9 @@ constexpr FastCodec kFast[] = {
     {ggml::Type::kIQ2_XS, EncodeIq2Fast},
     {ggml::Type::kIQ2_S, EncodeIq2Fast},
     {ggml::Type::kIQ3_S, EncodeIq3Fast},
+    // kernels/ggml_iq1_simd.h: one group per lane.
+    {ggml::Type::kIQ1_S, EncodeIq1Fast},
+    {ggml::Type::kIQ1_M, EncodeIq1Fast},
 };
 
 FastEncoder FindFast(ggml::Type type) {

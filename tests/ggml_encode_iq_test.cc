@@ -170,6 +170,19 @@ std::vector<Case> Cases() {
     for (size_t i = 0; i < n; ++i) w[i] = 1.0f + static_cast<float>(i % 13);
     cases.push_back({"w_heavy_tails", h, w});
   }
+  {
+    // Few distinct values (-0 and +0 among them) under uneven weights: runs
+    // of equal values in iq1's sorted order (a stable sort's).
+    std::vector<float> x(2048), w(2048);
+    const float values[] = {-2.0f, -1.0f, -0.0f, 0.0f, 0.5f, 1.0f, 3.0f};
+    std::uniform_int_distribution<int> pick(0, 6);
+    std::normal_distribution<float> z(0.0f, 1.0f);
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = values[pick(rng)];
+      w[i] = std::exp(2.0f * z(rng));
+    }
+    cases.push_back({"w_ties", x, w});
+  }
   return cases;
 }
 
@@ -283,7 +296,7 @@ TEST_P(GgmlEncodeIqTypes, BytesEqualGgmlKnownAnswers) {
 INSTANTIATE_TEST_SUITE_P(Types, GgmlEncodeIqTypes,
                          ::testing::Values(Type::kIQ4_NL, Type::kIQ4_XS, Type::kIQ3_XXS,
                                            Type::kIQ3_S, Type::kIQ2_XXS, Type::kIQ2_XS,
-                                           Type::kIQ2_S),
+                                           Type::kIQ2_S, Type::kIQ1_S, Type::kIQ1_M),
                          [](const auto& p) { return std::string(ggml::Info(p.param).name); });
 
 }  // namespace

@@ -645,9 +645,9 @@ uint64_t UnscaleBlocks(const float* HWY_RESTRICT x, const float* HWY_RESTRICT v,
 // The rule (ErrorStats::Observe states it per element): where |x| and |q| are
 // at most kFloatRange, e = q - x and r = |e| / |x| are float operations (r in
 // double where the float overflows); elsewhere both are double. The sums run
-// in float over runs of kCompareRun vectors, each lane one partial, and the
+// in float partials of kCompareRun terms each (kVirtualLanes below), and the
 // partials then add in double; a run whose float partials could overflow or
-// underflow (a lane's max |x|, |q| or |e| in (0, kFloatTiny) or above
+// underflow (a partial's max |x|, |q| or |e| in (0, kFloatTiny) or above
 // kFloatRange, or its max r above kFloatRange) is summed again in double.
 constexpr size_t kCompareRun = 16;
 constexpr float kFloatTiny = 0x1p-40f;
@@ -724,6 +724,7 @@ struct Accumulators {
 struct FloatRun {
   using V = hn::Vec<DF>;
   V ee, xx, qq, xq, ae, rel, rel2, max_x, max_q, max_e, max_r;
+  FloatRun() : FloatRun(DF()) {}
   explicit FloatRun(DF d)
       : ee(hn::Zero(d)),
         xx(hn::Zero(d)),
@@ -785,7 +786,16 @@ struct Pair {
   hn::Vec<DF> x, q, ax, aq, axr;
 };
 
-// Elements [0, n) with n a multiple of Lanes(DF). The sums stay in local
+// The float partials: element i adds to partial i % kVirtualLanes within runs
+// of kCompareRun * kVirtualLanes elements, whatever the vector length (16,
+// 8 or 4 floats: one, two or four vectors), so every x86 target forms the
+// same float partials, and those with FMA the same bits.
+constexpr size_t kVirtualLanes = 16;
+constexpr size_t kMaxLanes = hn::MaxLanes(DF());
+constexpr size_t kParts =
+    kMaxLanes <= kVirtualLanes && kVirtualLanes % kMaxLanes == 0 ? kVirtualLanes / kMaxLanes : 1;
+
+// Elements [0, n) with n a multiple of kParts * Lanes(DF). The sums stay in local
 // vectors (registers) and the counts in scalars until the end.
 template <bool kSubnormal, bool kClip>
 void CompareRange(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, size_t n,
@@ -834,16 +844,22 @@ void CompareRange(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, si
     p.axr = hn::IfThenElse(below, inf, p.ax);
     return p;
   };
-  const size_t run = kCompareRun * N;
-  for (size_t begin = 0; begin < n; begin += run) {
-    const size_t end = std::min(n, begin + run);
-    FloatRun f(d);
-    for (size_t i = begin; i < end; i += N) {
-      const Pair p = load(i, std::true_type());
-      f.Add(p.x, p.q, p.ax, p.aq, p.axr);
+  // kParts vectors make the kVirtualLanes partials (one vector on targets
+  // whose vectors do not divide them).
+  const size_t step = kParts * N;
+  for (size_t begin = 0; begin < n; begin += kCompareRun * step) {
+    const size_t end = std::min(n, begin + kCompareRun * step);
+    FloatRun f[kParts];
+    for (size_t i = begin; i < end; i += step) {
+      for (size_t k = 0; k < kParts; ++k) {
+        const Pair p = load(i + k * N, std::true_type());
+        f[k].Add(p.x, p.q, p.ax, p.aq, p.axr);
+      }
     }
-    if (HWY_LIKELY(f.Safe(d))) {
-      f.AddTo(acc);
+    bool safe = true;
+    for (size_t k = 0; k < kParts; ++k) safe = safe && f[k].Safe(d);
+    if (HWY_LIKELY(safe)) {
+      for (size_t k = 0; k < kParts; ++k) f[k].AddTo(acc);
       continue;
     }
     for (size_t i = begin; i < end; i += N) {  // the run again, in double
@@ -875,11 +891,12 @@ void CompareRange(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, si
 }
 
 // Compares x[0, n) with q[0, n) into *stats and returns how many elements it
-// covered (a multiple of the vector length; the caller does the rest).
+// covered (a multiple of kParts vectors; the caller does the rest).
 size_t ComparePairs(const float* HWY_RESTRICT x, const float* HWY_RESTRICT q, size_t n,
                     const CompareOptions& options, ErrorStats* stats) {
   const DF d;
-  const size_t covered = n / hn::Lanes(d) * hn::Lanes(d);
+  const size_t step = kParts * hn::Lanes(d);
+  const size_t covered = n / step * step;
   // |x| >= floor and x != 0 is |x| >= max(floor, smallest subnormal); a NaN
   // floor admits nothing.
   const float min_sub = std::numeric_limits<float>::denorm_min();

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iostream>
 #include <limits>
 #include <random>
 #include <span>
@@ -161,10 +162,12 @@ TEST(QuantizeRef, ErrorStatsByHand) {
   EXPECT_EQ(s.sum_product, 17.25);           // 5/4 + 4 + 0 + 12
   EXPECT_EQ(s.sum_abs_error, 1.75);
   EXPECT_EQ(s.max_abs_error, 1.0);
-  // Relative: 0.25 / 1, 0 / 2, 1 / 3.
-  EXPECT_DOUBLE_EQ(s.sum_relative_error, 0.25 + 1.0 / 3);
-  EXPECT_DOUBLE_EQ(s.sum_squared_relative_error, 0.0625 + 1.0 / 9);
-  EXPECT_EQ(s.max_relative_error, 1.0 / 3);
+  // Relative: 0.25 / 1, 0 / 2, 1 / 3, each a float division (the rule of
+  // kernels/error_stats.h for |x|, |q| <= 2^60); their squares in double.
+  const double third = 1.0f / 3.0f;
+  EXPECT_EQ(s.sum_relative_error, 0.25 + third);
+  EXPECT_EQ(s.sum_squared_relative_error, 0.0625 + third * third);
+  EXPECT_EQ(s.max_relative_error, third);
 
   // No floor: x = 0 still has no relative error; Add sums and takes maxima.
   ErrorStats t;
@@ -180,6 +183,27 @@ TEST(QuantizeRef, ErrorStatsByHand) {
   EXPECT_EQ(s.relative_count, 4u);
   EXPECT_EQ(s.max_abs_error, 5.0);
   EXPECT_EQ(s.sum_squared_error, 2.5625);
+}
+
+// Where e and r are double: |x| or |q| above 2^60, and a float r that would
+// overflow.
+TEST(QuantizeRef, ErrorStatsDoubleTerms) {
+  const float big = 0x1p100f, tiny = 0x1p-140f;
+  const float third = 1.0f / 3.0f;
+  ErrorStats s;
+  // Out of range: e = q - x in double (exact here), r = |e| / |x| in double.
+  ComparePairsRef(std::vector<float>{big}, std::vector<float>{big * third}, {}, s);
+  const double e = static_cast<double>(big * third) - static_cast<double>(big);
+  EXPECT_EQ(s.max_abs_error, -e);
+  EXPECT_EQ(s.sum_squared_error, e * e);
+  EXPECT_EQ(s.max_relative_error, -e / static_cast<double>(big));
+  // x = 2^-140, q = 1: e is a float, 1 - 2^-140 rounds to 1, and r = 2^140
+  // overflows a float, so it is 1 / 2^-140 in double.
+  ErrorStats t;
+  ComparePairsRef(std::vector<float>{tiny}, std::vector<float>{1}, {}, t);
+  EXPECT_EQ(t.max_abs_error, 1.0);
+  EXPECT_EQ(t.max_relative_error, 0x1p140);
+  EXPECT_EQ(t.sum_squared_relative_error, 0x1p280);
 }
 
 // ------------------------------ SIMD against the references
@@ -419,6 +443,43 @@ TEST(QuantizeSimd, ComparePairsWithinBoundOfExactSums) {
       if (::testing::Test::HasFailure()) FAIL() << "kind " << kind;
     }
   });
+}
+
+// The float partials do not depend on the vector length: the x86 targets with
+// FMA (AVX2: two vectors of 8 per step, AVX3: one of 16) form the same float
+// partials, so their sums differ only in the order of the double additions.
+TEST(QuantizeSimd, ComparePairsSameSumsOnFmaTargets) {
+  std::mt19937 rng(18);
+  std::normal_distribution<float> normal(0, 0.02f);
+  const size_t n = 100003;
+  std::vector<float> x(n), q(n);
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = normal(rng);
+    q[i] = i % 5 == 0 ? 0.0f : x[i] * 1.0123f;
+  }
+  CompareOptions o;
+  o.relative_floor = 1e-3f;
+  std::vector<ErrorStats> stats;
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    if (target != HWY_AVX2 && target != HWY_AVX3 && target != HWY_AVX3_DL) continue;
+    hwy::SetSupportedTargetsForTest(target);
+    ComparePairs(x, q, o, stats.emplace_back());
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  for (size_t t = 1; t < stats.size(); ++t) {
+    const ErrorStats& w = stats[0];
+    const ErrorStats& g = stats[t];
+    const double tol = 1e-13;
+    EXPECT_NEAR(w.sum_squared_error, g.sum_squared_error, tol * w.sum_squared_error);
+    EXPECT_NEAR(w.sum_squared_input, g.sum_squared_input, tol * w.sum_squared_input);
+    EXPECT_NEAR(w.sum_squared_output, g.sum_squared_output, tol * w.sum_squared_output);
+    EXPECT_NEAR(w.sum_product, g.sum_product, tol * w.sum_squared_input);
+    EXPECT_NEAR(w.sum_abs_error, g.sum_abs_error, tol * w.sum_abs_error);
+    EXPECT_NEAR(w.sum_relative_error, g.sum_relative_error, tol * w.sum_relative_error);
+    EXPECT_NEAR(w.sum_squared_relative_error, g.sum_squared_relative_error,
+                tol * w.sum_squared_relative_error);
+  }
+  std::cout << stats.size() << " FMA targets compared\n";
 }
 
 }  // namespace

@@ -23,7 +23,9 @@ void ErrorStats::Observe(float xf, float qf, const CompareOptions& options) {
   }
   ++measured;
   const double xd = xf, qd = qf;
-  const double e = qd - xd;
+  const float axf = std::fabs(xf);
+  const bool in_range = axf <= kFloatRange && std::fabs(qf) <= kFloatRange;
+  const double e = in_range ? static_cast<double>(qf - xf) : qd - xd;
   const double ae = std::fabs(e);
   sum_squared_error += e * e;
   sum_squared_input += xd * xd;
@@ -31,9 +33,10 @@ void ErrorStats::Observe(float xf, float qf, const CompareOptions& options) {
   sum_product += xd * qd;
   sum_abs_error += ae;
   if (ae > max_abs_error) max_abs_error = ae;
-  const double ax = std::fabs(xd);
+  const double ax = axf;
   if (ax != 0 && ax >= floor) {
-    const double rel = ae / ax;
+    const float rf = in_range ? static_cast<float>(ae) / axf : 0.0f;  // ae is a float here
+    const double rel = in_range && std::isfinite(rf) ? static_cast<double>(rf) : ae / ax;
     ++relative_count;
     sum_relative_error += rel;
     sum_squared_relative_error += rel * rel;

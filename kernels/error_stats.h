@@ -24,6 +24,9 @@ struct CompareOptions {
   float clip_above = std::numeric_limits<float>::infinity();
 };
 
+// Above this |x| or |q|, the terms of the sums are in double (see below).
+inline constexpr float kFloatRange = 0x1p60f;
+
 struct ErrorStats {
   uint64_t count = 0;              // elements
   uint64_t nan_inputs = 0;         // x is NaN
@@ -34,10 +37,26 @@ struct ErrorStats {
   uint64_t subnormal = 0;          // 0 < |q| < subnormal_below (q finite, any x)
   uint64_t clipped = 0;            // |x| > clip_above (x finite)
   uint64_t relative_count = 0;     // measured, x != 0, |x| >= relative_floor
-  // Sums in double over the measured elements (e = q - x and |e| / |x| each
-  // one correctly rounded double operation, e exact when x and q are within
-  // 2^29 of each other): their last bits depend on the order of summation,
-  // which differs between targets and splits; counts and maxima do not.
+  // Sums over the measured elements, whose terms follow one rule (Observe
+  // states it per element, ComparePairs's SIMD kernel follows it): where |x|
+  // and |q| are at most kFloatRange, e = q - x and r = |e| / |x| are float
+  // operations (one rounding each; r in double where the float overflows);
+  // elsewhere both are double (e exact when x and q are within 2^29 of each
+  // other). The maxima are of these e and r, so every path gives the same
+  // maxima and counts bit for bit. The sums do not: Observe adds each term
+  // in double (products of floats are exact there); the SIMD kernel forms
+  // the terms and adds them in float over runs of at most 16 per lane, then
+  // adds the runs in double, and redoes in double any run where a lane's
+  // max |x|, |q| or |e| lies in (0, 2^-40) or max |x|, |q| or r above
+  // kFloatRange (so nothing overflows, and underflow costs at most 2^-70 of
+  // a run's sum). Against the exact sums of the exact e and r, with u =
+  // 2^-24, n the elements and B = 21u + n 2^-52:
+  //   sums of nonnegative terms (squares, |e|, r, r^2): relative error <= B;
+  //   sum_product: error <= B (sum x^2 + sum q^2) / 2.
+  // Hence rmse and relative rmse within B/2 + u relative (~6.3e-7 + n 2^-53),
+  // SQNR within 10 log10(1 + 2B) dB (~1.1e-5 dB), and cosine similarity
+  // within ~2B absolute; tests/quantize_kernels_test.cc checks it against
+  // long double sums. Observe alone is within n 2^-52 of the exact sums.
   double sum_squared_error = 0;           // sum e^2
   double sum_squared_input = 0;           // sum x^2
   double sum_squared_output = 0;          // sum q^2

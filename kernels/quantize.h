@@ -4,7 +4,8 @@
 // Written with Highway, dispatched at run time like kernels/convert.h. Each
 // function has a scalar twin with the suffix `Ref` that states its rule; the
 // SIMD versions give the same results on every target (bit for bit, except
-// the order of the double sums in ErrorStats, see kernels/error_stats.h).
+// the sums in ErrorStats, which stay within the bound of
+// kernels/error_stats.h).
 #ifndef LOWP_KERNELS_QUANTIZE_H_
 #define LOWP_KERNELS_QUANTIZE_H_
 
@@ -64,7 +65,8 @@ void CountCastEventsRef(std::span<const float> x, std::span<const float> q, floa
 
 // Observes every pair of x and q (same size) into `stats`: ComparePairsRef
 // element by element with ErrorStats::Observe, ComparePairs with the SIMD
-// kernel (the same counts and maxima; the sums in another order).
+// kernel (the same counts and maxima; the sums in float over runs of 16 terms,
+// then in double: within the bound of kernels/error_stats.h).
 void ComparePairs(std::span<const float> x, std::span<const float> q, const CompareOptions& options,
                   ErrorStats& stats);
 void ComparePairsRef(std::span<const float> x, std::span<const float> q,

@@ -2,7 +2,8 @@
 // target (foreach_target.h re-includes this file) and chosen at run time.
 // Every float operation is one the scalar references in kernels/quantize.cc
 // also do, in the same precision, so results match them bit for bit; only the
-// order of the double sums of ComparePairs differs.
+// sums of ComparePairs differ: they run in float over short runs, then in
+// double, within the bound that kernels/error_stats.h states.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/quantize_simd.cc"
 #include <algorithm>
@@ -641,8 +642,36 @@ uint64_t UnscaleBlocks(const float* HWY_RESTRICT x, const float* HWY_RESTRICT v,
 
 // ------------------------------ Comparison of x with q
 
+// The rule (ErrorStats::Observe states it per element): where |x| and |q| are
+// at most kFloatRange, e = q - x and r = |e| / |x| are float operations (r in
+// double where the float overflows); elsewhere both are double. The sums run
+// in float partials of kCompareRun terms each (kVirtualLanes below), and the
+// partials then add in double; a run whose float partials could overflow or
+// underflow (a partial's max |x|, |q| or |e| in (0, kFloatTiny) or above
+// kFloatRange, or its max r above kFloatRange) is summed again in double.
+constexpr size_t kCompareRun = 16;
+constexpr float kFloatTiny = 0x1p-40f;
+
+#if HWY_TARGET == HWY_SCALAR
+using DD = hn::Rebind<double, DF>;  // one lane: promote it whole
+#else
+using DD = hn::Rebind<double, hn::Half<DF>>;            // promote each half
+#endif
+
+// v promoted to double: both halves (one lane on HWY_SCALAR).
+template <class F>
+HWY_INLINE void ForHalves(hn::Vec<DF> v, const F& f) {
+  const DD dd;
+#if HWY_TARGET == HWY_SCALAR
+  f(hn::PromoteTo(dd, v));
+#else
+  const hn::Half<DF> dh;
+  f(hn::PromoteTo(dd, hn::LowerHalf(dh, v)));
+  f(hn::PromoteTo(dd, hn::UpperHalf(dh, v)));
+#endif
+}
+
 // Sums and maxima in double, per lane.
-template <class DD>
 struct Accumulators {
   using V = hn::Vec<DD>;
   V ee, xx, qq, xq, ae, ae_max, rel, rel2, rel_max;
@@ -657,10 +686,13 @@ struct Accumulators {
         rel2(hn::Zero(dd)),
         rel_max(hn::Zero(dd)) {}
 
-  // x and q finite (0 in lanes not measured); axr is |x| where the relative
-  // error counts and +Inf elsewhere, so that |e| / axr is 0 there.
-  HWY_INLINE void Add(V x, V q, V axr) {
-    const V e = hn::Sub(q, x);  // exact for floats within 2^29 of each other
+  // One element per lane in double: x and q finite (0 in lanes not
+  // measured), axr |x| where the relative error counts and +Inf elsewhere,
+  // ef and rf the float e and r (used where the rule takes them).
+  HWY_INLINE void AddExact(V x, V q, V axr, V ef, V rf) {
+    const DD dd;
+    const auto in_range = hn::Le(hn::Max(hn::Abs(x), hn::Abs(q)), hn::Set(dd, kFloatRange));
+    const V e = hn::IfThenElse(in_range, ef, hn::Sub(q, x));
     const V a = hn::Abs(e);
     ee = hn::MulAdd(e, e, ee);
     xx = hn::MulAdd(x, x, xx);
@@ -668,7 +700,8 @@ struct Accumulators {
     xq = hn::MulAdd(x, q, xq);
     ae = hn::Add(ae, a);
     ae_max = hn::Max(ae_max, a);
-    const V r = hn::Div(a, axr);
+    const auto r_float = hn::And(in_range, hn::Lt(rf, hn::Set(dd, HUGE_VAL)));  // NaN: false
+    const V r = hn::IfThenElse(r_float, rf, hn::Div(a, axr));
     rel = hn::Add(rel, r);
     rel2 = hn::MulAdd(r, r, rel2);
     rel_max = hn::Max(rel_max, r);
@@ -687,13 +720,82 @@ struct Accumulators {
   }
 };
 
-#if HWY_TARGET == HWY_SCALAR
-using DD = hn::Rebind<double, DF>;  // one lane: promote it whole
-#else
-using DD = hn::Rebind<double, hn::Half<DF>>;            // promote each half
-#endif
+// The float partials and lane maxima of one run.
+struct FloatRun {
+  using V = hn::Vec<DF>;
+  V ee, xx, qq, xq, ae, rel, rel2, max_x, max_q, max_e, max_r;
+  FloatRun() : FloatRun(DF()) {}
+  explicit FloatRun(DF d)
+      : ee(hn::Zero(d)),
+        xx(hn::Zero(d)),
+        qq(hn::Zero(d)),
+        xq(hn::Zero(d)),
+        ae(hn::Zero(d)),
+        rel(hn::Zero(d)),
+        rel2(hn::Zero(d)),
+        max_x(hn::Zero(d)),
+        max_q(hn::Zero(d)),
+        max_e(hn::Zero(d)),
+        max_r(hn::Zero(d)) {}
 
-// Elements [0, n) with n a multiple of Lanes(DF). The sums stay in local
+  HWY_INLINE void Add(V x, V q, V ax, V aq, V axr) {
+    const V e = hn::Sub(q, x);
+    const V a = hn::Abs(e);
+    ee = hn::MulAdd(e, e, ee);
+    xx = hn::MulAdd(x, x, xx);
+    qq = hn::MulAdd(q, q, qq);
+    xq = hn::MulAdd(x, q, xq);
+    ae = hn::Add(ae, a);
+    const V r = hn::Div(a, axr);
+    rel = hn::Add(rel, r);
+    rel2 = hn::MulAdd(r, r, rel2);
+    max_x = hn::Max(max_x, ax);
+    max_q = hn::Max(max_q, aq);
+    max_e = hn::Max(max_e, a);
+    max_r = hn::Max(max_r, r);
+  }
+
+  // Whether every partial is within the bound of the header: no lane's
+  // maximum lies in (0, kFloatTiny) nor above kFloatRange.
+  HWY_INLINE bool Safe(DF d) const {
+    const V tiny = hn::Set(d, kFloatTiny), range = hn::Set(d, kFloatRange), zero = hn::Zero(d);
+    auto small = [&](V m) { return hn::And(hn::Gt(m, zero), hn::Lt(m, tiny)); };
+    const auto big = hn::Gt(hn::Max(hn::Max(max_x, max_q), max_r), range);
+    return hn::AllFalse(d, hn::Or(big, hn::Or(small(max_x), hn::Or(small(max_q), small(max_e)))));
+  }
+
+  // Adds the partials and maxima, promoted (exactly) to double.
+  HWY_INLINE void AddTo(Accumulators& acc) const {
+    ForHalves(ee, [&](auto v) { acc.ee = hn::Add(acc.ee, v); });
+    ForHalves(xx, [&](auto v) { acc.xx = hn::Add(acc.xx, v); });
+    ForHalves(qq, [&](auto v) { acc.qq = hn::Add(acc.qq, v); });
+    ForHalves(xq, [&](auto v) { acc.xq = hn::Add(acc.xq, v); });
+    ForHalves(ae, [&](auto v) { acc.ae = hn::Add(acc.ae, v); });
+    ForHalves(rel, [&](auto v) { acc.rel = hn::Add(acc.rel, v); });
+    ForHalves(rel2, [&](auto v) { acc.rel2 = hn::Add(acc.rel2, v); });
+    ForHalves(max_e, [&](auto v) { acc.ae_max = hn::Max(acc.ae_max, v); });
+    ForHalves(max_r, [&](auto v) { acc.rel_max = hn::Max(acc.rel_max, v); });
+  }
+};
+
+// x and q of one vector with the lanes not measured set to 0 (no error, not
+// zeroed, below the relative floor, which is at least the smallest
+// subnormal), |x|, |q|, and axr: |x| where the relative error counts, +Inf
+// elsewhere (so that |e| / axr is 0 there).
+struct Pair {
+  hn::Vec<DF> x, q, ax, aq, axr;
+};
+
+// The float partials: element i adds to partial i % kVirtualLanes within runs
+// of kCompareRun * kVirtualLanes elements, whatever the vector length (16,
+// 8 or 4 floats: one, two or four vectors), so every x86 target forms the
+// same float partials, and those with FMA the same bits.
+constexpr size_t kVirtualLanes = 16;
+constexpr size_t kMaxLanes = hn::MaxLanes(DF());
+constexpr size_t kParts =
+    kMaxLanes <= kVirtualLanes && kVirtualLanes % kMaxLanes == 0 ? kVirtualLanes / kMaxLanes : 1;
+
+// Elements [0, n) with n a multiple of kParts * Lanes(DF). The sums stay in local
 // vectors (registers) and the counts in scalars until the end.
 template <bool kSubnormal, bool kClip>
 void CompareRange(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, size_t n,
@@ -706,45 +808,75 @@ void CompareRange(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, si
   const auto floor = hn::Set(d, relative_floor);
   const auto sub_below = hn::Set(d, subnormal_below);
   const auto clip = hn::Set(d, clip_above);
-  Accumulators<DD> acc(dd);
+  Accumulators acc(dd);
   uint64_t nan = 0, inf_in = 0, nonfinite = 0, not_relative = 0, zeroed = 0, subnormal = 0,
            clipped = 0;
-  for (size_t i = 0; i < n; i += N) {
-    auto x = hn::LoadU(d, xp + i);
-    auto q = hn::LoadU(d, qp + i);
-    auto ax = hn::Abs(x);
-    const auto aq = hn::Abs(q);
-    const auto x_finite = hn::Lt(ax, inf);
-    const auto measured = hn::And(x_finite, hn::Lt(aq, inf));
-    if constexpr (kSubnormal) {
-      subnormal += hn::CountTrue(d, hn::And(hn::Gt(aq, zero), hn::Lt(aq, sub_below)));
+  // The pair at i; with kCount, its counts too.
+  auto load = [&](size_t i, auto count) HWY_ATTR {
+    constexpr bool kCount = decltype(count)::value;
+    Pair p{hn::LoadU(d, xp + i), hn::LoadU(d, qp + i), zero, zero, zero};
+    p.ax = hn::Abs(p.x);
+    p.aq = hn::Abs(p.q);
+    const auto x_finite = hn::Lt(p.ax, inf);
+    const auto measured = hn::And(x_finite, hn::Lt(p.aq, inf));
+    if constexpr (kSubnormal && kCount) {
+      subnormal += hn::CountTrue(d, hn::And(hn::Gt(p.aq, zero), hn::Lt(p.aq, sub_below)));
     }
-    auto clip_mask = hn::Gt(ax, clip);
+    auto clip_mask = hn::Gt(p.ax, clip);
     if (HWY_UNLIKELY(!hn::AllTrue(d, measured))) {
-      nan += hn::CountTrue(d, hn::IsNaN(x));  // Ne is ordered: false for NaN
-      inf_in += hn::CountTrue(d, hn::Eq(ax, inf));
-      nonfinite += hn::CountTrue(d, hn::AndNot(measured, x_finite));
+      if constexpr (kCount) {
+        nan += hn::CountTrue(d, hn::IsNaN(p.x));  // Ne is ordered: false for NaN
+        inf_in += hn::CountTrue(d, hn::Eq(p.ax, inf));
+        nonfinite += hn::CountTrue(d, hn::AndNot(measured, x_finite));
+      }
       clip_mask = hn::And(clip_mask, x_finite);
-      // Lanes not measured become x = q = 0: no error, not zeroed, and below
-      // the relative floor (which is at least the smallest subnormal).
-      x = hn::IfThenElseZero(measured, x);
-      q = hn::IfThenElseZero(measured, q);
-      ax = hn::Abs(x);
+      p.x = hn::IfThenElseZero(measured, p.x);
+      p.q = hn::IfThenElseZero(measured, p.q);
+      p.ax = hn::Abs(p.x);
+      p.aq = hn::Abs(p.q);
     }
-    if constexpr (kClip) clipped += hn::CountTrue(d, clip_mask);
-    zeroed += hn::CountTrue(d, hn::AndNot(hn::Eq(x, zero), hn::Eq(q, zero)));
-    const auto below = hn::Lt(ax, floor);
-    not_relative += hn::CountTrue(d, below);
-    const auto axr = hn::IfThenElse(below, inf, ax);
+    const auto below = hn::Lt(p.ax, floor);
+    if constexpr (kCount) {
+      if constexpr (kClip) clipped += hn::CountTrue(d, clip_mask);
+      zeroed += hn::CountTrue(d, hn::AndNot(hn::Eq(p.x, zero), hn::Eq(p.q, zero)));
+      not_relative += hn::CountTrue(d, below);
+    }
+    p.axr = hn::IfThenElse(below, inf, p.ax);
+    return p;
+  };
+  // kParts vectors make the kVirtualLanes partials (one vector on targets
+  // whose vectors do not divide them).
+  const size_t step = kParts * N;
+  for (size_t begin = 0; begin < n; begin += kCompareRun * step) {
+    const size_t end = std::min(n, begin + kCompareRun * step);
+    FloatRun f[kParts];
+    for (size_t i = begin; i < end; i += step) {
+      for (size_t k = 0; k < kParts; ++k) {
+        const Pair p = load(i + k * N, std::true_type());
+        f[k].Add(p.x, p.q, p.ax, p.aq, p.axr);
+      }
+    }
+    bool safe = true;
+    for (size_t k = 0; k < kParts; ++k) safe = safe && f[k].Safe(d);
+    if (HWY_LIKELY(safe)) {
+      for (size_t k = 0; k < kParts; ++k) f[k].AddTo(acc);
+      continue;
+    }
+    for (size_t i = begin; i < end; i += N) {  // the run again, in double
+      const Pair p = load(i, std::false_type());
+      const auto ef = hn::Sub(p.q, p.x);
+      const auto rf = hn::Div(hn::Abs(ef), p.axr);
 #if HWY_TARGET == HWY_SCALAR
-    acc.Add(hn::PromoteTo(dd, x), hn::PromoteTo(dd, q), hn::PromoteTo(dd, axr));
+      acc.AddExact(hn::PromoteTo(dd, p.x), hn::PromoteTo(dd, p.q), hn::PromoteTo(dd, p.axr),
+                   hn::PromoteTo(dd, ef), hn::PromoteTo(dd, rf));
 #else
-    const hn::Half<DF> dh;
-    acc.Add(hn::PromoteTo(dd, hn::LowerHalf(dh, x)), hn::PromoteTo(dd, hn::LowerHalf(dh, q)),
-            hn::PromoteTo(dd, hn::LowerHalf(dh, axr)));
-    acc.Add(hn::PromoteTo(dd, hn::UpperHalf(dh, x)), hn::PromoteTo(dd, hn::UpperHalf(dh, q)),
-            hn::PromoteTo(dd, hn::UpperHalf(dh, axr)));
+      const hn::Half<DF> dh;
+      auto lo = [&](hn::Vec<DF> v) { return hn::PromoteTo(dd, hn::LowerHalf(dh, v)); };
+      auto hi = [&](hn::Vec<DF> v) { return hn::PromoteTo(dd, hn::UpperHalf(dh, v)); };
+      acc.AddExact(lo(p.x), lo(p.q), lo(p.axr), lo(ef), lo(rf));
+      acc.AddExact(hi(p.x), hi(p.q), hi(p.axr), hi(ef), hi(rf));
 #endif
+    }
   }
   acc.Fold(dd, s);
   s.count += n;
@@ -759,11 +891,12 @@ void CompareRange(const float* HWY_RESTRICT xp, const float* HWY_RESTRICT qp, si
 }
 
 // Compares x[0, n) with q[0, n) into *stats and returns how many elements it
-// covered (a multiple of the vector length; the caller does the rest).
+// covered (a multiple of kParts vectors; the caller does the rest).
 size_t ComparePairs(const float* HWY_RESTRICT x, const float* HWY_RESTRICT q, size_t n,
                     const CompareOptions& options, ErrorStats* stats) {
   const DF d;
-  const size_t covered = n / hn::Lanes(d) * hn::Lanes(d);
+  const size_t step = kParts * hn::Lanes(d);
+  const size_t covered = n / step * step;
   // |x| >= floor and x != 0 is |x| >= max(floor, smallest subnormal); a NaN
   // floor admits nothing.
   const float min_sub = std::numeric_limits<float>::denorm_min();

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iostream>
 #include <limits>
 #include <random>
 #include <span>
@@ -25,9 +26,11 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// Counts and maxima exactly; the sums up to the order of summation: relative
-// 1e-12 of the sum of the terms' magnitudes, more for long inputs (the
-// reference's running sum itself errs by up to count * 2^-53 relative).
+// Counts and maxima exactly; the sums within the bound of
+// kernels/error_stats.h: each path is within B = 21 * 2^-24 + count * 2^-52
+// (relative) of the exact sums, so the two within 2B of each other.
+double SumBound(uint64_t count) { return 21 * 0x1p-24 + static_cast<double>(count) * 0x1p-52; }
+
 void ExpectSameStats(const ErrorStats& w, const ErrorStats& g) {
   EXPECT_EQ(w.count, g.count);
   EXPECT_EQ(w.nan_inputs, g.nan_inputs);
@@ -40,7 +43,7 @@ void ExpectSameStats(const ErrorStats& w, const ErrorStats& g) {
   EXPECT_EQ(w.relative_count, g.relative_count);
   EXPECT_EQ(w.max_abs_error, g.max_abs_error);
   EXPECT_EQ(w.max_relative_error, g.max_relative_error);
-  const double kTol = 1e-12 + static_cast<double>(w.count) * 0x1p-52;
+  const double kTol = 2 * SumBound(w.count);
   EXPECT_NEAR(w.sum_squared_error, g.sum_squared_error, kTol * w.sum_squared_error);
   EXPECT_NEAR(w.sum_squared_input, g.sum_squared_input, kTol * w.sum_squared_input);
   EXPECT_NEAR(w.sum_squared_output, g.sum_squared_output, kTol * w.sum_squared_output);
@@ -50,6 +53,39 @@ void ExpectSameStats(const ErrorStats& w, const ErrorStats& g) {
   EXPECT_NEAR(w.sum_relative_error, g.sum_relative_error, kTol * w.sum_relative_error);
   EXPECT_NEAR(w.sum_squared_relative_error, g.sum_squared_relative_error,
               kTol * w.sum_squared_relative_error);
+}
+
+// The sums of got against long double sums of the exact e = q - x and
+// r = |e| / |x| over the finite pairs: within the bound of
+// kernels/error_stats.h (sum_product against (sum x^2 + sum q^2) / 2).
+void ExpectWithinBoundOfExact(std::span<const float> x, std::span<const float> q,
+                              const CompareOptions& o, const ErrorStats& got) {
+  long double ee = 0, xx = 0, qq = 0, xq = 0, ae = 0, rel = 0, rel2 = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i]) || !std::isfinite(q[i])) continue;
+    const long double xi = x[i], qi = q[i], e = qi - xi, a = std::fabs(e);
+    ee += e * e;
+    xx += xi * xi;
+    qq += qi * qi;
+    xq += xi * qi;
+    ae += a;
+    if (xi != 0 && std::fabs(x[i]) >= o.relative_floor) {
+      rel += a / std::fabs(xi);
+      rel2 += (a / xi) * (a / xi);
+    }
+  }
+  const double b = SumBound(got.count);
+  auto near = [&](double g, long double want, long double scale, const char* what) {
+    EXPECT_LE(std::fabs(static_cast<long double>(g) - want), b * scale)
+        << what << " got " << g << " exact " << static_cast<double>(want);
+  };
+  near(got.sum_squared_error, ee, ee, "sum e^2");
+  near(got.sum_squared_input, xx, xx, "sum x^2");
+  near(got.sum_squared_output, qq, qq, "sum q^2");
+  near(got.sum_product, xq, (xx + qq) / 2, "sum x q");
+  near(got.sum_abs_error, ae, ae, "sum |e|");
+  near(got.sum_relative_error, rel, rel, "sum r");
+  near(got.sum_squared_relative_error, rel2, rel2, "sum r^2");
 }
 
 // ------------------------------ Known answers of the references
@@ -126,10 +162,12 @@ TEST(QuantizeRef, ErrorStatsByHand) {
   EXPECT_EQ(s.sum_product, 17.25);           // 5/4 + 4 + 0 + 12
   EXPECT_EQ(s.sum_abs_error, 1.75);
   EXPECT_EQ(s.max_abs_error, 1.0);
-  // Relative: 0.25 / 1, 0 / 2, 1 / 3.
-  EXPECT_DOUBLE_EQ(s.sum_relative_error, 0.25 + 1.0 / 3);
-  EXPECT_DOUBLE_EQ(s.sum_squared_relative_error, 0.0625 + 1.0 / 9);
-  EXPECT_EQ(s.max_relative_error, 1.0 / 3);
+  // Relative: 0.25 / 1, 0 / 2, 1 / 3, each a float division (the rule of
+  // kernels/error_stats.h for |x|, |q| <= 2^60); their squares in double.
+  const double third = 1.0f / 3.0f;
+  EXPECT_EQ(s.sum_relative_error, 0.25 + third);
+  EXPECT_EQ(s.sum_squared_relative_error, 0.0625 + third * third);
+  EXPECT_EQ(s.max_relative_error, third);
 
   // No floor: x = 0 still has no relative error; Add sums and takes maxima.
   ErrorStats t;
@@ -145,6 +183,27 @@ TEST(QuantizeRef, ErrorStatsByHand) {
   EXPECT_EQ(s.relative_count, 4u);
   EXPECT_EQ(s.max_abs_error, 5.0);
   EXPECT_EQ(s.sum_squared_error, 2.5625);
+}
+
+// Where e and r are double: |x| or |q| above 2^60, and a float r that would
+// overflow.
+TEST(QuantizeRef, ErrorStatsDoubleTerms) {
+  const float big = 0x1p100f, tiny = 0x1p-140f;
+  const float third = 1.0f / 3.0f;
+  ErrorStats s;
+  // Out of range: e = q - x in double (exact here), r = |e| / |x| in double.
+  ComparePairsRef(std::vector<float>{big}, std::vector<float>{big * third}, {}, s);
+  const double e = static_cast<double>(big * third) - static_cast<double>(big);
+  EXPECT_EQ(s.max_abs_error, -e);
+  EXPECT_EQ(s.sum_squared_error, e * e);
+  EXPECT_EQ(s.max_relative_error, -e / static_cast<double>(big));
+  // x = 2^-140, q = 1: e is a float, 1 - 2^-140 rounds to 1, and r = 2^140
+  // overflows a float, so it is 1 / 2^-140 in double.
+  ErrorStats t;
+  ComparePairsRef(std::vector<float>{tiny}, std::vector<float>{1}, {}, t);
+  EXPECT_EQ(t.max_abs_error, 1.0);
+  EXPECT_EQ(t.max_relative_error, 0x1p140);
+  EXPECT_EQ(t.sum_squared_relative_error, 0x1p280);
 }
 
 // ------------------------------ SIMD against the references
@@ -325,6 +384,102 @@ TEST(QuantizeSimd, ComparePairsLongInput) {
   ComparePairsRef(x, q, o, want);
   ComparePairs(x, q, o, got);
   ExpectSameStats(want, got);
+  ExpectWithinBoundOfExact(x, q, o, got);
+}
+
+// Adversarial data against long double sums: exponents from 2^-149 to 2^120
+// mixed within runs (so that runs fall back to double, or not), values
+// that cancel in sum x q, long runs of equal terms (which a float sum over
+// 2^24 of them would lose), exact and inexact float e, relative errors
+// whose float overflows.
+TEST(QuantizeSimd, ComparePairsWithinBoundOfExactSums) {
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> unit(1, 2);
+  std::uniform_int_distribution<int> bit(0, 1);
+  CompareOptions o;
+  o.relative_floor = 0;  // every nonzero x counts
+  ForEachTarget([&] {
+    for (int kind = 0; kind < 6; ++kind) {
+      const size_t n = kind == 5 ? (size_t{1} << 20) + 5 : 4096 + 3;
+      std::vector<float> x(n), q(n);
+      for (size_t i = 0; i < n; ++i) {
+        const float sign = bit(rng) ? 1.0f : -1.0f;
+        float v = sign * unit(rng);
+        switch (kind) {
+          case 0:  // huge dynamic range, element by element
+            v = std::ldexp(v, std::uniform_int_distribution<int>(-149, 120)(rng));
+            break;
+          case 1:  // mostly ordinary, now and then one tiny or huge element
+            v = std::ldexp(v, i % 97 == 0 ? 70 : i % 89 == 0 ? -100 : -6);
+            break;
+          case 2:  // cancellation: pairs +v, -v
+            v = i % 2 ? -x[i - 1] : v * 0.02f;
+            break;
+          case 3:  // all tiny: the float squares would underflow
+            v = std::ldexp(v, -80);
+            break;
+          case 4:  // near the top of the float range
+            v = std::ldexp(v, 126);
+            break;
+          case 5:  // long: the same terms over 2^20 elements
+            v = 0.75f;
+            break;
+        }
+        x[i] = v;
+        const int how = static_cast<int>(i % 6);
+        q[i] = how == 0   ? 0.0f
+               : how == 1 ? v * 1.0009765625f                          // e exact
+               : how == 2 ? v * 0.999f                                 // e rounded
+               : how == 3 ? -v                                         // e = -2x
+               : how == 4 ? std::ldexp(1.0f, 40) * (bit(rng) ? 1 : -1)  // q far from x
+                          : v;
+      }
+      ErrorStats got;
+      ComparePairs(x, q, o, got);
+      ExpectWithinBoundOfExact(x, q, o, got);
+      ErrorStats ref;
+      ComparePairsRef(x, q, o, ref);
+      ExpectSameStats(ref, got);
+      if (::testing::Test::HasFailure()) FAIL() << "kind " << kind;
+    }
+  });
+}
+
+// The float partials do not depend on the vector length: the x86 targets with
+// FMA (AVX2: two vectors of 8 per step, AVX3: one of 16) form the same float
+// partials, so their sums differ only in the order of the double additions.
+TEST(QuantizeSimd, ComparePairsSameSumsOnFmaTargets) {
+  std::mt19937 rng(18);
+  std::normal_distribution<float> normal(0, 0.02f);
+  const size_t n = 100003;
+  std::vector<float> x(n), q(n);
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = normal(rng);
+    q[i] = i % 5 == 0 ? 0.0f : x[i] * 1.0123f;
+  }
+  CompareOptions o;
+  o.relative_floor = 1e-3f;
+  std::vector<ErrorStats> stats;
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    if (target != HWY_AVX2 && target != HWY_AVX3 && target != HWY_AVX3_DL) continue;
+    hwy::SetSupportedTargetsForTest(target);
+    ComparePairs(x, q, o, stats.emplace_back());
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  for (size_t t = 1; t < stats.size(); ++t) {
+    const ErrorStats& w = stats[0];
+    const ErrorStats& g = stats[t];
+    const double tol = 1e-13;
+    EXPECT_NEAR(w.sum_squared_error, g.sum_squared_error, tol * w.sum_squared_error);
+    EXPECT_NEAR(w.sum_squared_input, g.sum_squared_input, tol * w.sum_squared_input);
+    EXPECT_NEAR(w.sum_squared_output, g.sum_squared_output, tol * w.sum_squared_output);
+    EXPECT_NEAR(w.sum_product, g.sum_product, tol * w.sum_squared_input);
+    EXPECT_NEAR(w.sum_abs_error, g.sum_abs_error, tol * w.sum_abs_error);
+    EXPECT_NEAR(w.sum_relative_error, g.sum_relative_error, tol * w.sum_relative_error);
+    EXPECT_NEAR(w.sum_squared_relative_error, g.sum_squared_relative_error,
+                tol * w.sum_squared_relative_error);
+  }
+  std::cout << stats.size() << " FMA targets compared\n";
 }
 
 }  // namespace

@@ -249,7 +249,10 @@ def test_quantize_is_what_the_command_writes(tmp_path):
     assert ours.shape == w.shape and ours.dtype == np.float32
     np.testing.assert_array_equal(ours, lowp.read_tensors(out)["w"])
     sqnr = lowp.quant_error(w, "nf4")["aggregates"][0]["sqnr_db"]
-    assert abs(10 * np.log10((w.astype(np.float64) ** 2).sum() / ((ours - w).astype(np.float64) ** 2).sum()) - sqnr) < 1e-9
+    # Within the bound of kernels/error_stats.h: the sums in float over runs
+    # of 16 terms err by up to 21 * 2^-24 relative, SQNR by 10 log10(1 + 2B).
+    bound = 10 * np.log10(1 + 2 * (21 * 2.0**-24 + w.size * 2.0**-52))
+    assert abs(10 * np.log10((w.astype(np.float64) ** 2).sum() / ((ours - w).astype(np.float64) ** 2).sum()) - sqnr) < bound
 
 
 def test_read_tensors_reads_the_checkpoints():

@@ -150,7 +150,10 @@ HWY_INLINE VU EncodeVec(const EncodePlan& p, VU bits, MU source_subnormal, uint6
       const VU key = p.is_signed ? a : bits;  // unsigned: negatives are out
       if (hn::AllTrue(du, hn::Lt(key, hn::Set(du, static_cast<uint32_t>(p.int_fast_hi))))) {
         const VI field = hn::BitCast(di, hn::ShiftRight<23>(a));
-        const VU s = hn::BitCast(du, hn::Min(hn::Sub(hn::Set(di, 150), field), hn::Set(di, 31)));
+        // Clamped to [0, 31]: out-of-range lanes (not *ok) compute too, and a
+      // negative count is undefined where the shift is C++'s (HWY_SCALAR).
+      const VU s = hn::BitCast(
+          du, hn::Max(hn::Min(hn::Sub(hn::Set(di, 150), field), hn::Set(di, 31)), hn::Zero(di)));
         const VU sig = hn::Or(hn::And(a, hn::Set(du, 0x7FFFFFu)), hn::Set(du, 0x800000u));
         const VU n = hn::Shr(sig, s);
         const VU unit = hn::Shl(hn::Set(du, 1), s);
@@ -529,7 +532,10 @@ struct FastRule {
       const MU negative = hn::RebindMask(du, hn::Lt(hn::BitCast(di, bits), hn::Zero(di)));
       *ok = hn::Lt(is_signed ? a : bits, int_hi);
       const VI field = hn::BitCast(di, hn::ShiftRight<23>(a));
-      const VU s = hn::BitCast(du, hn::Min(hn::Sub(hn::Set(di, 150), field), hn::Set(di, 31)));
+      // Clamped to [0, 31]: out-of-range lanes (not *ok) compute too, and a
+      // negative count is undefined where the shift is C++'s (HWY_SCALAR).
+      const VU s = hn::BitCast(
+          du, hn::Max(hn::Min(hn::Sub(hn::Set(di, 150), field), hn::Set(di, 31)), hn::Zero(di)));
       const VU sig = hn::Or(hn::And(a, hn::Set(du, 0x7FFFFFu)), hn::Set(du, 0x800000u));
       const VU n = hn::Shr(sig, s);
       const VU unit = hn::Shl(hn::Set(du, 1), s);

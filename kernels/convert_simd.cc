@@ -99,6 +99,27 @@ HWY_INLINE bool GridRound(const EncodePlan& p, hn::Vec<DF> x, hn::Vec<DF>* round
   return hn::AllTrue(df, hn::And(hn::Le(a, hn::Add(max, max)), hn::Le(r, max)));
 }
 
+// An integer format's code of |x| = a (sign by `negative`): sig >> (150 -
+// exponent field) rounded to nearest even, negated for negatives, masked to
+// the code's bits; no saturation. The shift count is clamped to [0, 31]:
+// lanes beyond the format's range compute too (their result is discarded),
+// and a negative count is undefined where the shift is C++'s (HWY_SCALAR).
+HWY_INLINE VU RoundToIntegerCode(VU a, MU negative, VU code_mask) {
+  const DU du;
+  const DI di;
+  const VI field = hn::BitCast(di, hn::ShiftRight<23>(a));
+  const VU s = hn::BitCast(
+      du, hn::Max(hn::Min(hn::Sub(hn::Set(di, 150), field), hn::Set(di, 31)), hn::Zero(di)));
+  const VU sig = hn::Or(hn::And(a, hn::Set(du, 0x7FFFFFu)), hn::Set(du, 0x800000u));
+  const VU n = hn::Shr(sig, s);
+  const VU unit = hn::Shl(hn::Set(du, 1), s);
+  const VU rem = hn::And(sig, hn::Sub(unit, hn::Set(du, 1)));
+  const MU up = hn::Gt(hn::Add(rem, hn::And(n, hn::Set(du, 1))), hn::ShiftRight<1>(unit));
+  const VU rounded = hn::Sub(n, hn::VecFromMask(du, up));
+  const VU value = hn::IfThenElse(negative, hn::Sub(hn::Zero(du), rounded), rounded);
+  return hn::And(value, code_mask);
+}
+
 template <int R, bool kEvents>
 HWY_INLINE VU EncodeVec(const EncodePlan& p, VU bits, MU source_subnormal, uint64_t index,
                         VU* events) {
@@ -149,19 +170,7 @@ HWY_INLINE VU EncodeVec(const EncodePlan& p, VU bits, MU source_subnormal, uint6
       // rounded, no saturation, no special lane.
       const VU key = p.is_signed ? a : bits;  // unsigned: negatives are out
       if (hn::AllTrue(du, hn::Lt(key, hn::Set(du, static_cast<uint32_t>(p.int_fast_hi))))) {
-        const VI field = hn::BitCast(di, hn::ShiftRight<23>(a));
-        // Clamped to [0, 31]: out-of-range lanes (not *ok) compute too, and a
-      // negative count is undefined where the shift is C++'s (HWY_SCALAR).
-      const VU s = hn::BitCast(
-          du, hn::Max(hn::Min(hn::Sub(hn::Set(di, 150), field), hn::Set(di, 31)), hn::Zero(di)));
-        const VU sig = hn::Or(hn::And(a, hn::Set(du, 0x7FFFFFu)), hn::Set(du, 0x800000u));
-        const VU n = hn::Shr(sig, s);
-        const VU unit = hn::Shl(hn::Set(du, 1), s);
-        const VU rem = hn::And(sig, hn::Sub(unit, hn::Set(du, 1)));
-        const MU up = hn::Gt(hn::Add(rem, hn::And(n, hn::Set(du, 1))), hn::ShiftRight<1>(unit));
-        const VU rounded = hn::Sub(n, hn::VecFromMask(du, up));
-        const VU value = hn::IfThenElse(negative, hn::Sub(hn::Zero(du), rounded), rounded);
-        return hn::And(value, hn::Set(du, p.code_mask));
+        return RoundToIntegerCode(a, negative, hn::Set(du, p.code_mask));
       }
     }
   }
@@ -531,19 +540,7 @@ struct FastRule {
     } else {  // EncodeVec's integer branch
       const MU negative = hn::RebindMask(du, hn::Lt(hn::BitCast(di, bits), hn::Zero(di)));
       *ok = hn::Lt(is_signed ? a : bits, int_hi);
-      const VI field = hn::BitCast(di, hn::ShiftRight<23>(a));
-      // Clamped to [0, 31]: out-of-range lanes (not *ok) compute too, and a
-      // negative count is undefined where the shift is C++'s (HWY_SCALAR).
-      const VU s = hn::BitCast(
-          du, hn::Max(hn::Min(hn::Sub(hn::Set(di, 150), field), hn::Set(di, 31)), hn::Zero(di)));
-      const VU sig = hn::Or(hn::And(a, hn::Set(du, 0x7FFFFFu)), hn::Set(du, 0x800000u));
-      const VU n = hn::Shr(sig, s);
-      const VU unit = hn::Shl(hn::Set(du, 1), s);
-      const VU rem = hn::And(sig, hn::Sub(unit, hn::Set(du, 1)));
-      const MU up = hn::Gt(hn::Add(rem, hn::And(n, hn::Set(du, 1))), hn::ShiftRight<1>(unit));
-      const VU rounded = hn::Sub(n, hn::VecFromMask(du, up));
-      const VU value = hn::IfThenElse(negative, hn::Sub(hn::Zero(du), rounded), rounded);
-      return hn::And(value, code_mask);
+      return RoundToIntegerCode(a, negative, code_mask);
     }
   }
 };

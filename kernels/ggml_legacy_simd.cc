@@ -137,7 +137,10 @@ HWY_INLINE VI TruncToInt(VF v) {
   const DI di;
   const auto inside =
       hn::And(hn::Gt(v, hn::Set(df, -2147483648.0f)), hn::Lt(v, hn::Set(df, 2147483648.0f)));
-  return hn::IfThenElse(hn::RebindMask(di, inside), hn::ConvertTo(di, v), hn::Set(di, INT32_MIN));
+  // Lanes outside (NaN included) are zeroed before the conversion: converting
+  // them is undefined in the scalar target's C++ cast.
+  const VI in_range = hn::ConvertTo(di, hn::IfThenElseZero(inside, v));
+  return hn::IfThenElse(hn::RebindMask(di, inside), in_range, hn::Set(di, INT32_MIN));
 #endif
 }
 

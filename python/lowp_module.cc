@@ -943,8 +943,17 @@ py::dict ReadTensors(const py::object& path, const std::string& tensors) {
     if (!IsFloating(t.dtype) || !MatchesPattern(tensors, t.name)) continue;
     py::array_t<float> a;
     try {
+      // pybind11 computes the C strides (products of the trailing
+      // dimensions and the item size) without checking for overflow, which
+      // is undefined; a shape whose strides overflow is refused first.
+      py::ssize_t stride = sizeof(float);
+      for (size_t i = t.shape.size(); i-- > 1;) {
+        if (__builtin_mul_overflow(stride, static_cast<py::ssize_t>(t.shape[i]), &stride)) {
+          throw py::value_error("the strides of the shape overflow");
+        }
+      }
       a = py::array_t<float>(std::vector<py::ssize_t>(t.shape.begin(), t.shape.end()));
-    } catch (py::error_already_set& e) {
+    } catch (std::exception& e) {
       // NumPy refuses a shape whose nonzero dimensions multiply past its
       // limit even when another is 0: an empty tensor it cannot represent.
       const std::string numpy = e.what();

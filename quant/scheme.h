@@ -144,8 +144,10 @@ class Scheme {
 //               :rounding=MODE (nearest-even default; stochastic uses :seed=N)
 //   integer     int8, int8-channel, intN-gG (N 2..8), uintN-gG-asym, uint8-asym,
 //               uint8-channel-asym; :scale=fp16|bf16|fp32, :clip=mse
-//   fp8 scaled  FORMAT-tensor, FORMAT-channel (fp32 scale mapping absmax to
-//               the format's max); :scale=...
+//   fp8 scaled  FORMAT-tensor, FORMAT-channel, FORMAT-gG (groups along a
+//               row), FORMAT-bRxC (2-D blocks; chunks of R rows): a scale
+//               mapping the block's absmax to the format's max;
+//               :scale=fp32|fp16|bf16|ue8m0
 //   MX          mxfp8 (= mxfp8_e4m3), mxfp8_e5m2, mxfp6_e2m3, mxfp6_e3m2,
 //               mxfp4, mxint8; :scale=floor (OCP) | round-up
 //   NVFP4       nvfp4

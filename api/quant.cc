@@ -325,6 +325,11 @@ absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& o) {
                                                  t.type_name(), " blocks, which a safetensors file",
                                                  " cannot hold: select it with --tensors"));
     }
+    if (!q && t.scales != nullptr) {
+      return OptionError("tensors", absl::StrCat("tensor \"", t.name, "\" of ", t.file, " is ",
+                                                 t.type_name(), " (codes and scales), which the",
+                                                 " output cannot copy: select it with --tensors"));
+    }
     entries.push_back({t.name, dtype, t.shape});
     quantized.push_back(q);
   }

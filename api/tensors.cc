@@ -91,7 +91,7 @@ absl::StatusOr<TensorsResult> Tensors(const TensorsOptions& o) {
       any = true;
       TensorEntry e{t.name, t.file, t.type_name(), t.shape};
       e.elements = static_cast<uint64_t>(t.elements());
-      e.bytes = t.bytes.size();
+      e.bytes = t.stored_bytes();
       e.bits_per_weight = e.elements > 0 ? static_cast<double>(e.bytes) * 8 / e.elements : 0;
       r.bytes += e.bytes;
       r.elements += e.elements;

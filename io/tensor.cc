@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "formats/format.h"
+#include "formats/reference.h"
 #include "kernels/convert.h"
 
 namespace lowp {
@@ -238,7 +239,37 @@ std::vector<DType> AllDTypes() {
 
 std::string TensorView::type_name() const {
   if (dtype == DType::kGgml && ggml != nullptr) return std::string(ggml->name);
+  if (scales != nullptr) {
+    return absl::StrCat(DTypeName(dtype), "*", DTypeName(scales->dtype), "[", scales->layout, "]");
+  }
   return std::string(DTypeName(dtype));
+}
+
+uint64_t TensorView::stored_bytes() const {
+  return bytes.size() + (scales != nullptr ? scales->bytes.size() : 0);
+}
+
+float TensorScales::At(int64_t row, int64_t col, int64_t cols) const {
+  const int64_t matrix = row / matrix_rows, r = row % matrix_rows;
+  const int64_t per_matrix_rows = (matrix_rows + block_rows - 1) / block_rows;
+  const int64_t per_row = (cols + block_cols - 1) / block_cols;
+  const size_t at =
+      static_cast<size_t>((matrix * per_matrix_rows + r / block_rows) * per_row + col / block_cols);
+  switch (dtype) {
+    case DType::kF32: {
+      float v;
+      std::memcpy(&v, bytes.data() + 4 * at, 4);
+      return v;
+    }
+    case DType::kBF16:
+    case DType::kF16: {
+      uint16_t code;
+      std::memcpy(&code, bytes.data() + 2 * at, 2);
+      return DecodeToFloat32(CatalogFormat(dtype), code);
+    }
+    default:
+      return std::numeric_limits<float>::quiet_NaN();  // AttachScales admits no other
+  }
 }
 
 uint64_t TypeBytes(const TensorView& tensor, int64_t elements) {
@@ -298,7 +329,34 @@ absl::StatusOr<int64_t> ShapeElements(std::span<const int64_t> shape, absl::stri
   return n;
 }
 
+namespace {
+absl::Status ReadCodes(const TensorView& tensor, int64_t first, std::span<float> out);
+}  // namespace
+
 absl::Status ReadAsFloat32(const TensorView& tensor, int64_t first, std::span<float> out) {
+  if (absl::Status s = ReadCodes(tensor, first, out); !s.ok() || tensor.scales == nullptr) {
+    return s;
+  }
+  // Row by row, one scale per run of block_cols columns.
+  const TensorScales& scales = *tensor.scales;
+  const int64_t cols = std::max<int64_t>(1, tensor.cols());
+  int64_t at = first;
+  const int64_t end = first + static_cast<int64_t>(out.size());
+  while (at < end) {
+    const int64_t row = at / cols, col = at % cols;
+    const int64_t run = std::min({end - at, cols - col, scales.block_cols - col % scales.block_cols});
+    const float scale = scales.At(row, col, cols);
+    float* v = out.data() + (at - first);
+    for (int64_t i = 0; i < run; ++i) v[i] *= scale;
+    at += run;
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// ReadAsFloat32 without the scales.
+absl::Status ReadCodes(const TensorView& tensor, int64_t first, std::span<float> out) {
   const int64_t total = tensor.elements();
   const size_t width = DTypeBytes(tensor.dtype);
   if (first < 0 || first > total || static_cast<uint64_t>(total - first) < out.size()) {
@@ -372,4 +430,5 @@ absl::Status ReadAsFloat32(const TensorView& tensor, int64_t first, std::span<fl
   return absl::InternalError("unknown dtype");
 }
 
+}  // namespace
 }  // namespace lowp

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -48,6 +49,26 @@ bool IsFloating(DType dtype);                              // F8.., F16, BF16, F
 // All element dtypes (every one but kGgml), for tests and listings.
 std::vector<DType> AllDTypes();
 
+// A weight stored as codes and scales (an FP8 checkpoint's weight with its
+// scale tensor beside it, io/scaled_tensors.h): element (r, c) of the
+// weight's matrix view is its code's value times the scale of its block,
+// one float32 product. A tensor of more than two dimensions is a stack of
+// matrices of `matrix_rows` rows each ([experts, out, in]); the scales
+// restart with each matrix.
+struct TensorScales {
+  std::string name;            // the scale tensor ("...weight_scale_inv")
+  DType dtype = DType::kF32;   // F32, BF16 or F16
+  std::vector<int64_t> shape;  // as stored
+  std::span<const uint8_t> bytes;
+  int64_t block_rows = 1;   // rows of a matrix one scale covers
+  int64_t block_cols = 1;   // columns one scale covers
+  int64_t matrix_rows = 1;  // rows of one matrix
+  std::string layout;       // "b128x128", "g128", "channel" or "tensor"
+
+  // The scale of element (row, col) of the weight's [rows, cols] view.
+  float At(int64_t row, int64_t col, int64_t cols) const;
+};
+
 struct TensorView {
   std::string name;
   DType dtype = DType::kF32;
@@ -56,9 +77,15 @@ struct TensorView {
                                    // or whole blocks of `ggml` for kGgml
   std::string file;                // where it came from, for messages
   const ggml::TypeInfo* ggml = nullptr;  // for kGgml: the block type
+  // Set when the codes are multiplied by scales (ReadAsFloat32 applies
+  // them); null for a tensor stored as its values.
+  std::shared_ptr<const TensorScales> scales;
 
-  // "F32", or the ggml type's name ("q4_K") for blocks.
+  // "F32", the ggml type's name ("q4_K") for blocks, "F8_E4M3*F32[b128x128]"
+  // for codes with scales.
   std::string type_name() const;
+  // Bytes stored: the element data, and the scales' when there are some.
+  uint64_t stored_bytes() const;
 
   int64_t elements() const;  // product of shape (1 for a scalar)
   // The tensor as a matrix [rows, cols]: cols is the last dimension (the
@@ -75,7 +102,8 @@ absl::StatusOr<int64_t> ShapeElements(std::span<const int64_t> shape, absl::stri
 // Reads elements [first, first + out.size()) of `tensor` as float32: exact for
 // F8/F16/BF16/F32 and integers up to 2^24 in magnitude, nearest-even for F64
 // and larger integers; BOOL is 0 or 1; ggml blocks as ggml's to_float
-// decodes them (whole blocks are decoded, the range need not be aligned).
+// decodes them (whole blocks are decoded, the range need not be aligned);
+// codes with scales as code value * scale, rounded once to float32.
 // InvalidArgument if the range is outside the tensor or a ggml type lowp
 // cannot decode.
 absl::Status ReadAsFloat32(const TensorView& tensor, int64_t first, std::span<float> out);

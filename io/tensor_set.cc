@@ -13,6 +13,7 @@
 #include "io/gguf.h"
 #include "io/npy.h"
 #include "io/safetensors.h"
+#include "io/scaled_tensors.h"
 #include "nlohmann/json.hpp"
 
 namespace lowp {
@@ -52,7 +53,7 @@ TensorSet::TensorSet(TensorSet&&) noexcept = default;
 TensorSet& TensorSet::operator=(TensorSet&&) noexcept = default;
 TensorSet::~TensorSet() = default;
 
-absl::StatusOr<TensorSet> TensorSet::Open(const std::string& path) {
+absl::StatusOr<TensorSet> TensorSet::OpenFile(const std::string& path) {
   TensorSet set;
   if (absl::EndsWith(path, ".safetensors.index.json")) {
     absl::StatusOr<std::unique_ptr<MappedFile>> index_file = MappedFile::Open(path);
@@ -132,12 +133,14 @@ absl::StatusOr<TensorSet> TensorSet::Open(const std::string& path) {
   return set;
 }
 
+absl::StatusOr<TensorSet> TensorSet::Open(const std::string& path) { return OpenAll({path}); }
+
 absl::StatusOr<TensorSet> TensorSet::OpenAll(const std::vector<std::string>& paths) {
   TensorSet all;
   std::map<std::string, std::string> file_of;  // tensor -> file
   bool first = true;
   for (const std::string& path : paths) {
-    absl::StatusOr<TensorSet> set = Open(path);
+    absl::StatusOr<TensorSet> set = OpenFile(path);
     if (!set.ok()) return set.status();
     for (TensorView& view : set->tensors_) {
       auto [it, inserted] = file_of.emplace(view.name, view.file);
@@ -151,6 +154,19 @@ absl::StatusOr<TensorSet> TensorSet::OpenAll(const std::vector<std::string>& pat
     if (all.gguf_ == nullptr) all.gguf_ = std::move(set->gguf_);
     first = false;
     for (auto& file : set->files_) all.files_.push_back(std::move(file));
+  }
+  // FP8 weights with their scale tensors (io/scaled_tensors.h), whichever
+  // files they are in; the config.json beside the first safetensors file
+  // says how the checkpoint was quantized.
+  for (const std::string& path : paths) {
+    if (!absl::EndsWith(path, ".safetensors") && !absl::EndsWith(path, ".safetensors.index.json")) {
+      continue;
+    }
+    absl::StatusOr<CheckpointQuantization> quantization =
+        ReadCheckpointQuantization(Directory(path));
+    if (!quantization.ok()) return quantization.status();
+    if (absl::Status s = AttachScales(all.tensors_, *quantization); !s.ok()) return s;
+    break;
   }
   return all;
 }

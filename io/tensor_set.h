@@ -25,8 +25,10 @@ class TensorSet {
  public:
   // Opens `path` by its name: "*.safetensors", "*.safetensors.index.json"
   // (every shard it names, checked against the index), "*.gguf", "*.npy"
-  // (one tensor named after the file's stem). Errors name the file and, where one is at
-  // fault, the tensor.
+  // (one tensor named after the file's stem). FP8 weights of a safetensors
+  // checkpoint come with their scales (io/scaled_tensors.h; the config.json
+  // beside the file, if any, says the layout). Errors name the file and,
+  // where one is at fault, the tensor.
   static absl::StatusOr<TensorSet> Open(const std::string& path);
   // Several paths into one set; a tensor name seen twice is an error.
   static absl::StatusOr<TensorSet> OpenAll(const std::vector<std::string>& paths);
@@ -68,6 +70,8 @@ class TensorSet {
 
  private:
   TensorSet();
+  // One path, its scales not yet attached.
+  static absl::StatusOr<TensorSet> OpenFile(const std::string& path);
   std::vector<std::unique_ptr<MappedFile>> files_;
   std::vector<TensorView> tensors_;
   std::map<std::string, std::string> metadata_;

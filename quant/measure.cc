@@ -426,7 +426,7 @@ absl::StatusOr<QuantReport> CompareTensors(const TensorView& original, const Ten
   report.dtype = original.type_name();
   report.shape = stored.shape;
   report.elements = static_cast<uint64_t>(stored.elements());
-  report.storage_bits = static_cast<uint64_t>(stored.bytes.size()) * 8;
+  report.storage_bits = stored.stored_bytes() * 8;
   CompareOptions compare;
   compare.relative_floor = options.relative_floor;
   // Whole rows at a time, about kBatchElements per step.

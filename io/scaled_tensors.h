@@ -1,0 +1,61 @@
+// Quantized Hugging Face checkpoints: weights stored as FP8 codes (F8_E4M3,
+// F8_E5M2) with a scale tensor beside each, read as the values they stand
+// for (TensorView::scales; ReadAsFloat32 multiplies). The layouts shipped:
+//
+//   DeepSeek-V3, Qwen3-FP8 and the like (config.json "quantization_config":
+//   {"quant_method": "fp8", "weight_block_size": [128, 128], ...}):
+//     NAME        F8_E4M3 [out, in]
+//     NAME_scale_inv  F32 [ceil(out / 128), ceil(in / 128)], one scale per
+//                 128 x 128 block, multiplied despite its name (DeepSeek-V3's
+//                 inference/kernel.py weight_dequant; vLLM's Fp8LinearMethod)
+//   compressed-tensors ("quant_method": "compressed-tensors", llm-compressor's
+//   FP8 / FP8_DYNAMIC / FP8_BLOCK), ModelOpt, vLLM's per-tensor fp8:
+//     NAME        F8_E4M3 [out, in]
+//     NAME_scale  F32 or BF16: [] or [1] per tensor, [out, 1] or [out] per
+//                 channel, [ceil(out / R), ceil(in / C)] per block (the
+//                 group's "block_structure"), [out, ceil(in / G)] per group
+//                 ("group_size")
+// A stack of matrices ([experts, out, in]) takes the same shapes after its
+// leading dimensions. The scale tensors leave the set: each is part of its
+// weight.
+#ifndef LOWP_IO_SCALED_TENSORS_H_
+#define LOWP_IO_SCALED_TENSORS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "io/tensor.h"
+
+namespace lowp {
+
+// What a checkpoint's config.json says of its quantization.
+struct CheckpointQuantization {
+  std::string method;       // quant_method ("fp8", "compressed-tensors", ...); empty: none
+  int64_t block_rows = 0;   // weight_block_size / block_structure; 0: none given
+  int64_t block_cols = 0;
+  int64_t group = 0;        // compressed-tensors' group_size; 0: none given
+  std::string source;       // the config.json, for messages
+
+  // A method whose weights are FP8 codes with scales: "fp8",
+  // "compressed-tensors", "modelopt".
+  bool scaled_fp8() const;
+};
+
+// The quantization_config of `directory`/config.json: none when the file or
+// the key is absent; InvalidArgument naming the file and the field when the
+// file is not JSON or the block or group sizes are not positive integers.
+absl::StatusOr<CheckpointQuantization> ReadCheckpointQuantization(const std::string& directory);
+
+// Pairs every F8_E4M3 / F8_E5M2 tensor with its NAME_scale_inv or NAME_scale
+// tensor, sets its `scales` and removes the scale tensors from `tensors`.
+// InvalidArgument naming both tensors when a scale tensor's dtype (F32,
+// BF16, F16) or shape does not fit its weight, when a weight has both, or
+// when `quantization` declares scaled FP8 and an FP8 weight has none.
+absl::Status AttachScales(std::vector<TensorView>& tensors,
+                          const CheckpointQuantization& quantization);
+
+}  // namespace lowp
+
+#endif  // LOWP_IO_SCALED_TENSORS_H_

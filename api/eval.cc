@@ -16,6 +16,7 @@
 #include "formats/option_error.h"
 #include "io/bundled.h"
 #include "io/tensor_set.h"
+#include "kernels/hadamard.h"
 #include "kernels/thread_pool.h"
 #include "model/checkpoint.h"
 
@@ -105,6 +106,50 @@ absl::StatusOr<std::vector<std::pair<std::string, std::shared_ptr<const Scheme>>
     absl::StatusOr<std::shared_ptr<const Scheme>> s = SchemeFor(field, item);
     if (!s.ok()) return s.status();
     out.push_back({item, *std::move(s)});
+  }
+  return out;
+}
+
+// --kv's items: a scheme with, optionally, ":rotate" (llama.cpp's KV
+// rotation, model/forward.h KvRotation) or ":rotate=N" (blocks of N).
+struct KvItem {
+  std::string name;
+  std::shared_ptr<const Scheme> scheme;
+  KvRotation rotation;
+};
+absl::StatusOr<std::vector<KvItem>> KvList(const std::string& list) {
+  std::vector<KvItem> out;
+  for (const std::string& item : Items(list)) {
+    KvItem kv;
+    kv.name = item;
+    std::vector<std::string> parts = absl::StrSplit(item, ':');
+    std::vector<std::string> kept;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      absl::string_view part = parts[i];
+      if (i == 0 || !absl::ConsumePrefix(&part, "rotate")) {
+        kept.push_back(parts[i]);
+        continue;
+      }
+      if (kv.rotation.mode != KvRotation::kNone) {
+        return OptionError("kv", absl::StrCat("'", item, "': rotate given twice"));
+      }
+      if (part.empty()) {
+        kv.rotation.mode = KvRotation::kLlamaCpp;
+      } else if (absl::ConsumePrefix(&part, "=") && absl::SimpleAtoi(part, &kv.rotation.block) &&
+                 IsPowerOfTwo(kv.rotation.block) && kv.rotation.block <= (int64_t{1} << 16)) {
+        kv.rotation.mode = KvRotation::kBlocks;
+      } else {
+        return OptionError("kv", absl::StrCat("'", item, "': rotate takes no value (llama.cpp's ",
+                                              "sizes) or a power of two (rotate=32)"));
+      }
+    }
+    const std::string scheme = absl::StrJoin(kept, ":");
+    if (!scheme.empty()) {
+      absl::StatusOr<std::shared_ptr<const Scheme>> s = SchemeFor("kv", scheme);
+      if (!s.ok()) return s.status();
+      kv.scheme = *std::move(s);
+    }
+    out.push_back(std::move(kv));
   }
   return out;
 }
@@ -248,7 +293,7 @@ absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& o) 
   }
   auto activations = SchemeList("activations", o.activations);
   if (!activations.ok()) return activations.status();
-  auto kv = SchemeList("kv", o.kv);
+  auto kv = KvList(o.kv);
   if (!kv.ok()) return kv.status();
   auto compute = FormatList(o.compute);
   if (!compute.ok()) return compute.status();
@@ -260,7 +305,8 @@ absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& o) 
   std::vector<EvalCandidate> out;
   for (const WeightCandidate& w : *weights) {
     for (const auto& [a_name, a] : *activations) {
-      for (const auto& [kv_name, kv_scheme] : *kv) {
+      for (const KvItem& kv_item : *kv) {
+        const std::string& kv_name = kv_item.name;
         for (const auto& [c_name, c] : *compute) {
           EvalCandidate e;
           e.weights = w.spec;
@@ -272,7 +318,8 @@ absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& o) 
           e.kv = kv_name;
           e.compute = c_name;
           e.emulation.activations = a;
-          e.emulation.kv = kv_scheme;
+          e.emulation.kv = kv_item.scheme;
+          e.emulation.kv_rotation = kv_item.rotation;
           e.emulation.compute = c;
           std::vector<std::string> parts;
           const bool only_weights = a_name.empty() && kv_name.empty() && c_name.empty();

@@ -151,8 +151,7 @@ class Evaluator {
       s.variant = it->second;
     }
     for (Stream& s : streams_) {
-      const bool weights_only = s.candidate != nullptr && !s.candidate->emulation.activations &&
-                                !s.candidate->emulation.kv && !s.candidate->emulation.compute;
+      const bool weights_only = s.candidate != nullptr && s.candidate->emulation.empty();
       if (!run_.share_prefix || !weights_only) continue;
       s.first_layer =
           s.variant != nullptr ? s.variant->FirstChangedLayer() : c_.num_layers;

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/convert.h"
+#include "kernels/hadamard.h"
 #include "kernels/nn.h"
 #include "kernels/thread_pool.h"
 #include "model/blas.h"
@@ -199,6 +200,12 @@ class LayerPass {
         sites_(e, census),
         inputs_(inputs) {}
 
+  // llama.cpp's KV rotation's block sizes for q and k, and for v (0: none).
+  void SetKvRotation(int64_t k, int64_t v) {
+    rotate_k_ = k;
+    rotate_v_ = v;
+  }
+
   void Run(std::span<float> x) {
     const int64_t D = c_.hidden_size;
     buf_.positions.resize(static_cast<size_t>(b_.rows));
@@ -299,6 +306,11 @@ class LayerPass {
     Rope(buf_.k, KV);
     sites_.RoundAll(Site::kRope, buf_.q, H * d, threads_);
     sites_.RoundAll(Site::kRope, buf_.k, KV * d, threads_);
+    if (rotate_k_ > 0) {
+      HadamardBlocks(buf_.q, rotate_k_);
+      HadamardBlocks(buf_.k, rotate_k_);
+    }
+    if (rotate_v_ > 0) HadamardBlocks(buf_.v, rotate_v_);
     // Each sequence's keys and values into its cache, as stored.
     ParallelFor(b_.sequences.size(), Workers(threads_, b_.rows * KV * d * 2), [&](size_t s) {
       const SequenceRows& seq = b_.sequences[s];
@@ -376,6 +388,7 @@ class LayerPass {
             buf_.attn.data() + row * H * d + h * d, H * d);
       sites_.Merge(local);
     });
+    if (rotate_v_ > 0) HadamardBlocks(buf_.attn, rotate_v_);  // back from v's rotation
     sites_.RoundAll(Site::kAttnValues, buf_.attn, H * d, threads_);
     std::span<const float> o_in =
         QuantizePerSequence(e_.activations.get(), b_, buf_.attn, H * d, buf_.act_in, threads_);
@@ -515,6 +528,7 @@ class LayerPass {
   const int threads_;
   Sites sites_;
   LinearInputs* const inputs_;
+  int64_t rotate_k_ = 0, rotate_v_ = 0;
   std::vector<float> cos_, sin_;  // RopeAngles
 };
 
@@ -558,6 +572,27 @@ absl::Status Embed(const ModelConfig& c, const Emulation& emulation, std::span<f
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::pair<int64_t, int64_t>> KvRotationBlocks(const KvRotation& rotation,
+                                                             int64_t head_dim) {
+  switch (rotation.mode) {
+    case KvRotation::kNone:
+      return std::pair<int64_t, int64_t>{0, 0};
+    case KvRotation::kLlamaCpp:
+      // llama-kv-cache.cpp: rotated only when the head size is a multiple of
+      // 64; K by the largest power of two dividing it, V by 64.
+      if (head_dim <= 0 || head_dim % 64 != 0) return std::pair<int64_t, int64_t>{0, 0};
+      return std::pair<int64_t, int64_t>{LargestPowerOfTwoDividing(head_dim), 64};
+    case KvRotation::kBlocks:
+      if (!IsPowerOfTwo(rotation.block) || head_dim % rotation.block != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the KV rotation's block of ", rotation.block,
+                         " is not a power of two dividing the head size ", head_dim));
+      }
+      return std::pair<int64_t, int64_t>{rotation.block, rotation.block};
+  }
+  return absl::InternalError("unknown KV rotation");
+}
+
 absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerWeights& w,
                           const Emulation& emulation, const Batch& batch, std::span<float> hidden,
                           std::span<LayerKv* const> kv, ForwardBuffers& buffers, int threads,
@@ -577,7 +612,12 @@ absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerW
     }
   }
   BlasSetup();
-  LayerPass(config, layer, w, emulation, batch, kv, buffers, threads, census, inputs).Run(hidden);
+  absl::StatusOr<std::pair<int64_t, int64_t>> rotation =
+      KvRotationBlocks(emulation.kv_rotation, config.head_dim);
+  if (!rotation.ok()) return rotation.status();
+  LayerPass pass(config, layer, w, emulation, batch, kv, buffers, threads, census, inputs);
+  pass.SetKvRotation(rotation->first, rotation->second);
+  pass.Run(hidden);
   return absl::OkStatus();
 }
 

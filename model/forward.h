@@ -34,10 +34,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <span>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "formats/format.h"
 #include "model/batch.h"
@@ -94,6 +96,27 @@ struct Census {
   uint64_t nonfinite() const;
 };
 
+// llama.cpp's Hadamard rotation around a quantized KV cache (PR #21038,
+// merged 2026-04-01, on by default since b8641 for every quantized cache
+// type): after RoPE, each head of q and k is rotated by H_nk in blocks of nk
+// values and each head of v by H_nv, in float32, before k and v are stored;
+// the attention output is rotated back by H_nv (per head, in blocks) before
+// o_proj. q.k is unchanged in exact arithmetic; what changes is what the
+// cache's quantization sees.
+//   kLlamaCpp  llama.cpp's sizes: nk = the largest power of two dividing
+//              head_dim, nv = 64, and no rotation at all unless head_dim is
+//              a multiple of 64 (llama-kv-cache.cpp's condition)
+//   kBlocks    nk = nv = `block` (a power of two dividing head_dim), for
+//              models llama.cpp leaves unrotated
+struct KvRotation {
+  enum Mode { kNone, kLlamaCpp, kBlocks } mode = kNone;
+  int64_t block = 0;
+};
+// The block sizes {nk, nv} for heads of `head_dim`; {0, 0}: no rotation.
+// InvalidArgument when kBlocks' block is not a power of two dividing it.
+absl::StatusOr<std::pair<int64_t, int64_t>> KvRotationBlocks(const KvRotation& rotation,
+                                                             int64_t head_dim);
+
 // What is emulated; an empty field leaves that site in float32.
 struct Emulation {
   // The input of every linear layer of the decoder layers, one row per token
@@ -106,8 +129,12 @@ struct Emulation {
   // Every site's values rounded to this format, nearest even, its own
   // overflow rule (fp16: to inf; bf16 and fp8 as the catalog says).
   std::optional<Format> compute;
+  // llama.cpp's rotation of the KV cache (PR #21038, kernels/hadamard.h).
+  KvRotation kv_rotation;
 
-  bool empty() const { return !activations && !kv && !compute.has_value(); }
+  bool empty() const {
+    return !activations && !kv && !compute.has_value() && kv_rotation.mode == KvRotation::kNone;
+  }
 };
 
 // Receives the input of every linear layer of a decoder layer as it enters

@@ -339,5 +339,63 @@ TEST(EvalApi, CandidatesAreEveryCombinationAndGlobRunsAreOne) {
   EXPECT_EQ(q8, 5);
 }
 
+TEST(Eval, KvRotationKeepsScoresAndFollowsLlamaCppsCondition) {
+  // The bundled model's heads have 8 values: llama.cpp rotates only heads of
+  // a multiple of 64, so its rule leaves this model's cache alone (KL
+  // exactly 0); blocks of 8 forced rotate q, k and v and back, which changes
+  // the products only by float32 rounding without a cache scheme, and
+  // changes what a quantized cache stores with one.
+  const Checkpoint w = Bundled();
+  const std::vector<int32_t> tokens = SampledTokens(w, 2, 32);
+  auto kv = [](const std::string& label, const std::string& scheme, KvRotation rotation) {
+    EvalCandidate c;
+    c.label = label;
+    if (!scheme.empty()) c.emulation.kv = std::shared_ptr<const Scheme>(*ParseScheme(scheme));
+    c.emulation.kv_rotation = rotation;
+    return c;
+  };
+  const KvRotation llama{KvRotation::kLlamaCpp, 0}, blocks{KvRotation::kBlocks, 8};
+  absl::StatusOr<EvalReport> r =
+      Evaluate(w, tokens, 32,
+               {kv("llama", "", llama), kv("blocks", "", blocks), kv("int4", "int4-g8", {}),
+                kv("int4 rotated", "int4-g8", blocks), kv("int4 llama", "int4-g8", llama)},
+               Threads(2));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->candidates[0].kl.max, 0.0);
+  EXPECT_GT(r->candidates[1].kl.max, 0.0);  // float32 rounding of the rotation
+  EXPECT_LT(r->candidates[1].kl.max, 1e-9);
+  EXPECT_EQ(r->candidates[1].top1_agreement, 1.0);
+  EXPECT_GT(r->candidates[2].kl.mean, 1e-6);
+  EXPECT_NE(r->candidates[3].kl.mean, r->candidates[2].kl.mean);
+  EXPECT_EQ(r->candidates[4].kl.mean, r->candidates[2].kl.mean);
+  // Blocks that do not divide the head are refused, naming the head size.
+  absl::StatusOr<EvalReport> bad =
+      Evaluate(w, tokens, 32, {kv("16", "", {KvRotation::kBlocks, 16})}, Threads(1));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("head size 8"));
+}
+
+TEST(EvalApi, KvRotationIsAnOptionOfTheKvScheme) {
+  api::EvalOptions o;
+  o.weights = "fp16";
+  // rotate may stand anywhere among the options; the others go to the scheme.
+  o.kv = "q8_0:rotate,int8-channel:rotate=4,fp8_e4m3fn-channel:rotate=64:scale=bf16";
+  absl::StatusOr<std::vector<EvalCandidate>> c = api::EvalCandidates(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->size(), 3u);
+  EXPECT_EQ((*c)[0].label, "w=fp16 kv=q8_0:rotate");
+  EXPECT_EQ((*c)[0].emulation.kv->name(), "q8_0");
+  EXPECT_EQ((*c)[0].emulation.kv_rotation.mode, KvRotation::kLlamaCpp);
+  EXPECT_EQ((*c)[1].emulation.kv_rotation.mode, KvRotation::kBlocks);
+  EXPECT_EQ((*c)[1].emulation.kv_rotation.block, 4);
+  EXPECT_EQ((*c)[2].emulation.kv->name(), "fp8_e4m3fn-channel:scale=bf16");
+  for (const char* bad : {"q8_0:rotate=3", "q8_0:rotate=x", "q8_0:rotate:rotate", "q8_0:rotate="}) {
+    o.kv = bad;
+    absl::StatusOr<std::vector<EvalCandidate>> r = api::EvalCandidates(o);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("kv")) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace lowp

@@ -33,6 +33,7 @@ constexpr float kFloatMax = std::numeric_limits<float>::max();
 
 using testing::Make;
 using testing::Result;
+using testing::AwkwardTensor;
 using testing::RunScheme;
 
 std::vector<float> Block(size_t size, std::initializer_list<float> head) {
@@ -528,28 +529,6 @@ Expected ScalarScaled(const std::vector<float>& x, int64_t cols, const char* ele
     }
   }
   return e;
-}
-
-// Awkward data: 7 rows of 100 (blocks of 32 and 16 end short), magnitudes
-// spread over 2^-40..2^40 block by block, exact ties, zeros, NaN and Inf.
-std::vector<float> AwkwardTensor(int64_t rows, int64_t cols) {
-  std::mt19937 rng(20240607);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::uniform_int_distribution<int> shift(-40, 40);
-  std::vector<float> x(rows * cols);
-  int s = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (i % 8 == 0) s = shift(rng);
-    x[i] = std::ldexp(normal(rng), s);
-    if (i % 37 == 5) x[i] = std::ldexp(std::round(normal(rng) * 8) + 0.5f, s - 3);  // ties
-  }
-  std::fill(x.begin() + 130, x.begin() + 170, 0.0f);
-  x[3] = kNaN;
-  x[250] = kInf;
-  x[251] = -kInf;
-  x[400] = -kNaN;
-  x[699] = 1e30f;  // one huge value: the last block and the tensor amax
-  return x;
 }
 
 void ExpectSame(const std::string& name, const Result& r, const Expected& e) {

@@ -211,28 +211,6 @@ Expected Scalar(const std::vector<float>& x, int64_t cols, const std::string& el
   return e;
 }
 
-// Magnitudes spread over 2^-40..2^40 eight elements at a time, exact ties,
-// a zero stretch, NaN and Inf, and one huge value.
-std::vector<float> Awkward(int64_t rows, int64_t cols) {
-  std::mt19937 rng(20261203);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::uniform_int_distribution<int> shift(-40, 40);
-  std::vector<float> x(rows * cols);
-  int s = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (i % 8 == 0) s = shift(rng);
-    x[i] = std::ldexp(normal(rng), s);
-    if (i % 37 == 5) x[i] = std::ldexp(std::round(normal(rng) * 8) + 0.5f, s - 3);
-  }
-  std::fill(x.begin() + 130, x.begin() + 190, 0.0f);
-  x[3] = kNaN;
-  x[250] = kInf;
-  x[251] = -kInf;
-  x[400] = -kNaN;
-  x[x.size() - 1] = 1e30f;
-  return x;
-}
-
 bool SameBits(float a, float b) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
   uint32_t u, v;
@@ -243,7 +221,7 @@ bool SameBits(float a, float b) {
 
 TEST(ScaledFloatBlocks, BothPathsEqualElementByElement) {
   const int64_t rows = 11, cols = 100;  // blocks end short in both directions
-  const std::vector<float> x = Awkward(rows, cols);
+  const std::vector<float> x = testing::AwkwardTensor(rows, cols, 20261203);
   for (const char* element : {"fp8_e4m3fn", "fp8_e5m2", "fp6_e2m3fn", "fp4_e2m1fn"}) {
     for (const char* scale : {"fp32", "bf16", "fp16", "ue8m0"}) {
       const struct {

@@ -190,8 +190,6 @@ absl::Status AttachScales(std::vector<TensorView>& tensors,
       return cand;
     };
     std::vector<Candidate> candidates;
-    int64_t scale_elements = 1;
-    for (int64_t d : scale.shape) scale_elements *= d;
     if (is_inverse || quantization.block_rows > 0) {
       const int64_t r = quantization.block_rows > 0 ? quantization.block_rows : 128;
       const int64_t c = quantization.block_cols > 0 ? quantization.block_cols : 128;
@@ -224,7 +222,7 @@ absl::Status AttachScales(std::vector<TensorView>& tensors,
       scales->block_rows = found->block_rows;
       scales->block_cols = std::max<int64_t>(1, found->block_cols);
       scales->layout = found->layout;
-    } else if (!is_inverse && scale_elements == 1) {  // one scale for the whole tensor
+    } else if (!is_inverse && scale.elements() == 1) {  // one scale for the whole tensor
       scales->matrix_rows = std::max<int64_t>(1, rows);
       scales->block_rows = std::max<int64_t>(1, rows);
       scales->block_cols = std::max<int64_t>(1, in);

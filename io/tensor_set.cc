@@ -1,5 +1,6 @@
 #include "io/tensor_set.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
@@ -158,15 +159,14 @@ absl::StatusOr<TensorSet> TensorSet::OpenAll(const std::vector<std::string>& pat
   // FP8 weights with their scale tensors (io/scaled_tensors.h), whichever
   // files they are in; the config.json beside the first safetensors file
   // says how the checkpoint was quantized.
-  for (const std::string& path : paths) {
-    if (!absl::EndsWith(path, ".safetensors") && !absl::EndsWith(path, ".safetensors.index.json")) {
-      continue;
-    }
+  const auto safetensors = std::find_if(paths.begin(), paths.end(), [](const std::string& p) {
+    return absl::EndsWith(p, ".safetensors") || absl::EndsWith(p, ".safetensors.index.json");
+  });
+  if (safetensors != paths.end()) {
     absl::StatusOr<CheckpointQuantization> quantization =
-        ReadCheckpointQuantization(Directory(path));
+        ReadCheckpointQuantization(Directory(*safetensors));
     if (!quantization.ok()) return quantization.status();
     if (absl::Status s = AttachScales(all.tensors_, *quantization); !s.ok()) return s;
-    break;
   }
   return all;
 }

@@ -59,26 +59,13 @@ struct ScaleLayout {
   static int64_t CeilDiv(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 };
 
-// How a block's amax becomes its stored scale.
-enum class ScaleRounding {
-  kFormat,      // amax / max_finite in fp32, rounded nearest-even to the scale format
-  kPowerOfTwo,  // ue8m0: the smallest power of two >= amax / max_finite (fp32)
-};
-
-// The smallest power of two >= s (s > 0 finite), within e8m0's 2^-127..2^127.
-float PowerOfTwoAtLeast(float s) {
-  int e = 0;
-  const float m = std::frexp(s, &e);  // s = m * 2^e, m in [0.5, 1)
-  if (m == 0.5f) --e;                 // s is a power of two already
-  return std::ldexp(1.0f, std::clamp(e, -127, 127));
-}
-
 // FORMAT-tensor / -channel / -gG / -bRxC. Per block of the layout (amax =
 // the max |x| over its finite elements; -tensor: over the tensor, from
 // Observe):
 //   scale = amax / max_finite (one fp32 division), stored rounded
 //           nearest-even, saturating, to fp32 (default), fp16 or bf16, or
-//           (:scale=ue8m0) up to a power of two (DeepSeek-V3.1's scale_fmt)
+//           (:scale=ue8m0, DeepSeek-V3.1's scale_fmt) rounded toward +inf
+//           to e8m0fnu: the smallest power of two >= it, within 2^-127..2^127
 //   amax = 0 gives scale 1 (every element is then +-0)
 //   code  = RNE(x / scale) in FORMAT (one fp32 division), saturating at
 //           +-max_finite
@@ -91,15 +78,15 @@ float PowerOfTwoAtLeast(float s) {
 // StoredChunk::scales: one per row (-channel; -tensor: the tensor's scale
 // repeated), per group row by row (-gG), per 2-D block, block row by block
 // row (-bRxC; Apply's chunks start at multiples of R rows: ChunkRows).
-// Storage: elements * bits + scales * scale bits (ue8m0: 8).
+// Storage: elements * bits + scales * scale bits.
 class ScaledFloatScheme : public Scheme {
  public:
-  ScaledFloatScheme(std::string name, Format element, Format scale_format, ScaleRounding rounding,
-                    ScaleLayout layout)
+  ScaledFloatScheme(std::string name, Format element, Format scale_format,
+                    Rounding scale_rounding, ScaleLayout layout)
       : Scheme(std::move(name)),
         element_(std::move(element)),
         scale_format_(std::move(scale_format)),
-        rounding_(rounding),
+        scale_rounding_(scale_rounding),
         layout_(layout),
         max_finite_(static_cast<float>(element_.max_finite())),
         rounder_(SaturatingRounder(element_)),
@@ -108,9 +95,8 @@ class ScaledFloatScheme : public Scheme {
                              : 0.0f) {}
 
   uint64_t StorageBits(int64_t rows, int64_t cols) const override {
-    const uint64_t scale_bits = rounding_ == ScaleRounding::kPowerOfTwo ? 8 : scale_format_.bits;
     return static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * element_.bits +
-           layout_.Scales(rows, cols) * scale_bits;
+           layout_.Scales(rows, cols) * scale_format_.bits;
   }
 
   int64_t ChunkRows(int64_t cols) const override {
@@ -122,9 +108,7 @@ class ScaledFloatScheme : public Scheme {
 
   float StoredScale(float amax) const {
     if (!(amax > 0)) return 1.0f;
-    const float scale = amax / max_finite_;
-    return rounding_ == ScaleRounding::kPowerOfTwo ? PowerOfTwoAtLeast(scale)
-                                                   : StoreScale(scale_format_, scale);
+    return StoreScale(scale_format_, amax / max_finite_, scale_rounding_);
   }
 
   void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,
@@ -230,7 +214,7 @@ class ScaledFloatScheme : public Scheme {
 
   Format element_;
   Format scale_format_;
-  ScaleRounding rounding_;
+  Rounding scale_rounding_;  // nearest-even; toward +inf for ue8m0
   ScaleLayout layout_;
   float max_finite_;
   Rounder rounder_;         // element_, saturating
@@ -304,10 +288,10 @@ absl::StatusOr<std::unique_ptr<Scheme>> MakeScaledFloatScheme(absl::string_view 
     if (key != "scale") return UnknownOption(base, key, "scale=fp32|fp16|bf16|ue8m0");
     scale_name = value;
   }
-  ScaleRounding rounding = ScaleRounding::kFormat;
-  absl::StatusOr<Format> scale_format = FindFormat("fp32");
+  Rounding scale_rounding = Rounding::kNearestEven;
+  absl::StatusOr<Format> scale_format = FindFormat("e8m0fnu");
   if (scale_name == "ue8m0") {
-    rounding = ScaleRounding::kPowerOfTwo;
+    scale_rounding = Rounding::kTowardPositive;
   } else {
     scale_format = ScaleFormat(scale_name);
     if (!scale_format.ok()) {
@@ -324,7 +308,7 @@ absl::StatusOr<std::unique_ptr<Scheme>> MakeScaledFloatScheme(absl::string_view 
   }
   if (scale_name != "fp32") absl::StrAppend(&name, ":scale=", scale_name);
   return std::make_unique<ScaledFloatScheme>(std::move(name), *std::move(element),
-                                             *std::move(scale_format), rounding, *layout);
+                                             *std::move(scale_format), scale_rounding, *layout);
 }
 
 std::vector<SchemeFamily> ScaledFloatFamilies() {

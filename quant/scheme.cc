@@ -62,8 +62,9 @@ absl::StatusOr<Format> ScaleFormat(absl::string_view name) {
       absl::StrCat("unknown scale format '", name, "'; valid: fp16, bf16, fp32"));
 }
 
-float StoreScale(const Format& format, float scale) {
+float StoreScale(const Format& format, float scale, Rounding rounding) {
   ConvertOptions options;
+  options.rounding = rounding;
   options.overflow = Overflow::kSaturate;
   return DecodeToFloat32(format, EncodeFloat32(format, scale, options));
 }

@@ -63,8 +63,9 @@ std::vector<SchemeFamily> RecipeFamilies();
 
 // "fp16" | "bf16" | "fp32" scale storage: the format, for ":scale=".
 absl::StatusOr<Format> ScaleFormat(absl::string_view name);
-// Rounds a positive scale to `format` (nearest-even, saturating), as stored.
-float StoreScale(const Format& format, float scale);
+// Rounds a positive scale to `format` (nearest-even unless `rounding` says
+// otherwise; saturating), as stored.
+float StoreScale(const Format& format, float scale, Rounding rounding = Rounding::kNearestEven);
 
 // Rounds each value of `in` to `format` (nearest-even, saturating: the
 // element conversion of the block formats) and decodes it into `out`, on the

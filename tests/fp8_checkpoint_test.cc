@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "absl/strings/str_cat.h"
 #include "formats/format.h"
 #include "formats/reference.h"
@@ -313,6 +315,20 @@ TEST(Fp8Checkpoint, RefusesScalesThatDoNotFit) {
   EXPECT_THAT(message(s), HasSubstr("config.json"));
   // Without a config, an FP8 tensor with no scale is read as its codes' values.
   EXPECT_TRUE(open({weight}).ok());
+}
+
+TEST(Fp8Checkpoint, ConfigThatIsNoRegularFileIsNamedNotWaitedOn) {
+  // A FIFO (nothing will ever write it) or a directory named config.json
+  // beside the checkpoint: refused at once, naming it.
+  TempDir dir;
+  WriteCheckpoint(dir / "x.safetensors", {{"w.weight", DType::kF8E4M3, {2, 2}, Codes(4, 7)}});
+  ASSERT_EQ(mkfifo((dir / "config.json").c_str(), 0600), 0);
+  absl::Status s = TensorSet::Open(dir / "x.safetensors").status();
+  EXPECT_THAT(std::string(s.message()), HasSubstr("config.json"));
+  std::filesystem::remove(dir / "config.json");
+  std::filesystem::create_directory(dir / "config.json");
+  s = TensorSet::Open(dir / "x.safetensors").status();
+  EXPECT_THAT(std::string(s.message()), HasSubstr("config.json"));
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/ggml_simd-inl.h"
 #include "codecs/ggml_blocks.h"
 #include "codecs/ggml_iq1_search.h"
 #include "codecs/ggml_iq2_grids.h"
@@ -188,7 +189,7 @@ int BestNeighbour(const gi::GridSearch& grid, uint16_t key, const float* xval, c
   const size_t n = hn::Lanes(df);
   const size_t start = static_cast<size_t>(entry >> 10);
   const size_t length = static_cast<size_t>(entry & 1023);
-  const auto inf = hn::Set(df, HUGE_VALF), vscale = hn::Set(df, scale);
+  const auto vscale = hn::Set(df, scale);
   const auto q0 = hn::Set(df, xx[0]), q1 = hn::Set(df, xx[1]), q2 = hn::Set(df, xx[2]);
   const auto three = hn::Set(di, 3), zero = hn::Zero(di), one = hn::Set(di, 1);
   float best_d2 = FLT_MAX;
@@ -203,13 +204,8 @@ int BestNeighbour(const gi::GridSearch& grid, uint16_t key, const float* xval, c
       const auto diff = hn::Sub(hn::Mul(vscale, q), hn::Set(df, xval[i]));
       d2 = hn::Add(d2, hn::Mul(hn::Mul(hn::Set(df, weight[i]), diff), diff));
     }
-    const auto valid = hn::And(hn::FirstN(df, length - c), hn::Eq(d2, d2));
-    d2 = hn::IfThenElse(valid, d2, inf);
-    const float least = hn::GetLane(hn::MinOfLanes(df, d2));
-    if (least < best_d2) {
-      best_d2 = least;
-      best = c + static_cast<size_t>(hn::FindFirstTrue(df, hn::Eq(d2, hn::Set(df, least))));
-    }
+    const int lane = FirstLeastLane(df, d2, length - c, &best_d2);
+    if (lane >= 0) best = c + static_cast<size_t>(lane);
   }
   const int32_t bits = tab.packed[start + best];
   for (int i = 0; i < 8; ++i) L[i] = static_cast<int8_t>((bits >> 2 * i) & 3);

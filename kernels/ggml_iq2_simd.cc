@@ -100,7 +100,7 @@ int32_t BestNeighbour(const Iq2Tables& tab, int32_t entry, float scale, const fl
   const size_t n = hn::Lanes(df);
   const int32_t* list = tab.neighbours.data() + (entry >> 10);
   const size_t length = static_cast<size_t>(entry & 1023);
-  const VF inf = hn::Set(df, HUGE_VALF), vscale = hn::Set(df, scale);
+  const VF vscale = hn::Set(df, scale);
   const VI three = hn::Set(di, 3), one = hn::Set(di, 1);
   float best_d2 = FLT_MAX;
   int32_t best = list[0];
@@ -113,13 +113,8 @@ int32_t BestNeighbour(const Iq2Tables& tab, int32_t entry, float scale, const fl
       const VF diff = hn::Sub(hn::Mul(vscale, q), hn::Set(df, xk[i]));
       d2 = hn::Add(d2, hn::Mul(hn::Mul(hn::Set(df, wk[i]), diff), diff));
     }
-    const auto valid = hn::And(hn::FirstN(df, length - c), hn::Eq(d2, d2));
-    d2 = hn::IfThenElse(valid, d2, inf);
-    const float least = hn::GetLane(hn::MinOfLanes(df, d2));
-    if (least < best_d2) {
-      best_d2 = least;
-      best = list[c + static_cast<size_t>(hn::FindFirstTrue(df, hn::Eq(d2, hn::Set(df, least))))];
-    }
+    const int lane = FirstLeastLane(df, d2, length - c, &best_d2);
+    if (lane >= 0) best = list[c + static_cast<size_t>(lane)];
   }
   return best;
 }
@@ -132,14 +127,9 @@ void Trials(const gi::GridSearch& grid, int octets, int steps, float max, const 
   const size_t n = hn::Lanes(df);
   const int count = 2 * steps + 1;
   HWY_ALIGN float ids[kPadded], scales[kPadded];
-  for (size_t t = 0; t < kPadded; ++t) {
-    const int is = static_cast<int>(t < static_cast<size_t>(count) ? t : count - 1) - steps;
-    ids[t] = gi::Iq2TrialId(is, max);
-    scales[t] = 1 / ids[t];
-  }
+  TrialIds(steps, kPadded, [max](int is) { return gi::Iq2TrialId(is, max); }, ids, scales);
   HWY_ALIGN int32_t levels[kMaxElements][kMaxLanes];
   HWY_ALIGN int32_t on_grid[gi::kIq2MaxOctets][kMaxLanes];
-  HWY_ALIGN float sumqx[kMaxLanes], sumq2[kMaxLanes];
   const VI zero = hn::Zero(di), top = hn::Set(di, 2);
   for (size_t t0 = 0; t0 < static_cast<size_t>(count); t0 += n) {
     const VF id = hn::Load(df, ids + t0);
@@ -168,24 +158,9 @@ void Trials(const gi::GridSearch& grid, int octets, int steps, float max, const 
         }
       }
     }
-    // codecs' LevelSums per lane: sumqx += w x q, sumq2 += w q q.
-    VF sx = hn::Zero(df), s2 = hn::Zero(df);
-    for (int e = 0; e < 8 * octets; ++e) {
-      const VI li = hn::Load(di, levels[e]);
-      const VF q = hn::ConvertTo(df, hn::Add(hn::Add(li, li), hn::Set(di, 1)));
-      const VF w = hn::Set(df, weight[e]);
-      sx = hn::Add(sx, hn::Mul(hn::Mul(w, hn::Set(df, xval[e])), q));
-      s2 = hn::Add(s2, hn::Mul(hn::Mul(w, q), q));
-    }
-    hn::Store(sx, df, sumqx);
-    hn::Store(s2, df, sumq2);
-    for (size_t lane = 0; lane < n && t0 + lane < static_cast<size_t>(count); ++lane) {
-      const size_t t = t0 + lane;
-      for (int e = 0; e < 8 * octets; ++e) trials->L[t][e] = static_cast<int8_t>(levels[e][lane]);
-      for (int k = 0; k < octets; ++k) trials->on_grid[t][k] = on_grid[k][lane] != 0;
-      trials->sumqx[t] = sumqx[lane];
-      trials->sumq2[t] = sumq2[lane];
-    }
+    // codecs' LevelSums per lane.
+    StoreTrials(levels, on_grid, 8 * octets, octets, weight, xval, t0,
+                static_cast<size_t>(count), trials);
   }
 }
 

@@ -89,14 +89,9 @@ void Trials(const gi::Iq3Variant& v, const float* xval, const float* weight, con
   const size_t n = hn::Lanes(df);
   const int count = 2 * v.steps + 1;
   HWY_ALIGN float ids[kPadded], scales[kPadded];
-  for (size_t t = 0; t < kPadded; ++t) {
-    const int is = static_cast<int>(t < static_cast<size_t>(count) ? t : count - 1) - v.steps;
-    ids[t] = gi::Iq3TrialId(is, max);
-    scales[t] = 1 / ids[t];
-  }
+  TrialIds(v.steps, kPadded, [max](int is) { return gi::Iq3TrialId(is, max); }, ids, scales);
   HWY_ALIGN int32_t levels[gi::kIq3Group][kMaxLanes];
   HWY_ALIGN int32_t on_grid[gi::kIq3GroupPoints][kMaxLanes];
-  HWY_ALIGN float sumqx[kMaxLanes], sumq2[kMaxLanes];
   const VI zero = hn::Zero(di), top = hn::Set(di, gi::kIq3Levels - 1);
   for (size_t t0 = 0; t0 < static_cast<size_t>(count); t0 += n) {
     const VF id = hn::Load(df, ids + t0);
@@ -143,26 +138,9 @@ void Trials(const gi::Iq3Variant& v, const float* xval, const float* weight, con
       }
       for (int i = 0; i < 4; ++i) hn::Store(l[i], di, levels[4 * k + i]);
     }
-    // gi::WeightedSums per lane: sumqx += w x q, sumq2 += w q q.
-    VF sx = hn::Zero(df), s2 = hn::Zero(df);
-    for (int e = 0; e < gi::kIq3Group; ++e) {
-      const VI li = hn::Load(di, levels[e]);
-      const VF q = hn::ConvertTo(df, hn::Add(hn::Add(li, li), hn::Set(di, 1)));
-      const VF w = hn::Set(df, weight[e]);
-      sx = hn::Add(sx, hn::Mul(hn::Mul(w, hn::Set(df, xval[e])), q));
-      s2 = hn::Add(s2, hn::Mul(hn::Mul(w, q), q));
-    }
-    hn::Store(sx, df, sumqx);
-    hn::Store(s2, df, sumq2);
-    for (size_t lane = 0; lane < n && t0 + lane < static_cast<size_t>(count); ++lane) {
-      const size_t t = t0 + lane;
-      for (int e = 0; e < gi::kIq3Group; ++e) {
-        trials->L[t][e] = static_cast<int8_t>(levels[e][lane]);
-      }
-      for (int k = 0; k < gi::kIq3GroupPoints; ++k) trials->on_grid[t][k] = on_grid[k][lane] != 0;
-      trials->sumqx[t] = sumqx[lane];
-      trials->sumq2[t] = sumq2[lane];
-    }
+    // gi::WeightedSums per lane.
+    StoreTrials(levels, on_grid, gi::kIq3Group, gi::kIq3GroupPoints, weight, xval, t0,
+                static_cast<size_t>(count), trials);
   }
 }
 

@@ -25,47 +25,8 @@
 #include "codecs/ggml_blocks.h"
 #include "codecs/ggml_iq1_search.h"
 #include "codecs/ggml_iq2_grids.h"
+#include "kernels/ggml_grid_tables.h"
 #include "kernels/ggml_iq1_simd.h"
-
-#ifndef LOWP_KERNELS_GGML_IQ1_TABLES_
-#define LOWP_KERNELS_GGML_IQ1_TABLES_
-namespace lowp::kernels {
-// The iq1 codebook's neighbour lists as int32 arrays for loads in lanes:
-// each key's start (<< 10) and length, -1 for keys on the grid or with a
-// field of 3 (no list; splits never make one); the lists' points, and each
-// point's 8 levels packed (level i at bit 2 i).
-struct Iq1Tables {
-  std::vector<int32_t> entry, points, packed;
-
-  Iq1Tables() {
-    const auto& grid = ggml::internal::SearchTables(ggml::internal::GridKind::kIq1);
-    entry.assign(1 << 16, -1);
-    for (uint32_t key = 0; key < (1u << 16); ++key) {
-      bool valid = true;
-      for (int i = 0; i < 8; ++i) valid = valid && ((key >> 2 * i) & 3) != 3;
-      if (!valid || grid.Find(static_cast<uint16_t>(key)) >= 0) continue;
-      const auto list = grid.Neighbours(static_cast<uint16_t>(key));
-      HWY_ASSERT(!list.empty() && list.size() < 1024 && points.size() < (1u << 21));
-      entry[key] = static_cast<int32_t>(points.size() << 10 | list.size());
-      for (uint16_t p : list) {
-        const uint8_t* level = grid.Levels(p);
-        int32_t bits = 0;
-        for (int i = 0; i < 8; ++i) bits |= level[i] << 2 * i;
-        points.push_back(p);
-        packed.push_back(bits);
-      }
-    }
-    points.resize(points.size() + 16);  // a whole vector past the last list
-    packed.resize(packed.size() + 16);
-  }
-
-  static const Iq1Tables& Get() {
-    static const Iq1Tables* tables = new Iq1Tables();
-    return *tables;
-  }
-};
-}  // namespace lowp::kernels
-#endif  // LOWP_KERNELS_GGML_IQ1_TABLES_
 
 HWY_BEFORE_NAMESPACE();
 namespace lowp::kernels {
@@ -180,7 +141,7 @@ void Splits(int groups, const gi::Iq1sSums* sums, gi::Iq1Split* best) {
 // as in the scalar walk. NaN distances (never less) count as infinity.
 int BestNeighbour(const gi::GridSearch& grid, uint16_t key, const float* xval, const float* weight,
                   float scale, const float* xx, int8_t* L) {
-  const Iq1Tables& tab = Iq1Tables::Get();
+  const GridNeighbourTables& tab = GridNeighbourTables::For(grid);
   const int32_t entry = tab.entry[key];
   if (entry < 0) return gi::Iq1BestNeighbourScalar(grid, key, xval, weight, scale, xx, L);
   using D = hn::ScalableTag<float>;

@@ -22,52 +22,8 @@
 #include "codecs/ggml_blocks.h"
 #include "codecs/ggml_iq2_grids.h"
 #include "codecs/ggml_iq2_search.h"
+#include "kernels/ggml_grid_tables.h"
 #include "kernels/ggml_iq2_simd.h"
-
-#ifndef LOWP_KERNELS_GGML_IQ2_TABLES_
-#define LOWP_KERNELS_GGML_IQ2_TABLES_
-namespace lowp::kernels {
-// A codebook's search tables as int32 arrays, one gather per look-up: each
-// key's entry (-1 on the grid, or a key with a field of 3, which rounding
-// never makes; else where its neighbour list starts << 10 | its length), and
-// the lists with each neighbour's 8 levels as a key (level i at bit 2 i).
-struct Iq2Tables {
-  std::vector<int32_t> entry, neighbours;
-
-  explicit Iq2Tables(const ggml::internal::GridSearch& grid) {
-    entry.assign(1 << 16, -1);
-    for (uint32_t key = 0; key < (1u << 16); ++key) {
-      bool valid = true;
-      for (int i = 0; i < 8; ++i) valid = valid && ((key >> 2 * i) & 3) != 3;
-      if (!valid || grid.Find(static_cast<uint16_t>(key)) >= 0) continue;
-      const auto list = grid.Neighbours(static_cast<uint16_t>(key));
-      HWY_ASSERT(!list.empty() && list.size() < 1024 && neighbours.size() < (1u << 21));
-      entry[key] = static_cast<int32_t>(neighbours.size() << 10 | list.size());
-      for (uint16_t p : list) {
-        const uint8_t* level = grid.Levels(p);
-        int32_t packed = 0;
-        for (int i = 0; i < 8; ++i) packed |= level[i] << 2 * i;
-        neighbours.push_back(packed);
-      }
-    }
-    neighbours.resize(neighbours.size() + 16);  // a whole vector past the last list
-  }
-
-  // The tables of codecs' search tables `grid` (one of the three iq2 ones).
-  static const Iq2Tables& For(const ggml::internal::GridSearch& grid) {
-    using ggml::internal::GridKind;
-    using ggml::internal::SearchTables;
-    static const Iq2Tables* xxs = new Iq2Tables(SearchTables(GridKind::kIq2Xxs));
-    static const Iq2Tables* xs = new Iq2Tables(SearchTables(GridKind::kIq2Xs));
-    static const Iq2Tables* s = new Iq2Tables(SearchTables(GridKind::kIq2S));
-    if (&grid == &SearchTables(GridKind::kIq2Xxs)) return *xxs;
-    if (&grid == &SearchTables(GridKind::kIq2Xs)) return *xs;
-    HWY_ASSERT(&grid == &SearchTables(GridKind::kIq2S));
-    return *s;
-  }
-};
-}  // namespace lowp::kernels
-#endif  // LOWP_KERNELS_GGML_IQ2_TABLES_
 
 HWY_BEFORE_NAMESPACE();
 namespace lowp::kernels {
@@ -93,12 +49,12 @@ constexpr int kMaxElements = 8 * gi::kIq2MaxOctets;
 // replaces the best only when strictly less, and within a vector its first
 // lane wins, so the first of equal distances wins as in the scalar walk.
 // NaN distances (never less) count as infinity.
-int32_t BestNeighbour(const Iq2Tables& tab, int32_t entry, float scale, const float* xk,
+int32_t BestNeighbour(const GridNeighbourTables& tab, int32_t entry, float scale, const float* xk,
                       const float* wk) {
   const DF df;
   const DI di;
   const size_t n = hn::Lanes(df);
-  const int32_t* list = tab.neighbours.data() + (entry >> 10);
+  const int32_t* list = tab.packed.data() + (entry >> 10);
   const size_t length = static_cast<size_t>(entry & 1023);
   const VF vscale = hn::Set(df, scale);
   const VI three = hn::Set(di, 3), one = hn::Set(di, 1);
@@ -121,7 +77,7 @@ int32_t BestNeighbour(const Iq2Tables& tab, int32_t entry, float scale, const fl
 
 void Trials(const gi::GridSearch& grid, int octets, int steps, float max, const float* xval,
             const float* weight, const float* waux, gi::Iq2Trials* trials) {
-  const Iq2Tables& tab = Iq2Tables::For(grid);
+  const GridNeighbourTables& tab = GridNeighbourTables::For(grid);
   const DF df;
   const DI di;
   const size_t n = hn::Lanes(df);

@@ -12,6 +12,7 @@
 #include <cfloat>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -139,7 +140,8 @@ void Trials(const gi::Iq3Variant& v, const float* xval, const float* weight, con
       for (int i = 0; i < 4; ++i) hn::Store(l[i], di, levels[4 * k + i]);
     }
     // gi::WeightedSums per lane.
-    StoreTrials(levels, on_grid, gi::kIq3Group, gi::kIq3GroupPoints, weight, xval, t0,
+    StoreTrials(levels, on_grid, std::integral_constant<int, gi::kIq3Group>(),
+                std::integral_constant<int, gi::kIq3GroupPoints>(), weight, xval, t0,
                 static_cast<size_t>(count), trials);
   }
 }

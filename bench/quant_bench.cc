@@ -320,7 +320,7 @@ void RegisterAll() {
   const char* f32_schemes[] = {"int8-channel", "int4-g128", "fp8_e4m3fn",        "mxfp4", "fp16",
                                "bf16",         "int8",      "uint4-g128-asym",   "nvfp4", "nf4",
                                "q4_0",         "q8_0",      "fp8_e4m3fn-channel",
-                               "fp8_e4m3fn-tensor",
+                               "fp8_e4m3fn-tensor", "fp8_e4m3fn-g128", "fp8_e4m3fn-b128x128",
                                // llama.cpp's other types (codecs/ggml.h), 4096-wide rows so the
                                // super-block types apply without their fallback
                                "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs",

@@ -81,7 +81,7 @@ WEIGHT_SCHEMES = {
     "integer, symmetric": ["int8-channel", "int4-g128"],
     "integer, asymmetric": ["uint4-g128-asym"],
     "integer, MSE-optimal clipping (:clip=mse)": ["int4-g128:clip=mse"],
-    "scaled float (per tensor / per channel)": ["fp8_e4m3fn-channel"],
+    "scaled float (per tensor, channel, group or 2-D block)": ["fp8_e4m3fn-channel"],
     "MX (OCP Microscaling v1.0)": ["mxfp8", "mxfp6_e2m3", "mxfp4"],
     "NVFP4": ["nvfp4"],
     "NF4 (bitsandbytes)": ["nf4"],

@@ -59,7 +59,7 @@ SCHEMES = {
     "integer, asymmetric": ["uint8-asym", "uint4-g64-asym", "uint4-g128-asym"],
     "integer, MSE-optimal clipping (:clip=mse)": ["int8-channel:clip=mse", "int4-g128:clip=mse",
                                                   "uint4-g128-asym:clip=mse"],
-    "scaled float (per tensor / per channel)": ["fp8_e4m3fn-tensor", "fp8_e4m3fn-channel",
+    "scaled float (per tensor, channel, group or 2-D block)": ["fp8_e4m3fn-tensor", "fp8_e4m3fn-channel",
                                                 "fp8_e5m2-channel:scale=bf16"],
     "MX (OCP Microscaling v1.0)": ["mxint8", "mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4"],
     "NVFP4": ["nvfp4"],
@@ -502,7 +502,7 @@ def region_panel(ax, lo, hi):
 
 SHORT = {"cast": "cast", "integer, symmetric": "int, symmetric", "integer, asymmetric": "int, asymmetric",
          "integer, MSE-optimal clipping (:clip=mse)": "int, :clip=mse",
-         "scaled float (per tensor / per channel)": "scaled fp8", "MX (OCP Microscaling v1.0)": "OCP MX",
+         "scaled float (per tensor, channel, group or 2-D block)": "scaled fp8", "MX (OCP Microscaling v1.0)": "OCP MX",
          "NVFP4": "NVFP4", "NF4 (bitsandbytes)": "NF4", "llama.cpp legacy (q8_0 q5_x q4_x)": "llama.cpp legacy",
          "llama.cpp k-quants (q2_K..q6_K)": "llama.cpp k-quants", "llama.cpp iq4 (iq4_nl iq4_xs)": "llama.cpp iq4",
          "ggml FP4 (ggml-mxfp4 ggml-nvfp4)": "ggml FP4"}

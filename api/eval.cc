@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -111,7 +112,9 @@ absl::StatusOr<std::vector<std::pair<std::string, std::shared_ptr<const Scheme>>
 }
 
 // --kv's items: a scheme with, optionally, ":rotate" (llama.cpp's KV
-// rotation, model/forward.h KvRotation) or ":rotate=N" (blocks of N).
+// rotation, model/forward.h KvRotation) or ":rotate=N" (blocks of N);
+// ":rotate=hadamard[N]" is left to the scheme, which rotates each stored
+// head vector and back (the same product as ":rotate=N" in exact arithmetic).
 struct KvItem {
   std::string name;
   std::shared_ptr<const Scheme> scheme;
@@ -126,7 +129,9 @@ absl::StatusOr<std::vector<KvItem>> KvList(const std::string& list) {
     std::vector<std::string> kept;
     for (size_t i = 0; i < parts.size(); ++i) {
       absl::string_view part = parts[i];
-      if (i == 0 || !absl::ConsumePrefix(&part, "rotate")) {
+      // rotate=hadamard[N] is the scheme's own rotation (quant/rotated_scheme.cc).
+      if (i == 0 || !absl::ConsumePrefix(&part, "rotate") ||
+          absl::StartsWith(part, "=hadamard")) {
         kept.push_back(parts[i]);
         continue;
       }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -130,9 +131,20 @@ absl::StatusOr<std::unique_ptr<Scheme>> ParseScheme(absl::string_view name) {
     }
     options.emplace_back(std::move(key), std::move(value));
   }
+  // ":rotate=" belongs to no family: it wraps whatever scheme the rest names.
+  std::optional<std::string> rotate;
+  for (auto it = options.begin(); it != options.end(); ++it) {
+    if (it->first == "rotate") {
+      rotate = std::move(it->second);
+      options.erase(it);
+      break;
+    }
+  }
   for (internal::SchemeFactory factory : kFactories) {
     absl::StatusOr<std::unique_ptr<Scheme>> scheme = factory(base, options);
-    if (scheme.ok() || !absl::IsNotFound(scheme.status())) return scheme;
+    if (!scheme.ok() && absl::IsNotFound(scheme.status())) continue;
+    if (!scheme.ok() || !rotate.has_value()) return scheme;
+    return internal::Rotate(*std::move(scheme), *rotate);
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown scheme '", base, "'; 'lowp schemes' lists them"));
@@ -144,7 +156,7 @@ const std::vector<SchemeFamily>& SchemeFamilies() {
     for (auto list : {internal::CastFamilies, internal::IntFamilies, internal::ScaledFloatFamilies,
                       internal::MxFamilies, internal::Nvfp4Families, internal::Nf4Families,
                       internal::GgmlFamilies, internal::GgmlCodecFamilies,
-                      internal::RecipeFamilies}) {
+                      internal::RecipeFamilies, internal::RotationFamilies}) {
       for (SchemeFamily& family : list()) all->push_back(std::move(family));
     }
     return all;

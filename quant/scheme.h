@@ -155,6 +155,8 @@ class Scheme {
 //   llama.cpp   q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K,
 //               iq4_nl, iq4_xs, ggml-mxfp4, ggml-nvfp4 (case of the letters
 //               ignored)
+//   any scheme  :rotate=hadamard | :rotate=hadamardN, a Hadamard rotation of
+//               each row before quantizing, undone after (quant/rotated_scheme.cc)
 // InvalidArgument naming the part that is wrong.
 absl::StatusOr<std::unique_ptr<Scheme>> ParseScheme(absl::string_view name);
 

@@ -60,6 +60,13 @@ std::vector<SchemeFamily> Nf4Families();
 std::vector<SchemeFamily> GgmlFamilies();
 std::vector<SchemeFamily> GgmlCodecFamilies();
 std::vector<SchemeFamily> RecipeFamilies();
+std::vector<SchemeFamily> RotationFamilies();
+
+// `inner` with ":rotate=VALUE" (quant/rotated_scheme.cc): VALUE is hadamard
+// or hadamardN. InvalidArgument for another value, a recipe, or a scheme
+// that needs an importance matrix.
+absl::StatusOr<std::unique_ptr<Scheme>> Rotate(std::unique_ptr<Scheme> inner,
+                                               absl::string_view value);
 
 // "fp16" | "bf16" | "fp32" scale storage: the format, for ":scale=".
 absl::StatusOr<Format> ScaleFormat(absl::string_view name);

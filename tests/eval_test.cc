@@ -397,5 +397,61 @@ TEST(EvalApi, KvRotationIsAnOptionOfTheKvScheme) {
   }
 }
 
+TEST(EvalApi, SchemeRotationOnWeightsActivationsAndKv) {
+  // rotate=hadamard[N] is the schemes' own option, on every site; on the
+  // cache it is left to the scheme (no KvRotation), and rotating each stored
+  // head vector and back gives the products of KvRotation's blocks: the same
+  // rotated values are quantized, only the float32 rounding of the way back
+  // differs.
+  api::EvalOptions o;
+  o.weights = "fp32:rotate=hadamard,int4-g32,int4-g32:rotate=hadamard";
+  o.activations = "fp32:rotate=hadamard";
+  o.kv = "int4-g8:rotate=hadamard8";
+  absl::StatusOr<std::vector<EvalCandidate>> c = api::EvalCandidates(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->size(), 3u);
+  EXPECT_EQ((*c)[0].emulation.kv->name(), "int4-g8:rotate=hadamard8");
+  EXPECT_EQ((*c)[0].emulation.kv_rotation.mode, KvRotation::kNone);
+  EXPECT_EQ((*c)[0].emulation.activations->name(), "fp32:rotate=hadamard");
+
+  const Checkpoint w = Bundled();
+  const std::vector<int32_t> tokens = SampledTokens(w, 2, 32);
+  auto candidate = [](const std::string& label, const std::string& weights,
+                      const std::string& activations, const std::string& kv, KvRotation rotation) {
+    api::EvalOptions options;
+    options.weights = weights;
+    options.activations = activations;
+    options.kv = kv;
+    absl::StatusOr<std::vector<EvalCandidate>> one = api::EvalCandidates(options);
+    EXPECT_TRUE(one.ok()) << one.status();
+    EvalCandidate e = (*one)[0];
+    e.label = label;
+    e.emulation.kv_rotation = rotation;
+    return e;
+  };
+  const KvRotation blocks{KvRotation::kBlocks, 8};
+  absl::StatusOr<EvalReport> r = Evaluate(
+      w, tokens, 32,
+      {candidate("fp32 rotated", "fp32:rotate=hadamard", "fp32:rotate=hadamard", "", {}),
+       candidate("kv scheme rotated", "fp32", "", "int4-g8:rotate=hadamard8", {}),
+       candidate("kv blocks", "fp32", "", "int4-g8", blocks),
+       candidate("kv plain", "fp32", "", "int4-g8", {}),
+       candidate("w4a8", "int4-g32", "int8-channel", "", {}),
+       candidate("w4a8 rotated", "int4-g32:rotate=hadamard", "int8-channel:rotate=hadamard", "",
+                 {})},
+      Threads(2));
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Rotating weights and activations without quantizing changes the
+  // products by float32 rounding only.
+  EXPECT_LT(r->candidates[0].kl.max, 1e-9);
+  EXPECT_EQ(r->candidates[0].top1_agreement, 1.0);
+  const double scheme = r->candidates[1].kl.mean, forward = r->candidates[2].kl.mean,
+               plain = r->candidates[3].kl.mean;
+  EXPECT_NE(forward, plain);
+  EXPECT_NEAR(scheme, forward, 1e-3 * forward) << scheme << " " << forward;
+  EXPECT_GT(r->candidates[4].kl.mean, 0.0);
+  EXPECT_NE(r->candidates[5].kl.mean, r->candidates[4].kl.mean);
+}
+
 }  // namespace
 }  // namespace lowp

@@ -79,6 +79,7 @@ SCHEMES = {
     "llama.cpp ggml-mxfp4": ["ggml-mxfp4"],
     "llama.cpp ggml-nvfp4": ["ggml-nvfp4"],
     "llama.cpp mixes": ["Q4_K_M", "Q6_K", "Q8_0"],
+    "rotation (an option of any scheme)": ["int4-g128:rotate=hadamard", "mxfp4:rotate=hadamard32"],
 }
 # The grid i-quants are left out: iq2_xxs, iq2_xs and iq1_s need an importance matrix (one per
 # column, which these synthetic tensors do not have); bench/imatrix_gain.sh measures them.
@@ -101,8 +102,9 @@ def group(s):
         return FAMILY[s]
     return next(g for g, members in LLAMA_GROUPS.items() if s in members)
 GROUPS = list(dict.fromkeys(group(s) for s in ALL))
-COLOURS = list(plt.cm.tab10.colors) + [plt.cm.Dark2.colors[5], plt.cm.Dark2.colors[6]]
-STYLE = {g: (c, m) for g, c, m in zip(GROUPS, COLOURS, "o^vDsPX*hp<>")}
+COLOURS = list(plt.cm.tab10.colors) + [plt.cm.Dark2.colors[5], plt.cm.Dark2.colors[6],
+                                     plt.cm.Dark2.colors[7]]
+STYLE = {g: (c, m) for g, c, m in zip(GROUPS, COLOURS, "o^vDsPX*hp<>d")}
 assert len(STYLE) == len(GROUPS)
 
 print(f"{len(ALL)} schemes from {len(FAMILIES) - 1} families, and {len(MIXES)} of llama.cpp's mixes:")
@@ -181,9 +183,13 @@ print(f"checkpoint: {len(CK['results'])} tensor x scheme rows in {t_ck:.1f} s; "
 assert len(CK["results"]) == len(TENSORS) * len(ALL) and not CK["skipped"]
 
 # The type each scheme applied to each shape of stories260K, where it is not the scheme itself
+# (A rotation's smaller block on rows its size does not divide, 172 = 4 x 43, is still the
+# scheme: only the type matters here.)
+def base(name):
+    return name.split(":rotate=")[0]
 APPLIED = {}
 for r in CK["results"]:
-    if r.get("applied", r["scheme"]) != r["scheme"]:
+    if base(r.get("applied", r["scheme"])) != base(r["scheme"]):
         APPLIED.setdefault(r["scheme"], {})[f"{r['shape'][1]} cols"] = r["applied"]
 SUPER = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs"]
 assert sorted(APPLIED) == sorted(SUPER), APPLIED  # exactly the super-block types fall back here
@@ -505,7 +511,8 @@ SHORT = {"cast": "cast", "integer, symmetric": "int, symmetric", "integer, asymm
          "scaled float (per tensor, channel, group or 2-D block)": "scaled fp8", "MX (OCP Microscaling v1.0)": "OCP MX",
          "NVFP4": "NVFP4", "NF4 (bitsandbytes)": "NF4", "llama.cpp legacy (q8_0 q5_x q4_x)": "llama.cpp legacy",
          "llama.cpp k-quants (q2_K..q6_K)": "llama.cpp k-quants", "llama.cpp iq4 (iq4_nl iq4_xs)": "llama.cpp iq4",
-         "ggml FP4 (ggml-mxfp4 ggml-nvfp4)": "ggml FP4"}
+         "ggml FP4 (ggml-mxfp4 ggml-nvfp4)": "ggml FP4",
+         "rotation (an option of any scheme)": "Hadamard-rotated"}
 legend_handles = [Line2D([], [], color=STYLE[g][0], marker=STYLE[g][1], ls="", markeredgewidth=0,
                          label=SHORT.get(g, g)) for g in GROUPS]
 legend_handles += [Line2D([], [], color="k", lw=1.1, label="Pareto front"),

@@ -324,7 +324,9 @@ void RegisterAll() {
                                // llama.cpp's other types (codecs/ggml.h), 4096-wide rows so the
                                // super-block types apply without their fallback
                                "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs",
-                               "ggml-mxfp4", "ggml-nvfp4"};
+                               "ggml-mxfp4", "ggml-nvfp4",
+                               // the Hadamard rotation's cost beside the schemes it wraps
+                               "int4-g128:rotate=hadamard", "mxfp4:rotate=hadamard32"};
   const char* bf16_schemes[] = {"int8-channel", "int4-g128"};
   const int all = AvailableCpus();
   for (const Input& input : kInputs) {

@@ -20,37 +20,13 @@
 #include "io/gguf_names.h"
 #include "io/safetensors.h"
 #include "io/tensor_set.h"
+#include "api/tensor_inputs.h"
 #include "kernels/convert.h"
 #include "quant/recipe.h"
 #include "quant/scheme.h"
 
 namespace lowp::api {
 namespace {
-
-absl::StatusOr<TensorSet> Open(const TensorInputs& inputs) {
-  if (inputs.files.empty()) return TensorSet::FromViews(inputs.arrays);
-  return TensorSet::OpenAll(inputs.files);
-}
-
-// The selected tensors; an error if a pattern was given and matches none.
-absl::StatusOr<std::vector<const TensorView*>> Select(const TensorSet& set,
-                                                      const std::string& pattern,
-                                                      const std::vector<std::string>& files) {
-  std::vector<const TensorView*> selected;
-  for (const TensorView& t : set.tensors()) {
-    if (MatchesPattern(pattern, t.name)) selected.push_back(&t);
-  }
-  const std::string where =
-      files.empty() ? std::string("the arrays given") : absl::StrJoin(files, ", ");
-  if (selected.empty()) {
-    if (set.tensors().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("no tensors in ", where));
-    }
-    return OptionError("tensors", absl::StrCat("'", pattern, "' matches no tensor of ", where),
-                       " ");
-  }
-  return selected;
-}
 
 absl::StatusOr<std::vector<std::unique_ptr<Scheme>>> ParseSchemes(
     const std::vector<std::string>& names) {

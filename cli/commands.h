@@ -47,9 +47,11 @@ int TensorsCommand(const std::vector<std::string>& argv);
 int TokenizeCommand(const std::vector<std::string>& argv);
 int ImatrixCommand(const std::vector<std::string>& argv);
 int MixCommand(const std::vector<std::string>& argv);
+int UpdateErrorCommand(const std::vector<std::string>& argv);
 
 extern const char kFormatsHelp[];
 extern const char kImatrixHelp[];
+extern const char kUpdateErrorHelp[];
 extern const char kConvertHelp[];
 extern const char kSchemesHelp[];
 extern const char kQuantErrorHelp[];

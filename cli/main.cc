@@ -31,6 +31,7 @@ constexpr char kUsage[] =
     "  tokenize     a model's tokenizer on a text file: ids, pieces, counts\n"
     "  mix          per-tensor types that fit a budget, chosen by measured loss\n"
     "  imatrix      llama.cpp's importance matrix of a model over calibration text\n"
+    "  update-error what training-state formats do to AdamW's updates, per recipe\n"
     "\n"
     "'lowp <command> --help' describes a command.\n";
 
@@ -66,7 +67,8 @@ int Main(int argc, char** argv) {
                         {"tensors", kTensorsHelp, TensorsCommand},
                         {"tokenize", kTokenizeHelp, TokenizeCommand},
                         {"mix", kMixHelp, MixCommand},
-                        {"imatrix", kImatrixHelp, ImatrixCommand}};
+                        {"imatrix", kImatrixHelp, ImatrixCommand},
+                        {"update-error", kUpdateErrorHelp, UpdateErrorCommand}};
   for (const auto& c : commands) {
     if (command != c.name) continue;
     if (wants_help) return std::fputs(c.help, stdout), 0;

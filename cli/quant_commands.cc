@@ -186,14 +186,6 @@ absl::StatusOr<std::vector<std::string>> SchemeNames(const Args& args) {
   return SplitNames(*list);
 }
 
-// A progress line per tensor, made on the first one (it learns the count).
-api::ProgressFn ProgressLine(std::optional<Progress>& line, bool quiet) {
-  return [&line, quiet](size_t total, const std::string& name) {
-    if (!line) line.emplace(total, quiet);
-    line->Step(name);
-  };
-}
-
 }  // namespace
 
 int SchemesCommand(const std::vector<std::string>& argv) {

@@ -318,4 +318,11 @@ absl::Status ReadTokenOptions(const Args& args, const std::string& prefix, api::
   return absl::OkStatus();
 }
 
+api::ProgressFn ProgressLine(std::optional<Progress>& line, bool quiet) {
+  return [&line, quiet](size_t total, const std::string& name) {
+    if (!line) line.emplace(total, quiet);
+    line->Step(name);
+  };
+}
+
 }  // namespace lowp::cli

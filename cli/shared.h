@@ -4,6 +4,7 @@
 #ifndef LOWP_CLI_SHARED_H_
 #define LOWP_CLI_SHARED_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,8 +12,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "api/eval.h"
+#include "api/quant.h"
 #include "api/text.h"
 #include "cli/commands.h"
+#include "cli/table.h"
 #include "nlohmann/json.hpp"
 #include "sizing/memory.h"
 
@@ -54,6 +57,9 @@ absl::Status ReadJobOptions(const Args& args, SizingOptions* o);
 // --NAME as a count (an integer >= 1) into `out`, left alone when absent;
 // InvalidArgument naming the option otherwise.
 absl::Status ReadCount(const Args& args, const char* name, int64_t* out);
+
+// A progress line per tensor, made on the first one (it learns the count).
+api::ProgressFn ProgressLine(std::optional<Progress>& line, bool quiet);
 
 // --threads: 0 (every core, the default) to 1024.
 absl::StatusOr<int> ParseThreads(const Args& args);

@@ -361,7 +361,7 @@ absl::Status MeasureUpdates(const std::string& name, std::span<const float> valu
         for (size_t i = 0; i < len; ++i) {
           const double old = scratch[i];
           const double intended =
-              static_cast<double>(old * decay) - old +
+              static_cast<double>(scratch[i] * decay) - old +
               static_cast<double>(step_size * (mn[i] / (std::sqrt(vn[i]) / root_c2 + eps)));
           const double applied = static_cast<double>(now[i]) - old;
           rep.applied_dot_intended += applied * intended;

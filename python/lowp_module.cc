@@ -514,6 +514,45 @@ py::object QuantError(const py::object& data, const py::object& scheme, const py
   return Run<api::QuantErrorResult>([&] { return api::QuantError(o); });
 }
 
+py::object UpdateErrorCall(const py::object& data, const py::object& recipes,
+                           const py::kwargs& kwargs) {
+  api::UpdateErrorApiOptions o;
+  if (recipes.is_none()) {
+    // the default ladder
+  } else {
+    o.recipes = Names("recipes", recipes);
+    if (o.recipes.empty()) throw py::value_error("recipes: want at least one recipe");
+  }
+  AdamWOptions& a = o.update.adamw;
+  auto real = [](double* field) {
+    return [field](const std::string& n, const py::object& v) { *field = Real(n, v); };
+  };
+  Setters s;
+  s["tensors"] = [&](const std::string& n, const py::object& v) {
+    o.tensors = absl::StrJoin(Names(n, v), ",");
+  };
+  s["steps"] = IntInto(&a.steps);
+  s["warmup"] = IntInto(&a.warmup);
+  s["schedule"] = TextInto(&a.schedule);
+  s["lr"] = real(&a.lr);
+  s["min_lr_ratio"] = real(&a.min_lr_ratio);
+  s["beta1"] = real(&a.beta1);
+  s["beta2"] = real(&a.beta2);
+  s["eps"] = real(&a.eps);
+  s["weight_decay"] = real(&a.weight_decay);
+  s["grad_scale"] = real(&o.update.grad_scale);
+  s["grad_signal"] = real(&o.update.grad_signal);
+  s["seed"] = SeedInto(&o.update.seed);
+  s["threads"] = IntInto(&o.update.threads);
+  s["quiet"] = [](const std::string& n, const py::object& v) { (void)Bool(n, v); };
+  Keywords("update_error", kwargs).Apply(s);
+  std::vector<py::array> keep;
+  o.inputs = Inputs(data, keep);
+  return Run<api::UpdateErrorResult>([&] { return api::UpdateError(o); });
+}
+
+py::object TrainingRecipesCall() { return ToPython(api::TrainingRecipesJson()); }
+
 py::object TensorsCall(const py::object& files, const std::string& tensors, bool metadata) {
   api::TensorsOptions o;
   o.files = Paths("files", files);
@@ -1022,6 +1061,16 @@ PYBIND11_MODULE(_lowp, m) {
         "dict of arrays; scheme: a name or a list; keywords tensors='*.q_proj*', summary=True, "
         "relative_floor=1e-3, histogram=True, threads=0; reference=PATH(s) instead of scheme: "
         "each tensor of data (a GGUF file) as stored against its original there.");
+  m.def("update_error", &UpdateErrorCall, py::arg("data"), py::arg("recipes") = py::none(),
+        "`lowp update-error --json` on a checkpoint path (or paths), an array, or a dict of "
+        "arrays: AdamW steps in float64 and per training-state recipe (a name of "
+        "training_recipes() or a spelling 'weights=bf16+update=sr+...'; default the 16-to-6-byte "
+        "ladder); keywords tensors, steps=100, lr=1e-4, schedule='constant'|'cosine', warmup, "
+        "min_lr_ratio, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1, grad_scale=1e-3, "
+        "grad_signal=0.5, seed=0, threads=0.");
+  m.def("training_recipes", &TrainingRecipesCall,
+        "`lowp update-error --list --json`: each named training-state recipe, its spelling and "
+        "bytes per parameter.");
   m.def("tensors", &TensorsCall, py::arg("files"), py::kw_only(), py::arg("tensors") = "",
         py::arg("metadata") = false,
         "`lowp tensors --json`: each tensor of the files (safetensors, GGUF, .npy) with its "

@@ -43,6 +43,8 @@ from ._lowp import (  # noqa: F401
     size,
     tensors,
     tokenize,
+    training_recipes,
+    update_error,
 )
 
 
@@ -76,4 +78,6 @@ __all__ = [
     "schemes",
     "size",
     "tensors",
+    "training_recipes",
+    "update_error",
 ]

@@ -45,6 +45,8 @@ def calls(inp, out, root):
         ("quantize nf4 f16", lambda: lowp.quantize(h, "nf4")),
         ("quantize f64", lambda: lowp.quantize(d, "q4_0")),
         ("quant_error path", lambda: lowp.quant_error(stories, ["int4-g128", "nf4"], summary=True)),
+        ("update_error", lambda: lowp.update_error(stories, ["bf16-rne", "bf16-sr-8bit"], tensors="*layers.2.self_attn.k_proj*", steps=10)),
+        ("training_recipes", lambda: lowp.training_recipes()),
         ("quant_error paths", lambda: lowp.quant_error([stories, bf16], "fp8_e4m3fn", tensors="*q_proj*")),
         ("quant_error array", lambda: lowp.quant_error(a, "mxfp4", histogram=True, relative_floor=1e-2)),
         ("quant_error dict", lambda: lowp.quant_error({"a": a, "h": h, "d": d}, ["bf16", "q8_0"], threads=1)),

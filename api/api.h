@@ -22,6 +22,7 @@
 #include "api/size.h"
 #include "api/tensors.h"
 #include "api/tokenize.h"
+#include "api/training_plan.h"
 #include "api/update_error.h"
 
 #endif  // LOWP_API_API_H_

@@ -8,9 +8,7 @@
 #include "io/tensor.h"
 
 namespace lowp::api {
-namespace {
-
-nlohmann::json ReportJson(const UpdateReport& r, const TrainingRecipe& recipe) {
+nlohmann::json UpdateReportJson(const UpdateReport& r, const TrainingRecipe& recipe) {
   nlohmann::json j;
   j["tensor"] = r.tensor;
   j["recipe"] = r.recipe;
@@ -33,8 +31,6 @@ nlohmann::json ReportJson(const UpdateReport& r, const TrainingRecipe& recipe) {
                  {"moment_overflow", r.census.moment_overflow}};
   return j;
 }
-
-}  // namespace
 
 absl::StatusOr<UpdateErrorResult> UpdateError(const UpdateErrorApiOptions& o) {
   if (absl::Status s = ValidateUpdateError(o.update); !s.ok()) return s;
@@ -96,10 +92,10 @@ nlohmann::json ToJson(const UpdateErrorResult& r) {
                "d persistent, z_t fresh each step, unit-variance hash draws (optim/update_error.h)"}};
   nlohmann::json recipes = nlohmann::json::array(), results = nlohmann::json::array();
   for (size_t k = 0; k < r.aggregates.size(); ++k) {
-    recipes.push_back(ReportJson(r.aggregates[k], r.recipes[k]));
+    recipes.push_back(UpdateReportJson(r.aggregates[k], r.recipes[k]));
   }
   for (size_t i = 0; i < r.results.size(); ++i) {
-    results.push_back(ReportJson(r.results[i], r.recipes[i % r.recipes.size()]));
+    results.push_back(UpdateReportJson(r.results[i], r.recipes[i % r.recipes.size()]));
   }
   j["recipes"] = recipes;
   j["results"] = results;

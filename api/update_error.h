@@ -36,6 +36,10 @@ struct UpdateErrorResult {
 };
 
 absl::StatusOr<UpdateErrorResult> UpdateError(const UpdateErrorApiOptions& options);
+// One report's fields (tensor, recipe, spelling, bytes_per_parameter,
+// updates_lost, update_ratio, weight_relative_error and its steps, the
+// moments' errors, census).
+nlohmann::json UpdateReportJson(const UpdateReport& report, const TrainingRecipe& recipe);
 nlohmann::json ToJson(const UpdateErrorResult& result);
 
 // `lowp update-error --list`: each named recipe with its spelling,

@@ -33,6 +33,8 @@ const char kPlanHelp[] =
     "                 [--eval [--eval-model DIR] [--eval-sample N:LEN | --eval-text FILE]\n"
     "                 [--eval-seed S] [--eval-imatrix FILE]] [--mix [--mix-types LIST]\n"
     "                 [--mix-tune-sample N:LEN] [--mix-tune-seed S]]\n"
+    "       lowp plan --model M --mode pretrain|finetune --recipes R,R,... [--device D]\n"
+    "                 [--tensors FILES] [--select PATTERN] [--steps N] [--lr X] [--seed S]\n"
     "\n"
     "For each candidate format of the decoder's linear weights, side by side: bits per\n"
     "weight with scales, weight bytes, memory per device, whether the job fits the\n"
@@ -56,6 +58,12 @@ const char kPlanHelp[] =
     "  --html FILE       also write a self-contained report (table and two SVG charts)\n"
     "  --quiet           no progress line on stderr (shown only when it is a terminal)\n"
     "  --threads N       per tensor, 0 (default) takes every core\n"
+    "  --recipes R,...   (pretrain, finetune) the training plan instead: per training-\n"
+    "                    state recipe ('lowp update-error --list'), its bytes per\n"
+    "                    parameter, model states, GB per device, devices, beside what\n"
+    "                    it does to AdamW's updates on --tensors (default the bundled\n"
+    "                    stories260K): updates lost, update ratio, weight and moment\n"
+    "                    errors over --steps (100) at --lr (1e-4), --seed (0)\n"
     "  --eval            also the model's outputs with each format on its linear layers\n"
     "                    ('lowp eval'): mean KL divergence from the float32 model, top-1\n"
     "                    agreement, perplexity change; the Pareto front is then on KL\n"
@@ -326,13 +334,58 @@ void PrintPlan(const Plan& plan) {
   }
 }
 
+// plan --recipes: the training plan (api/training_plan.h) on one device,
+// measured on --tensors (default the bundled stories260K) selected by --select.
+int TrainingPlanCommand(const Args& args, const std::string& model, Output output) {
+  if (!args.Value("recipes")) {
+    return Fail(absl::InvalidArgumentError("--steps, --lr and --seed go with --recipes"));
+  }
+  for (const char* o : {"formats", "html", "mix-types"}) {
+    if (args.Value(o)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--", o, " does not go with --recipes")));
+    }
+  }
+  if (args.Has("eval") || args.Has("mix")) {
+    return Fail(absl::InvalidArgumentError("--eval and --mix do not go with --recipes"));
+  }
+  api::TrainingPlanOptions t;
+  t.size.model = model;
+  if (absl::Status s = ReadSizingOptions(args, &t.size.sizing); !s.ok()) return Fail(s);
+  absl::StatusOr<std::vector<std::string>> devices = SplitList(args, "device");
+  if (!devices.ok()) return Fail(devices.status());
+  if (devices->size() > 1) {
+    return Fail(absl::InvalidArgumentError("--recipes plans on one --device"));
+  }
+  if (!devices->empty()) t.size.device = devices->front();
+  if (absl::Status s = ReadRecipeOptions(args, t.measure); !s.ok()) return Fail(s);
+  absl::StatusOr<std::vector<std::string>> files = SplitList(args, "tensors");
+  if (!files.ok()) return Fail(files.status());
+  t.measure.inputs.files = *files;
+  for (const std::string& f : args.positional()) t.measure.inputs.files.push_back(f);
+  t.measure.tensors = args.Value("select").value_or("");
+  absl::StatusOr<int> threads = ParseThreads(args);
+  if (!threads.ok()) return Fail(threads.status());
+  t.measure.update.threads = *threads;
+  std::optional<Progress> line;
+  t.measure.progress = ProgressLine(line, args.Has("quiet"));
+  absl::StatusOr<api::TrainingPlanResult> result = api::TrainingPlan(t);
+  if (!result.ok()) return Fail(result.status());
+  if (output == Output::kJson) {
+    EmitJson(api::ToJson(*result));
+  } else {
+    PrintTrainingPlan(*result, output == Output::kCsv);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int PlanCommand(const std::vector<std::string>& argv) {
   std::vector<std::string> value_options = SizingValueOptions();
   for (const char* o : {"device", "formats", "tensors", "select", "html", "threads", "eval-model",
                         "eval-sample", "eval-seed", "eval-text", "eval-ctx", "eval-chunks",
-                        "eval-imatrix", "mix-types", "mix-tune-sample", "mix-tune-seed"}) {
+                        "eval-imatrix", "mix-types", "mix-tune-sample", "mix-tune-seed",
+                        "recipes", "steps", "lr", "seed"}) {
     value_options.push_back(o);
   }
   absl::StatusOr<Args> args = Args::Parse(
@@ -353,6 +406,9 @@ int PlanCommand(const std::vector<std::string>& argv) {
   if (!model_name) {
     return Fail(absl::InvalidArgumentError(
         "--model is required: a preset (e.g. llama-3.1-8b) or a config.json"));
+  }
+  if (args->Value("recipes") || args->Value("steps") || args->Value("lr") || args->Value("seed")) {
+    return TrainingPlanCommand(*args, *model_name, *output);
   }
   api::PlanJobOptions options;
   options.model = *model_name;

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "api/quant.h"
@@ -323,6 +324,77 @@ api::ProgressFn ProgressLine(std::optional<Progress>& line, bool quiet) {
     if (!line) line.emplace(total, quiet);
     line->Step(name);
   };
+}
+
+void PrintTrainingPlan(const api::TrainingPlanResult& r, bool csv) {
+  std::vector<Row> rows = {{"recipe", "bytes/param", "states GB", "GB/device", "fits",
+                            "devices (states)", "devices", "updates lost", "update ratio",
+                            "weight rel err", "m rel err", "v rel err"}};
+  for (const api::TrainingPlanRow& row : r.rows) {
+    const SizingReport& m = row.memory;
+    const UpdateReport& f = row.figures;
+    rows.push_back({row.recipe.name, absl::StrFormat("%.4g", row.recipe.BytesPerParameter()),
+                    csv ? std::to_string(m.whole.model_states()) : Gb(m.whole.model_states()),
+                    csv ? std::to_string(m.per_device.total()) : Gb(m.per_device.total()),
+                    m.fits ? "yes" : "no", std::to_string(m.devices_for_states),
+                    std::to_string(m.devices_needed),
+                    absl::StrFormat("%.2f%%", 100 * f.updates_lost()),
+                    absl::StrFormat("%.4g", f.update_ratio()),
+                    absl::StrFormat("%.4g", f.weight_relative_error()),
+                    absl::StrFormat("%.4g", f.m_relative_error()),
+                    absl::StrFormat("%.4g", f.v_relative_error())});
+  }
+  if (csv) {
+    PrintCsv(rows);
+    return;
+  }
+  if (!r.rows.empty()) {
+    const SizingReport& m = r.rows.front().memory;
+    const SizingOptions& o = m.options;
+    std::printf("plan      %s, %s, seq %lld, batch %lld, dp %lld x tp %lld x pp %lld, ZeRO %d on %s "
+                "(%s GB)\n",
+                Printable(m.model.name).c_str(), std::string(ModeName(o.mode)).c_str(),
+                static_cast<long long>(o.seq), static_cast<long long>(o.batch),
+                static_cast<long long>(o.dp), static_cast<long long>(o.tp),
+                static_cast<long long>(o.pp), o.zero, Printable(m.device.name).c_str(),
+                Gb(m.device.memory_bytes).c_str());
+  }
+  const AdamWOptions& a = r.measured.update.adamw;
+  std::vector<std::string> files;
+  for (const std::string& f : r.measured_on) files.push_back(ShortPath(f));
+  std::printf("measured  %s: %llu weights, %lld AdamW steps at lr %g (%s), beside float64\n",
+              Printable(absl::StrJoin(files, ", ")).c_str(),
+              static_cast<unsigned long long>(r.rows.empty() ? 0 : r.rows.front().figures.elements),
+              static_cast<long long>(a.steps), a.lr, a.schedule.c_str());
+  std::printf("units     GB = 10^9 bytes; states: weights, gradients, master (or Kahan buffer) and\n"
+              "          moments of the whole model; devices (states): the states alone over one\n"
+              "          device's capacity; lost and errors as lowp update-error defines them\n\n");
+  PrintTable(rows, {0});
+}
+
+absl::Status ReadRecipeOptions(const Args& args, api::UpdateErrorApiOptions& o) {
+  absl::StatusOr<std::vector<std::string>> recipes = SplitList(args, "recipes");
+  if (!recipes.ok()) return recipes.status();
+  o.recipes = *recipes;
+  absl::StatusOr<std::vector<std::string>> files = SplitList(args, "recipe-tensors");
+  if (!files.ok()) return files.status();
+  o.inputs.files = *files;
+  if (absl::Status s = ReadCount(args, "steps", &o.update.adamw.steps); !s.ok()) return s;
+  if (std::optional<std::string> v = args.Value("lr")) {
+    if (!absl::SimpleAtod(*v, &o.update.adamw.lr)) {
+      return OptionError("lr", absl::StrCat("'", *v, "' is not a number"));
+    }
+  }
+  if (std::optional<std::string> v = args.Value("seed")) {
+    if (!absl::SimpleAtoi(*v, &o.update.seed)) {
+      return OptionError("seed", absl::StrCat("'", *v, "' is not a non-negative integer"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> RecipeOptionNames() {
+  return {"recipes", "recipe-tensors", "steps", "lr", "seed"};
 }
 
 }  // namespace lowp::cli

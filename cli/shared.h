@@ -14,6 +14,7 @@
 #include "api/eval.h"
 #include "api/quant.h"
 #include "api/text.h"
+#include "api/training_plan.h"
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "nlohmann/json.hpp"
@@ -57,6 +58,17 @@ absl::Status ReadJobOptions(const Args& args, SizingOptions* o);
 // --NAME as a count (an integer >= 1) into `out`, left alone when absent;
 // InvalidArgument naming the option otherwise.
 absl::Status ReadCount(const Args& args, const char* name, int64_t* out);
+
+// The training plan's table (lowp size --compare-recipes, lowp plan
+// --recipes): a header naming the job and the measurement, then one row per
+// recipe, or the rows as CSV.
+void PrintTrainingPlan(const api::TrainingPlanResult& result, bool csv);
+
+// The measurement options a training plan shares with update-error
+// (--recipes, --recipe-tensors, --steps, --lr, --seed) into `o`; their names
+// for Args::Parse.
+absl::Status ReadRecipeOptions(const Args& args, api::UpdateErrorApiOptions& o);
+std::vector<std::string> RecipeOptionNames();
 
 // A progress line per tensor, made on the first one (it learns the count).
 api::ProgressFn ProgressLine(std::optional<Progress>& line, bool quiet);

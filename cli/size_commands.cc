@@ -28,6 +28,7 @@ const char kSizeHelp[] =
     "usage: lowp size --model PRESET|config.json --mode pretrain|finetune|lora|qlora|inference\n"
     "                 [--device NAME|NAME:MEMORY[:BANDWIDTH]] [--json | --csv] [options]\n"
     "       lowp size --compare-formats [--formats F,F,...] --model M --mode inference|lora|qlora\n"
+    "       lowp size --compare-recipes [--recipes R,R,...] --model M --mode pretrain|finetune\n"
     "\n"
     "The memory a job takes: bytes per component (weights, gradients, master weights,\n"
     "optimizer states, activations, KV cache, workspace, buffers) on the most loaded\n"
@@ -69,7 +70,15 @@ const char kSizeHelp[] =
     "  --compare-formats  one row per weight format: bits per parameter, weight bytes,\n"
     "                     saving vs bf16, per-device GB, fits, devices needed, max seq,\n"
     "                     decode tokens/s; --formats picks them (default\n"
-    "                     fp32,bf16,fp8_e4m3fn,int8-channel,int4-g128,nf4,mxfp4,q4_0)\n";
+    "                     fp32,bf16,fp8_e4m3fn,int8-channel,int4-g128,nf4,mxfp4,q4_0)\n"
+    "  --compare-recipes  (pretrain, finetune) one row per training-state recipe of\n"
+    "                     `lowp update-error --list`: its bytes per parameter, the\n"
+    "                     model states, GB per device, fits, devices, beside what it\n"
+    "                     does to AdamW's updates on real tensors (updates lost,\n"
+    "                     update ratio, weight and moment errors); --recipes R,...\n"
+    "                     (default the 16-to-6-byte ladder), --recipe-tensors FILES\n"
+    "                     (default the bundled stories260K), --steps N (100),\n"
+    "                     --lr X (1e-4), --seed N; --quiet\n";
 
 const char kDevicesHelp[] =
     "usage: lowp devices [--json]\n"
@@ -268,9 +277,11 @@ int SizeCommand(const std::vector<std::string>& argv) {
   std::vector<std::string> value_options = SizingValueOptions();
   value_options.push_back("device");
   value_options.push_back("formats");
+  for (const std::string& name : RecipeOptionNames()) value_options.push_back(name);
   absl::StatusOr<Args> args =
       Args::Parse(argv, value_options,
-                  {"sequence-parallel", "no-flash-attention", "json", "csv", "compare-formats"});
+                  {"sequence-parallel", "no-flash-attention", "json", "csv", "compare-formats",
+                   "compare-recipes", "quiet"});
   if (!args.ok()) return Fail(args.status());
   if (!args->positional().empty()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("size takes no positional arguments (got '",
@@ -297,6 +308,33 @@ int SizeCommand(const std::vector<std::string>& argv) {
   options.model = *model_name;
   if (absl::Status s = ReadSizingOptions(*args, &options.sizing); !s.ok()) return Fail(s);
   options.device = args->Value("device").value_or("h100-sxm");
+
+  const bool recipes = args->Has("compare-recipes");
+  for (const std::string& name : RecipeOptionNames()) {
+    if (args->Value(name) && !recipes) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--", name, " goes with --compare-recipes")));
+    }
+  }
+  if (recipes) {
+    if (compare) {
+      return Fail(absl::InvalidArgumentError(
+          "--compare-formats and --compare-recipes exclude each other"));
+    }
+    api::TrainingPlanOptions t;
+    t.size = options;
+    if (absl::Status s = ReadRecipeOptions(*args, t.measure); !s.ok()) return Fail(s);
+    std::optional<Progress> line;
+    t.measure.progress = ProgressLine(line, args->Has("quiet"));
+    absl::StatusOr<api::TrainingPlanResult> result = api::TrainingPlan(t);
+    if (!result.ok()) return Fail(result.status());
+    if (args->Has("json")) {
+      EmitJson(api::ToJson(*result));
+    } else {
+      PrintTrainingPlan(*result, args->Has("csv"));
+    }
+    return 0;
+  }
 
   if (compare) {
     api::CompareFormatsOptions c{options, {}};

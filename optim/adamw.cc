@@ -52,13 +52,16 @@ double LearningRate(const AdamWOptions& o, int64_t t) {
   return low + (o.lr - low) * 0.5 * (1 + std::cos(std::numbers::pi * progress));
 }
 
-void AdamWStep64(const AdamWOptions& o, int64_t t, double lr, double g, AdamWState64& s) {
+AdamWCorrections::AdamWCorrections(const AdamWOptions& o, int64_t t)
+    : c1(1 - std::pow(o.beta1, static_cast<double>(t))),
+      c2(1 - std::pow(o.beta2, static_cast<double>(t))) {}
+
+void AdamWStep64(const AdamWOptions& o, const AdamWCorrections& k, double lr, double g,
+                 AdamWState64& s) {
   s.p -= lr * o.weight_decay * s.p;
   s.m = o.beta1 * s.m + (1 - o.beta1) * g;
   s.v = o.beta2 * s.v + (1 - o.beta2) * g * g;
-  const double c1 = 1 - std::pow(o.beta1, static_cast<double>(t));
-  const double c2 = 1 - std::pow(o.beta2, static_cast<double>(t));
-  s.p -= lr * (s.m / c1) / (std::sqrt(s.v / c2) + o.eps);
+  s.p -= lr * (s.m / k.c1) / (std::sqrt(s.v / k.c2) + o.eps);
 }
 
 }  // namespace lowp

@@ -46,8 +46,14 @@ double LearningRate(const AdamWOptions& options, int64_t t);
 struct AdamWState64 {
   double p = 0, m = 0, v = 0;
 };
-// One step t of the reference, lr the step's rate.
-void AdamWStep64(const AdamWOptions& options, int64_t t, double lr, double g, AdamWState64& s);
+// The bias corrections of step t: 1 - beta1^t and 1 - beta2^t.
+struct AdamWCorrections {
+  double c1 = 1, c2 = 1;
+  AdamWCorrections(const AdamWOptions& options, int64_t t);
+};
+// One step of the reference, lr the step's rate, `k` the step's corrections.
+void AdamWStep64(const AdamWOptions& options, const AdamWCorrections& k, double lr, double g,
+                 AdamWState64& s);
 
 }  // namespace lowp
 

@@ -296,14 +296,14 @@ absl::Status MeasureUpdates(const std::string& name, std::span<const float> valu
     size_t next_checkpoint = 0;
     for (int64_t t = 1; t <= T; ++t) {
       const double rate = lr[t];
+      const AdamWCorrections k(a, t);
       for (size_t i = 0; i < len; ++i) {
         g[i] = gradient(d[i], begin + static_cast<int64_t>(i), t);
         const double before = ref[i].p;
-        AdamWStep64(a, t, rate, g[i], ref[i]);
+        AdamWStep64(a, k, rate, g[i], ref[i]);
         moved[i] = ref[i].p != before;
       }
-      const double c1 = 1 - std::pow(a.beta1, static_cast<double>(t));
-      const double c2 = 1 - std::pow(a.beta2, static_cast<double>(t));
+      const double c1 = k.c1, c2 = k.c2;
       const float step_size = static_cast<float>(-rate / c1);
       const float root_c2 = static_cast<float>(std::sqrt(c2));
       const float decay = static_cast<float>(1 - rate * a.weight_decay);

@@ -370,6 +370,33 @@ py::object Size(const py::kwargs& kwargs) {
   return Run<SizingReport>([&] { return api::Size(o); });
 }
 
+py::object TrainingPlanCall(const py::kwargs& kwargs) {
+  const Keywords keywords("training_plan", kwargs);
+  api::TrainingPlanOptions o;
+  bool mode_given = false;
+  Setters s;
+  SizingSetters(&o.size.sizing, &mode_given, &s);
+  s["model"] = TextInto(&o.size.model);
+  s["device"] = TextInto(&o.size.device);
+  s["recipes"] = [&](const std::string& n, const py::object& v) { o.measure.recipes = Names(n, v); };
+  s["tensors"] = [&](const std::string& n, const py::object& v) {
+    o.measure.inputs.files = Paths(n, v);
+  };
+  s["select"] = [&](const std::string& n, const py::object& v) {
+    o.measure.tensors = absl::StrJoin(Names(n, v), ",");
+  };
+  s["steps"] = IntInto(&o.measure.update.adamw.steps);
+  s["lr"] = [&](const std::string& n, const py::object& v) {
+    o.measure.update.adamw.lr = Real(n, v);
+  };
+  s["seed"] = SeedInto(&o.measure.update.seed);
+  s["threads"] = IntInto(&o.measure.update.threads);
+  s["quiet"] = [](const std::string& n, const py::object& v) { (void)Bool(n, v); };
+  keywords.Apply(s);
+  RequireModelAndMode(o.size.model, mode_given);
+  return Run<api::TrainingPlanResult>([&] { return api::TrainingPlan(o); });
+}
+
 // A model path, or "" (the bundled model) for None.
 std::string ModelArg(const py::object& model) {
   return model.is_none() ? std::string() : PathText(model);
@@ -1068,6 +1095,11 @@ PYBIND11_MODULE(_lowp, m) {
         "ladder); keywords tensors, steps=100, lr=1e-4, schedule='constant'|'cosine', warmup, "
         "min_lr_ratio, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1, grad_scale=1e-3, "
         "grad_signal=0.5, seed=0, threads=0.");
+  m.def("training_plan", &TrainingPlanCall,
+        "`lowp plan --mode pretrain|finetune --recipes ... --json`: per training-state recipe, "
+        "the job's memory (model=, mode=, device=, every option of size) beside what the recipe "
+        "does to AdamW's updates on tensors= (default the bundled stories260K), select=, "
+        "steps=100, lr=1e-4, seed=0.");
   m.def("training_recipes", &TrainingRecipesCall,
         "`lowp update-error --list --json`: each named training-state recipe, its spelling and "
         "bytes per parameter.");

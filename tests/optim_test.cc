@@ -36,19 +36,19 @@ TEST(AdamW, OneStepByHand) {
   o.eps = 1e-8;
   o.weight_decay = 0;
   AdamWState64 s{1.0, 0, 0};
-  AdamWStep64(o, 1, o.lr, 0.5, s);
+  AdamWStep64(o, AdamWCorrections(o, 1), o.lr, 0.5, s);
   EXPECT_DOUBLE_EQ(s.m, 0.05);
   EXPECT_NEAR(s.v, 0.0125, 1e-16);
   EXPECT_NEAR(s.p, 1.0 - 0.1 * 0.5 / (0.5 + 1e-8), 1e-15);
   // Decoupled decay first: p = 1 - 0.1 * 0.1 * 1 = 0.99, then the step.
   o.weight_decay = 0.1;
   AdamWState64 d{1.0, 0, 0};
-  AdamWStep64(o, 1, o.lr, 0.5, d);
+  AdamWStep64(o, AdamWCorrections(o, 1), o.lr, 0.5, d);
   EXPECT_NEAR(d.p, 0.99 - 0.1 * 0.5 / (0.5 + 1e-8), 1e-15);
   // Step 2 with g = -0.5: m = 0.9 * 0.05 - 0.05 = -0.005, v = 0.95 * 0.0125 +
   // 0.0125 = 0.024375; m^ = -0.005 / 0.19, v^ = 0.024375 / 0.0975 = 0.25.
   o.weight_decay = 0;
-  AdamWStep64(o, 2, o.lr, -0.5, s);
+  AdamWStep64(o, AdamWCorrections(o, 2), o.lr, -0.5, s);
   EXPECT_NEAR(s.m, -0.005, 1e-15);
   EXPECT_NEAR(s.v, 0.024375, 1e-15);
   EXPECT_NEAR(s.p, 1.0 - 0.1 * 0.5 / (0.5 + 1e-8) + 0.1 * (0.005 / 0.19) / (0.5 + 1e-8), 1e-14);

@@ -43,6 +43,7 @@ from ._lowp import (  # noqa: F401
     size,
     tensors,
     tokenize,
+    training_plan,
     training_recipes,
     update_error,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "schemes",
     "size",
     "tensors",
+    "training_plan",
     "training_recipes",
     "update_error",
 ]

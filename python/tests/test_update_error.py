@@ -100,3 +100,15 @@ def test_bad_input_names_the_field():
         lowp.update_error(np.array([[0.1, np.nan]], np.float32))
     recipes = {r["recipe"]: r["bytes_per_parameter"] for r in lowp.training_recipes()}
     assert recipes["fp32-master"] == 16 and recipes["bf16-rne"] == 12 and recipes["bf16-sr-bf16-moments"] == 8
+
+
+def test_training_plan_prices_each_recipe_beside_its_figures():
+    plan = lowp.training_plan(model="llama-3.1-8b", mode="pretrain",
+                              recipes=["fp32-master", "bf16-sr-8bit"], select="*layers.0.mlp*", steps=4)
+    rows = {r["recipe"]: r for r in plan["rows"]}
+    total = rows["fp32-master"]["memory"]["parameters"]["total"]
+    assert rows["fp32-master"]["memory"]["whole"]["model_states"] / total == pytest.approx(16, rel=5e-3)
+    assert rows["bf16-sr-8bit"]["memory"]["whole"]["model_states"] / total == pytest.approx(6.03, rel=5e-3)
+    assert rows["bf16-sr-8bit"]["update_ratio"] == pytest.approx(1, abs=0.1)
+    with pytest.raises(ValueError, match="mode"):
+        lowp.training_plan(model="llama-3.1-8b", mode="inference", recipes=["fp32-master"])

@@ -291,7 +291,7 @@ absl::Status MeasureUpdates(const std::string& name, std::span<const float> valu
       s.m.assign(len, 0.0f);
       s.v.assign(len, 0.0f);
     }
-    std::vector<float> gq(len), mn(len), vn(len), xn(len), scratch(len), tmp;
+    std::vector<float> gq(len), mn(len), vn(len), xn(len), update(len), scratch(len), tmp;
     std::vector<uint8_t> moved(len);
     size_t next_checkpoint = 0;
     for (int64_t t = 1; t <= T; ++t) {
@@ -332,6 +332,7 @@ absl::Status MeasureUpdates(const std::string& name, std::span<const float> valu
           vn[i] = b2 * s.v[i] + one_minus_b2 * (gq[i] * gq[i]);
           const float u = step_size * (mn[i] / (std::sqrt(vn[i]) / root_c2 + eps));
           const float x = rec.master ? s.master[i] : s.w[i];
+          update[i] = u;
           xn[i] = x * decay + u;
         }
         // Into the stored weight.
@@ -361,8 +362,7 @@ absl::Status MeasureUpdates(const std::string& name, std::span<const float> valu
         for (size_t i = 0; i < len; ++i) {
           const double old = scratch[i];
           const double intended =
-              static_cast<double>(scratch[i] * decay) - old +
-              static_cast<double>(step_size * (mn[i] / (std::sqrt(vn[i]) / root_c2 + eps)));
+              static_cast<double>(scratch[i] * decay) - old + static_cast<double>(update[i]);
           const double applied = static_cast<double>(now[i]) - old;
           rep.applied_dot_intended += applied * intended;
           rep.intended_squared += intended * intended;

@@ -40,7 +40,7 @@ const char kUpdateErrorHelp[] =
     "Defaults: the recipes " "fp32-master,bf16-kahan,bf16-rne,bf16-sr,fp32-master-8bit,\n"
     "bf16-sr-bf16-moments,bf16-sr-8bit; --steps 100, --lr 1e-4 constant, beta1 0.9,\n"
     "beta2 0.95, eps 1e-8, weight decay 0.1, grad-scale 1e-3, grad-signal 0.5,\n"
-    "seed 0. Definitions: optim/update_error.h.\n";
+    "seed 0. Definitions: docs/training-state.md.\n";
 
 namespace {
 

@@ -12,14 +12,20 @@ namespace lowp::api {
 void ApplyRecipe(const TrainingRecipe& r, SizingOptions& s) {
   s.weights = r.weights.name;
   s.grads = r.grads.name;
-  s.master = r.master ? "fp32"
+  s.master = r.master                                     ? "fp32"
              : r.update == TrainingRecipe::Update::kKahan ? r.weights.name
                                                           : "none";
   s.optimizer = Optimizer::kAdamW;
   switch (r.moments) {
-    case TrainingRecipe::Moments::kFp32: s.opt_state = "fp32"; break;
-    case TrainingRecipe::Moments::kBf16: s.opt_state = "bf16"; break;
-    case TrainingRecipe::Moments::kFp8Blocks: s.opt_state = "fp8_e4m3fn-g256"; break;
+    case TrainingRecipe::Moments::kFp32:
+      s.opt_state = "fp32";
+      break;
+    case TrainingRecipe::Moments::kBf16:
+      s.opt_state = "bf16";
+      break;
+    case TrainingRecipe::Moments::kFp8Blocks:
+      s.opt_state = "fp8_e4m3fn-g256";
+      break;
     case TrainingRecipe::Moments::kDynamic8:
       s.opt_state = "fp32";  // what bitsandbytes keeps for tensors under 4096 elements
       s.optimizer = Optimizer::kAdamW8bit;
@@ -33,8 +39,10 @@ absl::StatusOr<TrainingPlanResult> TrainingPlan(const TrainingPlanOptions& o) {
     return OptionError("mode", absl::StrCat(ModeName(job.mode),
                                             ": recipes price full training (pretrain, finetune)"));
   }
-  for (const auto& [value, name] : {std::pair{&job.weights, "weights"}, {&job.grads, "grads"},
-                                    {&job.master, "master"}, {&job.opt_state, "opt_state"}}) {
+  for (const auto& [value, name] : {std::pair{&job.weights, "weights"},
+                                    {&job.grads, "grads"},
+                                    {&job.master, "master"},
+                                    {&job.opt_state, "opt_state"}}) {
     if (!value->empty()) {
       return OptionError(absl::StrCat(name, " and recipes"),
                          "exclude each other (each recipe sets the training state's formats)", " ");

@@ -55,7 +55,6 @@ absl::StatusOr<UpdateErrorResult> UpdateError(const UpdateErrorApiOptions& o) {
     r.aggregates[k].steps = o.update.adamw.steps;
     r.aggregates[k].checkpoints = UpdateCheckpoints(o.update.adamw.steps);
   }
-  std::vector<float> values;
   uint64_t index = 0;
   for (const TensorView* t : *selected) {
     if (!IsFloating(t->dtype)) {
@@ -63,10 +62,12 @@ absl::StatusOr<UpdateErrorResult> UpdateError(const UpdateErrorApiOptions& o) {
       continue;
     }
     if (o.progress) o.progress(selected->size(), t->name);
-    values.resize(static_cast<size_t>(t->elements()));
-    if (absl::Status s = ReadAsFloat32(*t, 0, values); !s.ok()) return s;
+    const ValueReader read = [t](int64_t first, std::span<float> out) {
+      return ReadAsFloat32(*t, first, out);
+    };
     std::vector<UpdateReport> reports(r.recipes.size());
-    if (absl::Status s = MeasureUpdates(t->name, values, index++, o.update, r.recipes, reports);
+    if (absl::Status s =
+            MeasureUpdates(t->name, t->elements(), read, index++, o.update, r.recipes, reports);
         !s.ok()) {
       return s;
     }
@@ -81,15 +82,22 @@ absl::StatusOr<UpdateErrorResult> UpdateError(const UpdateErrorApiOptions& o) {
 nlohmann::json ToJson(const UpdateErrorResult& r) {
   const AdamWOptions& a = r.update.adamw;
   nlohmann::json j;
-  j["adamw"] = {{"lr", a.lr},       {"beta1", a.beta1},           {"beta2", a.beta2},
-                {"eps", a.eps},     {"weight_decay", a.weight_decay}, {"steps", a.steps},
-                {"schedule", a.schedule}, {"warmup", a.warmup},    {"min_lr_ratio", a.min_lr_ratio}};
+  j["adamw"] = {{"lr", a.lr},
+                {"beta1", a.beta1},
+                {"beta2", a.beta2},
+                {"eps", a.eps},
+                {"weight_decay", a.weight_decay},
+                {"steps", a.steps},
+                {"schedule", a.schedule},
+                {"warmup", a.warmup},
+                {"min_lr_ratio", a.min_lr_ratio}};
   j["gradient_model"] = {
       {"grad_scale", r.update.grad_scale},
       {"grad_signal", r.update.grad_signal},
       {"seed", r.update.seed},
-      {"rule", "g = grad_scale * rms(tensor) * (grad_signal * d + sqrt(1 - grad_signal^2) * z_t): "
-               "d persistent, z_t fresh each step, unit-variance hash draws (optim/update_error.h)"}};
+      {"rule",
+       "g = grad_scale * rms(tensor) * (grad_signal * d + sqrt(1 - grad_signal^2) * z_t): "
+       "d persistent, z_t fresh each step, unit-variance hash draws (optim/update_error.h)"}};
   nlohmann::json recipes = nlohmann::json::array(), results = nlohmann::json::array();
   for (size_t k = 0; k < r.aggregates.size(); ++k) {
     recipes.push_back(UpdateReportJson(r.aggregates[k], r.recipes[k]));

@@ -51,7 +51,8 @@ void Recipe(benchmark::State& state, std::string name) {
 // AdamW in float32 as a framework's fused kernel computes it.
 void PlainAdamW(benchmark::State& state) {
   std::vector<float> p = Weights(), g(kN), m(kN, 0.0f), v(kN, 0.0f);
-  for (int64_t i = 0; i < kN; ++i) g[i] = 1e-5f * static_cast<float>((i * 2654435761u) % 2001) - 0.01f;
+  for (int64_t i = 0; i < kN; ++i)
+    g[i] = 1e-5f * static_cast<float>((i * 2654435761u) % 2001) - 0.01f;
   const float b1 = 0.9f, b2 = 0.95f, lr = 1e-4f, eps = 1e-8f, decay = 1 - 1e-5f;
   int t = 0;
   for (auto _ : state) {
@@ -79,7 +80,9 @@ void Memcpy(benchmark::State& state) {
 }
 
 void RegisterAll() {
-  benchmark::RegisterBenchmark("optim/memcpy-state", Memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("optim/memcpy-state", Memcpy)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("optim/plain-adamw-fp32", PlainAdamW)->Unit(benchmark::kMillisecond);
   for (const TrainingRecipe& r : TrainingRecipes()) {
     benchmark::RegisterBenchmark(("optim/update-error/" + r.name).c_str(), Recipe, r.name)

@@ -37,7 +37,8 @@ const char kUpdateErrorHelp[] =
     "w0) - (p - p0)|| / ||p - p0||: 0 exact, 1 as if never trained; --json also\n"
     "at N/4, N/2, 3N/4), the moments' relative errors and a census of\n"
     "gradients and moments flushed to zero or beyond range.\n"
-    "Defaults: the recipes " "fp32-master,bf16-kahan,bf16-rne,bf16-sr,fp32-master-8bit,\n"
+    "Defaults: the recipes "
+    "fp32-master,bf16-kahan,bf16-rne,bf16-sr,fp32-master-8bit,\n"
     "bf16-sr-bf16-moments,bf16-sr-8bit; --steps 100, --lr 1e-4 constant, beta1 0.9,\n"
     "beta2 0.95, eps 1e-8, weight decay 0.1, grad-scale 1e-3, grad-signal 0.5,\n"
     "seed 0. Definitions: docs/training-state.md.\n";
@@ -46,7 +47,8 @@ namespace {
 
 absl::Status ReadDouble(const Args& args, const char* name, double* out) {
   if (std::optional<std::string> v = args.Value(name)) {
-    if (!absl::SimpleAtod(*v, out)) return OptionError(name, absl::StrCat("'", *v, "' is not a number"));
+    if (!absl::SimpleAtod(*v, out))
+      return OptionError(name, absl::StrCat("'", *v, "' is not a number"));
   }
   return absl::OkStatus();
 }
@@ -72,7 +74,8 @@ int UpdateErrorCommand(const std::vector<std::string>& argv) {
     }
     std::vector<Row> rows = {{"recipe", "bytes/param", "spelling", "what"}};
     for (const nlohmann::json& r : list) {
-      rows.push_back({r["recipe"], Fixed(r["bytes_per_parameter"]), r["spelling"], r["description"]});
+      rows.push_back(
+          {r["recipe"], Fixed(r["bytes_per_parameter"]), r["spelling"], r["description"]});
     }
     if (*output == Output::kCsv) {
       PrintCsv(rows);
@@ -91,9 +94,13 @@ int UpdateErrorCommand(const std::vector<std::string>& argv) {
   if (!recipes.ok()) return Fail(recipes.status());
   o.recipes = *recipes;
   AdamWOptions& a = o.update.adamw;
-  for (auto [name, field] : {std::pair{"lr", &a.lr}, {"min-lr-ratio", &a.min_lr_ratio},
-                             {"beta1", &a.beta1}, {"beta2", &a.beta2}, {"eps", &a.eps},
-                             {"weight-decay", &a.weight_decay}, {"grad-scale", &o.update.grad_scale},
+  for (auto [name, field] : {std::pair{"lr", &a.lr},
+                             {"min-lr-ratio", &a.min_lr_ratio},
+                             {"beta1", &a.beta1},
+                             {"beta2", &a.beta2},
+                             {"eps", &a.eps},
+                             {"weight-decay", &a.weight_decay},
+                             {"grad-scale", &o.update.grad_scale},
                              {"grad-signal", &o.update.grad_signal}}) {
     if (absl::Status s = ReadDouble(*args, name, field); !s.ok()) return Fail(s);
   }
@@ -140,10 +147,12 @@ int UpdateErrorCommand(const std::vector<std::string>& argv) {
               static_cast<long long>(used.steps), used.lr, used.schedule.c_str(),
               used.warmup > 0 ? absl::StrCat(", warmup ", used.warmup).c_str() : "", used.beta1,
               used.beta2, used.eps, used.weight_decay);
-  std::printf("grads  grad-scale %g x rms(tensor), signal %g, seed %llu\n", result->update.grad_scale,
-              result->update.grad_signal, static_cast<unsigned long long>(result->update.seed));
-  std::printf("units  lost: element-steps the reference moved and the stored weight did not;\n"
-              "       weight rel err: ||(w - w0) - (p - p0)|| / ||p - p0|| after the last step\n\n");
+  std::printf("grads  grad-scale %g x rms(tensor), signal %g, seed %llu\n",
+              result->update.grad_scale, result->update.grad_signal,
+              static_cast<unsigned long long>(result->update.seed));
+  std::printf(
+      "units  lost: element-steps the reference moved and the stored weight did not;\n"
+      "       weight rel err: ||(w - w0) - (p - p0)|| / ||p - p0|| after the last step\n\n");
   PrintTable(rows, {0, 1});
   return 0;
 }

@@ -32,8 +32,8 @@ absl::Status ValidateAdamW(const AdamWOptions& o) {
     return OptionError("schedule", absl::StrCat("'", o.schedule, "'; valid: constant, cosine"));
   }
   if (o.warmup < 0 || o.warmup >= o.steps) {
-    return OptionError("warmup", absl::StrCat("must be 0 to steps - 1 (", o.steps - 1, "), not ",
-                                              o.warmup));
+    return OptionError("warmup",
+                       absl::StrCat("must be 0 to steps - 1 (", o.steps - 1, "), not ", o.warmup));
   }
   if (!(o.min_lr_ratio >= 0 && o.min_lr_ratio <= 1)) {
     return OptionError("min-lr-ratio", absl::StrCat("must be in [0, 1], not ", o.min_lr_ratio));

@@ -13,19 +13,26 @@ Format MustFind(absl::string_view name) { return *FindFormat(name); }
 
 absl::string_view UpdateName(TrainingRecipe::Update u) {
   switch (u) {
-    case TrainingRecipe::Update::kNearestEven: return "rne";
-    case TrainingRecipe::Update::kStochastic: return "sr";
-    case TrainingRecipe::Update::kKahan: return "kahan";
+    case TrainingRecipe::Update::kNearestEven:
+      return "rne";
+    case TrainingRecipe::Update::kStochastic:
+      return "sr";
+    case TrainingRecipe::Update::kKahan:
+      return "kahan";
   }
   return "";
 }
 
 absl::string_view MomentsName(TrainingRecipe::Moments m) {
   switch (m) {
-    case TrainingRecipe::Moments::kFp32: return "fp32";
-    case TrainingRecipe::Moments::kBf16: return "bf16";
-    case TrainingRecipe::Moments::kFp8Blocks: return "fp8";
-    case TrainingRecipe::Moments::kDynamic8: return "8bit";
+    case TrainingRecipe::Moments::kFp32:
+      return "fp32";
+    case TrainingRecipe::Moments::kBf16:
+      return "bf16";
+    case TrainingRecipe::Moments::kFp8Blocks:
+      return "fp8";
+    case TrainingRecipe::Moments::kDynamic8:
+      return "8bit";
   }
   return "";
 }
@@ -61,10 +68,16 @@ double TrainingRecipe::BytesPerParameter() const {
   if (master) bytes += 4;
   if (!master && update == Update::kKahan) bytes += weights.bits / 8.0;
   switch (moments) {
-    case Moments::kFp32: bytes += 8; break;
-    case Moments::kBf16: bytes += 4; break;
+    case Moments::kFp32:
+      bytes += 8;
+      break;
+    case Moments::kBf16:
+      bytes += 4;
+      break;
     case Moments::kFp8Blocks:
-    case Moments::kDynamic8: bytes += 2 + 2 * 4.0 / 256; break;  // + a float32 per 256 each
+    case Moments::kDynamic8:
+      bytes += 2 + 2 * 4.0 / 256;
+      break;  // + a float32 per 256 each
   }
   return bytes;
 }

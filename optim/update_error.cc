@@ -17,6 +17,8 @@ namespace {
 // Elements per task: a multiple of the 256-value blocks of the fp8 and 8bit
 // moments, which start at the tensor's first element.
 constexpr int64_t kChunk = 16 * kDynamicBlock;
+// Elements read at a time: 256 chunks (4 MiB of float32).
+constexpr int64_t kReadBlock = 256 * kChunk;
 
 uint64_t SplitMix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -114,7 +116,8 @@ void StoreMoments(const TrainingRecipe& r, const RecipeRounders& rr, std::span<f
 float GradScale(const TrainingRecipe& r, double amax) {
   if (!r.ScaledGradients() || !(amax > 0)) return 1.0f;
   const double max = r.grads.max_finite();
-  if (r.grads.name == "fp16") return static_cast<float>(std::exp2(std::floor(std::log2(max / amax))));
+  if (r.grads.name == "fp16")
+    return static_cast<float>(std::exp2(std::floor(std::log2(max / amax))));
   return static_cast<float>(max / amax);
 }
 
@@ -160,7 +163,8 @@ std::vector<int64_t> UpdateCheckpoints(int64_t steps) {
 }
 
 double UpdateReport::updates_lost() const {
-  return reference_moves == 0 ? 0 : static_cast<double>(lost) / static_cast<double>(reference_moves);
+  return reference_moves == 0 ? 0
+                              : static_cast<double>(lost) / static_cast<double>(reference_moves);
 }
 double UpdateReport::update_ratio() const {
   return intended_squared == 0 ? 1 : applied_dot_intended / intended_squared;
@@ -199,19 +203,38 @@ void UpdateReport::Merge(const UpdateReport& o) {
 }
 
 absl::Status MeasureUpdates(const std::string& name, std::span<const float> values,
+                            uint64_t tensor_index, const UpdateErrorOptions& options,
+                            std::span<const TrainingRecipe> recipes,
+                            std::span<UpdateReport> reports) {
+  const ValueReader read = [values](int64_t first, std::span<float> out) {
+    std::copy_n(values.begin() + first, out.size(), out.begin());
+    return absl::OkStatus();
+  };
+  return MeasureUpdates(name, static_cast<int64_t>(values.size()), read, tensor_index, options,
+                        recipes, reports);
+}
+
+absl::Status MeasureUpdates(const std::string& name, int64_t n, const ValueReader& read,
                             uint64_t tensor_index, const UpdateErrorOptions& o,
                             std::span<const TrainingRecipe> recipes,
                             std::span<UpdateReport> reports) {
   if (absl::Status s = ValidateUpdateError(o); !s.ok()) return s;
   const AdamWOptions& a = o.adamw;
-  const int64_t n = static_cast<int64_t>(values.size()), T = a.steps;
+  const int64_t T = a.steps;
+  // First pass: the values' rms (the gradient's scale), and no NaN or Inf.
+  std::vector<float> block;
   double sum_squares = 0;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor '", name, "' has a non-finite value at element ", i));
+  for (int64_t first = 0; first < n; first += kReadBlock) {
+    block.resize(static_cast<size_t>(std::min(kReadBlock, n - first)));
+    if (absl::Status s = read(first, block); !s.ok()) return s;
+    for (size_t i = 0; i < block.size(); ++i) {
+      if (!std::isfinite(block[i])) {
+        return absl::InvalidArgumentError(absl::StrCat("tensor '", name,
+                                                       "' has a non-finite value at element ",
+                                                       first + static_cast<int64_t>(i)));
+      }
+      sum_squares += static_cast<double>(block[i]) * block[i];
     }
-    sum_squares += static_cast<double>(values[i]) * values[i];
   }
   const double rms = n == 0 ? 0 : std::sqrt(sum_squares / static_cast<double>(n));
   const double sigma = o.grad_scale * (rms > 0 ? rms : 1.0);
@@ -237,7 +260,8 @@ absl::Status MeasureUpdates(const std::string& name, std::span<const float> valu
       const int64_t begin = static_cast<int64_t>(c) * kChunk, end = std::min(n, begin + kChunk);
       for (int64_t i = begin; i < end; ++i) {
         const double d = GradientDraw(o.seed, tensor_index, static_cast<uint64_t>(i), 0);
-        for (int64_t t = 1; t <= T; ++t) local[t] = std::max(local[t], std::fabs(gradient(d, i, t)));
+        for (int64_t t = 1; t <= T; ++t)
+          local[t] = std::max(local[t], std::fabs(gradient(d, i, t)));
       }
     });
     for (const std::vector<double>& local : part) {
@@ -260,148 +284,6 @@ absl::Status MeasureUpdates(const std::string& name, std::span<const float> valu
   const float one_minus_b2 = static_cast<float>(1 - a.beta2), b2 = static_cast<float>(a.beta2);
   const float eps = static_cast<float>(a.eps);
 
-  const int64_t chunks = n == 0 ? 0 : (n + kChunk - 1) / kChunk;
-  std::vector<std::vector<UpdateReport>> parts(static_cast<size_t>(chunks));
-  ParallelFor(static_cast<size_t>(chunks), o.threads, [&](size_t c) {
-    const int64_t begin = static_cast<int64_t>(c) * kChunk, end = std::min(n, begin + kChunk);
-    const size_t len = static_cast<size_t>(end - begin);
-    std::vector<UpdateReport>& out = parts[c];
-    out.resize(recipes.size());
-    for (UpdateReport& rep : out) {
-      rep.checkpoints = checkpoints;
-      rep.error_squared.assign(checkpoints.size(), 0.0);
-      rep.movement_squared.assign(checkpoints.size(), 0.0);
-      rep.elements = len;
-    }
-    std::vector<double> d(len), g(len);
-    std::vector<AdamWState64> ref(len);
-    std::vector<double> p0(len);
-    for (size_t i = 0; i < len; ++i) {
-      d[i] = GradientDraw(o.seed, tensor_index, static_cast<uint64_t>(begin) + i, 0);
-      ref[i].p = p0[i] = values[begin + i];
-    }
-    std::vector<RecipeState> st(recipes.size());
-    for (size_t r = 0; r < recipes.size(); ++r) {
-      RecipeState& s = st[r];
-      s.w.assign(values.begin() + begin, values.begin() + end);
-      rounders[r].weights(s.w, s.w);
-      s.w0 = s.w;
-      if (recipes[r].master) s.master.assign(values.begin() + begin, values.begin() + end);
-      s.comp.assign(len, 0.0f);
-      s.m.assign(len, 0.0f);
-      s.v.assign(len, 0.0f);
-    }
-    std::vector<float> gq(len), mn(len), vn(len), xn(len), update(len), scratch(len), tmp;
-    std::vector<uint8_t> moved(len);
-    size_t next_checkpoint = 0;
-    for (int64_t t = 1; t <= T; ++t) {
-      const double rate = lr[t];
-      const AdamWCorrections k(a, t);
-      for (size_t i = 0; i < len; ++i) {
-        g[i] = gradient(d[i], begin + static_cast<int64_t>(i), t);
-        const double before = ref[i].p;
-        AdamWStep64(a, k, rate, g[i], ref[i]);
-        moved[i] = ref[i].p != before;
-      }
-      const double c1 = k.c1, c2 = k.c2;
-      const float step_size = static_cast<float>(-rate / c1);
-      const float root_c2 = static_cast<float>(std::sqrt(c2));
-      const float decay = static_cast<float>(1 - rate * a.weight_decay);
-      const bool at_checkpoint = next_checkpoint < checkpoints.size() && checkpoints[next_checkpoint] == t;
-      for (size_t r = 0; r < recipes.size(); ++r) {
-        const TrainingRecipe& rec = recipes[r];
-        const RecipeRounders& rr = rounders[r];
-        RecipeState& s = st[r];
-        UpdateReport& rep = out[r];
-        // The gradient as stored.
-        const float scale = GradScale(rec, amax[t]);
-        for (size_t i = 0; i < len; ++i) scratch[i] = static_cast<float>(g[i] * scale);
-        rr.grads(scratch, gq);
-        // A scaled format's amax lands on its largest value (saturating the
-        // rounding of the product at the top): only unscaled ones overflow.
-        const float gmax = rec.ScaledGradients() ? std::numeric_limits<float>::infinity()
-                                                 : static_cast<float>(rec.grads.max_finite());
-        for (size_t i = 0; i < len; ++i) {
-          rep.census.grad_underflow += scratch[i] != 0 && gq[i] == 0;
-          rep.census.grad_overflow += std::fabs(scratch[i]) > gmax;
-          gq[i] /= scale;
-        }
-        // Moments and the update in float32.
-        for (size_t i = 0; i < len; ++i) {
-          mn[i] = b1 * s.m[i] + one_minus_b1 * gq[i];
-          vn[i] = b2 * s.v[i] + one_minus_b2 * (gq[i] * gq[i]);
-          const float u = step_size * (mn[i] / (std::sqrt(vn[i]) / root_c2 + eps));
-          const float x = rec.master ? s.master[i] : s.w[i];
-          update[i] = u;
-          xn[i] = x * decay + u;
-        }
-        // Into the stored weight.
-        std::vector<float>& stored = rec.master ? s.master : s.w;
-        for (size_t i = 0; i < len; ++i) scratch[i] = stored[i];  // the old values
-        if (rec.master) {
-          s.master.swap(xn);  // float32 already
-          rr.weights(s.master, s.w);
-        } else if (rec.update == TrainingRecipe::Update::kKahan) {
-          for (size_t i = 0; i < len; ++i) {
-            const float y = (xn[i] - s.w[i]) - s.comp[i];
-            xn[i] = s.w[i] + y;
-            s.comp[i] = y;  // kept for the correction below
-          }
-          rr.weights(xn, xn);
-          for (size_t i = 0; i < len; ++i) s.comp[i] = (xn[i] - s.w[i]) - s.comp[i];
-          rr.weights(s.comp, s.comp);
-          s.w.swap(xn);
-        } else if (rec.update == TrainingRecipe::Update::kStochastic) {
-          rr.weights_sr(xn, s.w,
-                        static_cast<uint64_t>(t) * static_cast<uint64_t>(n) +
-                            static_cast<uint64_t>(begin));
-        } else {
-          rr.weights(xn, s.w);
-        }
-        const std::vector<float>& now = rec.master ? s.master : s.w;
-        for (size_t i = 0; i < len; ++i) {
-          const double old = scratch[i];
-          const double intended =
-              static_cast<double>(scratch[i] * decay) - old + static_cast<double>(update[i]);
-          const double applied = static_cast<double>(now[i]) - old;
-          rep.applied_dot_intended += applied * intended;
-          rep.intended_squared += intended * intended;
-          if (moved[i]) {
-            ++rep.reference_moves;
-            rep.lost += now[i] == scratch[i];
-          }
-        }
-        StoreMoments(rec, rr, mn, vn, tmp, rep.census);
-        s.m.swap(mn);
-        s.v.swap(vn);
-        mn.resize(len);
-        vn.resize(len);
-        xn.resize(len);
-        if (at_checkpoint) {
-          const std::vector<float>& x = rec.master ? s.master : s.w;
-          for (size_t i = 0; i < len; ++i) {
-            // The master copy starts at the tensor's values, the weights at
-            // them rounded to their format.
-            const double start = rec.master ? static_cast<double>(values[begin + i]) : s.w0[i];
-            const double e = (static_cast<double>(x[i]) - start) - (ref[i].p - p0[i]);
-            rep.error_squared[next_checkpoint] += e * e;
-            rep.movement_squared[next_checkpoint] += (ref[i].p - p0[i]) * (ref[i].p - p0[i]);
-          }
-        }
-      }
-      if (at_checkpoint) ++next_checkpoint;
-    }
-    for (size_t r = 0; r < recipes.size(); ++r) {
-      UpdateReport& rep = out[r];
-      for (size_t i = 0; i < len; ++i) {
-        const double dm = st[r].m[i] - ref[i].m, dv = st[r].v[i] - ref[i].v;
-        rep.m_error_squared += dm * dm;
-        rep.m_squared += ref[i].m * ref[i].m;
-        rep.v_error_squared += dv * dv;
-        rep.v_squared += ref[i].v * ref[i].v;
-      }
-    }
-  });
   for (size_t r = 0; r < recipes.size(); ++r) {
     UpdateReport& rep = reports[r];
     rep = UpdateReport{};
@@ -412,7 +294,163 @@ absl::Status MeasureUpdates(const std::string& name, std::span<const float> valu
     rep.checkpoints = checkpoints;
     rep.error_squared.assign(checkpoints.size(), 0.0);
     rep.movement_squared.assign(checkpoints.size(), 0.0);
-    for (const std::vector<UpdateReport>& part : parts) rep.Merge(part[r]);
+  }
+  // Second pass, a block of the tensor at a time (memory stays bounded), its
+  // chunks side by side; the chunks' sums are merged in order.
+  for (int64_t block_first = 0; block_first < n; block_first += kReadBlock) {
+    block.resize(static_cast<size_t>(std::min(kReadBlock, n - block_first)));
+    if (absl::Status s = read(block_first, block); !s.ok()) return s;
+    const std::span<const float> values(block);
+    const int64_t block_n = static_cast<int64_t>(block.size());
+    const int64_t chunks = (block_n + kChunk - 1) / kChunk;
+    std::vector<std::vector<UpdateReport>> parts(static_cast<size_t>(chunks));
+    ParallelFor(static_cast<size_t>(chunks), o.threads, [&](size_t c) {
+      // `begin` indexes the block; `base + i` the tensor.
+      const int64_t begin = static_cast<int64_t>(c) * kChunk,
+                    end = std::min(block_n, begin + kChunk);
+      const int64_t base = block_first + begin;
+      const size_t len = static_cast<size_t>(end - begin);
+      std::vector<UpdateReport>& out = parts[c];
+      out.resize(recipes.size());
+      for (UpdateReport& rep : out) {
+        rep.checkpoints = checkpoints;
+        rep.error_squared.assign(checkpoints.size(), 0.0);
+        rep.movement_squared.assign(checkpoints.size(), 0.0);
+        rep.elements = len;
+      }
+      std::vector<double> d(len), g(len);
+      std::vector<AdamWState64> ref(len);
+      std::vector<double> p0(len);
+      for (size_t i = 0; i < len; ++i) {
+        d[i] = GradientDraw(o.seed, tensor_index, static_cast<uint64_t>(base) + i, 0);
+        ref[i].p = p0[i] = values[begin + i];
+      }
+      std::vector<RecipeState> st(recipes.size());
+      for (size_t r = 0; r < recipes.size(); ++r) {
+        RecipeState& s = st[r];
+        s.w.assign(values.begin() + begin, values.begin() + end);
+        rounders[r].weights(s.w, s.w);
+        s.w0 = s.w;
+        if (recipes[r].master) s.master.assign(values.begin() + begin, values.begin() + end);
+        s.comp.assign(len, 0.0f);
+        s.m.assign(len, 0.0f);
+        s.v.assign(len, 0.0f);
+      }
+      std::vector<float> gq(len), mn(len), vn(len), xn(len), update(len), scratch(len), tmp;
+      std::vector<uint8_t> moved(len);
+      size_t next_checkpoint = 0;
+      for (int64_t t = 1; t <= T; ++t) {
+        const double rate = lr[t];
+        const AdamWCorrections k(a, t);
+        for (size_t i = 0; i < len; ++i) {
+          g[i] = gradient(d[i], base + static_cast<int64_t>(i), t);
+          const double before = ref[i].p;
+          AdamWStep64(a, k, rate, g[i], ref[i]);
+          moved[i] = ref[i].p != before;
+        }
+        const double c1 = k.c1, c2 = k.c2;
+        const float step_size = static_cast<float>(-rate / c1);
+        const float root_c2 = static_cast<float>(std::sqrt(c2));
+        const float decay = static_cast<float>(1 - rate * a.weight_decay);
+        const bool at_checkpoint =
+            next_checkpoint < checkpoints.size() && checkpoints[next_checkpoint] == t;
+        for (size_t r = 0; r < recipes.size(); ++r) {
+          const TrainingRecipe& rec = recipes[r];
+          const RecipeRounders& rr = rounders[r];
+          RecipeState& s = st[r];
+          UpdateReport& rep = out[r];
+          // The gradient as stored.
+          const float scale = GradScale(rec, amax[t]);
+          for (size_t i = 0; i < len; ++i) scratch[i] = static_cast<float>(g[i] * scale);
+          rr.grads(scratch, gq);
+          // A scaled format's amax lands on its largest value (saturating the
+          // rounding of the product at the top): only unscaled ones overflow.
+          const float gmax = rec.ScaledGradients() ? std::numeric_limits<float>::infinity()
+                                                   : static_cast<float>(rec.grads.max_finite());
+          for (size_t i = 0; i < len; ++i) {
+            rep.census.grad_underflow += scratch[i] != 0 && gq[i] == 0;
+            rep.census.grad_overflow += std::fabs(scratch[i]) > gmax;
+            gq[i] /= scale;
+          }
+          // Moments and the update in float32.
+          for (size_t i = 0; i < len; ++i) {
+            mn[i] = b1 * s.m[i] + one_minus_b1 * gq[i];
+            vn[i] = b2 * s.v[i] + one_minus_b2 * (gq[i] * gq[i]);
+            const float u = step_size * (mn[i] / (std::sqrt(vn[i]) / root_c2 + eps));
+            const float x = rec.master ? s.master[i] : s.w[i];
+            update[i] = u;
+            xn[i] = x * decay + u;
+          }
+          // Into the stored weight.
+          std::vector<float>& stored = rec.master ? s.master : s.w;
+          for (size_t i = 0; i < len; ++i) scratch[i] = stored[i];  // the old values
+          if (rec.master) {
+            s.master.swap(xn);  // float32 already
+            rr.weights(s.master, s.w);
+          } else if (rec.update == TrainingRecipe::Update::kKahan) {
+            for (size_t i = 0; i < len; ++i) {
+              const float y = (xn[i] - s.w[i]) - s.comp[i];
+              xn[i] = s.w[i] + y;
+              s.comp[i] = y;  // kept for the correction below
+            }
+            rr.weights(xn, xn);
+            for (size_t i = 0; i < len; ++i) s.comp[i] = (xn[i] - s.w[i]) - s.comp[i];
+            rr.weights(s.comp, s.comp);
+            s.w.swap(xn);
+          } else if (rec.update == TrainingRecipe::Update::kStochastic) {
+            rr.weights_sr(
+                xn, s.w,
+                static_cast<uint64_t>(t) * static_cast<uint64_t>(n) + static_cast<uint64_t>(base));
+          } else {
+            rr.weights(xn, s.w);
+          }
+          const std::vector<float>& now = rec.master ? s.master : s.w;
+          for (size_t i = 0; i < len; ++i) {
+            const double old = scratch[i];
+            const double intended =
+                static_cast<double>(scratch[i] * decay) - old + static_cast<double>(update[i]);
+            const double applied = static_cast<double>(now[i]) - old;
+            rep.applied_dot_intended += applied * intended;
+            rep.intended_squared += intended * intended;
+            if (moved[i]) {
+              ++rep.reference_moves;
+              rep.lost += now[i] == scratch[i];
+            }
+          }
+          StoreMoments(rec, rr, mn, vn, tmp, rep.census);
+          s.m.swap(mn);
+          s.v.swap(vn);
+          mn.resize(len);
+          vn.resize(len);
+          xn.resize(len);
+          if (at_checkpoint) {
+            const std::vector<float>& x = rec.master ? s.master : s.w;
+            for (size_t i = 0; i < len; ++i) {
+              // The master copy starts at the tensor's values, the weights at
+              // them rounded to their format.
+              const double start = rec.master ? static_cast<double>(values[begin + i]) : s.w0[i];
+              const double e = (static_cast<double>(x[i]) - start) - (ref[i].p - p0[i]);
+              rep.error_squared[next_checkpoint] += e * e;
+              rep.movement_squared[next_checkpoint] += (ref[i].p - p0[i]) * (ref[i].p - p0[i]);
+            }
+          }
+        }
+        if (at_checkpoint) ++next_checkpoint;
+      }
+      for (size_t r = 0; r < recipes.size(); ++r) {
+        UpdateReport& rep = out[r];
+        for (size_t i = 0; i < len; ++i) {
+          const double dm = st[r].m[i] - ref[i].m, dv = st[r].v[i] - ref[i].v;
+          rep.m_error_squared += dm * dm;
+          rep.m_squared += ref[i].m * ref[i].m;
+          rep.v_error_squared += dv * dv;
+          rep.v_squared += ref[i].v * ref[i].v;
+        }
+      }
+    });
+    for (size_t r = 0; r < recipes.size(); ++r) {
+      for (const std::vector<UpdateReport>& part : parts) reports[r].Merge(part[r]);
+    }
   }
   return absl::OkStatus();
 }

@@ -30,6 +30,7 @@
 #define LOWP_OPTIM_UPDATE_ERROR_H_
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -90,8 +91,8 @@ struct UpdateReport {
   double m_error_squared = 0, m_squared = 0, v_error_squared = 0, v_squared = 0;
   StateCensus census;
 
-  double updates_lost() const;       // lost / reference_moves
-  double update_ratio() const;       // applied_dot_intended / intended_squared
+  double updates_lost() const;  // lost / reference_moves
+  double update_ratio() const;  // applied_dot_intended / intended_squared
   // sqrt(error_squared / movement_squared) at checkpoint k (the last by
   // default): 0 when the recipe moved the weights as the reference did, 1
   // when it did not move them at all.
@@ -102,9 +103,19 @@ struct UpdateReport {
   void Merge(const UpdateReport& other);  // adds the sums
 };
 
-// Runs every recipe on `values` (the tensor's elements; `tensor_index` keys
-// its gradients), filling reports[r] for recipes[r] (same size).
-// InvalidArgument naming `name` when a value is not finite.
+// Reads out.size() of a tensor's elements, from element `first`, as float32.
+using ValueReader = std::function<absl::Status(int64_t first, std::span<float> out)>;
+
+// Runs every recipe on a tensor of `n` elements read through `read` (twice,
+// a block at a time: memory does not grow with the tensor; `tensor_index`
+// keys its gradients), filling reports[r] for recipes[r] (same size).
+// InvalidArgument naming `name` when a value is not finite; read's errors
+// as they are.
+absl::Status MeasureUpdates(const std::string& name, int64_t n, const ValueReader& read,
+                            uint64_t tensor_index, const UpdateErrorOptions& options,
+                            std::span<const TrainingRecipe> recipes,
+                            std::span<UpdateReport> reports);
+// The same on values in memory.
 absl::Status MeasureUpdates(const std::string& name, std::span<const float> values,
                             uint64_t tensor_index, const UpdateErrorOptions& options,
                             std::span<const TrainingRecipe> recipes,

@@ -4,6 +4,7 @@
 // updates: fp32 follows the reference, bf16 without a master copy loses
 // updates below half an ulp, stochastic rounding keeps them on average,
 // Kahan summation recovers them, 8-bit states track fp32.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -204,7 +205,7 @@ TEST(DynamicMap, NearestByFloatMidpointsTiesToEvenAndTheSignFixUp) {
 
 // Runs the named recipes on n values of N(0, 0.02^2).
 std::vector<UpdateReport> RunRecipes(const std::vector<std::string>& names, UpdateErrorOptions o,
-                              int64_t n = 1 << 14) {
+                                     int64_t n = 1 << 14) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 0.02f);
   std::vector<float> w(static_cast<size_t>(n));
@@ -305,6 +306,38 @@ TEST(UpdateError, SameResultOnAnyThreadCountAndRefusesNonFinite) {
   absl::Status s = MeasureUpdates("layers.0.w", w, 0, o, recipes, reports);
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.message()), HasSubstr("layers.0.w"));
+}
+
+TEST(UpdateError, ReadsATensorABlockAtATimeAndPassesReadErrorsOn) {
+  // 1.5 M elements: read in blocks of at most 2^20 (4 MiB), twice over,
+  // whatever the tensor's size; a reader's error comes back as it is.
+  const int64_t n = 3 << 19;
+  std::vector<float> w(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) w[i] = 0.02f * std::sin(static_cast<float>(i));
+  size_t largest = 0, total = 0;
+  const ValueReader read = [&](int64_t first, std::span<float> out) {
+    largest = std::max(largest, out.size());
+    total += out.size();
+    std::copy_n(w.begin() + first, out.size(), out.begin());
+    return absl::OkStatus();
+  };
+  UpdateErrorOptions o;
+  o.adamw.steps = 1;
+  const std::vector<TrainingRecipe> recipes = {*ParseTrainingRecipe("bf16-rne")};
+  std::vector<UpdateReport> streamed(1), whole(1);
+  ASSERT_TRUE(MeasureUpdates("w", n, read, 0, o, recipes, streamed).ok());
+  EXPECT_LE(largest, size_t{1} << 20);
+  EXPECT_EQ(total, 2 * static_cast<size_t>(n));
+  ASSERT_TRUE(MeasureUpdates("w", w, 0, o, recipes, whole).ok());
+  EXPECT_EQ(streamed[0].lost, whole[0].lost);
+  EXPECT_EQ(streamed[0].elements, static_cast<uint64_t>(n));
+  const ValueReader shrinking = [&](int64_t first, std::span<float> out) {
+    if (first > 0) return absl::DataLossError("w.safetensors shrank while read");
+    std::copy_n(w.begin(), out.size(), out.begin());
+    return absl::OkStatus();
+  };
+  absl::Status s = MeasureUpdates("w", n, shrinking, 0, o, recipes, streamed);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("shrank"));
 }
 
 }  // namespace

@@ -58,11 +58,11 @@ TEST(RotatedScheme, NamesAndOptions) {
   // The rotation comes after the scheme's own options, wherever it was given.
   EXPECT_EQ(Make("int4-g128:rotate=hadamard64:scale=bf16")->name(),
             "int4-g128:scale=bf16:rotate=hadamard64");
-  for (const char* bad : {"int4-g128:rotate", "int4-g128:rotate=", "int4-g128:rotate=hadamard3",
-                          "int4-g128:rotate=hadamard1", "int4-g128:rotate=hadamard131072",
-                          "int4-g128:rotate=walsh", "int4-g128:rotate=hadamard:rotate=hadamard",
-                          "Q4_K_M:rotate=hadamard", "iq2_xxs:rotate=hadamard",
-                          "nope:rotate=hadamard"}) {
+  for (const char* bad :
+       {"int4-g128:rotate", "int4-g128:rotate=", "int4-g128:rotate=hadamard3",
+        "int4-g128:rotate=hadamard1", "int4-g128:rotate=hadamard131072", "int4-g128:rotate=walsh",
+        "int4-g128:rotate=hadamard:rotate=hadamard", "Q4_K_M:rotate=hadamard",
+        "iq2_xxs:rotate=hadamard", "nope:rotate=hadamard"}) {
     absl::StatusOr<std::unique_ptr<Scheme>> s = ParseScheme(bad);
     EXPECT_FALSE(s.ok()) << bad;
   }
@@ -103,8 +103,8 @@ TEST(RotatedScheme, ValueIsTheRotatedRowsQuantizationRotatedBack) {
       std::vector<float> rotated(dense.begin(), dense.end());
       const auto inner = RunScheme(*Make(name), rotated, cols);
       const std::vector<double> expected = RotateDense(inner.out, cols, n);
-      const std::string full = std::string(name) + ":rotate=hadamard" +
-                               (n == cols ? "" : std::to_string(n));
+      const std::string full =
+          std::string(name) + ":rotate=hadamard" + (n == cols ? "" : std::to_string(n));
       const auto r = RunScheme(*Make(full), x, cols);
       // The fast transform's rotated row differs from the dense one in the
       // last bits, which can move a value across a rounding boundary: count
@@ -125,8 +125,8 @@ TEST(RotatedScheme, RotatedWeightsAndActivationsGiveTheDeploymentsProducts) {
   const int64_t in = 512, out = 24, tokens = 8;
   const std::vector<float> w = Normal(static_cast<size_t>(out * in), 2, 0.02f);
   const std::vector<float> x = Normal(static_cast<size_t>(tokens * in), 3);
-  for (const auto& [ws, as] : {std::pair{"int4-g128", "int8-channel"},
-                               std::pair{"mxfp4", "mxfp8"}, std::pair{"fp32", "fp32"}}) {
+  for (const auto& [ws, as] : {std::pair{"int4-g128", "int8-channel"}, std::pair{"mxfp4", "mxfp8"},
+                               std::pair{"fp32", "fp32"}}) {
     for (const char* rotation : {":rotate=hadamard", ":rotate=hadamard64"}) {
       const auto we = RunScheme(*Make(std::string(ws) + rotation), w, in);
       const auto xe = RunScheme(*Make(std::string(as) + rotation), x, in);

@@ -1,10 +1,11 @@
 // The training plan (api/training_plan.h): each recipe's formats priced by
 // the memory model give its bytes per parameter, and the figures beside them
 // are update-error's on the same tensors.
+#include "api/training_plan.h"
+
 #include <string>
 #include <vector>
 
-#include "api/training_plan.h"
 #include "formats/option_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -20,8 +21,8 @@ TEST(TrainingPlan, EachRecipesStatesCostItsBytesPerParameter) {
     api::ApplyRecipe(recipe, o.sizing);
     absl::StatusOr<SizingReport> r = api::Size(o);
     ASSERT_TRUE(r.ok()) << recipe.name << ": " << r.status();
-    const double per_parameter = static_cast<double>(r->whole.model_states()) /
-                                 static_cast<double>(r->parameters.total);
+    const double per_parameter =
+        static_cast<double>(r->whole.model_states()) / static_cast<double>(r->parameters.total);
     // Within 0.5%: bitsandbytes keeps tensors under 4096 elements in fp32, and
     // fp8's scale per 256 rounds up per tensor.
     EXPECT_NEAR(per_parameter, recipe.BytesPerParameter(), 0.005 * recipe.BytesPerParameter())

@@ -62,8 +62,13 @@ absl::StatusOr<UpdateErrorResult> UpdateError(const UpdateErrorApiOptions& o) {
       continue;
     }
     if (o.progress) o.progress(selected->size(), t->name);
-    const ValueReader read = [t](int64_t first, std::span<float> out) {
-      return ReadAsFloat32(*t, first, out);
+    // Each block read is handed back to the system (kept in the page cache:
+    // the second pass reads it again), so resident memory stays a block's.
+    const TensorSet& files = *set;
+    const ValueReader read = [t, &files](int64_t first, std::span<float> out) {
+      absl::Status s = ReadAsFloat32(*t, first, out);
+      files.Release(ElementBytes(*t, first, static_cast<int64_t>(out.size())), /*keep_cached=*/true);
+      return s;
     };
     std::vector<UpdateReport> reports(r.recipes.size());
     if (absl::Status s =

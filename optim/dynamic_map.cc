@@ -58,16 +58,19 @@ const std::array<float, 256>& DynamicMap(bool is_signed) {
 
 uint8_t QuantizeDynamic(const std::array<float, 256>& map, bool is_signed, float x) {
   if (std::isnan(x)) return 0;
-  // The first code above x, then the nearer of it and the one below by the
+  // The first code above x (upper_bound, as a branch-free binary search over
+  // the 256 sorted values), then the nearer of it and the one below by the
   // float32 midpoint; a tie goes to the even index.
-  const auto it = std::upper_bound(map.begin(), map.end(), x);
+  int hi = 0;
+  for (int step = 128; step > 0; step >>= 1) hi += map[hi + step - 1] <= x ? step : 0;
+  hi += hi == 255 && map[255] <= x;
   int q;
-  if (it == map.begin()) {
+  if (hi == 0) {
     q = 0;
-  } else if (it == map.end()) {
+  } else if (hi == 256) {
     q = 255;
   } else {
-    const int hi = static_cast<int>(it - map.begin()), lo = hi - 1;
+    const int lo = hi - 1;
     const float mid = (map[lo] + map[hi]) * 0.5f;
     q = x < mid ? lo : x > mid ? hi : (lo % 2 == 0 ? lo : hi);
   }

@@ -1,5 +1,6 @@
 #include "tokenizer/hf_pipeline.h"
 
+#include <algorithm>
 #include <array>
 
 #include "absl/strings/str_cat.h"
@@ -211,10 +212,14 @@ absl::StatusOr<HfPipeline> HfPipeline::Parse(const Json& normalizer, const Json&
 // step's behavior does: the piece as intervals, matched or not (inverted
 // with `invert`), joined by the behavior's rule, empty pieces dropped.
 absl::StatusOr<std::vector<std::string>> HfPipeline::SplitPiece(const Step& s,
-                                                                const std::string& piece) const {
-  absl::StatusOr<std::vector<std::pair<size_t, size_t>>> matches = s.pattern[0].FindAll(piece);
-  if (!matches.ok())
-    return absl::InvalidArgumentError(absl::StrCat(context_, ": ", matches.status().message()));
+                                                                const std::string& piece,
+                                                                MatchBudget& budget) const {
+  absl::StatusOr<std::vector<std::pair<size_t, size_t>>> matches =
+      s.pattern[0].FindAll(piece, budget);
+  if (!matches.ok()) {
+    return absl::Status(matches.status().code(),
+                        absl::StrCat(context_, ": ", matches.status().message()));
+  }
   struct Interval {
     size_t begin, end;
     bool match;
@@ -285,19 +290,39 @@ absl::StatusOr<std::vector<std::string>> HfPipeline::SplitPiece(const Step& s,
   return pieces;
 }
 
-absl::StatusOr<std::vector<std::string>> HfPipeline::Words(absl::string_view text,
-                                                           bool at_start) const {
+absl::StatusOr<std::vector<std::string>> HfPipeline::Words(absl::string_view text, bool at_start,
+                                                           MatchBudget& budget) const {
+  const uint64_t limit = kMaxGrowth * text.size() + kGrowthSlack;
+  // OK while `bytes` (what a step is about to make) is within the limit.
+  auto check_growth = [&](uint64_t bytes, absl::string_view step) -> absl::Status {
+    if (bytes <= limit) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        context_, ": the ", step, " step would grow the text from ", text.size(), " to ", bytes,
+        " bytes, more than a tokenizer may make of it (", kMaxGrowth, " times its bytes and ",
+        kGrowthSlack, ")"));
+  };
   std::string normalized(text);
   for (const Step& s : normalizers_) {
     switch (s.kind) {
       case Kind::kPrepend:
-        if (!normalized.empty()) normalized.insert(0, s.text);
+        if (normalized.empty()) break;
+        if (absl::Status g = check_growth(uint64_t{normalized.size()} + s.text.size(), "Prepend");
+            !g.ok()) {
+          return g;
+        }
+        normalized.insert(0, s.text);
         break;
       case Kind::kReplace: {
-        absl::StatusOr<std::vector<std::pair<size_t, size_t>>> m = s.pattern[0].FindAll(normalized);
-        if (!m.ok())
-          return absl::InvalidArgumentError(absl::StrCat(context_, ": ", m.status().message()));
+        absl::StatusOr<std::vector<std::pair<size_t, size_t>>> m =
+            s.pattern[0].FindAll(normalized, budget);
+        if (!m.ok()) {
+          return absl::Status(m.status().code(), absl::StrCat(context_, ": ", m.status().message()));
+        }
+        uint64_t bytes = normalized.size();
+        for (auto [b, e] : *m) bytes += s.text.size() - (e - b);
+        if (absl::Status g = check_growth(bytes, "Replace"); !g.ok()) return g;
         std::string out;
+        out.reserve(static_cast<size_t>(bytes));
         size_t at = 0;
         for (auto [b, e] : *m) {
           out.append(normalized, at, b - at);
@@ -325,6 +350,24 @@ absl::StatusOr<std::vector<std::string>> HfPipeline::Words(absl::string_view tex
   if (!normalized.empty()) pieces.push_back(std::move(normalized));
   bool first_at_start = at_start;
   for (const Step& s : pre_tokenizers_) {
+    // The bytes this step makes, against the limit before they are made:
+    // ByteLevel at most doubles a byte and adds a space; Metaspace turns a
+    // space into its replacement and may prepend it.
+    uint64_t bytes = 0;
+    for (const std::string& piece : pieces) {
+      if (s.kind == Kind::kByteLevel) {
+        bytes += 2 * (uint64_t{piece.size()} + 1);
+      } else if (s.kind == Kind::kMetaspace) {
+        const uint64_t spaces = static_cast<uint64_t>(std::count(piece.begin(), piece.end(), ' '));
+        bytes += piece.size() + spaces * (s.text.size() - 1) + s.text.size();
+      } else {
+        bytes += piece.size();
+      }
+    }
+    if (absl::Status g = check_growth(bytes, s.kind == Kind::kByteLevel ? "ByteLevel" : "Metaspace");
+        !g.ok()) {
+      return g;
+    }
     std::vector<std::string> next;
     for (size_t k = 0; k < pieces.size(); ++k) {
       std::string piece = std::move(pieces[k]);
@@ -335,7 +378,7 @@ absl::StatusOr<std::vector<std::string>> HfPipeline::Words(absl::string_view tex
         if (s.pattern.empty()) {
           parts.push_back(std::move(piece));
         } else {
-          absl::StatusOr<std::vector<std::string>> split = SplitPiece(s, piece);
+          absl::StatusOr<std::vector<std::string>> split = SplitPiece(s, piece, budget);
           if (!split.ok()) return split.status();
           parts = *std::move(split);
         }
@@ -357,7 +400,7 @@ absl::StatusOr<std::vector<std::string>> HfPipeline::Words(absl::string_view tex
           continue;
         }
       }
-      absl::StatusOr<std::vector<std::string>> split = SplitPiece(s, piece);
+      absl::StatusOr<std::vector<std::string>> split = SplitPiece(s, piece, budget);
       if (!split.ok()) return split.status();
       for (std::string& p : *split) next.push_back(std::move(p));
     }

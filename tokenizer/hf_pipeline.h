@@ -14,6 +14,7 @@
 #ifndef LOWP_TOKENIZER_HF_PIPELINE_H_
 #define LOWP_TOKENIZER_HF_PIPELINE_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,16 @@ class HfPipeline {
 
   // The words of one stretch of text (valid UTF-8), in order, each for the
   // model to encode. `at_start`: the stretch begins the input (Metaspace's
-  // prepend_scheme "first").
-  absl::StatusOr<std::vector<std::string>> Words(absl::string_view text, bool at_start) const;
+  // prepend_scheme "first"). The patterns' work is charged to `budget` (the
+  // whole text's). The steps may grow the text (Replace, Prepend, Metaspace,
+  // ByteLevel) to at most kMaxGrowth times the stretch and kGrowthSlack
+  // bytes; a pipeline that grows it further is refused before the bytes are
+  // allocated (real ones grow it at most 6 times: a space becomes "▁", 3
+  // bytes, and ByteLevel doubles a byte).
+  absl::StatusOr<std::vector<std::string>> Words(absl::string_view text, bool at_start,
+                                                 MatchBudget& budget) const;
+  static constexpr uint64_t kMaxGrowth = 16;
+  static constexpr uint64_t kGrowthSlack = uint64_t{1} << 20;
 
   // What the pipeline does, for `lowp tokenize` ("Prepend, Replace |
   // ByteLevel").
@@ -64,8 +73,8 @@ class HfPipeline {
   };
   absl::Status AddNormalizer(const nlohmann::json& j);
   absl::Status AddPreTokenizer(const nlohmann::json& j);
-  absl::StatusOr<std::vector<std::string>> SplitPiece(const Step& s,
-                                                      const std::string& piece) const;
+  absl::StatusOr<std::vector<std::string>> SplitPiece(const Step& s, const std::string& piece,
+                                                      MatchBudget& budget) const;
 
   std::string context_;
   std::vector<Step> normalizers_, pre_tokenizers_;

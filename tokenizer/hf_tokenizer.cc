@@ -218,10 +218,12 @@ class HfTokenizer final : public Tokenizer {
     }
     std::vector<int32_t> ids;
     size_t at = 0;
+    MatchBudget budget(text.size());  // the whole text's, across its stretches
+    std::vector<size_t> found(added_.size(), kNotSearched);
     auto stretch = [&](size_t begin, size_t end) -> absl::Status {
       if (end <= begin) return absl::OkStatus();
       absl::StatusOr<std::vector<std::string>> words =
-          pipeline_.Words(text.substr(begin, end - begin), begin == 0);
+          pipeline_.Words(text.substr(begin, end - begin), begin == 0, budget);
       if (!words.ok()) return words.status();
       for (const std::string& w : *words) {
         if (absl::Status s = EncodeWord(w, ids); !s.ok()) return s;
@@ -229,7 +231,7 @@ class HfTokenizer final : public Tokenizer {
       return absl::OkStatus();
     };
     while (at < text.size()) {
-      std::optional<Match> m = NextAdded(text, at, parse_special);
+      std::optional<Match> m = NextAdded(text, at, parse_special, found);
       const size_t stop = m ? m->begin : text.size();
       if (absl::Status s = stretch(at, stop); !s.ok()) return s;
       if (!m) break;
@@ -273,13 +275,25 @@ class HfTokenizer final : public Tokenizer {
   }
 
   // The first added token at or after `at` (leftmost, then longest).
-  std::optional<Match> NextAdded(absl::string_view text, size_t at, bool parse_special) const {
+  // `found[k]` keeps where added token k was last found (npos: nowhere
+  // after), still its first occurrence while it is not before the position
+  // asked: each token's text is scanned once over the whole text, not once
+  // per added token met (which took hours on a text of many).
+  std::optional<Match> NextAdded(absl::string_view text, size_t at, bool parse_special,
+                                 std::vector<size_t>& found) const {
     std::optional<Match> best;
-    for (const AddedToken& t : added_) {
+    for (size_t k = 0; k < added_.size(); ++k) {
+      const AddedToken& t = added_[k];
       if (t.special && !parse_special) continue;
+      auto find = [&](size_t from) {
+        if (found[k] == kNotSearched || (found[k] != absl::string_view::npos && found[k] < from)) {
+          found[k] = text.find(t.content, from);
+        }
+        return found[k];
+      };
       size_t from = at;
       while (true) {
-        const size_t p = text.find(t.content, from);
+        const size_t p = find(from);
         if (p == absl::string_view::npos || (best && p > best->begin)) break;
         const size_t e = p + t.content.size();
         if (t.single_word &&
@@ -380,15 +394,16 @@ class HfTokenizer final : public Tokenizer {
     if (bos < 0 && special->bos_id < n) bos = special->bos_id;
     int32_t eos = id_of(special->eos_text);
     if (eos < 0 && special->eos_id < n) eos = special->eos_id;
-    const bool add_bos = bos >= 0 && special->add_bos.value_or(template_bos.has_value() &&
-                                                               id_of(template_bos) == bos);
+    absl::StatusOr<bool> add_bos =
+        AddBos(*special, bos, template_bos.has_value() && id_of(template_bos) == bos, path_);
+    if (!add_bos.ok()) return add_bos.status();
     info_ = {.path = path_,
              .kind = absl::StrCat("tokenizer.json ", pipeline_.byte_level() ? "byte-level " : "",
                                   "BPE (", pipeline_.description(), ")"),
              .vocab_size = n,
              .bos = bos,
              .eos = eos,
-             .add_bos = add_bos};
+             .add_bos = *add_bos};
     return absl::OkStatus();
   }
 
@@ -398,6 +413,7 @@ class HfTokenizer final : public Tokenizer {
   absl::flat_hash_map<std::string, int32_t> ids_;
   absl::flat_hash_map<uint64_t, PairMerge> merges_;
   std::vector<AddedToken> added_;
+  static constexpr size_t kNotSearched = absl::string_view::npos - 1;
   HfPipeline pipeline_;
   int32_t unk_ = -1;
   std::array<int32_t, 256> byte_ids_{};

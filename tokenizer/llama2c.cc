@@ -81,13 +81,25 @@ class Llama2cTokenizer final : public Tokenizer {
     absl::StatusOr<SpecialTokenConfig> special = ReadSpecialTokenConfig(directory);
     if (!special.ok()) return special.status();
     const int64_t n = static_cast<int64_t>(t->pieces_.size());
-    auto id_or = [n](int32_t id, int32_t fallback) { return id >= 0 && id < n ? id : fallback; };
+    // config.json's ids when it gives them (an id outside the vocabulary is
+    // an error, not a fallback), else llama2.c's 1 and 2.
+    for (const auto& [id, key] : {std::pair{special->bos_id, "bos_token_id"},
+                                  std::pair{special->eos_id, "eos_token_id"}}) {
+      if (id >= n) {
+        return bad(absl::StrCat("config.json's ", key, " ", id, " is not one of its ", n,
+                                " token ids"));
+      }
+    }
+    const int32_t bos = special->bos_id >= 0 ? special->bos_id : n > 1 ? 1 : -1;
+    const int32_t eos = special->eos_id >= 0 ? special->eos_id : n > 2 ? 2 : -1;
+    absl::StatusOr<bool> add_bos = AddBos(*special, bos, true, file);
+    if (!add_bos.ok()) return add_bos.status();
     t->info_ = {.path = file,
                 .kind = "llama2.c tokenizer",
                 .vocab_size = n,
-                .bos = id_or(special->bos_id, n > 1 ? 1 : -1),
-                .eos = id_or(special->eos_id, n > 2 ? 2 : -1),
-                .add_bos = special->add_bos.value_or(n > 1)};
+                .bos = bos,
+                .eos = eos,
+                .add_bos = *add_bos};
     return std::unique_ptr<Tokenizer>(std::move(t));
   }
 

@@ -7,12 +7,22 @@
 
 namespace lowp {
 
+namespace {
+
+// The match limits a start position is tried with, in turn.
+constexpr uint32_t kLimits[] = {10, 100, 1'000, 10'000, 100'000, 1'000'000, 10'000'000};
+constexpr int kTiers = sizeof(kLimits) / sizeof(kLimits[0]);
+constexpr size_t kMaxPatternBytes = size_t{1} << 16;
+
+}  // namespace
+
 struct Regex::Compiled {
-  pcre2_code* code = nullptr;
-  pcre2_match_context* context = nullptr;
+  pcre2_code* code = nullptr;  // anchored: matches only at the start offset
+  pcre2_match_context* contexts[kTiers] = {};
   std::string source;
+  bool literal = false;  // matched by find(): linear, no budget spent
   ~Compiled() {
-    pcre2_match_context_free(context);
+    for (pcre2_match_context* c : contexts) pcre2_match_context_free(c);
     pcre2_code_free(code);
   }
 };
@@ -21,12 +31,20 @@ absl::StatusOr<Regex> Regex::Compile(absl::string_view pattern, bool literal,
                                      absl::string_view context) {
   auto c = std::make_shared<Compiled>();
   c->source = std::string(pattern);
+  c->literal = literal;
   int error = 0;
   PCRE2_SIZE offset = 0;
-  // PCRE2_LITERAL takes UTF but not UCP.
-  const uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
+  // PCRE2_LITERAL takes UTF but not UCP. Anchored at compile time, where
+  // JIT keeps it (an anchored match call would fall back to the interpreter).
+  const uint32_t options = PCRE2_UTF | PCRE2_ANCHORED | (literal ? PCRE2_LITERAL : PCRE2_UCP);
+  // A pattern's length bounded (real ones are under 1 KB), its nesting by
+  // PCRE2's default (250 parentheses).
+  pcre2_compile_context* compile = pcre2_compile_context_create(nullptr);
+  if (compile == nullptr) return absl::ResourceExhaustedError("PCRE2: out of memory");
+  pcre2_set_max_pattern_length(compile, kMaxPatternBytes);
   c->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options,
-                          &error, &offset, nullptr);
+                          &error, &offset, compile);
+  pcre2_compile_context_free(compile);
   if (c->code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof message);
@@ -35,28 +53,59 @@ absl::StatusOr<Regex> Regex::Compile(absl::string_view pattern, bool literal,
                                                    offset, ": ", reinterpret_cast<char*>(message)));
   }
   pcre2_jit_compile(c->code, PCRE2_JIT_COMPLETE);  // the interpreter when JIT is not there
-  c->context = pcre2_match_context_create(nullptr);
-  if (c->context == nullptr) return absl::ResourceExhaustedError("PCRE2: out of memory");
-  // Bounds a hostile pattern's backtracking (the defaults are 10^7 and 10^7).
-  pcre2_set_match_limit(c->context, 10'000'000);
-  pcre2_set_depth_limit(c->context, 100'000);
+  for (int t = 0; t < kTiers; ++t) {
+    c->contexts[t] = pcre2_match_context_create(nullptr);
+    if (c->contexts[t] == nullptr) return absl::ResourceExhaustedError("PCRE2: out of memory");
+    pcre2_set_match_limit(c->contexts[t], kLimits[t]);
+    pcre2_set_depth_limit(c->contexts[t], 100'000);
+  }
   Regex r;
   r.compiled_ = std::move(c);
   return r;
 }
 
 absl::StatusOr<std::vector<std::pair<size_t, size_t>>> Regex::FindAll(
-    absl::string_view text) const {
+    absl::string_view text, MatchBudget& budget) const {
   std::vector<std::pair<size_t, size_t>> out;
+  if (compiled_->literal) {
+    const std::string& needle = compiled_->source;
+    if (needle.empty()) return out;  // only empty matches
+    for (size_t at = text.find(needle); at != absl::string_view::npos;
+         at = text.find(needle, at + needle.size())) {
+      out.emplace_back(at, at + needle.size());
+    }
+    return out;
+  }
   pcre2_match_data* data = pcre2_match_data_create_from_pattern(compiled_->code, nullptr);
   if (data == nullptr) return absl::ResourceExhaustedError("PCRE2: out of memory");
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  // One UTF-8 character on from `at`.
+  auto next_char = [&](size_t at) {
+    ++at;
+    while (at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;
+    return at;
+  };
   size_t at = 0;
   absl::Status status;
   while (at <= text.size()) {
-    const int rc = pcre2_match(compiled_->code, subject, text.size(), at, PCRE2_NO_UTF_CHECK, data,
-                               compiled_->context);
-    if (rc == PCRE2_ERROR_NOMATCH) break;
+    int rc = PCRE2_ERROR_MATCHLIMIT;
+    for (int t = 0; t < kTiers && rc == PCRE2_ERROR_MATCHLIMIT; ++t) {
+      if (budget.left_ < kLimits[t]) {
+        status = absl::ResourceExhaustedError(absl::StrCat(
+            "the pattern ", compiled_->source, " needs more matching work than a text of ",
+            text.size(), " bytes is allowed (", MatchBudget::kPerByte, " steps a byte and ",
+            MatchBudget::kBase, "), at byte ", at, ": it backtracks too much"));
+        break;
+      }
+      budget.left_ -= kLimits[t];
+      rc = pcre2_match(compiled_->code, subject, text.size(), at, PCRE2_NO_UTF_CHECK, data,
+                       compiled_->contexts[t]);
+    }
+    if (!status.ok()) break;
+    if (rc == PCRE2_ERROR_NOMATCH) {
+      at = next_char(at);
+      continue;
+    }
     if (rc < 0) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(rc, message, sizeof message);
@@ -71,9 +120,7 @@ absl::StatusOr<std::vector<std::pair<size_t, size_t>>> Regex::FindAll(
       out.emplace_back(begin, end);
       at = end;
     } else {
-      // An empty match: step over one character.
-      at = begin + 1;
-      while (at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;
+      at = next_char(begin);  // an empty match: step over one character
     }
   }
   pcre2_match_data_free(data);

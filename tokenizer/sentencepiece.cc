@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "io/mapped_file.h"
 #include "tokenizer/sentencepiece_bridge.h"
+#include "tokenizer/sentencepiece_model.h"
 #include "tokenizer/special_tokens.h"
 #include "tokenizer/tokenizer.h"
 
@@ -17,10 +18,14 @@ class SentencePieceTokenizer final : public Tokenizer {
  public:
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& file,
                                                          const std::string& directory) {
-    absl::StatusOr<std::string> bytes = ReadRegularFile(file, kMaxTokenizerBytes);
+    absl::StatusOr<std::string> bytes =
+        ReadRegularFile(file, SentencePieceLimits::kMaxFileBytes);
     if (!bytes.ok()) return bytes.status();
+    // libsentencepiece reads only what lowp checked (sentencepiece_model.h).
+    absl::StatusOr<std::string> checked = CheckedSentencePieceModel(*bytes, file);
+    if (!checked.ok()) return checked.status();
     auto t = std::make_unique<SentencePieceTokenizer>();
-    if (const std::string error = t->sp_.Load(*bytes); !error.empty()) {
+    if (const std::string error = t->sp_.Load(*checked); !error.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(file, ": not a SentencePiece model: ", error));
     }
     absl::StatusOr<SpecialTokenConfig> special = ReadSpecialTokenConfig(directory);
@@ -30,15 +35,16 @@ class SentencePieceTokenizer final : public Tokenizer {
                 .kind = "sentencepiece",
                 .vocab_size = n,
                 .bos = t->sp_.bos(),
-                .eos = t->sp_.eos(),
-                .add_bos = special->add_bos.value_or(true)};
+                .eos = t->sp_.eos()};
     if (t->info_.bos < 0 || t->info_.bos >= n) {
       t->info_.bos = special->bos_id >= 0 && special->bos_id < n ? special->bos_id : -1;
     }
     if (t->info_.eos < 0 || t->info_.eos >= n) {
       t->info_.eos = special->eos_id >= 0 && special->eos_id < n ? special->eos_id : -1;
     }
-    if (t->info_.bos < 0) t->info_.add_bos = false;
+    absl::StatusOr<bool> add_bos = AddBos(*special, t->info_.bos, true, file);
+    if (!add_bos.ok()) return add_bos.status();
+    t->info_.add_bos = *add_bos;
     return std::unique_ptr<Tokenizer>(std::move(t));
   }
 

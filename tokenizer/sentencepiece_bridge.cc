@@ -11,14 +11,27 @@ struct SentencePieceModel::Impl {
 SentencePieceModel::SentencePieceModel() : impl_(std::make_unique<Impl>()) {}
 SentencePieceModel::~SentencePieceModel() = default;
 
+namespace {
+
+// SentencePiece's message, its backquotes made plain quotes (lowp's
+// messages write option names in backquotes).
+std::string Message(const sentencepiece::util::Status& s) {
+  if (s.ok()) return std::string();
+  std::string text = s.ToString();
+  for (char& c : text) {
+    if (c == '`') c = '\'';
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string SentencePieceModel::Load(std::string_view serialized_proto) {
-  const auto s = impl_->sp.LoadFromSerializedProto(serialized_proto);
-  return s.ok() ? std::string() : s.ToString();
+  return Message(impl_->sp.LoadFromSerializedProto(serialized_proto));
 }
 
 std::string SentencePieceModel::Encode(std::string_view text, std::vector<int>* ids) const {
-  const auto s = impl_->sp.Encode(text, ids);
-  return s.ok() ? std::string() : s.ToString();
+  return Message(impl_->sp.Encode(text, ids));
 }
 
 int SentencePieceModel::size() const { return impl_->sp.GetPieceSize(); }

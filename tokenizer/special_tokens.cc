@@ -65,6 +65,7 @@ absl::StatusOr<SpecialTokenConfig> ReadSpecialTokenConfig(const std::string& dir
   if (tc->has_value()) {
     const Json& c = **tc;
     const std::string path = (std::filesystem::path(directory) / "tokenizer_config.json").string();
+    out.tokenizer_config = path;
     if (auto it = c.find("add_bos_token"); it != c.end() && !it->is_null()) {
       if (!it->is_boolean()) {
         return absl::InvalidArgumentError(absl::StrCat(path, ": add_bos_token is not a boolean"));
@@ -90,6 +91,19 @@ absl::StatusOr<SpecialTokenConfig> ReadSpecialTokenConfig(const std::string& dir
     out.eos_id = *eos;
   }
   return out;
+}
+
+absl::StatusOr<bool> AddBos(const SpecialTokenConfig& special, int32_t bos, bool default_add,
+                            const std::string& file) {
+  if (special.add_bos == true && bos < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        special.tokenizer_config, " asks for BOS (add_bos_token true), but ", file,
+        " has no BOS token", special.bos_text ? absl::StrCat(" (bos_token \"", *special.bos_text, "\" is not in it)") : "",
+        special.bos_id >= 0 ? absl::StrCat(" (config.json's bos_token_id ", special.bos_id,
+                                           " is not one of its ids)")
+                            : ""));
+  }
+  return bos >= 0 && special.add_bos.value_or(default_add);
 }
 
 }  // namespace lowp

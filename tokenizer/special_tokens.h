@@ -14,6 +14,7 @@
 namespace lowp {
 
 struct SpecialTokenConfig {
+  std::string tokenizer_config;                   // its path, when there is one
   std::optional<bool> add_bos;                    // tokenizer_config.json add_bos_token
   std::optional<std::string> bos_text, eos_text;  // tokenizer_config.json bos_token, eos_token
   int32_t bos_id = -1, eos_id = -1;               // config.json (the first of a list)
@@ -22,6 +23,13 @@ struct SpecialTokenConfig {
 // Reads the two files in `directory` where they exist ("" reads nothing).
 // A file that is not the JSON it should be is InvalidArgument naming it.
 absl::StatusOr<SpecialTokenConfig> ReadSpecialTokenConfig(const std::string& directory);
+
+// Whether BOS is added, the rule every kind shares: as add_bos_token says,
+// else as the kind does by default (`default_add`), never without a BOS
+// (`bos` < 0: none). An add_bos_token true with no BOS to add is
+// InvalidArgument naming `file` and tokenizer_config.json.
+absl::StatusOr<bool> AddBos(const SpecialTokenConfig& special, int32_t bos, bool default_add,
+                            const std::string& file);
 
 }  // namespace lowp
 

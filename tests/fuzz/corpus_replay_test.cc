@@ -20,6 +20,7 @@
 #include "model/config.h"
 #include "model/checkpoint.h"
 #include "io/tensor_set.h"
+#include "tokenizer/sentencepiece_model.h"
 
 namespace lowp::fuzz {
 int FuzzSafetensors(const uint8_t* data, size_t size);
@@ -32,6 +33,8 @@ int ArgsExitCode(const uint8_t* data, size_t size);
 int FuzzModel(const uint8_t* data, size_t size);
 int FuzzGguf(const uint8_t* data, size_t size);
 int FuzzTokenizer(const uint8_t* data, size_t size);
+int FuzzTokenizerJson(const uint8_t* data, size_t size);
+int FuzzSentencePiece(const uint8_t* data, size_t size);
 int FuzzImatrix(const uint8_t* data, size_t size);
 namespace {
 
@@ -63,6 +66,11 @@ bool Accepts(const std::string& target, const std::vector<uint8_t>& bytes) {
   if (target == "model") return ModelLoads(bytes);
   if (target == "gguf") return ParseGguf(bytes, "seed.gguf").ok();
   if (target == "imatrix") return ParseImatrix(bytes, "seed.imatrix").ok();
+  if (target == "sentencepiece") {  // the model: four bytes of length, then it
+    if (bytes.size() < 4) return false;
+    const uint32_t n = bytes[0] | bytes[1] << 8 | bytes[2] << 16 | uint32_t{bytes[3]} << 24;
+    return CheckedSentencePieceModel(text.substr(4, n), "seed").ok();
+  }
   return ParseSafetensorsIndex(bytes, "seed").ok();
 }
 
@@ -105,6 +113,12 @@ TEST(FuzzCorpusReplayTest, Args) { EXPECT_GE(Replay("args", FuzzArgs), 40); }
 TEST(FuzzCorpusReplayTest, Model) { EXPECT_GE(Replay("model", FuzzModel), 6); }
 TEST(FuzzCorpusReplayTest, Gguf) { EXPECT_GE(Replay("gguf", FuzzGguf), 20); }
 TEST(FuzzCorpusReplayTest, Tokenizer) { EXPECT_GE(Replay("tokenizer", FuzzTokenizer), 6); }
+TEST(FuzzCorpusReplayTest, TokenizerJson) {
+  EXPECT_GE(Replay("tokenizer_json", FuzzTokenizerJson), 10);
+}
+TEST(FuzzCorpusReplayTest, SentencePiece) {
+  EXPECT_GE(Replay("sentencepiece", FuzzSentencePiece), 10);
+}
 TEST(FuzzCorpusReplayTest, Imatrix) { EXPECT_GE(Replay("imatrix", FuzzImatrix), 20); }
 
 }  // namespace

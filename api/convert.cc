@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "formats/option_error.h"
 #include "formats/packing.h"
+#include "io/input_files.h"
 #include "io/mapped_file.h"
 #include "io/output_file.h"
 #include "kernels/convert.h"
@@ -144,6 +145,7 @@ absl::Status CheckOut(const Format& to, size_t count, bool packed, std::span<uin
 }  // namespace
 
 absl::StatusOr<ConvertFileResult> ConvertFile(const ConvertFileOptions& o) {
+  const InputScope scope;  // the output never replaces the input
   ConvertFileResult result;
   absl::StatusOr<Format> from = FindNamed("from", o.from);
   if (!from.ok()) return from.status();

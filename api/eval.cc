@@ -20,6 +20,7 @@
 #include "kernels/hadamard.h"
 #include "kernels/thread_pool.h"
 #include "model/checkpoint.h"
+#include "model/variant.h"
 
 namespace lowp::api {
 
@@ -228,22 +229,36 @@ absl::StatusOr<std::pair<int64_t, int64_t>> ParseSample(const std::string& text)
   return std::make_pair(n, len);
 }
 
+// Which options a token array's faults are the user's: the one that set
+// the sequences' length and the one the ids came from.
+struct TokenSource {
+  std::string length = "tokens";  // "ctx" for a text, "sample" for sampled tokens
+  std::string ids = "tokens";      // for a text: "tokenizer", or "model" for its own
+  std::string ids_from;            // for a text: "the tokenizer FILE gives "
+};
+
 // Every id below the model's vocabulary and sequences no longer than its
-// positions: an option error on "tokens" naming the first id that is not
-// (Evaluate checks too, as a library contract; this gives the front ends the
-// field).
-absl::Status CheckTokens(const TokenArray& tokens, const ModelConfig& config) {
+// positions: an option error on the option the tokens came from, naming the
+// first id that is not (Evaluate checks too, as a library contract; this
+// gives the front ends the field).
+absl::Status CheckTokens(const TokenArray& tokens, const ModelConfig& config,
+                         const TokenSource& source = {}) {
   const int64_t vocab = config.vocab_size;
   if (absl::Status s = CheckSequenceLength(config, tokens.length); !s.ok()) {
-    return OptionError("tokens", absl::StrCat(s.message(), "; give [sequences, length] with ",
-                                              "shorter sequences"));
+    return OptionError(source.length,
+                       source.length == "tokens"
+                           ? absl::StrCat(s.message(), "; give [sequences, length] with ",
+                                          "shorter sequences")
+                           : std::string(s.message()));
   }
   for (size_t i = 0; i < tokens.ids.size(); ++i) {
     if (tokens.ids[i] < 0 || tokens.ids[i] >= vocab) {
-      return OptionError("tokens",
-                         absl::StrCat("token ", tokens.ids[i], " at sequence ", i / tokens.length,
-                                      ", position ", i % tokens.length,
-                                      " is not a token id of the model (vocab_size ", vocab, ")"));
+      return OptionError(
+          source.ids,
+          absl::StrCat(source.ids_from, "token ", tokens.ids[i], " at sequence ",
+                       i / tokens.length, ", position ", i % tokens.length,
+                       source.ids_from.empty() ? " is" : ", which is",
+                       " not a token id of the model (vocab_size ", vocab, ")"));
     }
   }
   return absl::OkStatus();
@@ -343,11 +358,15 @@ absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& o) 
 
 // The text's chunks by llama.cpp's perplexity protocol (EvalOptions).
 absl::StatusOr<TokenArray> TextChunks(const EvalOptions& o, const std::string& model,
-                                      EvalResult& result) {
+                                      const ModelConfig& config, EvalResult& result,
+                                      TokenSource& source) {
   if (!o.text_file.empty() && o.text.has_value()) {
     return OptionError("text", "give either a text file or a text");
   }
   if (o.ctx < 4) return OptionError("ctx", absl::StrCat(o.ctx, " is below 4"));
+  if (absl::Status s = CheckSequenceLength(config, o.ctx); !s.ok()) {
+    return OptionError("ctx", s.message());
+  }
   if (o.chunks == 0 || o.chunks < -1) {
     return OptionError("chunks", absl::StrCat(o.chunks, " is not a count (-1: all)"));
   }
@@ -359,9 +378,15 @@ absl::StatusOr<TokenArray> TextChunks(const EvalOptions& o, const std::string& m
   // llama.cpp's -f drops one trailing newline.
   if (!text.empty() && text.back() == '\n') text.pop_back();
   absl::StatusOr<std::vector<int32_t>> ids = (*tokenizer)->Tokenize(text);
-  if (!ids.ok()) return ids.status();
+  if (!ids.ok()) {
+    return OptionError("text", absl::StrCat(o.text ? "the text" : o.text_file, ": ",
+                                            ids.status().message()));
+  }
   const TokenizerInfo& info = (*tokenizer)->info();
   result.tokenizer = info;
+  source = {.length = "ctx",
+            .ids = o.tokenizer.empty() ? "model" : "tokenizer",
+            .ids_from = absl::StrCat("the tokenizer ", info.path, " gives ")};
   result.text_tokens = ids->size();
   result.tokens = absl::StrCat("text ", o.text ? "(given)" : o.text_file);
   int64_t n = static_cast<int64_t>(ids->size()) / o.ctx;
@@ -382,8 +407,9 @@ absl::StatusOr<TokenArray> TextChunks(const EvalOptions& o, const std::string& m
 absl::StatusOr<TokenArray> EvalTokens(const EvalOptions& o, const Checkpoint& model,
                                       const std::string& path, EvalResult& result, EvalRun& run) {
   TokenArray tokens;
+  TokenSource source;
   if (!o.text_file.empty() || o.text.has_value()) {
-    absl::StatusOr<TokenArray> chunks = TextChunks(o, path, result);
+    absl::StatusOr<TokenArray> chunks = TextChunks(o, path, model.config(), result, source);
     if (!chunks.ok()) return chunks.status();
     tokens = *std::move(chunks);
     run.scored_from = o.ctx / 2;
@@ -414,11 +440,12 @@ absl::StatusOr<TokenArray> EvalTokens(const EvalOptions& o, const Checkpoint& mo
     tokens.ids = *std::move(ids);
     tokens.length = s.length;
     result.tokens = absl::StrCat("sampled ", o.sample, " seed ", o.seed);
+    source.length = "sample";
   }
   if (tokens.length < 2) {
-    return OptionError("tokens", "sequences need at least 2 tokens (one prediction)");
+    return OptionError(source.length, "sequences need at least 2 tokens (one prediction)");
   }
-  if (absl::Status s = CheckTokens(tokens, model.config()); !s.ok()) return s;
+  if (absl::Status s = CheckTokens(tokens, model.config(), source); !s.ok()) return s;
   return tokens;
 }
 
@@ -439,6 +466,23 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
   if (!path.ok()) return path.status();
   absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(*path, o.tensors);
   if (!model.ok()) return model.status();
+  if (*importance != nullptr) {
+    // An imatrix only the rules' quantizers read: it must weigh one of them.
+    std::vector<RuleMatch> matches;
+    for (const EvalCandidate& c : *candidates) {
+      if (c.importance != *importance) continue;
+      std::vector<RuleMatch> m = MatricesByRule(*model, c.weight_rules, true);
+      matches.insert(matches.end(), m.begin(), m.end());
+    }
+    std::vector<QuantizedTensor> quantized;
+    for (const RuleMatch& m : matches) quantized.push_back({&m.matrix, m.scheme});
+    if (absl::Status s = CheckImportanceUsed(importance->get(), quantized,
+                                             "its weights weigh the quantizers of --weights "
+                                             "schemes; a --weights-file is measured as stored");
+        !s.ok()) {
+      return s;
+    }
+  }
   EvalResult result;
   result.model = *path;
   result.config = model->config();

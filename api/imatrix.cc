@@ -11,10 +11,12 @@
 #include "formats/option_error.h"
 #include "eval/imatrix.h"
 #include "model/checkpoint.h"
+#include "io/input_files.h"
 
 namespace lowp::api {
 
 absl::StatusOr<ImatrixResult> MakeImatrix(const ImatrixOptions& o) {
+  const InputScope scope;  // --out never replaces the model or the text
   const EvalOptions& in = o.input;
   if (absl::Status s = CheckThreads(in.threads); !s.ok()) return s;
   if (in.batch_tokens < 0) {

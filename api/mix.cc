@@ -37,14 +37,17 @@ struct Tokens {
   std::string description;
 };
 
-absl::StatusOr<Tokens> ReadInput(const EvalOptions& given, const MixOptions& o,
-                                 const Checkpoint& model, const std::string& path) {
+// The tokens of `given` (the tune or verify set, whose options the errors
+// name with `prefix`: "tune_" or "").
+absl::StatusOr<Tokens> ReadInput(const EvalOptions& given, absl::string_view prefix,
+                                 const MixOptions& o, const Checkpoint& model,
+                                 const std::string& path) {
   EvalOptions e = given;
   e.threads = o.threads;
   EvalResult described;
   Tokens t;
   absl::StatusOr<TokenArray> array = EvalTokens(e, model, path, described, t.run);
-  if (!array.ok()) return array.status();
+  if (!array.ok()) return PrefixOption(array.status(), prefix);
   t.array = *std::move(array);
   t.description = described.tokens;
   return t;
@@ -225,11 +228,20 @@ absl::StatusOr<MixTable> MixTypes(const MixOptions& o, const Checkpoint& model,
     for (size_t g = 0; g < G; ++g) table.bytes[g].push_back(bytes[g]);
   }
   if (table.schemes.empty()) return OptionError("types", "no type applies to every matrix");
+  // Every matrix is measured in every type: the imatrix must weigh one.
+  const std::vector<TensorView> matrices = model.MatrixShapes();
+  std::vector<QuantizedTensor> quantized;
+  for (const TensorView& m : matrices) {
+    for (const std::shared_ptr<const Scheme>& scheme : table.schemes) {
+      quantized.push_back({&m, scheme.get()});
+    }
+  }
+  if (absl::Status s = CheckImportanceUsed(table.importance.get(), quantized); !s.ok()) return s;
   return table;
 }
 
 absl::Status MeasureSensitivity(const MixOptions& o, const Checkpoint& model, MixTable& table) {
-  absl::StatusOr<Tokens> tune = ReadInput(o.tune, o, model, table.model);
+  absl::StatusOr<Tokens> tune = ReadInput(o.tune, "tune_", o, model, table.model);
   if (!tune.ok()) return tune.status();
   table.tune_tokens = tune->description;
   const size_t G = table.groups.size(), T = table.types.size();
@@ -329,7 +341,7 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
     }
     recipes.push_back(std::shared_ptr<const Scheme>(*std::move(s)));
   }
-  absl::StatusOr<Tokens> verify = ReadInput(o.verify, o, *model, path);
+  absl::StatusOr<Tokens> verify = ReadInput(o.verify, "", o, *model, path);
   if (!verify.ok()) return verify.status();
   result.verify_tokens = verify->description;
 

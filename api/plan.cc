@@ -19,6 +19,7 @@
 #include "api/plan_html.h"
 #include "api/text.h"
 #include "formats/option_error.h"
+#include "io/input_files.h"
 #include "io/bundled.h"
 #include "io/output_file.h"
 #include "mix/budget.h"
@@ -261,7 +262,7 @@ absl::Status MixError(const absl::Status& s) {
   std::string why(s.message());
   if (absl::StartsWith(why, absl::StrCat(field, ": "))) why.erase(0, field.size() + 2);
   if (field == "types") return OptionError("mix_types", why);
-  if (field == "sample" || field == "seed") return OptionError("mix_tune_sample", why);
+  if (absl::StartsWith(field, "tune_")) return PrefixOption(s, "mix_");
   if (field == "model" || field == "tensors") return OptionError("eval_model", why);
   return s;
 }
@@ -350,6 +351,7 @@ absl::StatusOr<std::vector<EvalCandidate>> PrepareMixes(const PlanJobOptions& o,
 }  // namespace
 
 absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
+  const InputScope scope;  // --html never replaces a file the plan reads
   if (!o.sizing.weights.empty()) {
     return OptionError("weights", "plan compares weight formats; list them with `formats`");
   }
@@ -379,17 +381,16 @@ absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
   options.measure.threads = o.threads;
   options.progress = o.progress;
   if (o.html && o.html->empty()) return OptionError("html", "empty file name");
-  if (o.html) {
-    std::vector<std::string> inputs = o.tensor_files;
-    if (inputs.empty()) {
-      if (absl::StatusOr<std::string> bundled = BundledCheckpoint(); bundled.ok()) {
-        inputs.push_back(*bundled);
-      }
-    }
-    if (absl::Status s = RefuseOverwritingInput(*o.html, o.html_label, inputs); !s.ok()) return s;
-  }
   absl::StatusOr<Plan> plan = MakePlan(*model, options);
   if (!plan.ok()) return plan.status();
+  // Opened before the evaluation, so that an --html naming a file read so
+  // far is refused before the long part (and at Commit for the rest).
+  std::unique_ptr<OutputFile> html;
+  if (o.html) {
+    absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(*o.html, "html");
+    if (!out.ok()) return out.status();
+    html = *std::move(out);
+  }
   if (o.eval || o.mix) {
     // A snapshot directory evaluates itself unless another model is named;
     // a mix needs rows llama.cpp's types apply to (the bundled stories3M-hf).
@@ -407,12 +408,9 @@ absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
     }
     if (absl::Status s = AddEndToEnd(o, model, std::move(mixes), *plan); !s.ok()) return s;
   }
-  if (o.html) {
-    const std::string page = PlanHtml(*plan, o.html_command);
-    absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(*o.html, o.html_label);
-    if (!out.ok()) return out.status();
-    if (absl::Status s = (*out)->Write(page); !s.ok()) return s;
-    if (absl::Status s = (*out)->Commit(); !s.ok()) return s;
+  if (html) {
+    if (absl::Status s = html->Write(PlanHtml(*plan, o.html_command)); !s.ok()) return s;
+    if (absl::Status s = html->Commit(); !s.ok()) return s;
   }
   return plan;
 }

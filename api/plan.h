@@ -29,11 +29,9 @@ struct PlanJobOptions {
   std::string select;  // globs on tensor names; empty: the linear weights
   int threads = 0;
   // Also write the HTML report to this file (whole or not at all; never over
-  // an input), showing `html_command` as what made it; `html_label` names the
-  // file in the messages of writing it ("html", or the command line's "--html").
+  // a file the plan reads), showing `html_command` as what made it.
   std::optional<std::string> html;
   std::string html_command;
-  std::string html_label = "html";
   // Also run lowp eval with each candidate format on the linear layers:
   // KL, top-1 and perplexity beside the memory, and the Pareto front on KL.
   // `eval_model` is a Hugging Face directory (empty: the bundled

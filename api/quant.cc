@@ -16,6 +16,7 @@
 #include "api/json.h"
 #include "formats/format.h"
 #include "formats/option_error.h"
+#include "io/input_files.h"
 #include "io/gguf.h"
 #include "io/gguf_names.h"
 #include "io/safetensors.h"
@@ -193,10 +194,53 @@ absl::StatusOr<std::shared_ptr<const ImportanceMap>> OpenImportance(const std::s
   if (path.empty()) return nullptr;
   absl::StatusOr<Imatrix> imatrix = ReadImatrix(path);
   if (!imatrix.ok()) {
-    return absl::Status(imatrix.status().code(),
-                        absl::StrCat("imatrix: ", imatrix.status().message()));
+    if (imatrix.status().code() != absl::StatusCode::kInvalidArgument) {
+      return absl::Status(imatrix.status().code(),
+                          absl::StrCat("imatrix: ", imatrix.status().message()));
+    }
+    return OptionError("imatrix", imatrix.status().message());
   }
   return std::make_shared<const ImportanceMap>(ImportanceMap::FromImatrix(*imatrix, path));
+}
+
+absl::Status CheckImportanceUsed(const ImportanceMap* importance,
+                                 std::span<const QuantizedTensor> quantized,
+                                 absl::string_view why_none) {
+  if (importance == nullptr) return absl::OkStatus();
+  bool any_scheme = false;
+  std::vector<std::string> weighed;  // tensors a scheme would weigh
+  for (const QuantizedTensor& q : quantized) {
+    if (!q.scheme->UsesImportance(q.tensor->cols())) continue;
+    any_scheme = true;
+    TensorContext context;
+    if (absl::Status s = importance->Fill(*q.tensor, context); !s.ok()) {
+      return OptionError("imatrix", s.message());  // an entry that does not fit the tensor
+    }
+    if (context.importance != nullptr) return absl::OkStatus();
+    if (weighed.size() < 3) weighed.push_back(q.tensor->name);
+  }
+  const std::string file = importance->source();
+  if (quantized.empty()) {
+    return OptionError("imatrix", absl::StrCat(file, ": changes nothing: nothing here is quantized",
+                                               why_none.empty() ? "" : " (", why_none,
+                                               why_none.empty() ? "" : ")"));
+  }
+  if (!any_scheme) {
+    return OptionError(
+        "imatrix",
+        absl::StrCat(file, ": changes nothing: no scheme here uses importance weights (llama.cpp's "
+                     "types do, but for q8_0, mxfp4 and nvfp4)"));
+  }
+  std::vector<std::string> names = importance->Names();
+  const size_t entries = names.size();
+  if (names.size() > 3) names.resize(3);
+  return OptionError(
+      "imatrix",
+      absl::StrCat(file, ": changes nothing: none of its ", entries,
+                   " entries is for a tensor quantized here (its entries: ",
+                   entries == 0 ? "none" : absl::StrJoin(names, ", "), entries > 3 ? ", ..." : "",
+                   "; quantized with a scheme that would use one: ", absl::StrJoin(weighed, ", "),
+                   ", ...)"));
 }
 
 absl::StatusOr<QuantErrorResult> QuantError(const QuantErrorOptions& o) {
@@ -219,6 +263,12 @@ absl::StatusOr<QuantErrorResult> QuantError(const QuantErrorOptions& o) {
   absl::StatusOr<std::vector<const TensorView*>> selected =
       Select(*set, o.tensors, o.inputs.files);
   if (!selected.ok()) return selected.status();
+  std::vector<QuantizedTensor> quantized;
+  for (const TensorView* t : *selected) {
+    if (!IsFloating(t->dtype)) continue;
+    for (const std::unique_ptr<Scheme>& scheme : *schemes) quantized.push_back({t, scheme.get()});
+  }
+  if (absl::Status s = CheckImportanceUsed(importance->get(), quantized); !s.ok()) return s;
   absl::StatusOr<SetReports> measured =
       MeasureTensors(*set, *selected, *schemes, *options, o.progress, !o.summary);
   if (!measured.ok()) return measured.status();
@@ -256,6 +306,7 @@ nlohmann::json ToJson(const QuantErrorResult& r) {
 }
 
 absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& o) {
+  const InputScope scope;  // the output never replaces the input
   if (o.output.empty()) return OptionError("output", "is required", " ");
   absl::StatusOr<MeasureOptions> options = Measure(1e-3, false, o.threads);
   if (!options.ok()) return options.status();
@@ -277,10 +328,13 @@ absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& o) {
   absl::StatusOr<TensorSet> set = TensorSet::Open(o.input);
   if (!set.ok()) return set.status();
   options->release = [&set](std::span<const uint8_t> bytes) { set->Release(bytes); };
-  if (absl::StatusOr<std::vector<const TensorView*>> s = Select(*set, o.tensors, {o.input});
-      !s.ok()) {
-    return s.status();
+  absl::StatusOr<std::vector<const TensorView*>> selected = Select(*set, o.tensors, {o.input});
+  if (!selected.ok()) return selected.status();
+  std::vector<QuantizedTensor> weighed;
+  for (const TensorView* t : *selected) {
+    if (IsFloating(t->dtype)) weighed.push_back({t, &scheme});
   }
+  if (absl::Status s = CheckImportanceUsed(importance->get(), weighed); !s.ok()) return s;
 
   // Which tensors are quantized, and the declared output of each.
   std::vector<SafetensorsWriter::Entry> entries;

@@ -27,7 +27,19 @@ absl::StatusOr<std::vector<const TensorView*>> Select(const TensorSet& set,
     return OptionError("tensors", absl::StrCat("'", pattern, "' matches no tensor of ", where),
                        " ");
   }
-  return selected;
+  // Every use case measures floating tensors only (the others are reported
+  // as skipped): a selection with none would report nothing as if measured.
+  std::vector<std::string> kinds;
+  for (const TensorView* t : selected) {
+    if (IsFloating(t->dtype)) return selected;
+    if (kinds.size() < 8) kinds.push_back(absl::StrCat(t->name, " (", t->type_name(), ")"));
+  }
+  const std::string why = absl::StrCat(
+      "no floating tensor (lowp measures and quantizes floating tensors only) among the ",
+      selected.size(), " selected: ", absl::StrJoin(kinds, ", "),
+      selected.size() > kinds.size() ? ", ..." : "");
+  if (!pattern.empty()) return OptionError("tensors", absl::StrCat("'", pattern, "' in ", where, ": ", why), " ");
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", why));
 }
 
 }  // namespace lowp::api

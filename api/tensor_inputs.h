@@ -16,8 +16,9 @@ namespace lowp::api {
 absl::StatusOr<TensorSet> Open(const TensorInputs& inputs);
 
 // The tensors whose names match `pattern` (comma-separated globs; empty:
-// all); an error naming `tensors` when a pattern matches none, or the files
-// when they hold no tensor.
+// all); an error naming `tensors` when a pattern matches none or only
+// tensors that are not floating (there would be nothing to measure), or the
+// files when they hold no tensor or none floating.
 absl::StatusOr<std::vector<const TensorView*>> Select(const TensorSet& set,
                                                       const std::string& pattern,
                                                       const std::vector<std::string>& files);

@@ -1,6 +1,7 @@
 #include "api/tokenize.h"
 
 #include <filesystem>
+#include <system_error>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,10 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FindTokenizer(const std::string& mode
     if (!bundled.ok()) return OptionError("model", bundled.status().message());
     where = *bundled;
   } else if (tokenizer.empty() && !std::filesystem::is_directory(where)) {
+    std::error_code ec;
+    if (!std::filesystem::exists(where, ec)) {
+      return OptionError("model", absl::StrCat(where, ": no such file or directory"));
+    }
     // A config.json or checkpoint file: its directory.
     where = std::filesystem::path(where).parent_path().string();
     if (where.empty()) where = ".";
@@ -50,6 +55,15 @@ absl::StatusOr<TokenizeResult> Tokenize(const TokenizeOptions& options) {
   r.tokenizer = (*tokenizer)->info();
   r.text = options.text ? "text" : options.text_file;
   r.bytes = text.size();
+  if (options.add_bos == true && r.tokenizer.bos < 0) {
+    return OptionError("add_bos", absl::StrCat("the tokenizer ", r.tokenizer.path,
+                                               " has no BOS token to add"));
+  }
+  if (options.parse_special && r.tokenizer.kind == "sentencepiece") {
+    return OptionError("parse_special",
+                       absl::StrCat("changes nothing: the SentencePiece tokenizer ",
+                                    r.tokenizer.path, " never reads special tokens from text"));
+  }
   r.add_bos = options.add_bos.value_or(r.tokenizer.add_bos) && r.tokenizer.bos >= 0;
   absl::StatusOr<std::vector<int32_t>> ids = (*tokenizer)->Encode(text, options.parse_special);
   if (!ids.ok()) return ids.status();

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "io/input_files.h"
 #include "io/output_file.h"
 
 namespace lowp::cli {
@@ -36,6 +37,8 @@ constexpr char kUsage[] =
     "'lowp <command> --help' describes a command.\n";
 
 int Main(int argc, char** argv) {
+  // One run, one operation: no output of it replaces a file it reads.
+  const InputScope scope;
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::fputs(kUsage, args.empty() ? stderr : stdout);

@@ -469,7 +469,6 @@ int PlanCommand(const std::vector<std::string>& argv) {
     }
   }
   options.html = args->Value("html");
-  options.html_label = "--html";
   // The command line as a shell would take it back.
   options.html_command = "lowp plan";
   for (const std::string& word : argv) {

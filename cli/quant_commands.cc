@@ -115,12 +115,6 @@ const Row kReportHeader = {"tensor",  "scheme",  "elements", "bits/w",  "rmse",
                            "sqnr_db", "max_abs", "mean_abs", "max_rel", "cosine",
                            "clipped", "zeroed",  "overflow", "nan_inf"};
 
-void PrintSkipped(const std::vector<std::string>& skipped) {
-  if (skipped.empty()) return;
-  std::fprintf(stderr, "lowp: skipped %zu tensor(s) that are not floating: %s\n", skipped.size(),
-               Printable(absl::StrJoin(skipped, ", ")).c_str());
-}
-
 // The table, or CSV, of rows[0] as header and the rest.
 void PrintRows(const std::vector<Row>& rows, Output output) {
   if (output == Output::kCsv) {

@@ -32,9 +32,10 @@ std::string ShortPath(const std::string& path) {
 namespace {
 
 // An options struct's field as the command line's flag: seq -> --seq,
-// lora_rank -> --lora-rank, output -> --out.
+// lora_rank -> --lora-rank, output -> --out, add_bos -> --bos.
 std::string Flag(absl::string_view field) {
   if (field == "output") return "--out";
+  if (field == "add_bos") return "--bos";
   std::string flag = absl::StrCat("--", field);
   for (char& c : flag) {
     if (c == '_') c = '-';
@@ -74,6 +75,12 @@ std::string FlagMessage(const absl::Status& status) {
     out += message[i];
   }
   return out;
+}
+
+void PrintSkipped(const std::vector<std::string>& skipped) {
+  if (skipped.empty()) return;
+  std::fprintf(stderr, "lowp: skipped %zu tensor(s) that are not floating: %s\n", skipped.size(),
+               Printable(absl::StrJoin(skipped, ", ")).c_str());
 }
 
 int Fail(const absl::Status& status) {

@@ -41,6 +41,10 @@ std::string FlagMessage(const absl::Status& status);
 // Prints `j` (two-space indented) on stdout.
 void EmitJson(const nlohmann::json& j);
 
+// "lowp: skipped N tensor(s) that are not floating: a, b" on stderr, when
+// there are any.
+void PrintSkipped(const std::vector<std::string>& skipped);
+
 enum class Output { kTable, kJson, kCsv };
 // --json or --csv (not both) or the table.
 absl::StatusOr<Output> ParseOutput(const Args& args);

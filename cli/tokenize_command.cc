@@ -55,7 +55,7 @@ int TokenizeCommand(const std::vector<std::string>& argv) {
   const TokenizerInfo& t = r->tokenizer;
   std::printf("tokenizer  %s (%s, %lld tokens; BOS %d%s, EOS %d)\n", Printable(t.path).c_str(),
               t.kind.c_str(), static_cast<long long>(t.vocab_size), t.bos,
-              t.add_bos ? " added" : " not added", t.eos);
+              r->add_bos ? " added" : " not added", t.eos);
   std::printf("text       %s: %llu bytes, %zu tokens (%llu different), %.3f bytes per token\n",
               Printable(r->text).c_str(), static_cast<unsigned long long>(r->bytes), r->ids.size(),
               static_cast<unsigned long long>(r->distinct),

@@ -123,6 +123,7 @@ int UpdateErrorCommand(const std::vector<std::string>& argv) {
   o.progress = ProgressLine(line, args->Has("quiet"));
   absl::StatusOr<api::UpdateErrorResult> result = api::UpdateError(o);
   if (!result.ok()) return Fail(result.status());
+  PrintSkipped(result->skipped);
   if (*output == Output::kJson) {
     EmitJson(api::ToJson(*result));
     return 0;

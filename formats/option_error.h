@@ -26,6 +26,11 @@ absl::Status OptionError(absl::string_view field, absl::string_view why,
 // The leading text OptionError named, when `status` came from it.
 std::optional<std::string> OptionOf(const absl::Status& status);
 
+// `status` with `prefix` before the option it names ("sample" -> "tune_sample",
+// in the message too), for options read under another name (lowp mix's
+// tune_ tokens); other statuses as they are.
+absl::Status PrefixOption(const absl::Status& status, absl::string_view prefix);
+
 }  // namespace lowp
 
 #endif  // LOWP_FORMATS_OPTION_ERROR_H_

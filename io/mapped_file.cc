@@ -13,6 +13,7 @@
 #include <span>
 
 #include "absl/strings/str_cat.h"
+#include "io/input_files.h"
 
 namespace lowp {
 namespace {
@@ -158,6 +159,7 @@ absl::StatusOr<RegularFile> OpenRegularFile(const std::string& path, absl::strin
   }
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  NoteInput(st.st_dev, st.st_ino, path);
   return RegularFile{fd, static_cast<uint64_t>(st.st_size)};
 }
 

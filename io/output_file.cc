@@ -12,8 +12,11 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "formats/option_error.h"
+#include "io/input_files.h"
 
 namespace lowp {
 namespace {
@@ -85,22 +88,21 @@ void RemoveOutputsOnSignals() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &action, nullptr);
 }
 
-bool SameFile(const std::string& a, const std::string& b) {
-  struct stat sa, sb;
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
+namespace {
+
+// OK unless the existing file `st` describes is one this process read.
+absl::Status RefuseInput(const struct stat& st, const std::string& path, absl::string_view what) {
+  std::optional<std::string> read_as = InputReadAs(st.st_dev, st.st_ino);
+  if (!read_as) return absl::OkStatus();
+  return OptionError(
+      what,
+      absl::StrCat(path, ": is an input of this run",
+                   *read_as == path ? "" : absl::StrCat(" (as ", *read_as, ")"),
+                   "; lowp never writes over a file it reads"),
+      " ");
 }
 
-absl::Status RefuseOverwritingInput(const std::string& output, absl::string_view option,
-                                    const std::vector<std::string>& inputs) {
-  for (const std::string& input : inputs) {
-    if (SameFile(output, input)) {
-      return absl::InvalidArgumentError(absl::StrCat(option, " ", output, ": is the input ",
-                                                     input, ", which it would overwrite"));
-    }
-  }
-  return absl::OkStatus();
-}
+}  // namespace
 
 absl::Status OutputFile::Error(absl::string_view what, int error) {
   failed_ = true;
@@ -144,6 +146,7 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string
   }
   out->target_ = path;
   if (exists) {
+    if (absl::Status s = RefuseInput(st, path, what); !s.ok()) return s;
     char resolved[PATH_MAX];
     if (::realpath(path.c_str(), resolved) == nullptr) return out->Error("cannot resolve", errno);
     out->target_ = resolved;
@@ -230,6 +233,14 @@ absl::Status OutputFile::Commit() {
     return absl::OkStatus();
   }
   if (::fsync(fd_) != 0) return Error("cannot write", errno);
+  // An input read since Create: refused before anything is replaced.
+  if (struct stat st; ::stat(target_.c_str(), &st) == 0) {
+    if (absl::Status s = RefuseInput(st, path_, what_); !s.ok()) {
+      failed_ = true;
+      Discard();
+      return s;
+    }
+  }
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) return Error("cannot write", errno);

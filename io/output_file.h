@@ -65,14 +65,6 @@ class OutputFile {
 // takes these signals by itself (Python, for one, has its own handlers).
 void RemoveOutputsOnSignals();
 
-// Whether `a` and `b` name the same existing file (device and inode).
-bool SameFile(const std::string& a, const std::string& b);
-
-// InvalidArgument naming `option` if `output` is the same file as one of
-// `inputs`, for commands whose output would destroy what they read.
-absl::Status RefuseOverwritingInput(const std::string& output, absl::string_view option,
-                                    const std::vector<std::string>& inputs);
-
 }  // namespace lowp
 
 #endif  // LOWP_IO_OUTPUT_FILE_H_

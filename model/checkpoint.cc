@@ -6,6 +6,7 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -109,14 +110,6 @@ absl::StatusOr<LayerWeights> WalkLayer(const ModelConfig& c, int64_t i, Get&& ge
   return l;
 }
 
-// The integer value of a GGUF metadata key, if it has one.
-std::optional<std::string> GgufString(const TensorSet& set, const std::string& key) {
-  if (set.gguf() == nullptr) return std::nullopt;
-  const GgufValue* v = set.gguf()->Find(key);
-  if (v == nullptr || v->type != GgufType::kString) return std::nullopt;
-  return v->s;
-}
-
 // A tensor's elements as float32 into `out`, rows in the original order,
 // split into pieces of whole rows across the pool; with `release`, each
 // piece's pages are handed to it once read.
@@ -159,6 +152,73 @@ absl::Status ReadTensor(const Checkpoint::Found& found, int64_t first_row, int64
   return absl::OkStatus();
 }
 
+// The architecture llama.cpp's converter writes for a Hugging Face
+// model_type (convert_hf_to_gguf.py: Mistral and Mixtral are "llama").
+absl::string_view LlamaCppArchitecture(absl::string_view model_type) {
+  if (model_type == "mistral" || model_type == "mixtral") return "llama";
+  return model_type;
+}
+
+// A GGUF file checked against the model before its layout is trusted: its
+// general.architecture must be there, a string, and the model's (llama.cpp
+// refuses a file without one; a file of another architecture stores q and k
+// in another row order), and the hyperparameters it states must be the
+// config's (the row order of q and k depends on the head counts).
+absl::Status CheckGgufModel(const TensorSet& set, const ModelConfig& config) {
+  const ParsedGguf& gguf = *set.gguf();
+  const std::string file = absl::StrJoin(set.files(), ", ");
+  const GgufValue* arch = gguf.Find("general.architecture");
+  const absl::string_view want = LlamaCppArchitecture(config.model_type);
+  if (arch == nullptr || arch->type != GgufType::kString) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file, ": general.architecture is ",
+        arch == nullptr ? "missing" : absl::StrCat("a ", GgufTypeName(arch->type), ", not a string"),
+        " (llama.cpp refuses such a file; ", config.name, " would be \"", want, "\")"));
+  }
+  if (arch->s != want) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file, ": a GGUF of architecture \"", absl::CHexEscape(arch->s), "\", but ", config.name,
+        " is ", config.model_type, " (llama.cpp's \"", want, "\"): its tensors are not this model's"));
+  }
+  struct Key {
+    const char* suffix;
+    int64_t value;
+    const char* field;
+  };
+  const Key keys[] = {{"block_count", config.num_layers, "num_hidden_layers"},
+                      {"embedding_length", config.hidden_size, "hidden_size"},
+                      {"attention.head_count", config.num_heads, "num_attention_heads"},
+                      {"attention.head_count_kv", config.num_kv_heads, "num_key_value_heads"}};
+  for (const Key& k : keys) {
+    const std::string key = absl::StrCat(want, ".", k.suffix);
+    const GgufValue* v = gguf.Find(key);
+    if (v == nullptr) continue;
+    // A count per layer (llama.cpp reads an array too): every one must agree.
+    std::vector<GgufValue> values = v->type == GgufType::kArray ? v->Elements()
+                                                                : std::vector<GgufValue>{*v};
+    for (const GgufValue& e : values) {
+      std::optional<int64_t> n;
+      if (e.type == GgufType::kU8 || e.type == GgufType::kU16 || e.type == GgufType::kU32 ||
+          e.type == GgufType::kU64) {
+        if (e.u <= uint64_t{INT64_MAX}) n = static_cast<int64_t>(e.u);
+      } else if (e.type == GgufType::kI8 || e.type == GgufType::kI16 ||
+                 e.type == GgufType::kI32 || e.type == GgufType::kI64) {
+        n = e.i;
+      }
+      if (!n) {
+        return absl::InvalidArgumentError(absl::StrCat(file, ": ", key, " is a ",
+                                                       GgufTypeName(e.type), ", not an integer"));
+      }
+      if (*n != k.value) {
+        return absl::InvalidArgumentError(absl::StrCat(file, ": ", key, " is ", *n, ", but ",
+                                                       config.name, " has ", k.field, " ", k.value,
+                                                       ": the file is another model's"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Checkpoint::Checkpoint(Checkpoint&&) noexcept = default;
@@ -167,9 +227,12 @@ Checkpoint::~Checkpoint() = default;
 
 absl::Status Checkpoint::Index() {
   const bool gguf = set_->gguf() != nullptr;
+  if (gguf) {
+    if (absl::Status s = CheckGgufModel(*set_, config_); !s.ok()) return s;
+  }
   // llama.cpp's converter permutes q and k of architecture "llama" (Llama,
   // Mistral, Mixtral) for its rotary embedding, not those of qwen or gemma.
-  const bool permuted = gguf && GgufString(*set_, "general.architecture") == "llama";
+  const bool permuted = gguf && LlamaCppArchitecture(config_.model_type) == "llama";
   for (const TensorView& t : set_->tensors()) {
     std::string name = t.name;
     if (gguf) {

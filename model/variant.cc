@@ -437,4 +437,18 @@ WeightReport WeightVariant::Report() const {
   return r;
 }
 
+std::vector<RuleMatch> MatricesByRule(const Checkpoint& reference,
+                                      std::span<const WeightRule> rules, bool with_importance) {
+  const std::vector<TensorView> shapes = reference.MatrixShapes();
+  RecipeModel model = RecipeModel::Of(shapes);
+  model.has_imatrix = with_importance;
+  std::vector<RuleMatch> out;
+  for (const TensorView& m : shapes) {
+    const WeightRule* rule = RuleFor(rules, m.name, LayerOf(m.name) != kNoLayer);
+    if (rule == nullptr || rule->scheme == nullptr) continue;
+    out.push_back({m, &SchemeForTensor(*rule->scheme, m, model)});
+  }
+  return out;
+}
+
 }  // namespace lowp

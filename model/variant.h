@@ -104,6 +104,17 @@ class WeightVariant {
   std::string spec_;
 };
 
+// Each matrix of `reference` that `rules` quantize (by the rule RuleFor
+// picks, as a variant of those rules does), with the scheme it gets: the
+// rule's, or a recipe's choice for the matrix (made as with an importance
+// matrix when `with_importance`).
+struct RuleMatch {
+  TensorView matrix;  // name and shape, no bytes
+  const Scheme* scheme = nullptr;
+};
+std::vector<RuleMatch> MatricesByRule(const Checkpoint& reference,
+                                      std::span<const WeightRule> rules, bool with_importance);
+
 }  // namespace lowp
 
 #endif  // LOWP_MODEL_VARIANT_H_

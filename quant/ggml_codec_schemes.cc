@@ -136,6 +136,14 @@ class CodecScheme final : public Scheme {
     return t != nullptr && t->needs_importance;
   }
 
+  // ggml's q8_0, MXFP4 and NVFP4 quantizers ignore the imatrix (and f16, the
+  // last resort, has none).
+  bool UsesImportance(int64_t cols) const override {
+    const ggml::TypeInfo* t = Applied(cols);
+    return t != nullptr && t->type != ggml::Type::kQ8_0 && t->type != ggml::Type::kMXFP4 &&
+           t->type != ggml::Type::kNVFP4;
+  }
+
   uint64_t StorageBits(int64_t rows, int64_t cols) const override {
     const ggml::TypeInfo* t = Applied(cols);
     if (t == nullptr) return static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * 16;

@@ -105,6 +105,8 @@ class GgmlScheme final : public Scheme {
  public:
   explicit GgmlScheme(const GgmlInfo& info) : Scheme(info.name), info_(info) {}
 
+  bool UsesImportance(int64_t) const override { return info_.type != GgmlType::kQ8_0; }
+
   uint64_t StorageBits(int64_t rows, int64_t cols) const override {
     return static_cast<uint64_t>(rows) * static_cast<uint64_t>(BlocksPerRow(cols, kGgmlBlock)) *
            static_cast<uint64_t>(info_.block_bits);

@@ -121,6 +121,12 @@ absl::Status ImportanceMap::Fill(const TensorView& tensor, TensorContext& contex
   return absl::OkStatus();
 }
 
+std::vector<std::string> ImportanceMap::Names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : entries_) names.push_back(name);
+  return names;
+}
+
 absl::Status CheckImportance(const Scheme& scheme, const TensorView& tensor,
                              const TensorContext& context) {
   if (context.importance != nullptr || !scheme.NeedsImportance(tensor.cols())) {

@@ -41,6 +41,8 @@ class ImportanceMap {
   // are not the tensor's, or its matrices neither 1 nor the tensor's leading
   // dimension (a merged experts tensor [experts, rows, cols]).
   absl::Status Fill(const TensorView& tensor, TensorContext& context) const;
+  // The entries' names, in order.
+  std::vector<std::string> Names() const;
 
  private:
   struct Entry {

@@ -122,6 +122,14 @@ class Scheme {
     (void)cols;
     return false;
   }
+  // True when importance weights change how rows of `cols` elements are
+  // quantized (llama.cpp's types whose quantizer takes ggml_quantize_chunk's
+  // imatrix); an importance matrix given for schemes none of which use it
+  // is refused by the callers as an option that changes nothing.
+  virtual bool UsesImportance(int64_t cols) const {
+    (void)cols;
+    return false;
+  }
   // Adds what whole rows `in` contribute to the tensor's context.
   virtual void Observe(std::span<const float> in, int64_t cols, TensorContext& context) const;
 

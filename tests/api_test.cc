@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -165,6 +166,35 @@ TEST(ApiErrors, NameTheOptionsField) {
   c.to = "int8";
   c.conversion.overflow = Overflow::kInfinity;
   EXPECT_EQ(FieldOf(api::ConvertFile(c).status()), "overflow inf");
+}
+
+// Every api function that writes runs as one operation (io/input_files.h):
+// its output never replaces a file it read, in-process too; the next call
+// may write a file an earlier one read.
+TEST(ApiOutputs, NeverReplaceAFileTheSameCallReads) {
+  const std::string dir = ::testing::TempDir() + "/api_outputs";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string copy = dir + "/m.safetensors";
+  std::filesystem::copy_file(kStories, copy);
+  const uintmax_t size = std::filesystem::file_size(copy);
+  api::QuantizeOptions z;
+  z.input = copy;
+  z.scheme = "int8-channel";
+  z.output = copy;
+  const absl::Status same = api::Quantize(z).status();
+  EXPECT_EQ(FieldOf(same), "output");
+  EXPECT_THAT(same.message(), HasSubstr(": is an input of this run"));
+  EXPECT_EQ(std::filesystem::file_size(copy), size);
+  // Another call writes it: its own input is another file.
+  z.output = dir + "/q.safetensors";
+  ASSERT_TRUE(api::Quantize(z).ok());
+  z.input = dir + "/q.safetensors";
+  z.output = copy;
+  EXPECT_TRUE(api::Quantize(z).ok());
+  api::ConvertFileOptions c{"fp32", "bf16", {}, copy, copy};
+  EXPECT_EQ(FieldOf(api::ConvertFile(c).status()), "output");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ApiSize, IsTheMemoryModelsReport) {

@@ -265,10 +265,12 @@ TEST_F(BadInput, OutputsThatAreDevicesAreWrittenInPlaceNeverReplaced) {
   EXPECT_EQ(dir.exit_code, 1);
   EXPECT_THAT(dir.output, HasSubstr("is a directory"));
   const std::string before = Read("m.safetensors");
-  const Result html = RunLimited("plan --model llama-3.1-8b --mode inference --tensors " +
-                                 Path("m.safetensors") + " --html " + Path("m.safetensors"));
+  const Result html =
+      RunLimited("plan --model llama-3.1-8b --mode inference --select w --tensors " +
+                 Path("m.safetensors") + " --html " + Path("m.safetensors"));
   EXPECT_EQ(html.exit_code, 1);
-  EXPECT_THAT(html.output, HasSubstr("--html " + Path("m.safetensors") + ": is the input"));
+  EXPECT_THAT(html.output,
+              HasSubstr("--html " + Path("m.safetensors") + ": is an input of this run"));
   EXPECT_EQ(Read("m.safetensors"), before);
   // Nor the bundled checkpoint plan measures by default (a copy of it here,
   // through LOWP_DATA_DIR, so that a regression replaces the copy).
@@ -280,7 +282,7 @@ TEST_F(BadInput, OutputsThatAreDevicesAreWrittenInPlaceNeverReplaced) {
                  Path("data/stories260K.f32.safetensors"),
                  "LOWP_DATA_DIR=" + Path("data"));
   EXPECT_EQ(default_input.exit_code, 1);
-  EXPECT_THAT(default_input.output, HasSubstr("is the input"));
+  EXPECT_THAT(default_input.output, HasSubstr("is an input of this run"));
   EXPECT_EQ(fs::file_size(Path("data/stories260K.f32.safetensors")),
             fs::file_size(LOWP_TEST_DATA_DIR "/stories260K/stories260K.f32.safetensors"));
   fs::remove_all(Path("data"));
@@ -310,12 +312,17 @@ TEST_F(BadInput, OutputsGetTheUmasksModeOrKeepTheirOwn) {
                 .exit_code,
             0);
   EXPECT_EQ(mode("p.html"), 0644u);
-  // An existing file keeps its mode, an in-place conversion too.
-  chmod(Path("in.f32").c_str(), 0640);
-  EXPECT_EQ(RunLimited("convert --from fp32 --to fp32 " + Path("in.f32") + " " + Path("in.f32"))
+  // An existing file keeps its mode.
+  chmod(Path("a.bf16").c_str(), 0640);
+  EXPECT_EQ(RunLimited("convert --from fp32 --to bf16 " + Path("in.f32") + " " + Path("a.bf16"))
                 .exit_code,
             0);
-  EXPECT_EQ(mode("in.f32"), 0640u);
+  EXPECT_EQ(mode("a.bf16"), 0640u);
+  // An input is never an output, not even converted to itself.
+  const Result in_place =
+      RunLimited("convert --from fp32 --to fp32 " + Path("in.f32") + " " + Path("in.f32"));
+  EXPECT_EQ(in_place.exit_code, 1);
+  EXPECT_THAT(in_place.output, HasSubstr(Path("in.f32") + ": is an input of this run"));
   EXPECT_EQ(Read("in.f32"), std::string(64, '\0'));
   umask(old);
   EXPECT_EQ(Files(), (std::vector<std::string>{"a.bf16", "in.f32", "m.safetensors", "p.html",

@@ -14,6 +14,8 @@
 #include "eval/sample.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "io/gguf_writer.h"
+#include "io/output_file.h"
 #include "io/tensor_set.h"
 #include "model/checkpoint.h"
 #include "model/forward.h"
@@ -300,14 +302,30 @@ TEST(EvalStream, GgufFileEqualsItsRecipe) {
 TEST(EvalStream, FilesThatDoNotMatchTheModelAreNamed) {
   const Checkpoint w = Bundled();
   const std::vector<int32_t> tokens = Sampled(w, 1, 8);
-  // A GGUF of other tensors: the file, the tensor missing and its llama.cpp
-  // name are named.
+  // A GGUF of other tensors and no architecture: refused before its layout
+  // is trusted, the file named.
   EvalCandidate other;
   other.label = "other";
   other.weights = other.weights_file = kData + "/ggml/known-answers.gguf";
   absl::StatusOr<EvalReport> r = Evaluate(w, tokens, 8, {other}, Runs(1));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("known-answers.gguf"));
+  EXPECT_THAT(r.status().message(), HasSubstr("general.architecture is missing"));
+  // The model's architecture but not its tensors: the file, the tensor
+  // missing and its llama.cpp name are named.
+  const std::string path = ::testing::TempDir() + "/eval_stream_other.gguf";
+  GgufWriter writer;
+  writer.AddString("general.architecture", "llama");
+  const std::vector<float> values(8, 0.5f);
+  writer.AddF32Tensor("output.weight", {8}, values);
+  absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(path);
+  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE(writer.Write(**out).ok());
+  ASSERT_TRUE((*out)->Commit().ok());
+  other.weights = other.weights_file = path;
+  r = Evaluate(w, tokens, 8, {other}, Runs(1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr(path));
   EXPECT_THAT(r.status().message(), HasSubstr("no tensor model.embed_tokens.weight"));
   EXPECT_THAT(r.status().message(), HasSubstr("llama.cpp's token_embd.weight"));
 }

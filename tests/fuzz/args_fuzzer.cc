@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "io/input_files.h"
 #include "absl/strings/string_view.h"
 #include "cli/commands.h"
 #include "nlohmann/json.hpp"
@@ -249,7 +250,11 @@ class Scratch {
     FILE* const real_err = stderr;
     stdout = out_;
     stderr = err_;
-    const int code = command.run(argv);
+    int code;
+    {
+      InputScope scope;  // one run, as one process: its inputs only
+      code = command.run(argv);
+    }
     std::fflush(out_);
     std::fflush(err_);
     stdout = real_out;

@@ -1,22 +1,25 @@
 // lowp._lowp: the C++ library for Python (pybind11), a thin shell over
-// api/: keyword arguments become the same options structs the command line
-// fills, the same functions run, and each result comes back as the dict of
-// its ToJson (the command's --json), built from the JSON value directly.
-// Conversions run the SIMD kernels.
+// api/: each function is one table of parameters (signature.h) whose
+// converters (arguments.h) fill the same options struct the command line
+// fills; the same api function runs with the GIL released, and its result
+// comes back as the dict of its ToJson (the command's --json), built from
+// the JSON value directly. Conversions run the SIMD kernels.
+//
+// Defaults are written here once, read from the default-constructed options
+// structs where there is one; the module reports every signature as
+// _signatures, which lowp/__init__.py gives the public functions and
+// lowp/_stub.py the .pyi stub.
 //
 // NumPy inputs are read in place when their dtype and layout allow (float32,
-// float16 or float64 and C-contiguous); kernels run with the GIL released.
-// Errors raise ValueError (bad input or options) or OSError (files), with
-// the library's message.
+// float16 or float64 and C-contiguous). Errors raise TypeError or ValueError
+// naming the argument, or OSError (files), with the library's message.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
-#include <map>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -29,47 +32,31 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/api.h"
+#include "eval/sample.h"
 #include "formats/format.h"
 #include "formats/packing.h"
 #include "formats/reference.h"
-#include "nlohmann/json.hpp"
 #include "io/bundled.h"
 #include "io/tensor.h"
 #include "io/tensor_set.h"
+#include "nlohmann/json.hpp"
+#include "python/arguments.h"
+#include "python/signature.h"
 
-namespace py = pybind11;
-
-namespace lowp {
+namespace lowp::python {
 namespace {
 
-// InvalidArgument and its kin are the caller's input: ValueError; the rest
-// (files not found, unreadable, unwritable) OSError.
-[[noreturn]] void Raise(const absl::Status& status) {
-  const std::string message(status.message());
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kOutOfRange:
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kUnimplemented:
-      throw py::value_error(message);
-    case absl::StatusCode::kInternal:
-    case absl::StatusCode::kUnknown:
-      throw std::runtime_error(message);
-    default:
-      PyErr_SetString(PyExc_OSError, message.c_str());
-      throw py::error_already_set();
-  }
-}
+constexpr Kind kPositional = Kind::kPositional;
+constexpr Kind kKeyword = Kind::kKeyword;
 
-void Check(const absl::Status& status) {
-  if (!status.ok()) Raise(status);
-}
-
-template <typename T>
-T Value(absl::StatusOr<T> value) {
-  if (!value.ok()) Raise(value.status());
-  return *std::move(value);
-}
+// The annotations (lowp/__init__.py and the stub define the aliases).
+constexpr char kDict[] = "dict[str, Any]";
+constexpr char kFloatArray[] = "NDArray[np.float32]";
+constexpr char kThreadsType[] = "int | None";
+// sample()'s defaults: one short sequence (the command's are 8 of 128).
+constexpr int64_t kSampleCount = 1, kSampleLength = 64;
+// threads: 0 (or None) is every CPU the process may run on.
+const py::object EveryCpu() { return py::int_(0); }
 
 // A JSON value as Python objects, directly (no text in between): integers
 // stay exact, null is None, and so is a non-finite double (JSON has none;
@@ -114,231 +101,7 @@ py::object ToPython(const nlohmann::json& j) {
   throw std::runtime_error("a JSON value lowp does not write");
 }
 
-// A str, bytes or os.PathLike: a file name.
-bool IsPath(const py::handle& h) {
-  return py::isinstance<py::str>(h) || py::isinstance<py::bytes>(h) || py::hasattr(h, "__fspath__");
-}
-std::string PathText(const py::handle& h) {
-  // The file system's bytes (os.fsencode), so names that are not UTF-8 work.
-  std::string path = py::cast<std::string>(py::module_::import("os").attr("fsencode")(h));
-  if (path.find('\0') != std::string::npos) {
-    // C file names end at a NUL: "a.safetensors\0b" would open a.safetensors.
-    throw py::value_error(absl::StrCat("path ", std::string(py::repr(h)),
-                                       ": a file name cannot hold a NUL byte"));
-  }
-  return path;
-}
-
-// Keyword arguments read into options, one setter per name; each checks the
-// type of its value (numbers stay numbers, lists lists). None is "not given".
-// An unknown name is a TypeError, as Python's own for a function's keywords.
-class Keywords {
- public:
-  Keywords(const char* function, const py::kwargs& kwargs) : function_(function) {
-    for (const auto& [key, value] : kwargs) {
-      items_.emplace_back(py::cast<std::string>(key), py::reinterpret_borrow<py::object>(value));
-    }
-  }
-  // Applies the setters; `setters` maps each name it knows.
-  template <typename Setters>
-  void Apply(const Setters& setters) const {
-    for (const auto& [name, value] : items_) {
-      auto it = setters.find(name);
-      if (it == setters.end()) {
-        throw py::type_error(
-            absl::StrCat(function_, "() got an unexpected keyword argument '", name, "'"));
-      }
-      if (!value.is_none()) it->second(name, value);
-    }
-  }
-  // The call as Python would write it: lowp.plan(model='x', ...).
-  std::string Call() const {
-    std::vector<std::string> parts;
-    for (const auto& [name, value] : items_) {
-      parts.push_back(absl::StrCat(name, "=", std::string(py::repr(value))));
-    }
-    return absl::StrCat("lowp.", function_, "(", absl::StrJoin(parts, ", "), ")");
-  }
-
- private:
-  const char* function_;
-  std::vector<std::pair<std::string, py::object>> items_;
-};
-
-using Setter = std::function<void(const std::string&, const py::object&)>;
-using Setters = std::map<std::string, Setter>;
-
-bool IsBool(const py::handle& v) {
-  return py::isinstance<py::bool_>(v) ||
-         py::isinstance(v, py::module_::import("numpy").attr("bool_"));
-}
-
-[[noreturn]] void WrongType(const std::string& name, const char* want, const py::handle& v) {
-  throw py::type_error(absl::StrCat(name, ": want ", want, ", not ",
-                                    std::string(py::str(py::type::of(v).attr("__name__")))));
-}
-
-int64_t Int(const std::string& name, const py::handle& v) {
-  if (IsBool(v) || !py::isinstance(v, py::module_::import("numbers").attr("Integral"))) {
-    WrongType(name, "an integer", v);
-  }
-  return py::cast<int64_t>(py::int_(py::reinterpret_borrow<py::object>(v)));
-}
-double Real(const std::string& name, const py::handle& v) {
-  if (IsBool(v) || !py::isinstance(v, py::module_::import("numbers").attr("Real"))) {
-    WrongType(name, "a number", v);
-  }
-  return py::cast<double>(py::float_(py::reinterpret_borrow<py::object>(v)));
-}
-bool Bool(const std::string& name, const py::handle& v) {
-  if (!IsBool(v)) WrongType(name, "True or False", v);
-  return py::cast<bool>(v);
-}
-std::string Text(const std::string& name, const py::handle& v) {
-  if (!py::isinstance<py::str>(v)) WrongType(name, "a str", v);
-  return py::cast<std::string>(v);
-}
-// A list or tuple of names, or one str of comma-separated names (commas
-// inside parentheses stay, as the command line's: float(e=4,m=3,...)).
-std::vector<std::string> Names(const std::string& name, const py::handle& v) {
-  std::vector<std::string> names;
-  if (py::isinstance<py::str>(v)) {
-    names.emplace_back();
-    int depth = 0;
-    for (char c : py::cast<std::string>(v)) {
-      depth += c == '(' ? 1 : c == ')' && depth > 0 ? -1 : 0;
-      if (c == ',' && depth == 0) {
-        names.emplace_back();
-      } else {
-        names.back() += c;
-      }
-    }
-  } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
-    for (const py::handle item : v) names.push_back(Text(name, item));
-  } else {
-    WrongType(name, "a str or a list of str", v);
-  }
-  // As the CLI's --NAME with nothing after it: an empty list is no choice.
-  if (names.empty()) throw py::value_error(absl::StrCat(name, ": an empty list names nothing"));
-  for (const std::string& n : names) {
-    if (n.empty()) throw py::value_error(absl::StrCat(name, ": empty name in the list"));
-  }
-  return names;
-}
-// A path, or a list or tuple of paths.
-std::vector<std::string> Paths(const std::string& name, const py::handle& v) {
-  if (IsPath(v)) return {PathText(v)};
-  std::vector<std::string> paths;
-  if (!(py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v))) {
-    WrongType(name, "a path or a list of paths", v);
-  }
-  for (const py::handle item : v) {
-    if (!IsPath(item)) WrongType(name, "a path or a list of paths", item);
-    paths.push_back(PathText(item));
-  }
-  return paths;
-}
-
-template <typename T>
-Setter IntInto(T* field) {
-  return [field](const std::string& n, const py::object& v) {
-    *field = static_cast<T>(Int(n, v));
-  };
-}
-// A path (str or os.PathLike).
-Setter PathInto(std::string* field) {
-  return [field](const std::string& n, const py::object& v) {
-    if (!IsPath(v)) WrongType(n, "a path", v);
-    *field = PathText(v);
-  };
-}
-// A seed: a whole number >= 0.
-Setter SeedInto(uint64_t* field) {
-  return [field](const std::string& n, const py::object& v) {
-    const int64_t seed = Int(n, v);
-    if (seed < 0) throw py::value_error(absl::StrCat(n, ": want a number >= 0"));
-    *field = static_cast<uint64_t>(seed);
-  };
-}
-Setter TextInto(std::string* field) {
-  return [field](const std::string& n, const py::object& v) { *field = Text(n, v); };
-}
-template <typename Enum>
-Setter EnumInto(Enum* field, absl::StatusOr<Enum> (*parse)(absl::string_view)) {
-  return [field, parse](const std::string& n, const py::object& v) {
-    *field = Value(parse(Text(n, v)));
-  };
-}
-
-// The serving job's keywords beside the weights (`lowp mix --device`'s).
-void JobSetters(SizingOptions* o, Setters* s) {
-  (*s)["kv"] = [o](const std::string& n, const py::object& v) {
-    o->kv = Text(n, v);
-    if (o->kv.empty()) throw py::value_error(absl::StrCat(n, " is empty"));
-  };
-  (*s)["seq"] = IntInto(&o->seq);
-  (*s)["batch"] = IntInto(&o->batch);
-  (*s)["prefill_tokens"] = IntInto(&o->prefill_tokens);
-  (*s)["buffers"] = [o](const std::string& n, const py::object& v) {
-    o->buffers_bytes = py::isinstance<py::str>(v) ? Value(ParseBytes(Text(n, v), n)) : Int(n, v);
-  };
-  (*s)["headroom"] = [o](const std::string& n, const py::object& v) { o->headroom = Real(n, v); };
-}
-
-// The memory model's keywords, as `lowp size`'s options (docs/sizing.md).
-void SizingSetters(SizingOptions* o, bool* mode_given, Setters* s) {
-  JobSetters(o, s);
-  (*s)["mode"] = [o, mode_given](const std::string& n, const py::object& v) {
-    o->mode = Value(ParseMode(Text(n, v)));
-    *mode_given = true;
-  };
-  for (const auto& slot : {std::pair{"weights", &o->weights}, {"embed", &o->embed},
-                           {"grads", &o->grads}, {"master", &o->master},
-                           {"opt_state", &o->opt_state}}) {
-    std::string* field = slot.second;  // not a structured binding: clang 14 cannot capture one
-    (*s)[slot.first] = [field](const std::string& n, const py::object& v) {
-      *field = Text(n, v);
-      if (field->empty()) throw py::value_error(absl::StrCat(n, " is empty"));
-    };
-  }
-  (*s)["optimizer"] = EnumInto(&o->optimizer, ParseOptimizer);
-  (*s)["recompute"] = EnumInto(&o->recompute, ParseRecompute);
-  (*s)["activation_bytes"] = IntInto(&o->activation_bytes);
-  (*s)["dp"] = IntInto(&o->dp);
-  (*s)["tp"] = IntInto(&o->tp);
-  (*s)["pp"] = IntInto(&o->pp);
-  (*s)["zero"] = IntInto(&o->zero);
-  (*s)["lora_rank"] = IntInto(&o->lora_rank);
-  (*s)["sequence_parallel"] = [o](const std::string& n, const py::object& v) {
-    o->sequence_parallel = Bool(n, v);
-  };
-  (*s)["no_flash_attention"] = [o](const std::string& n, const py::object& v) {
-    o->flash_attention = !Bool(n, v);
-  };
-  (*s)["flash_attention"] = [o](const std::string& n, const py::object& v) {
-    o->flash_attention = Bool(n, v);
-  };
-  (*s)["offload"] = [o](const std::string& n, const py::object& v) {
-    const std::string what = Text(n, v);
-    if (what != "optimizer") {
-      throw py::value_error(absl::StrCat(n, " '", what, "': only 'optimizer' can be offloaded"));
-    }
-    o->offload_optimizer = true;
-  };
-  (*s)["lora_targets"] = [o](const std::string& n, const py::object& v) {
-    o->lora_targets = Names(n, v);
-  };
-}
-
-void RequireModelAndMode(const std::string& model, bool mode_given) {
-  if (model.empty()) {
-    throw py::value_error("model is required: a preset (e.g. llama-3.1-8b) or a config.json");
-  }
-  if (!mode_given) {
-    throw py::value_error("mode is required (pretrain, finetune, lora, qlora, inference)");
-  }
-}
-
+// Runs `call` with the GIL released; its result as the dict of its JSON.
 template <typename Result>
 py::object Run(const std::function<absl::StatusOr<Result>()>& call) {
   absl::StatusOr<Result> result;
@@ -349,500 +112,221 @@ py::object Run(const std::function<absl::StatusOr<Result>()>& call) {
   return ToPython(api::ToJson(Value(std::move(result))));
 }
 
-py::object Size(const py::kwargs& kwargs) {
-  const Keywords keywords("size", kwargs);
-  api::SizeOptions o;
-  bool mode_given = false, compare = false;
-  std::optional<std::vector<std::string>> formats;
-  Setters s;
-  SizingSetters(&o.sizing, &mode_given, &s);
-  s["model"] = TextInto(&o.model);
-  s["device"] = TextInto(&o.device);
-  s["compare_formats"] = [&](const std::string& n, const py::object& v) { compare = Bool(n, v); };
-  s["formats"] = [&](const std::string& n, const py::object& v) { formats = Names(n, v); };
-  keywords.Apply(s);
-  if (formats && !compare) throw py::value_error("formats goes with compare_formats=True");
-  RequireModelAndMode(o.model, mode_given);
-  if (compare) {
-    const api::CompareFormatsOptions c{o, formats.value_or(std::vector<std::string>{})};
-    return Run<api::FormatComparison>([&] { return api::CompareFormats(c); });
-  }
-  return Run<SizingReport>([&] { return api::Size(o); });
-}
+// ------------------------------------------------- shared argument groups
 
-py::object TrainingPlanCall(const py::kwargs& kwargs) {
-  const Keywords keywords("training_plan", kwargs);
-  api::TrainingPlanOptions o;
-  bool mode_given = false;
-  Setters s;
-  SizingSetters(&o.size.sizing, &mode_given, &s);
-  s["model"] = TextInto(&o.size.model);
-  s["device"] = TextInto(&o.size.device);
-  s["recipes"] = [&](const std::string& n, const py::object& v) { o.measure.recipes = Names(n, v); };
-  s["tensors"] = [&](const std::string& n, const py::object& v) {
-    o.measure.inputs.files = Paths(n, v);
-  };
-  s["select"] = [&](const std::string& n, const py::object& v) {
-    o.measure.tensors = absl::StrJoin(Names(n, v), ",");
-  };
-  s["steps"] = IntInto(&o.measure.update.adamw.steps);
-  s["lr"] = [&](const std::string& n, const py::object& v) {
-    o.measure.update.adamw.lr = Real(n, v);
-  };
-  s["seed"] = SeedInto(&o.measure.update.seed);
-  s["threads"] = IntInto(&o.measure.update.threads);
-  s["quiet"] = [](const std::string& n, const py::object& v) { (void)Bool(n, v); };
-  keywords.Apply(s);
-  RequireModelAndMode(o.size.model, mode_given);
-  return Run<api::TrainingPlanResult>([&] { return api::TrainingPlan(o); });
-}
-
-// A model path, or "" (the bundled model) for None.
-std::string ModelArg(const py::object& model) {
-  return model.is_none() ? std::string() : PathText(model);
-}
-
-py::object PlanCall(const py::kwargs& kwargs) {
-  const Keywords keywords("plan", kwargs);
-  api::PlanJobOptions o;
-  bool mode_given = false;
-  Setters s;
-  SizingSetters(&o.sizing, &mode_given, &s);
-  s["model"] = TextInto(&o.model);
-  s["formats"] = [&](const std::string& n, const py::object& v) { o.formats = Names(n, v); };
-  s["device"] = [&](const std::string& n, const py::object& v) { o.devices = Names(n, v); };
-  s["tensors"] = [&](const std::string& n, const py::object& v) { o.tensor_files = Paths(n, v); };
-  s["select"] = [&](const std::string& n, const py::object& v) {
-    o.select = absl::StrJoin(Names(n, v), ",");
-  };
-  s["threads"] = IntInto(&o.threads);
-  s["eval"] = [&](const std::string& n, const py::object& v) { o.eval = Bool(n, v); };
-  s["eval_model"] = [&](const std::string&, const py::object& v) { o.eval_model = ModelArg(v); };
-  s["eval_sample"] = TextInto(&o.eval_sample);
-  s["eval_imatrix"] = PathInto(&o.eval_imatrix);
-  s["eval_seed"] = SeedInto(&o.eval_seed);
-  s["mix"] = [&](const std::string& n, const py::object& v) { o.mix = Bool(n, v); };
-  s["mix_types"] = [&](const std::string& n, const py::object& v) { o.mix_types = Names(n, v); };
-  s["mix_tune_sample"] = TextInto(&o.mix_tune_sample);
-  s["mix_tune_seed"] = SeedInto(&o.mix_tune_seed);
-  s["html"] = [&](const std::string& n, const py::object& v) {
-    if (!IsPath(v)) WrongType(n, "a path", v);
-    o.html = PathText(v);
-  };
-  s["quiet"] = [](const std::string& n, const py::object& v) { (void)Bool(n, v); };
-  keywords.Apply(s);
-  RequireModelAndMode(o.model, mode_given);
-  o.html_command = keywords.Call();
-  return Run<Plan>([&] { return api::PlanJob(o); });
-}
-
-// `object` as a C-contiguous, aligned array in native byte order: itself
-// when it is one, else a copy (a list, a scalar, a big-endian or strided
-// array). ValueError naming `what` when NumPy cannot make an array of it.
-py::array NativeArray(const py::object& object, const std::string& what) {
-  py::array array = py::array::ensure(object);
-  if (!array) throw py::value_error(absl::StrCat(what, ": not an array of numbers"));
-  if (!py::cast<bool>(array.dtype().attr("isnative"))) {
-    array = array.attr("astype")(array.dtype().attr("newbyteorder")("="));
-  }
-  if (!(array.flags() & py::array::c_style) ||
-      !(array.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_)) {
-    // A contiguous, aligned copy; NumPy's own exception (MemoryError for a
-    // copy it cannot allocate) when it cannot make one.
-    array = py::module_::import("numpy").attr("ascontiguousarray")(array);
-  }
-  return array;
-}
-
-bool IsHalf(const py::array& a) { return a.dtype().kind() == 'f' && a.itemsize() == 2; }
-
-// A floating NumPy array as a tensor, read in place when it is float32,
-// float16 or float64, native, C-contiguous and aligned; the array (or its
-// copy) is kept alive in `keep`. Other dtypes are a ValueError, as the
-// command skips tensors that are not floating.
-TensorView ArrayView(const std::string& name, const py::object& object,
-                     std::vector<py::array>& keep) {
-  py::array array = NativeArray(object, name);
-  DType dtype;
-  if (py::isinstance<py::array_t<float>>(array)) {
-    dtype = DType::kF32;
-  } else if (py::isinstance<py::array_t<double>>(array)) {
-    dtype = DType::kF64;
-  } else if (IsHalf(array)) {
-    dtype = DType::kF16;
-  } else {
-    throw py::value_error(absl::StrCat(name, ": want a float16, float32 or float64 array (got ",
-                                       std::string(py::str(array.dtype())), ")"));
-  }
-  keep.push_back(array);
-  TensorView view;
-  view.name = name;
-  view.dtype = dtype;
-  view.shape.assign(array.shape(), array.shape() + array.ndim());
-  view.bytes = std::span<const uint8_t>(static_cast<const uint8_t*>(array.data()),
-                                        static_cast<size_t>(array.nbytes()));
-  view.file = "(array)";
-  return view;
-}
-
-// The input of quant_error and range_study: a path or a list of paths, a
-// dict of name -> array, or anything else NumPy makes an array of (the
-// tensor "array"). Arrays are viewed in place, kept alive in `keep`.
-api::TensorInputs Inputs(const py::object& data, std::vector<py::array>& keep) {
+// The input of quant_error, update_error and range_study: a path or a list
+// of paths, a dict of name -> array, or anything else NumPy makes a
+// floating array of (the tensor "array"). Arrays are viewed in place, kept
+// alive in `keep`.
+api::TensorInputs TensorData(const Arg& a, std::vector<py::array>& keep) {
+  constexpr const char* kWant = "a checkpoint path, a list of paths, an array or a dict of arrays";
   api::TensorInputs inputs;
-  if (IsPath(data)) {
-    inputs.files.push_back(PathText(data));
+  if (IsPath(a.value)) {
+    inputs.files.push_back(Path(a));
     return inputs;
   }
-  if ((py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data) ||
-       py::isinstance<py::dict>(data)) &&
-      py::len(data) == 0) {
-    throw py::value_error(
-        "no input: give a checkpoint path, a list of paths, an array or a dict of arrays");
+  const bool sequence = py::isinstance<py::list>(a.value) || py::isinstance<py::tuple>(a.value);
+  if ((sequence || py::isinstance<py::dict>(a.value)) && py::len(a.value) == 0) {
+    WrongValue(a, absl::StrCat("no input: give ", kWant));
   }
-  if (py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data)) {
-    bool paths = true;
-    for (const py::handle item : data) paths = paths && IsPath(item);
-    if (paths) {
-      for (const py::handle item : data) inputs.files.push_back(PathText(item));
+  if (sequence) {
+    bool paths = false;
+    for (const py::handle item : a.value) paths = paths || IsPath(item);
+    if (paths) {  // then every item is one
+      size_t i = 0;
+      for (const py::handle item : a.value) inputs.files.push_back(Path(a.Item(i++, item)));
       return inputs;
     }
   }
-  if (py::isinstance<py::dict>(data)) {
-    for (const auto& [name, array] : py::cast<py::dict>(data)) {
-      inputs.arrays.push_back(
-          ArrayView(py::str(name), py::reinterpret_borrow<py::object>(array), keep));
+  if (py::isinstance<py::dict>(a.value)) {
+    for (const auto& [key, array] : py::reinterpret_borrow<py::dict>(a.value)) {
+      if (!py::isinstance<py::str>(key)) WrongType({a.name, key}, "a str for each tensor name");
+      const std::string name = Text({absl::StrCat(a.name, " key"), key});
+      inputs.arrays.push_back(FloatTensor(
+          {absl::StrCat(a.name, "[", std::string(py::repr(key)), "]"), array}, name, keep));
     }
     return inputs;
   }
-  inputs.arrays.push_back(ArrayView("array", data, keep));
+  const py::array array = NativeArray(a);
+  if (array.dtype().kind() == 'O') WrongType(a, kWant);  // None, or objects NumPy cannot read
+  inputs.arrays.push_back(FloatTensor({a.name, array}, "array", keep));
   return inputs;
 }
 
-py::object QuantError(const py::object& data, const py::object& scheme, const py::kwargs& kwargs) {
-  api::QuantErrorOptions o;
-  if (!scheme.is_none()) o.schemes = Names("scheme", scheme);
-  Setters s;
-  s["reference"] = [&](const std::string& n, const py::object& v) { o.reference = Paths(n, v); };
-  s["tensors"] = [&](const std::string& n, const py::object& v) {
-    o.tensors = absl::StrJoin(Names(n, v), ",");
-  };
-  s["summary"] = [&](const std::string& n, const py::object& v) { o.summary = Bool(n, v); };
-  s["histogram"] = [&](const std::string& n, const py::object& v) { o.histogram = Bool(n, v); };
-  s["relative_floor"] = [&](const std::string& n, const py::object& v) {
-    o.relative_floor = Real(n, v);
-  };
-  s["imatrix"] = PathInto(&o.imatrix);
-  s["threads"] = IntInto(&o.threads);
-  s["quiet"] = [](const std::string& n, const py::object& v) { (void)Bool(n, v); };
-  Keywords("quant_error", kwargs).Apply(s);
-  std::vector<py::array> keep;
-  o.inputs = Inputs(data, keep);
-  return Run<api::QuantErrorResult>([&] { return api::QuantError(o); });
+// The serving job beside the weights (`lowp mix --device`'s, and size's).
+template <class State, class Get>
+void JobParams(Function<State>& f, Get get) {
+  const SizingOptions d;
+  f.Optional(kKeyword, "kv", "str | None", py::none(), [get](State& s, const Arg& a) {
+    get(s).kv = Text(a);
+    if (get(s).kv.empty()) WrongValue(a, "is empty");
+  });
+  f.Optional(kKeyword, "seq", "int", py::int_(d.seq),
+             [get](State& s, const Arg& a) { IntInto(get(s).seq, a); });
+  f.Optional(kKeyword, "batch", "int", py::int_(d.batch),
+             [get](State& s, const Arg& a) { IntInto(get(s).batch, a); });
+  f.Optional(kKeyword, "prefill_tokens", "int", py::int_(d.prefill_tokens),
+             [get](State& s, const Arg& a) { IntInto(get(s).prefill_tokens, a); });
+  f.Optional(kKeyword, "buffers", "int | str", py::int_(d.buffers_bytes),
+             [get](State& s, const Arg& a) { get(s).buffers_bytes = ByteCount(a); });
+  f.Optional(kKeyword, "headroom", "float", py::float_(d.headroom),
+             [get](State& s, const Arg& a) { get(s).headroom = Real(a); });
 }
 
-py::object UpdateErrorCall(const py::object& data, const py::object& recipes,
-                           const py::kwargs& kwargs) {
-  api::UpdateErrorApiOptions o;
-  if (recipes.is_none()) {
-    // the default ladder
-  } else {
-    o.recipes = Names("recipes", recipes);
-    if (o.recipes.empty()) throw py::value_error("recipes: want at least one recipe");
+// The memory model's options, as `lowp size`'s (docs/sizing.md); the job's
+// model and mode come before them.
+template <class State, class Get>
+void SizingParams(Function<State>& f, Get get) {
+  const SizingOptions d;
+  // Empty: the mode's default (docs/sizing.md).
+  for (const auto& slot : {std::pair{"weights", &SizingOptions::weights},
+                           {"embed", &SizingOptions::embed},
+                           {"grads", &SizingOptions::grads},
+                           {"master", &SizingOptions::master},
+                           {"opt_state", &SizingOptions::opt_state}}) {
+    std::string SizingOptions::*field = slot.second;
+    f.Optional(kKeyword, slot.first, "str | None", py::none(),
+               [get, field](State& s, const Arg& a) {
+                 get(s).*field = Text(a);
+                 if ((get(s).*field).empty()) WrongValue(a, "is empty");
+               });
   }
-  AdamWOptions& a = o.update.adamw;
-  auto real = [](double* field) {
-    return [field](const std::string& n, const py::object& v) { *field = Real(n, v); };
-  };
-  Setters s;
-  s["tensors"] = [&](const std::string& n, const py::object& v) {
-    o.tensors = absl::StrJoin(Names(n, v), ",");
-  };
-  s["steps"] = IntInto(&a.steps);
-  s["warmup"] = IntInto(&a.warmup);
-  s["schedule"] = TextInto(&a.schedule);
-  s["lr"] = real(&a.lr);
-  s["min_lr_ratio"] = real(&a.min_lr_ratio);
-  s["beta1"] = real(&a.beta1);
-  s["beta2"] = real(&a.beta2);
-  s["eps"] = real(&a.eps);
-  s["weight_decay"] = real(&a.weight_decay);
-  s["grad_scale"] = real(&o.update.grad_scale);
-  s["grad_signal"] = real(&o.update.grad_signal);
-  s["seed"] = SeedInto(&o.update.seed);
-  s["threads"] = IntInto(&o.update.threads);
-  s["quiet"] = [](const std::string& n, const py::object& v) { (void)Bool(n, v); };
-  Keywords("update_error", kwargs).Apply(s);
-  std::vector<py::array> keep;
-  o.inputs = Inputs(data, keep);
-  return Run<api::UpdateErrorResult>([&] { return api::UpdateError(o); });
-}
-
-py::object TrainingRecipesCall() { return ToPython(api::TrainingRecipesJson()); }
-
-py::object TensorsCall(const py::object& files, const std::string& tensors, bool metadata) {
-  api::TensorsOptions o;
-  o.files = Paths("files", files);
-  o.tensors = tensors;
-  o.metadata = metadata;
-  return Run<api::TensorsResult>([&] { return api::Tensors(o); });
-}
-
-py::object RangeStudy(const py::object& data, const py::kwargs& kwargs) {
-  api::RangeStudyOptions o;
-  Setters s;
-  s["formats"] = [&](const std::string& n, const py::object& v) { o.formats = Names(n, v); };
-  s["fraction"] = [&](const std::string& n, const py::object& v) { o.fraction = Real(n, v); };
-  s["tensors"] = [&](const std::string& n, const py::object& v) {
-    o.tensors = absl::StrJoin(Names(n, v), ",");
-  };
-  s["threads"] = IntInto(&o.threads);
-  s["quiet"] = [](const std::string& n, const py::object& v) { (void)Bool(n, v); };
-  Keywords("range_study", kwargs).Apply(s);
-  std::vector<py::array> keep;
-  o.inputs = Inputs(data, keep);
-  return Run<api::RangeStudyResult>([&] { return api::RangeStudy(o); });
-}
-
-// Token ids from an integer array-like: [sequences, length] (or [length],
-// one sequence, `*one_d` set). ValueError for another shape or dtype, or an
-// id outside int32's range.
-api::TokenArray TokensFrom(const std::string& name, const py::handle& v, bool* one_d) {
-  py::array a = py::array::ensure(v);
-  if (!a) throw py::error_already_set();
-  const char kind = a.dtype().kind();
-  if (kind != 'i' && kind != 'u') {
-    throw py::value_error(absl::StrCat(name, ": want an integer array of token ids, not dtype ",
-                                       std::string(py::str(a.dtype()))));
-  }
-  if (a.ndim() != 1 && a.ndim() != 2) {
-    throw py::value_error(absl::StrCat(name, ": want [sequences, length] or [length], not ",
-                                       a.ndim(), " dimensions"));
-  }
-  *one_d = a.ndim() == 1;
-  py::array_t<int64_t, py::array::c_style | py::array::forcecast> ids(a);
-  if (!ids) throw py::error_already_set();
-  api::TokenArray out;
-  out.length = a.ndim() == 1 ? a.shape(0) : a.shape(1);
-  if (ids.size() == 0 || out.length == 0) throw py::value_error(name + ": no tokens");
-  out.ids.resize(static_cast<size_t>(ids.size()));
-  const int64_t* data = ids.data();
-  for (size_t i = 0; i < out.ids.size(); ++i) {
-    if (data[i] < 0 || data[i] > INT32_MAX) {
-      throw py::value_error(absl::StrCat(name, ": token ", data[i], " at sequence ",
-                                         i / out.length, ", position ", i % out.length,
-                                         " is not a token id"));
+  f.Optional(kKeyword, "optimizer", "str", py::str(std::string(OptimizerName(d.optimizer))),
+             [get](State& s, const Arg& a) { get(s).optimizer = Choice(a, ParseOptimizer); });
+  f.Optional(kKeyword, "activation_bytes", "int", py::int_(d.activation_bytes),
+             [get](State& s, const Arg& a) { IntInto(get(s).activation_bytes, a); });
+  JobParams(f, get);
+  f.Optional(kKeyword, "dp", "int", py::int_(d.dp),
+             [get](State& s, const Arg& a) { IntInto(get(s).dp, a); });
+  f.Optional(kKeyword, "tp", "int", py::int_(d.tp),
+             [get](State& s, const Arg& a) { IntInto(get(s).tp, a); });
+  f.Optional(kKeyword, "pp", "int", py::int_(d.pp),
+             [get](State& s, const Arg& a) { IntInto(get(s).pp, a); });
+  f.Optional(kKeyword, "zero", "int", py::int_(d.zero),
+             [get](State& s, const Arg& a) { IntInto(get(s).zero, a); });
+  f.Optional(kKeyword, "sequence_parallel", "bool", py::bool_(d.sequence_parallel),
+             [get](State& s, const Arg& a) { get(s).sequence_parallel = Bool(a); });
+  f.Optional(kKeyword, "recompute", "str", py::str(std::string(RecomputeName(d.recompute))),
+             [get](State& s, const Arg& a) { get(s).recompute = Choice(a, ParseRecompute); });
+  f.Optional(kKeyword, "flash_attention", "bool", py::bool_(d.flash_attention),
+             [get](State& s, const Arg& a) { get(s).flash_attention = Bool(a); });
+  // The command line's --no-flash-attention.
+  f.Optional(kKeyword, "no_flash_attention", "bool", py::bool_(!d.flash_attention),
+             [get](State& s, const Arg& a) { get(s).flash_attention = !Bool(a); });
+  f.Optional(kKeyword, "offload", "str | None", py::none(), [get](State& s, const Arg& a) {
+    const std::string what = Text(a);
+    if (what != "optimizer") {
+      WrongValue(a, absl::StrCat("'", what, "': only 'optimizer' can be offloaded"));
     }
-    out.ids[i] = static_cast<int32_t>(data[i]);
+    get(s).offload_optimizer = true;
+  });
+  f.Optional(kKeyword, "lora_rank", "int", py::int_(d.lora_rank),
+             [get](State& s, const Arg& a) { IntInto(get(s).lora_rank, a); });
+  f.Optional(kKeyword, "lora_targets", "Names | None", py::none(),
+             [get](State& s, const Arg& a) { get(s).lora_targets = Names(a); });
+}
+
+// The tokens of eval, imatrix and mix (each of mix's two sets with its
+// `prefix`): tokens, sample, seed, text, text_file, tokenizer, ctx, chunks;
+// defaults those of `d`.
+template <class State, class Get>
+void TokenParams(Function<State>& f, const std::string& prefix, Get get,
+                 const api::EvalOptions& d) {
+  f.Optional(kKeyword, prefix + "tokens", "ArrayLike | FilePath | None", py::none(),
+             [get](State& s, const Arg& a) {
+               if (IsPath(a.value)) {
+                 get(s).tokens_file = Path(a);
+               } else {
+                 bool one_d = false;
+                 get(s).token_array = Tokens(a, &one_d);
+               }
+             });
+  f.Optional(kKeyword, prefix + "sample", "str | tuple[int, int]", py::str(d.sample),
+             [get](State& s, const Arg& a) {
+               if (py::isinstance<py::tuple>(a.value)) {
+                 if (py::len(a.value) != 2) WrongValue(a, "want a tuple (N, LEN)");
+                 const py::tuple t = py::reinterpret_borrow<py::tuple>(a.value);
+                 get(s).sample = absl::StrCat(Int<int64_t>(a.Item(0, t[0])), ":",
+                                              Int<int64_t>(a.Item(1, t[1])));
+               } else if (py::isinstance<py::str>(a.value)) {
+                 get(s).sample = Text(a);
+               } else {
+                 WrongType(a, "a str 'N:LEN' or a tuple (N, LEN)");
+               }
+             });
+  f.Optional(kKeyword, prefix + "seed", "int", py::int_(d.seed),
+             [get](State& s, const Arg& a) { IntInto(get(s).seed, a); });
+  f.Optional(kKeyword, prefix + "text", "str | None", py::none(),
+             [get](State& s, const Arg& a) { get(s).text = Text(a); });
+  f.Optional(kKeyword, prefix + "text_file", "FilePath | None", py::none(),
+             [get](State& s, const Arg& a) { get(s).text_file = Path(a); });
+  f.Optional(kKeyword, prefix + "tokenizer", "FilePath | None", py::none(),
+             [get](State& s, const Arg& a) { get(s).tokenizer = Path(a); });
+  f.Optional(kKeyword, prefix + "ctx", "int", py::int_(d.ctx),
+             [get](State& s, const Arg& a) { IntInto(get(s).ctx, a); });
+  f.Optional(kKeyword, prefix + "chunks", "int", py::int_(d.chunks),
+             [get](State& s, const Arg& a) { IntInto(get(s).chunks, a); });
+}
+
+// Accepted and ignored, as the command line's --quiet (Python prints no
+// progress).
+template <class State>
+void QuietParam(Function<State>& f) {
+  f.Optional(kKeyword, "quiet", "bool", py::bool_(false),
+             [](State&, const Arg& a) { (void)Bool(a); });
+}
+
+// A model (a Hugging Face directory or config.json; None: the bundled one)
+// and the tensor files that override its own.
+template <class State, class GetModel, class GetTensors>
+void ModelParams(Function<State>& f, GetModel model, GetTensors tensors) {
+  f.Optional(kKeyword, "model", "FilePath | None", py::none(),
+             [model](State& s, const Arg& a) { model(s) = ModelPath(a); });
+  f.Optional(kKeyword, "tensors", "FilePaths | None", py::none(),
+             [tensors](State& s, const Arg& a) { tensors(s) = Paths(a); });
+}
+
+template <class State, class Get>
+void ThreadsParam(Function<State>& f, Get get) {
+  f.Optional(kKeyword, "threads", kThreadsType, EveryCpu(),
+             [get](State& s, const Arg& a) { get(s) = Threads(a); });
+}
+
+// ------------------------------------------------------- values and codes
+
+// The options of a conversion: `to` (or `fmt`), rounding, overflow,
+// subnormals, nan, seed, threads.
+struct Conversion {
+  py::array values;
+  std::optional<Format> format;
+  ConvertOptions options;
+  bool packed = false;
+  int threads = 0;
+};
+
+void ConversionParams(Function<Conversion>& f, const char* values_type, const char* format_name,
+                      bool packed) {
+  const ConvertOptions d;
+  f.Required(kPositional, "values", values_type,
+             [](Conversion& c, const Arg& a) { c.values = NativeArray(a); });
+  f.Required(kPositional, format_name, "str",
+             [](Conversion& c, const Arg& a) { c.format = ValueFor(a, FindFormat(Text(a))); });
+  f.Optional(kKeyword, "rounding", "str", py::str(std::string(RoundingName(d.rounding))),
+             [](Conversion& c, const Arg& a) { c.options.rounding = Choice(a, ParseRounding); });
+  f.Optional(kKeyword, "overflow", "str", py::str(std::string(OverflowName(d.overflow))),
+             [](Conversion& c, const Arg& a) { c.options.overflow = Choice(a, ParseOverflow); });
+  f.Optional(
+      kKeyword, "subnormals", "str", py::str(std::string(SubnormalsName(d.subnormals))),
+      [](Conversion& c, const Arg& a) { c.options.subnormals = Choice(a, ParseSubnormals); });
+  f.Optional(kKeyword, "nan", "str", py::str(std::string(NanPolicyName(d.nan))),
+             [](Conversion& c, const Arg& a) { c.options.nan = Choice(a, ParseNanPolicy); });
+  f.Optional(kKeyword, "seed", "int", py::int_(d.seed),
+             [](Conversion& c, const Arg& a) { IntInto(c.options.seed, a); });
+  if (packed) {
+    f.Optional(kKeyword, "packed", "bool", py::bool_(false),
+               [](Conversion& c, const Arg& a) { c.packed = Bool(a); });
   }
-  return out;
-}
-
-py::object ForwardCall(const py::object& model, const py::object& tokens,
-                       const py::object& threads) {
-  bool one_d = false;
-  const api::TokenArray ids = TokensFrom("tokens", tokens, &one_d);
-  const int n_threads = threads.is_none() ? 0 : static_cast<int>(Int("threads", threads));
-  const std::string path = ModelArg(model);
-  absl::StatusOr<std::vector<float>> logits;
-  {
-    py::gil_scoped_release release;
-    logits = api::ForwardLogits(path, {}, ids, n_threads);
-  }
-  std::vector<float> values = Value(std::move(logits));
-  const int64_t sequences = static_cast<int64_t>(ids.ids.size()) / ids.length;
-  const int64_t vocab = static_cast<int64_t>(values.size()) / (sequences * ids.length);
-  std::vector<py::ssize_t> shape;
-  if (!one_d) shape.push_back(sequences);
-  shape.push_back(ids.length);
-  shape.push_back(vocab);
-  py::array_t<float> out(shape);
-  std::memcpy(out.mutable_data(), values.data(), values.size() * sizeof(float));
-  return out;
-}
-
-py::object SampleCall(const py::object& model, int64_t count, int64_t length,
-                      double temperature, uint64_t seed, const py::object& threads) {
-  SampleOptions o;
-  o.count = count;
-  o.length = length;
-  o.temperature = temperature;
-  o.seed = seed;
-  o.threads = threads.is_none() ? 0 : static_cast<int>(Int("threads", threads));
-  const std::string path = ModelArg(model);
-  absl::StatusOr<api::TokenArray> tokens;
-  {
-    py::gil_scoped_release release;
-    tokens = api::Sample(path, {}, o);
-  }
-  api::TokenArray t = Value(std::move(tokens));
-  py::array_t<int32_t> out({static_cast<py::ssize_t>(count), static_cast<py::ssize_t>(length)});
-  std::memcpy(out.mutable_data(), t.ids.data(), t.ids.size() * sizeof(int32_t));
-  return out;
-}
-
-// A site's list: a str ("a,b") or a list of str.
-Setter SiteInto(std::string* field) {
-  return [field](const std::string& n, const py::object& v) {
-    *field = absl::StrJoin(Names(n, v), ",");
-  };
-}
-
-// The token keywords of eval (and mix's, each with `prefix`): tokens,
-// sample, seed, text, text_file, tokenizer, ctx, chunks.
-void TokenSetters(Setters& s, api::EvalOptions& o, const std::string& prefix) {
-  s[prefix + "tokens"] = [&o](const std::string& n, const py::object& v) {
-    if (IsPath(v)) {
-      o.tokens_file = PathText(v);
-    } else {
-      bool one_d = false;
-      o.token_array = TokensFrom(n, v, &one_d);
-    }
-  };
-  s[prefix + "sample"] = [&o](const std::string& n, const py::object& v) {
-    if (py::isinstance<py::tuple>(v) && py::len(v) == 2) {
-      const py::tuple t = v.cast<py::tuple>();
-      o.sample = absl::StrCat(Int(n, t[0]), ":", Int(n, t[1]));
-    } else {
-      o.sample = Text(n, v);
-    }
-  };
-  s[prefix + "seed"] = SeedInto(&o.seed);
-  s[prefix + "text"] = [&o](const std::string& n, const py::object& v) { o.text = Text(n, v); };
-  s[prefix + "text_file"] = [&o](const std::string& n, const py::object& v) {
-    if (!IsPath(v)) WrongType(n, "a path", v);
-    o.text_file = PathText(v);
-  };
-  s[prefix + "tokenizer"] = [&o](const std::string& n, const py::object& v) {
-    if (!IsPath(v)) WrongType(n, "a path", v);
-    o.tokenizer = PathText(v);
-  };
-  s[prefix + "ctx"] = IntInto(&o.ctx);
-  s[prefix + "chunks"] = IntInto(&o.chunks);
-}
-
-py::object EvalCall(const py::kwargs& kwargs) {
-  api::EvalOptions o;
-  Setters s;
-  s["model"] = [&](const std::string&, const py::object& v) { o.model = ModelArg(v); };
-  s["tensors"] = [&](const std::string& n, const py::object& v) { o.tensors = Paths(n, v); };
-  TokenSetters(s, o, "");
-  s["weights"] = SiteInto(&o.weights);
-  s["activations"] = SiteInto(&o.activations);
-  s["kv"] = SiteInto(&o.kv);
-  s["compute"] = SiteInto(&o.compute);
-  s["weights_file"] = [&](const std::string& n, const py::object& v) {
-    o.weights_files = Paths(n, v);
-  };
-  s["batch_tokens"] = [&](const std::string& n, const py::object& v) {
-    o.batch_tokens = Int(n, v);
-    if (o.batch_tokens < 0) throw py::value_error("batch_tokens: want a number >= 0");
-  };
-  s["imatrix"] = PathInto(&o.imatrix);
-  s["threads"] = IntInto(&o.threads);
-  Keywords("eval", kwargs).Apply(s);
-  return Run<api::EvalResult>([&] { return api::Eval(o); });
-}
-
-py::object MixCall(const py::kwargs& kwargs) {
-  api::MixOptions o;
-  Setters s;
-  s["model"] = [&](const std::string&, const py::object& v) { o.model = ModelArg(v); };
-  s["tensors"] = [&](const std::string& n, const py::object& v) { o.tensors = Paths(n, v); };
-  s["bits_per_weight"] = [&](const std::string& n, const py::object& v) {
-    o.bits_per_weight = Real(n, v);
-  };
-  s["bytes"] = [&](const std::string& n, const py::object& v) {
-    const int64_t bytes = py::isinstance<py::str>(v) ? Value(ParseBytes(Text(n, v), n)) : Int(n, v);
-    if (bytes <= 0) throw py::value_error("bytes: want a number > 0");
-    o.bytes = static_cast<uint64_t>(bytes);
-  };
-  s["device"] = [&](const std::string& n, const py::object& v) { o.device = Text(n, v); };
-  JobSetters(&o.job, &s);
-  s["types"] = [&](const std::string& n, const py::object& v) { o.types = Names(n, v); };
-  s["baselines"] = [&](const std::string& n, const py::object& v) { o.baselines = Names(n, v); };
-  s["random_mixes"] = [&](const std::string& n, const py::object& v) {
-    o.random_mixes = static_cast<int>(std::clamp<int64_t>(Int(n, v), -1, 1 << 20));
-  };
-  s["random_seed"] = SeedInto(&o.seed);
-  TokenSetters(s, o.verify, "");
-  TokenSetters(s, o.tune, "tune_");
-  s["imatrix"] = PathInto(&o.imatrix);
-  s["threads"] = IntInto(&o.threads);
-  Keywords("mix", kwargs).Apply(s);
-  return Run<api::MixResult>([&] { return api::Mix(o); });
-}
-
-// lowp imatrix --json as a dict, with "importance": each entry's in_sum2 /
-// count as a float32 array [matrices, columns] (what the quantizers get).
-py::object ImatrixCall(const py::kwargs& kwargs) {
-  api::ImatrixOptions o;
-  Setters s;
-  s["model"] = [&](const std::string&, const py::object& v) { o.input.model = ModelArg(v); };
-  s["tensors"] = [&](const std::string& n, const py::object& v) { o.input.tensors = Paths(n, v); };
-  TokenSetters(s, o.input, "");
-  s["process_output"] = [&](const std::string& n, const py::object& v) {
-    o.process_output = Bool(n, v);
-  };
-  s["out"] = PathInto(&o.out);
-  s["format"] = TextInto(&o.format);
-  s["batch_tokens"] = [&](const std::string& n, const py::object& v) {
-    o.input.batch_tokens = Int(n, v);
-    if (o.input.batch_tokens < 0) throw py::value_error("batch_tokens: want a number >= 0");
-  };
-  s["threads"] = IntInto(&o.input.threads);
-  Keywords("imatrix", kwargs).Apply(s);
-  absl::StatusOr<api::ImatrixResult> result;
-  {
-    py::gil_scoped_release release;
-    result = api::MakeImatrix(o);
-  }
-  const api::ImatrixResult& r = Value(std::move(result));
-  py::dict out = ToPython(api::ToJson(r));
-  py::dict importance;
-  for (const auto& [name, e] : r.imatrix.entries()) {
-    const std::vector<float> w = e.Values();
-    py::array_t<float> a({static_cast<py::ssize_t>(e.matrices), static_cast<py::ssize_t>(e.columns)});
-    std::copy(w.begin(), w.end(), a.mutable_data());
-    importance[py::str(e.name)] = a;
-  }
-  out["importance"] = importance;
-  return out;
-}
-
-py::object TokenizeCall(const py::kwargs& kwargs) {
-  api::TokenizeOptions o;
-  Setters s;
-  s["text"] = [&](const std::string& n, const py::object& v) { o.text = Text(n, v); };
-  s["text_file"] = [&](const std::string& n, const py::object& v) {
-    if (!IsPath(v)) WrongType(n, "a path", v);
-    o.text_file = PathText(v);
-  };
-  s["model"] = [&](const std::string&, const py::object& v) { o.model = ModelArg(v); };
-  s["tokenizer"] = [&](const std::string& n, const py::object& v) {
-    if (!IsPath(v)) WrongType(n, "a path", v);
-    o.tokenizer = PathText(v);
-  };
-  s["parse_special"] = [&](const std::string& n, const py::object& v) {
-    o.parse_special = Bool(n, v);
-  };
-  s["add_bos"] = [&](const std::string& n, const py::object& v) { o.add_bos = Bool(n, v); };
-  s["pieces"] = [&](const std::string& n, const py::object& v) { o.pieces = Bool(n, v); };
-  Keywords("tokenize", kwargs).Apply(s);
-  return Run<api::TokenizeResult>([&] { return api::Tokenize(o); });
-}
-
-ConvertOptions ReadConvertOptions(const std::optional<std::string>& rounding,
-                                  const std::optional<std::string>& overflow,
-                                  const std::optional<std::string>& subnormals,
-                                  const std::optional<std::string>& nan, uint64_t seed) {
-  ConvertOptions o;
-  if (rounding) o.rounding = Value(ParseRounding(*rounding));
-  if (overflow) o.overflow = Value(ParseOverflow(*overflow));
-  if (subnormals) o.subnormals = Value(ParseSubnormals(*subnormals));
-  if (nan) o.nan = Value(ParseNanPolicy(*nan));
-  o.seed = seed;
-  return o;
+  ThreadsParam(f, [](Conversion& c) -> int& { return c.threads; });
 }
 
 py::dtype CodeDtype(const Format& f) {
@@ -856,68 +340,53 @@ py::dtype CodeDtype(const Format& f) {
   }
 }
 
-// float32 or float16 values -> codes of `to`, one per element (uint8,
-// uint16 or uint32 by the format's width), or with packed=True (4-bit
-// formats) in the storage layout, two codes per byte, low nibble first.
-// `threads`: None or 0 for every CPU the process may run on.
-int Threads(const py::object& threads) {
-  if (threads.is_none()) return 0;
-  const int64_t n = Int("threads", threads);
-  if (n < 0 || n > 4096) throw py::value_error(absl::StrCat("threads=", n, ": 0 (all) to 4096"));
-  return static_cast<int>(n);
-}
-
-py::array Convert(const py::object& input, const std::string& to,
-                  std::optional<std::string> rounding, std::optional<std::string> overflow,
-                  std::optional<std::string> subnormals, std::optional<std::string> nan,
-                  uint64_t seed, bool packed, const py::object& threads) {
-  const int n_threads = Threads(threads);
-  const Format format = Value(FindFormat(to));
-  const ConvertOptions options = ReadConvertOptions(rounding, overflow, subnormals, nan, seed);
-  if (packed && format.storage_bits() != 4) {
+// float32 or float16 values -> codes, one per element (uint8, uint16 or
+// uint32 by the format's width), or packed (4-bit formats) in the storage
+// layout, two codes per byte, low nibble first.
+py::array Encode(const Conversion& c) {
+  const Format& format = *c.format;
+  if (c.packed && format.storage_bits() != 4) {
     throw py::value_error(absl::StrCat("packed=True is for 4-bit formats, not ", format.name));
   }
-  const py::array values = NativeArray(input, "values");
-  const bool half = IsHalf(values);
-  if (!half && !py::isinstance<py::array_t<float>>(values)) {
-    throw py::value_error(absl::StrCat(
-        "convert takes float32 or float16 values (got ", std::string(py::str(values.dtype())),
-        "); convert explicitly first, e.g. .astype(np.float32), knowing that "
-        "float64 would then be rounded twice"));
+  const bool half = IsHalf(c.values);
+  if (!half && !py::isinstance<py::array_t<float>>(c.values)) {
+    throw py::value_error(
+        absl::StrCat("values: convert takes float32 or float16 values (got ",
+                     std::string(py::str(c.values.dtype())),
+                     "); convert explicitly first, e.g. .astype(np.float32), knowing that "
+                     "float64 would then be rounded twice"));
   }
-  const size_t n = static_cast<size_t>(values.size());
+  const size_t n = static_cast<size_t>(c.values.size());
   py::array out =
-      packed ? py::array(py::dtype::of<uint8_t>(),
-                         std::vector<py::ssize_t>{static_cast<py::ssize_t>(StorageBytes(format, n))})
-             : py::array(CodeDtype(format),
-                         std::vector<py::ssize_t>(values.shape(), values.shape() + values.ndim()));
+      c.packed
+          ? py::array(py::dtype::of<uint8_t>(),
+                      std::vector<py::ssize_t>{static_cast<py::ssize_t>(StorageBytes(format, n))})
+          : py::array(CodeDtype(format), std::vector<py::ssize_t>(
+                                             c.values.shape(), c.values.shape() + c.values.ndim()));
   const std::span<uint8_t> bytes(static_cast<uint8_t*>(out.mutable_data()),
                                  static_cast<size_t>(out.nbytes()));
   absl::Status status;
   {
     py::gil_scoped_release release;
-    status = half ? api::EncodeHalfValues(
-                        std::span<const uint16_t>(static_cast<const uint16_t*>(values.data()), n),
-                        format, options, packed, bytes, n_threads)
-                  : api::EncodeValues(
-                        format, std::span<const float>(static_cast<const float*>(values.data()), n),
-                        options, packed, bytes, n_threads);
+    status =
+        half ? api::EncodeHalfValues(
+                   std::span<const uint16_t>(static_cast<const uint16_t*>(c.values.data()), n),
+                   format, c.options, c.packed, bytes, c.threads)
+             : api::EncodeValues(
+                   format, std::span<const float>(static_cast<const float*>(c.values.data()), n),
+                   c.options, c.packed, bytes, c.threads);
   }
   Check(status);
   return out;
 }
 
-// Codes of `fmt` -> float32 values, exactly. Codes come one per element in
-// an unsigned integer array (any width that holds them), or with packed=True
-// (4-bit formats) as the storage layout holding `count` codes (default: two
-// per byte).
-py::array Decode(const py::object& input, const std::string& fmt, bool packed,
-                 std::optional<size_t> count, const py::object& threads) {
-  const int n_threads = Threads(threads);
-  const Format format = Value(FindFormat(fmt));
-  const py::array codes = NativeArray(input, "codes");
+// Codes of `format` (unsigned integers, one per element; or with `packed`
+// the storage bytes holding `count` codes, default two per byte) -> float32
+// values, exactly.
+py::array DecodeCodes(const py::array& codes, const Format& format, bool packed,
+                      std::optional<size_t> count, int threads) {
   if (codes.dtype().kind() != 'u') {
-    throw py::value_error(absl::StrCat("decode takes unsigned integer codes (got ",
+    throw py::value_error(absl::StrCat("codes: decode takes unsigned integer codes (got ",
                                        std::string(py::str(codes.dtype())), ")"));
   }
   const size_t itemsize = static_cast<size_t>(codes.itemsize());
@@ -930,7 +399,8 @@ py::array Decode(const py::object& input, const std::string& fmt, bool packed,
     const size_t bytes = static_cast<size_t>(codes.nbytes());
     n = count.value_or(2 * bytes);
     if (StorageBytes(format, n) != bytes) {
-      throw py::value_error(absl::StrCat(n, " codes do not fill ", bytes, " bytes of storage"));
+      throw py::value_error(
+          absl::StrCat("count: ", n, " codes do not fill ", bytes, " bytes of storage"));
     }
     shape = {static_cast<py::ssize_t>(n)};
   }
@@ -938,75 +408,101 @@ py::array Decode(const py::object& input, const std::string& fmt, bool packed,
   absl::Status status;
   {
     py::gil_scoped_release release;
-    status = api::DecodeCodes(format, codes.data(), itemsize, n, packed,
-                              std::span<float>(static_cast<float*>(out.mutable_data()), n),
-                              n_threads);
+    status =
+        api::DecodeCodes(format, codes.data(), itemsize, n, packed,
+                         std::span<float>(static_cast<float*>(out.mutable_data()), n), threads);
   }
   Check(status);
   return out;
 }
 
-// float32 values rounded to `to` and read back in one pass (fake_quant).
-py::array RoundValues(const py::object& input, const std::string& to,
-                      std::optional<std::string> rounding, std::optional<std::string> overflow,
-                      std::optional<std::string> subnormals, std::optional<std::string> nan,
-                      uint64_t seed, const py::object& threads) {
-  const int n_threads = Threads(threads);
-  const Format format = Value(FindFormat(to));
-  const ConvertOptions options = ReadConvertOptions(rounding, overflow, subnormals, nan, seed);
-  const py::array values = NativeArray(input, "values");
-  if (!py::isinstance<py::array_t<float>>(values)) {
-    throw py::value_error(absl::StrCat("round takes float32 values (got ",
-                                       std::string(py::str(values.dtype())), ")"));
+// float32 values rounded to the format and read back in one pass.
+py::array Round(const Conversion& c, const char* function) {
+  if (!py::isinstance<py::array_t<float>>(c.values)) {
+    throw py::value_error(absl::StrCat("values: ", function, " takes float32 values (got ",
+                                       std::string(py::str(c.values.dtype())), ")"));
   }
-  const size_t n = static_cast<size_t>(values.size());
-  py::array_t<float> out(std::vector<py::ssize_t>(values.shape(), values.shape() + values.ndim()));
+  const size_t n = static_cast<size_t>(c.values.size());
+  py::array_t<float> out(
+      std::vector<py::ssize_t>(c.values.shape(), c.values.shape() + c.values.ndim()));
   absl::Status status;
   {
     py::gil_scoped_release release;
     status = api::RoundValues(
-        format, std::span<const float>(static_cast<const float*>(values.data()), n), options,
-        std::span<float>(static_cast<float*>(out.mutable_data()), n), n_threads);
+        *c.format, std::span<const float>(static_cast<const float*>(c.values.data()), n), c.options,
+        std::span<float>(static_cast<float*>(out.mutable_data()), n), c.threads);
   }
   Check(status);
   return out;
 }
 
-// An array quantized by `scheme` and dequantized (what `lowp quantize`
-// writes), as float32 of the same shape; rows are the last axis.
-py::array Quantize(const py::object& data, const std::string& scheme, const py::object& threads,
-                   const py::object& imatrix) {
-  const int n_threads = Threads(threads);
-  std::vector<py::array> keep;
-  const TensorView view = ArrayView("array", data, keep);
-  // One importance per column (ggml_quantize_chunk's imatrix), float32.
-  std::vector<float> importance;
-  if (!imatrix.is_none()) {
-    const py::array w = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(imatrix);
-    if (!w || w.ndim() != 1) throw py::value_error("imatrix: want a 1-D array of one weight per column");
-    importance.assign(static_cast<const float*>(w.data()),
-                      static_cast<const float*>(w.data()) + w.size());
-  }
-  py::array_t<float> out(std::vector<py::ssize_t>(view.shape.begin(), view.shape.end()));
-  absl::Status status;
+void DefineConversions(py::module_& m, py::dict& sig) {
   {
-    py::gil_scoped_release release;
-    status = api::QuantizeArray(
-        view, scheme,
-        std::span<float>(static_cast<float*>(out.mutable_data()), static_cast<size_t>(out.size())),
-        n_threads, importance);
+    Function<Conversion> f(
+        "convert", "NDArray[Any]",
+        "float32 or float16 values -> codes of format `to`: uint8, uint16 or uint32 by the "
+        "format's width, one per element; packed=True (4-bit formats): two codes per byte, low "
+        "nibble first. rounding, overflow, subnormals and nan as `lowp convert`'s (`lowp "
+        "convert --help`); seed: stochastic rounding's. threads: None or 0 (every CPU the "
+        "process may run on) or a count; the codes never depend on it.");
+    ConversionParams(f, "ArrayLike", "to", true);
+    f.Define(m, sig, [](Conversion& c, const Call&) { return py::object(Encode(c)); });
   }
-  Check(status);
-  return out;
+  {
+    struct Decode {
+      py::array codes;
+      std::optional<Format> format;
+      bool packed = false;
+      std::optional<size_t> count;
+      int threads = 0;
+    };
+    Function<Decode> f("decode", kFloatArray,
+                       "Codes of format `fmt` (unsigned integers, one per element) -> float32 "
+                       "values, exactly; packed=True: 4-bit codes as their uint8 storage bytes, "
+                       "`count` of them (None: two per byte).");
+    f.Required(kPositional, "codes", "ArrayLike",
+               [](Decode& d, const Arg& a) { d.codes = NativeArray(a); });
+    f.Required(kPositional, "fmt", "str",
+               [](Decode& d, const Arg& a) { d.format = ValueFor(a, FindFormat(Text(a))); });
+    f.Optional(kKeyword, "packed", "bool", py::bool_(false),
+               [](Decode& d, const Arg& a) { d.packed = Bool(a); });
+    f.Optional(kKeyword, "count", "int | None", py::none(),
+               [](Decode& d, const Arg& a) { d.count = Int<size_t>(a); });
+    ThreadsParam(f, [](Decode& d) -> int& { return d.threads; });
+    f.Define(m, sig, [](Decode& d, const Call&) {
+      return py::object(DecodeCodes(d.codes, *d.format, d.packed, d.count, d.threads));
+    });
+  }
+  {
+    Function<Conversion> f("round_values", kFloatArray,
+                           "float32 values rounded to format `to` and read back as float32, in "
+                           "one pass: decode(convert(values, to, ...), to) bit for bit.");
+    ConversionParams(f, "ArrayLike", "to", false);
+    f.Define(m, sig,
+             [](Conversion& c, const Call&) { return py::object(Round(c, "round_values")); });
+  }
+  {
+    Function<Conversion> f("fake_quant", kFloatArray,
+                           "The values rounded to format `fmt` and read back, as float32: "
+                           "decode(convert(values, fmt, ...), fmt), bit for bit. float32 input "
+                           "takes one pass (round_values); float16 goes through the codes.");
+    ConversionParams(f, "ArrayLike", "fmt", false);
+    f.Define(m, sig, [](Conversion& c, const Call&) {
+      if (py::isinstance<py::array_t<float>>(c.values)) return py::object(Round(c, "fake_quant"));
+      return py::object(DecodeCodes(Encode(c), *c.format, false, std::nullopt, c.threads));
+    });
+  }
 }
+
+// --------------------------------------------------------- tensors, files
 
 // Every floating tensor of a checkpoint as float32 (exact for fp8, fp16,
-// bf16, float32), by name; `tensors` takes globs.
-py::dict ReadTensors(const py::object& path, const std::string& tensors) {
-  const TensorSet set = Value(TensorSet::Open(PathText(path)));
+// bf16, float32), by name; `pattern` takes globs.
+py::dict ReadTensors(const std::string& path, const std::string& pattern) {
+  const TensorSet set = Value(TensorSet::Open(path));
   py::dict out;
   for (const TensorView& t : set.tensors()) {
-    if (!IsFloating(t.dtype) || !MatchesPattern(tensors, t.name)) continue;
+    if (!IsFloating(t.dtype) || !MatchesPattern(pattern, t.name)) continue;
     py::array_t<float> a;
     try {
       // pybind11 computes the C strides (products of the trailing
@@ -1026,17 +522,12 @@ py::dict ReadTensors(const py::object& path, const std::string& tensors) {
       const std::string what = absl::StrCat(t.file, ": tensor \"", t.name, "\" of shape [",
                                             absl::StrJoin(t.shape, ", "), "]: ");
       if (t.elements() == 0) {
-        PyErr_SetString(PyExc_ValueError,
-                        absl::StrCat(what, "has no elements, but NumPy cannot represent the shape (",
-                                     numpy, ")")
-                            .c_str());
-      } else {
-        PyErr_SetString(PyExc_MemoryError, absl::StrCat(what, "cannot allocate its ",
-                                                        t.elements(), " float32 values (", numpy,
-                                                        ")")
-                                               .c_str());
+        RaiseError(PyExc_ValueError,
+                   absl::StrCat(what, "has no elements, but NumPy cannot represent the shape (",
+                                numpy, ")"));
       }
-      throw py::error_already_set();
+      RaiseError(PyExc_MemoryError, absl::StrCat(what, "cannot allocate its ", t.elements(),
+                                                 " float32 values (", numpy, ")"));
     }
     absl::Status status;
     {
@@ -1052,118 +543,591 @@ py::dict ReadTensors(const py::object& path, const std::string& tensors) {
   return out;
 }
 
+void DefineTensorFunctions(py::module_& m, py::dict& sig) {
+  {
+    struct Quantize {
+      std::vector<py::array> keep;
+      TensorView array;
+      std::string scheme;
+      int threads = 0;
+      std::vector<float> importance;
+    };
+    Function<Quantize> f(
+        "quantize", kFloatArray,
+        "The array quantized by `scheme` and dequantized, as float32 of its shape; rows are the "
+        "last axis. imatrix: one importance per column, as ggml_quantize_chunk's imatrix "
+        "argument, for the llama.cpp types (iq2_xxs, iq2_xs and iq1_s need it).");
+    f.Required(kPositional, "array", "ArrayLike",
+               [](Quantize& q, const Arg& a) { q.array = FloatTensor(a, "array", q.keep); });
+    f.Required(kPositional, "scheme", "str", [](Quantize& q, const Arg& a) { q.scheme = Text(a); });
+    ThreadsParam(f, [](Quantize& q) -> int& { return q.threads; });
+    f.Optional(kKeyword, "imatrix", "ArrayLike | None", py::none(), [](Quantize& q, const Arg& a) {
+      const py::array w = NativeArray(a);
+      if (w.ndim() != 1 ||
+          (w.dtype().kind() != 'f' && w.dtype().kind() != 'i' && w.dtype().kind() != 'u')) {
+        WrongValue(a, "want a 1-D array of one weight per column");
+      }
+      const py::array_t<float, py::array::c_style | py::array::forcecast> weights(w);
+      q.importance.assign(weights.data(), weights.data() + weights.size());
+    });
+    f.Define(m, sig, [](Quantize& q, const Call&) {
+      py::array_t<float> out(std::vector<py::ssize_t>(q.array.shape.begin(), q.array.shape.end()));
+      absl::Status status;
+      {
+        py::gil_scoped_release release;
+        status = api::QuantizeArray(q.array, q.scheme,
+                                    std::span<float>(static_cast<float*>(out.mutable_data()),
+                                                     static_cast<size_t>(out.size())),
+                                    q.threads, q.importance);
+      }
+      Check(status);
+      return py::object(out);
+    });
+  }
+  {
+    struct QuantError {
+      api::QuantErrorOptions o;
+      std::vector<py::array> keep;
+    };
+    const api::QuantErrorOptions d;
+    Function<QuantError> f(
+        "quant_error", kDict,
+        "`lowp quant-error --json` on a checkpoint path (or a list of paths), an array or a "
+        "dict of arrays: each floating tensor quantized by each scheme (a name or a list) and "
+        "read back. tensors: globs on names; summary: only the rows over all tensors; "
+        "relative_floor: relative errors over |x| >= it; histogram: |e| by binade. reference: "
+        "the original checkpoint's files instead of a scheme, each tensor of data (a GGUF file) "
+        "measured as stored against its original there. imatrix: an importance matrix the "
+        "llama.cpp types quantize with.");
+    f.Required(kPositional, "data", "TensorData",
+               [](QuantError& q, const Arg& a) { q.o.inputs = TensorData(a, q.keep); });
+    f.Optional(kPositional, "scheme", "Names | None", py::none(),
+               [](QuantError& q, const Arg& a) { q.o.schemes = Names(a); });
+    f.Optional(kKeyword, "reference", "FilePaths | None", py::none(),
+               [](QuantError& q, const Arg& a) { q.o.reference = Paths(a); });
+    f.Optional(kKeyword, "tensors", "Names | None", py::none(),
+               [](QuantError& q, const Arg& a) { q.o.tensors = NameList(a); });
+    f.Optional(kKeyword, "summary", "bool", py::bool_(d.summary),
+               [](QuantError& q, const Arg& a) { q.o.summary = Bool(a); });
+    f.Optional(kKeyword, "histogram", "bool", py::bool_(d.histogram),
+               [](QuantError& q, const Arg& a) { q.o.histogram = Bool(a); });
+    f.Optional(kKeyword, "relative_floor", "float", py::float_(d.relative_floor),
+               [](QuantError& q, const Arg& a) { q.o.relative_floor = Real(a); });
+    f.Optional(kKeyword, "imatrix", "FilePath | None", py::none(),
+               [](QuantError& q, const Arg& a) { q.o.imatrix = Path(a); });
+    ThreadsParam(f, [](QuantError& q) -> int& { return q.o.threads; });
+    QuietParam(f);
+    f.Define(m, sig, [](QuantError& q, const Call&) {
+      return Run<api::QuantErrorResult>([&] { return api::QuantError(q.o); });
+    });
+  }
+  {
+    struct UpdateError {
+      api::UpdateErrorApiOptions o;
+      std::vector<py::array> keep;
+    };
+    const UpdateErrorOptions d;
+    Function<UpdateError> f(
+        "update_error", kDict,
+        "`lowp update-error --json` on a checkpoint path (or paths), an array or a dict of "
+        "arrays: AdamW steps in float64 and per training-state recipe (a name of "
+        "training_recipes() or a spelling 'weights=bf16+update=sr+...'; None: the 16-to-6-byte "
+        "ladder), with a seeded gradient model (grad_scale, grad_signal); tensors: globs on "
+        "names. schedule: 'constant' or 'cosine' (warmup, min_lr_ratio).");
+    f.Required(kPositional, "data", "TensorData",
+               [](UpdateError& u, const Arg& a) { u.o.inputs = TensorData(a, u.keep); });
+    f.Optional(kPositional, "recipes", "Names | None", py::none(),
+               [](UpdateError& u, const Arg& a) { u.o.recipes = Names(a); });
+    f.Optional(kKeyword, "tensors", "Names | None", py::none(),
+               [](UpdateError& u, const Arg& a) { u.o.tensors = NameList(a); });
+    f.Optional(kKeyword, "steps", "int", py::int_(d.adamw.steps),
+               [](UpdateError& u, const Arg& a) { IntInto(u.o.update.adamw.steps, a); });
+    f.Optional(kKeyword, "lr", "float", py::float_(d.adamw.lr),
+               [](UpdateError& u, const Arg& a) { u.o.update.adamw.lr = Real(a); });
+    f.Optional(kKeyword, "schedule", "str", py::str(d.adamw.schedule),
+               [](UpdateError& u, const Arg& a) { u.o.update.adamw.schedule = Text(a); });
+    f.Optional(kKeyword, "warmup", "int", py::int_(d.adamw.warmup),
+               [](UpdateError& u, const Arg& a) { IntInto(u.o.update.adamw.warmup, a); });
+    f.Optional(kKeyword, "min_lr_ratio", "float", py::float_(d.adamw.min_lr_ratio),
+               [](UpdateError& u, const Arg& a) { u.o.update.adamw.min_lr_ratio = Real(a); });
+    f.Optional(kKeyword, "beta1", "float", py::float_(d.adamw.beta1),
+               [](UpdateError& u, const Arg& a) { u.o.update.adamw.beta1 = Real(a); });
+    f.Optional(kKeyword, "beta2", "float", py::float_(d.adamw.beta2),
+               [](UpdateError& u, const Arg& a) { u.o.update.adamw.beta2 = Real(a); });
+    f.Optional(kKeyword, "eps", "float", py::float_(d.adamw.eps),
+               [](UpdateError& u, const Arg& a) { u.o.update.adamw.eps = Real(a); });
+    f.Optional(kKeyword, "weight_decay", "float", py::float_(d.adamw.weight_decay),
+               [](UpdateError& u, const Arg& a) { u.o.update.adamw.weight_decay = Real(a); });
+    f.Optional(kKeyword, "grad_scale", "float", py::float_(d.grad_scale),
+               [](UpdateError& u, const Arg& a) { u.o.update.grad_scale = Real(a); });
+    f.Optional(kKeyword, "grad_signal", "float", py::float_(d.grad_signal),
+               [](UpdateError& u, const Arg& a) { u.o.update.grad_signal = Real(a); });
+    f.Optional(kKeyword, "seed", "int", py::int_(d.seed),
+               [](UpdateError& u, const Arg& a) { IntInto(u.o.update.seed, a); });
+    ThreadsParam(f, [](UpdateError& u) -> int& { return u.o.update.threads; });
+    QuietParam(f);
+    f.Define(m, sig, [](UpdateError& u, const Call&) {
+      return Run<api::UpdateErrorResult>([&] { return api::UpdateError(u.o); });
+    });
+  }
+  {
+    struct RangeStudy {
+      api::RangeStudyOptions o;
+      std::vector<py::array> keep;
+    };
+    const api::RangeStudyOptions d;
+    Function<RangeStudy> f(
+        "range_study", kDict,
+        "`lowp range --json` on a checkpoint path, an array or a dict of arrays: where each "
+        "tensor's values fall against each format's range (formats None: fp16, bf16, "
+        "fp8_e4m3fn, fp8_e5m2), and the power-of-two scale that fits `fraction` of them.");
+    f.Required(kPositional, "data", "TensorData",
+               [](RangeStudy& r, const Arg& a) { r.o.inputs = TensorData(a, r.keep); });
+    f.Optional(kKeyword, "formats", "Names | None", py::none(),
+               [](RangeStudy& r, const Arg& a) { r.o.formats = Names(a); });
+    f.Optional(kKeyword, "fraction", "float", py::float_(d.fraction),
+               [](RangeStudy& r, const Arg& a) { r.o.fraction = Real(a); });
+    f.Optional(kKeyword, "tensors", "Names | None", py::none(),
+               [](RangeStudy& r, const Arg& a) { r.o.tensors = NameList(a); });
+    ThreadsParam(f, [](RangeStudy& r) -> int& { return r.o.threads; });
+    QuietParam(f);
+    f.Define(m, sig, [](RangeStudy& r, const Call&) {
+      return Run<api::RangeStudyResult>([&] { return api::RangeStudy(r.o); });
+    });
+  }
+  {
+    Function<api::TensorsOptions> f(
+        "tensors", kDict,
+        "`lowp tensors --json`: each tensor of the files (safetensors, GGUF, .npy) with its "
+        "type, shape, bytes and bits per weight; tensors: globs on names; metadata=True adds "
+        "GGUF's typed key/value pairs or safetensors' __metadata__.");
+    f.Required(kPositional, "files", "FilePaths",
+               [](api::TensorsOptions& o, const Arg& a) { o.files = Paths(a); });
+    f.Optional(kKeyword, "tensors", "Names | None", py::none(),
+               [](api::TensorsOptions& o, const Arg& a) { o.tensors = NameList(a); });
+    f.Optional(kKeyword, "metadata", "bool", py::bool_(api::TensorsOptions().metadata),
+               [](api::TensorsOptions& o, const Arg& a) { o.metadata = Bool(a); });
+    f.Define(m, sig, [](api::TensorsOptions& o, const Call&) {
+      return Run<api::TensorsResult>([&] { return api::Tensors(o); });
+    });
+  }
+  {
+    struct Read {
+      std::string path, tensors;
+    };
+    Function<Read> f("read_tensors", "dict[str, NDArray[np.float32]]",
+                     "The floating tensors of a checkpoint as float32 arrays, by name "
+                     "(tensors: globs on names; None: all).");
+    f.Required(kPositional, "path", "FilePath", [](Read& r, const Arg& a) { r.path = Path(a); });
+    f.Optional(kPositional, "tensors", "Names | None", py::none(),
+               [](Read& r, const Arg& a) { r.tensors = NameList(a); });
+    f.Define(m, sig,
+             [](Read& r, const Call&) { return py::object(ReadTensors(r.path, r.tensors)); });
+  }
+}
+
+// ------------------------------------------------------------ memory model
+
+void DefineSizing(py::module_& m, py::dict& sig) {
+  {
+    struct Size {
+      api::SizeOptions o;
+      bool compare = false;
+      std::optional<std::vector<std::string>> formats;
+    };
+    Function<Size> f(
+        "size", kDict,
+        "`lowp size --json`: the memory a job takes on a device, by component (docs/sizing.md). "
+        "model: a preset (llama-3.1-8b, ...) or a config.json; mode: pretrain, finetune, lora, "
+        "qlora or inference; the formats of weights, embed, grads, master, opt_state and kv "
+        "(None: the mode's default); compare_formats=True: a row per weight format (formats, "
+        "None: the defaults).");
+    f.Required(kKeyword, "model", "str", [](Size& s, const Arg& a) { s.o.model = Text(a); });
+    f.Required(kKeyword, "mode", "str",
+               [](Size& s, const Arg& a) { s.o.sizing.mode = Choice(a, ParseMode); });
+    f.Optional(kKeyword, "device", "str", py::str(api::SizeOptions().device),
+               [](Size& s, const Arg& a) { s.o.device = Text(a); });
+    SizingParams(f, [](Size& s) -> SizingOptions& { return s.o.sizing; });
+    f.Optional(kKeyword, "compare_formats", "bool", py::bool_(false),
+               [](Size& s, const Arg& a) { s.compare = Bool(a); });
+    f.Optional(kKeyword, "formats", "Names | None", py::none(),
+               [](Size& s, const Arg& a) { s.formats = Names(a); });
+    f.Define(m, sig, [](Size& s, const Call&) {
+      if (s.formats && !s.compare) throw py::value_error("formats goes with compare_formats=True");
+      if (s.compare) {
+        const api::CompareFormatsOptions c{s.o, s.formats.value_or(std::vector<std::string>{})};
+        return Run<api::FormatComparison>([&] { return api::CompareFormats(c); });
+      }
+      return Run<SizingReport>([&] { return api::Size(s.o); });
+    });
+  }
+  {
+    const api::TrainingPlanOptions d;
+    Function<api::TrainingPlanOptions> f(
+        "training_plan", kDict,
+        "`lowp plan --mode pretrain|finetune --recipes ... --json`: per training-state recipe "
+        "(None: the 16-to-6-byte ladder), the job's memory (size()'s options) beside what the "
+        "recipe does to AdamW's updates on the checkpoint `tensors` (None: the bundled "
+        "stories260K), `select` globs on its names.");
+    using O = api::TrainingPlanOptions;
+    f.Required(kKeyword, "model", "str", [](O& o, const Arg& a) { o.size.model = Text(a); });
+    f.Required(kKeyword, "mode", "str",
+               [](O& o, const Arg& a) { o.size.sizing.mode = Choice(a, ParseMode); });
+    f.Optional(kKeyword, "device", "str", py::str(d.size.device),
+               [](O& o, const Arg& a) { o.size.device = Text(a); });
+    SizingParams(f, [](O& o) -> SizingOptions& { return o.size.sizing; });
+    f.Optional(kKeyword, "recipes", "Names | None", py::none(),
+               [](O& o, const Arg& a) { o.measure.recipes = Names(a); });
+    f.Optional(kKeyword, "tensors", "FilePaths | None", py::none(),
+               [](O& o, const Arg& a) { o.measure.inputs.files = Paths(a); });
+    f.Optional(kKeyword, "select", "Names | None", py::none(),
+               [](O& o, const Arg& a) { o.measure.tensors = NameList(a); });
+    f.Optional(kKeyword, "steps", "int", py::int_(d.measure.update.adamw.steps),
+               [](O& o, const Arg& a) { IntInto(o.measure.update.adamw.steps, a); });
+    f.Optional(kKeyword, "lr", "float", py::float_(d.measure.update.adamw.lr),
+               [](O& o, const Arg& a) { o.measure.update.adamw.lr = Real(a); });
+    f.Optional(kKeyword, "seed", "int", py::int_(d.measure.update.seed),
+               [](O& o, const Arg& a) { IntInto(o.measure.update.seed, a); });
+    ThreadsParam(f, [](O& o) -> int& { return o.measure.update.threads; });
+    QuietParam(f);
+    // The measurement's glob field is this function's `select`.
+    f.Rename("tensors", "select");
+    f.Define(m, sig, [](O& o, const Call&) {
+      return Run<api::TrainingPlanResult>([&] { return api::TrainingPlan(o); });
+    });
+  }
+  {
+    const api::PlanJobOptions d;
+    using O = api::PlanJobOptions;
+    Function<O> f(
+        "plan", kDict,
+        "`lowp plan --json`: for each candidate weight format (None: the mode's defaults) the "
+        "memory on each device (None: h100-sxm) beside the precision it loses on the "
+        "checkpoint `tensors` (None: the bundled one; `select`: globs on its names), and the "
+        "Pareto front. eval=True: also each format on a real model's linear layers "
+        "(eval_model, None: the bundled stories260K-hf), on sampled tokens (eval_sample, "
+        "eval_seed) or a text file (eval_text, eval_ctx, eval_chunks). mix=True: per device "
+        "the lowp.mix for what it leaves beside the job. html: also write the report there. "
+        "And size()'s options.");
+    f.Required(kKeyword, "model", "str", [](O& o, const Arg& a) { o.model = Text(a); });
+    f.Required(kKeyword, "mode", "str",
+               [](O& o, const Arg& a) { o.sizing.mode = Choice(a, ParseMode); });
+    f.Optional(kKeyword, "formats", "Names | None", py::none(),
+               [](O& o, const Arg& a) { o.formats = Names(a); });
+    f.Optional(kKeyword, "device", "Names | None", py::none(),
+               [](O& o, const Arg& a) { o.devices = Names(a); });
+    SizingParams(f, [](O& o) -> SizingOptions& { return o.sizing; });
+    f.Optional(kKeyword, "tensors", "FilePaths | None", py::none(),
+               [](O& o, const Arg& a) { o.tensor_files = Paths(a); });
+    f.Optional(kKeyword, "select", "Names | None", py::none(),
+               [](O& o, const Arg& a) { o.select = NameList(a); });
+    ThreadsParam(f, [](O& o) -> int& { return o.threads; });
+    f.Optional(kKeyword, "eval", "bool", py::bool_(d.eval),
+               [](O& o, const Arg& a) { o.eval = Bool(a); });
+    f.Optional(kKeyword, "eval_model", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.eval_model = ModelPath(a); });
+    f.Optional(kKeyword, "eval_sample", "str", py::str(d.eval_sample),
+               [](O& o, const Arg& a) { o.eval_sample = Text(a); });
+    f.Optional(kKeyword, "eval_seed", "int", py::int_(d.eval_seed),
+               [](O& o, const Arg& a) { IntInto(o.eval_seed, a); });
+    f.Optional(kKeyword, "eval_text", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.eval_text = Path(a); });
+    f.Optional(kKeyword, "eval_ctx", "int", py::int_(d.eval_ctx),
+               [](O& o, const Arg& a) { IntInto(o.eval_ctx, a); });
+    f.Optional(kKeyword, "eval_chunks", "int", py::int_(d.eval_chunks),
+               [](O& o, const Arg& a) { IntInto(o.eval_chunks, a); });
+    f.Optional(kKeyword, "eval_imatrix", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.eval_imatrix = Path(a); });
+    f.Optional(kKeyword, "mix", "bool", py::bool_(d.mix),
+               [](O& o, const Arg& a) { o.mix = Bool(a); });
+    f.Optional(kKeyword, "mix_types", "Names | None", py::none(),
+               [](O& o, const Arg& a) { o.mix_types = Names(a); });
+    f.Optional(kKeyword, "mix_tune_sample", "str", py::str(d.mix_tune_sample),
+               [](O& o, const Arg& a) { o.mix_tune_sample = Text(a); });
+    f.Optional(kKeyword, "mix_tune_seed", "int", py::int_(d.mix_tune_seed),
+               [](O& o, const Arg& a) { IntInto(o.mix_tune_seed, a); });
+    f.Optional(kKeyword, "html", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.html = Path(a); });
+    QuietParam(f);
+    f.Rename("devices", "device").Rename("tensor_files", "tensors");
+    f.Define(m, sig, [](O& o, const Call& call) {
+      o.html_command = call.Text();
+      return Run<Plan>([&] { return api::PlanJob(o); });
+    });
+  }
+}
+
+// -------------------------------------------------------------- the model
+
+void DefineModelFunctions(py::module_& m, py::dict& sig) {
+  {
+    struct Forward {
+      std::string model;
+      api::TokenArray tokens;
+      bool one_d = false;
+      int threads = 0;
+    };
+    Function<Forward> f("forward", kFloatArray,
+                        "float32 logits of a model (a Hugging Face directory; None: the bundled "
+                        "stories260K-hf) for integer tokens [sequences, length] -> [sequences, "
+                        "length, vocab] ([length] -> [length, vocab]).");
+    f.Required(kPositional, "model", "FilePath | None",
+               [](Forward& w, const Arg& a) { w.model = ModelPath(a); });
+    f.Required(kPositional, "tokens", "ArrayLike",
+               [](Forward& w, const Arg& a) { w.tokens = Tokens(a, &w.one_d); });
+    ThreadsParam(f, [](Forward& w) -> int& { return w.threads; });
+    f.Define(m, sig, [](Forward& w, const Call&) {
+      absl::StatusOr<std::vector<float>> logits;
+      {
+        py::gil_scoped_release release;
+        logits = api::ForwardLogits(w.model, {}, w.tokens, w.threads);
+      }
+      const std::vector<float> values = Value(std::move(logits));
+      const int64_t sequences = static_cast<int64_t>(w.tokens.ids.size()) / w.tokens.length;
+      const int64_t vocab = static_cast<int64_t>(values.size()) / (sequences * w.tokens.length);
+      std::vector<py::ssize_t> shape;
+      if (!w.one_d) shape.push_back(sequences);
+      shape.push_back(w.tokens.length);
+      shape.push_back(vocab);
+      py::array_t<float> out(shape);
+      std::memcpy(out.mutable_data(), values.data(), values.size() * sizeof(float));
+      return py::object(out);
+    });
+  }
+  {
+    struct Sample {
+      std::string model;
+      SampleOptions o = [] {
+        SampleOptions o;
+        o.count = kSampleCount;
+        o.length = kSampleLength;
+        return o;
+      }();
+    };
+    const SampleOptions d;
+    Function<Sample> f("sample", "NDArray[np.int32]",
+                       "Token sequences [count, length] sampled from the float32 model (None: "
+                       "the bundled stories260K-hf), BOS first (temperature 0: greedy).");
+    f.Optional(kPositional, "model", "FilePath | None", py::none(),
+               [](Sample& s, const Arg& a) { s.model = ModelPath(a); });
+    f.Optional(kKeyword, "count", "int", py::int_(kSampleCount),
+               [](Sample& s, const Arg& a) { IntInto(s.o.count, a); });
+    f.Optional(kKeyword, "length", "int", py::int_(kSampleLength),
+               [](Sample& s, const Arg& a) { IntInto(s.o.length, a); });
+    f.Optional(kKeyword, "temperature", "float", py::float_(d.temperature),
+               [](Sample& s, const Arg& a) { s.o.temperature = Real(a); });
+    f.Optional(kKeyword, "seed", "int", py::int_(d.seed),
+               [](Sample& s, const Arg& a) { IntInto(s.o.seed, a); });
+    ThreadsParam(f, [](Sample& s) -> int& { return s.o.threads; });
+    f.Define(m, sig, [](Sample& s, const Call&) {
+      absl::StatusOr<api::TokenArray> tokens;
+      {
+        py::gil_scoped_release release;
+        tokens = api::Sample(s.model, {}, s.o);
+      }
+      const api::TokenArray t = Value(std::move(tokens));
+      py::array_t<int32_t> out(
+          {static_cast<py::ssize_t>(t.ids.size() / t.length), static_cast<py::ssize_t>(t.length)});
+      std::memcpy(out.mutable_data(), t.ids.data(), t.ids.size() * sizeof(int32_t));
+      return py::object(out);
+    });
+  }
+  {
+    const api::EvalOptions d;
+    using O = api::EvalOptions;
+    Function<O> f(
+        "eval", kDict,
+        "`lowp eval --json`: a model (a Hugging Face directory, or `tensors` files; None: the "
+        "bundled stories260K-hf) with each combination of the schemes on its sites (weights, "
+        "activations, kv, compute; a str 'a,b' or a list; weights_file: GGUF or safetensors "
+        "files of the model's quantized matrices) against float32: KL divergence, top-1 "
+        "agreement, perplexity. Tokens: an array or .npy path, or sampled 'N:LEN' with seed, or "
+        "text / text_file (llama.cpp's perplexity protocol: ctx, chunks -1 for all, tokenizer "
+        "over the model's own).");
+    ModelParams(
+        f, [](O& o) -> std::string& { return o.model; },
+        [](O& o) -> std::vector<std::string>& { return o.tensors; });
+    TokenParams(
+        f, "", [](O& o) -> O& { return o; }, d);
+    for (const auto& site : {std::pair{"weights", &O::weights},
+                             {"activations", &O::activations},
+                             {"kv", &O::kv},
+                             {"compute", &O::compute}}) {
+      std::string O::*field = site.second;
+      f.Optional(kKeyword, site.first, "Names | None", py::none(),
+                 [field](O& o, const Arg& a) { o.*field = NameList(a); });
+    }
+    f.Optional(kKeyword, "weights_file", "FilePaths | None", py::none(),
+               [](O& o, const Arg& a) { o.weights_files = Paths(a); });
+    f.Optional(kKeyword, "batch_tokens", "int", py::int_(d.batch_tokens),
+               [](O& o, const Arg& a) { IntInto(o.batch_tokens, a); });
+    f.Optional(kKeyword, "imatrix", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.imatrix = Path(a); });
+    ThreadsParam(f, [](O& o) -> int& { return o.threads; });
+    f.Define(m, sig,
+             [](O& o, const Call&) { return Run<api::EvalResult>([&] { return api::Eval(o); }); });
+  }
+  {
+    const api::MixOptions d;
+    using O = api::MixOptions;
+    Function<O> f(
+        "mix", kDict,
+        "`lowp mix --json`: the type of each matrix of a model (None: the bundled stories3M-hf) "
+        "of least predicted KL within a budget, one of bits_per_weight, bytes (or '4.2GB') or "
+        "device (with the serving job beside the weights: seq, batch, kv (None: fp16), "
+        "prefill_tokens, buffers, headroom), verified beside llama.cpp's recipes (baselines, "
+        "or 'none') and random_mixes. The verification's tokens as eval takes them, the "
+        "tuning's with tune_ before each.");
+    ModelParams(
+        f, [](O& o) -> std::string& { return o.model; },
+        [](O& o) -> std::vector<std::string>& { return o.tensors; });
+    f.Optional(kKeyword, "bits_per_weight", "float | None", py::none(),
+               [](O& o, const Arg& a) { o.bits_per_weight = Real(a); });
+    f.Optional(kKeyword, "bytes", "int | str | None", py::none(), [](O& o, const Arg& a) {
+      const int64_t bytes = ByteCount(a);
+      if (bytes <= 0) WrongValue(a, "want a number > 0");
+      o.bytes = static_cast<uint64_t>(bytes);
+    });
+    f.Optional(kKeyword, "device", "str | None", py::none(),
+               [](O& o, const Arg& a) { o.device = Text(a); });
+    JobParams(f, [](O& o) -> SizingOptions& { return o.job; });
+    f.Optional(kKeyword, "types", "Names | None", py::none(),
+               [](O& o, const Arg& a) { o.types = Names(a); });
+    f.Optional(kKeyword, "baselines", "Names | None", py::none(),
+               [](O& o, const Arg& a) { o.baselines = Names(a); });
+    f.Optional(kKeyword, "random_mixes", "int", py::int_(d.random_mixes),
+               [](O& o, const Arg& a) { IntInto(o.random_mixes, a); });
+    f.Optional(kKeyword, "random_seed", "int", py::int_(d.seed),
+               [](O& o, const Arg& a) { IntInto(o.seed, a); });
+    TokenParams(
+        f, "", [](O& o) -> api::EvalOptions& { return o.verify; }, d.verify);
+    TokenParams(
+        f, "tune_", [](O& o) -> api::EvalOptions& { return o.tune; }, d.tune);
+    f.Optional(kKeyword, "imatrix", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.imatrix = Path(a); });
+    ThreadsParam(f, [](O& o) -> int& { return o.threads; });
+    f.Define(m, sig,
+             [](O& o, const Call&) { return Run<api::MixResult>([&] { return api::Mix(o); }); });
+  }
+  {
+    const api::ImatrixOptions d;
+    using O = api::ImatrixOptions;
+    Function<O> f(
+        "imatrix", kDict,
+        "`lowp imatrix --json` as a dict plus 'importance' (name -> float32 [matrices, "
+        "columns]): llama-imatrix's importance matrix of a model (None: the bundled "
+        "stories260K-hf) on tokens as eval takes them; process_output: also lm_head's input; "
+        "out: also write it there (format 'gguf' or 'dat'; None: by the name, else gguf).");
+    ModelParams(
+        f, [](O& o) -> std::string& { return o.input.model; },
+        [](O& o) -> std::vector<std::string>& { return o.input.tensors; });
+    TokenParams(
+        f, "", [](O& o) -> api::EvalOptions& { return o.input; }, d.input);
+    f.Optional(kKeyword, "process_output", "bool", py::bool_(d.process_output),
+               [](O& o, const Arg& a) { o.process_output = Bool(a); });
+    f.Optional(kKeyword, "out", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.out = Path(a); });
+    f.Optional(kKeyword, "format", "str | None", py::none(),
+               [](O& o, const Arg& a) { o.format = Text(a); });
+    f.Optional(kKeyword, "batch_tokens", "int", py::int_(d.input.batch_tokens),
+               [](O& o, const Arg& a) { IntInto(o.input.batch_tokens, a); });
+    ThreadsParam(f, [](O& o) -> int& { return o.input.threads; });
+    f.Rename("output", "out");
+    f.Define(m, sig, [](O& o, const Call&) {
+      absl::StatusOr<api::ImatrixResult> result;
+      {
+        py::gil_scoped_release release;
+        result = api::MakeImatrix(o);
+      }
+      const api::ImatrixResult r = Value(std::move(result));
+      py::dict out = ToPython(api::ToJson(r));
+      py::dict importance;
+      for (const auto& [name, e] : r.imatrix.entries()) {
+        const std::vector<float> w = e.Values();
+        py::array_t<float> a(
+            {static_cast<py::ssize_t>(e.matrices), static_cast<py::ssize_t>(e.columns)});
+        std::copy(w.begin(), w.end(), a.mutable_data());
+        importance[py::str(e.name)] = a;
+      }
+      out["importance"] = importance;
+      return py::object(out);
+    });
+  }
+  {
+    const api::TokenizeOptions d;
+    using O = api::TokenizeOptions;
+    Function<O> f("tokenize", kDict,
+                  "`lowp tokenize --json`: the ids (and counts) of `text` or `text_file` by the "
+                  "tokenizer of `model` (None: the bundled stories260K-hf) or the file "
+                  "`tokenizer`; parse_special: special tokens written in the text become theirs; "
+                  "add_bos None: as the tokenizer says; pieces: also each id's string.");
+    f.Optional(kKeyword, "text", "str | None", py::none(),
+               [](O& o, const Arg& a) { o.text = Text(a); });
+    f.Optional(kKeyword, "text_file", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.text_file = Path(a); });
+    f.Optional(kKeyword, "model", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.model = ModelPath(a); });
+    f.Optional(kKeyword, "tokenizer", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.tokenizer = Path(a); });
+    f.Optional(kKeyword, "parse_special", "bool", py::bool_(d.parse_special),
+               [](O& o, const Arg& a) { o.parse_special = Bool(a); });
+    f.Optional(kKeyword, "add_bos", "bool | None", py::none(),
+               [](O& o, const Arg& a) { o.add_bos = Bool(a); });
+    f.Optional(kKeyword, "pieces", "bool", py::bool_(d.pieces),
+               [](O& o, const Arg& a) { o.pieces = Bool(a); });
+    f.Define(m, sig, [](O& o, const Call&) {
+      return Run<api::TokenizeResult>([&] { return api::Tokenize(o); });
+    });
+  }
+}
+
+// ---------------------------------------------------- catalogs and paths
+
+struct NoArguments {};
+
+void DefineCatalogs(py::module_& m, py::dict& sig) {
+  const std::pair<const char*, const char*> catalogs[] = {
+      {"formats", "The format catalog: `lowp formats --json`."},
+      {"schemes", "The quantization schemes: `lowp schemes --json`."},
+      {"devices", "The device catalog: `lowp devices --json`."},
+      {"training_recipes",
+       "`lowp update-error --list --json`: each named training-state recipe, its spelling and "
+       "bytes per parameter."}};
+  for (const auto& [name, doc] : catalogs) {
+    Function<NoArguments> f(name, kDict, doc);
+    const std::string which = name;
+    f.Define(m, sig, [which](NoArguments&, const Call&) {
+      if (which == "formats") return ToPython(api::ToJson(api::Formats()));
+      if (which == "schemes") return ToPython(api::ToJson(api::Schemes()));
+      if (which == "devices") return ToPython(api::ToJson(api::Devices()));
+      return ToPython(api::TrainingRecipesJson());
+    });
+  }
+  Function<NoArguments>("bundled_model", "str",
+                        "Directory of the bundled model in Hugging Face layout (stories260K-hf).")
+      .Define(m, sig,
+              [](NoArguments&, const Call&) { return py::object(py::str(Value(BundledModel()))); });
+  Function<NoArguments>("bundled_checkpoint", "str",
+                        "Path of the bundled real checkpoint (stories260K in float32; "
+                        "$LOWP_DATA_DIR overrides).")
+      .Define(m, sig, [](NoArguments&, const Call&) {
+        return py::object(py::str(Value(BundledCheckpoint())));
+      });
+}
+
 }  // namespace
-}  // namespace lowp
+}  // namespace lowp::python
 
 PYBIND11_MODULE(_lowp, m) {
-  using namespace lowp;
-  m.doc() = "lowp: low-precision numerics for large-model work (the C++ library's bindings)";
-  m.def(
-      "formats", [] { return ToPython(api::ToJson(api::Formats())); },
-      "The format catalog: `lowp formats --json`.");
-  m.def(
-      "schemes", [] { return ToPython(api::ToJson(api::Schemes())); },
-      "The quantization schemes: `lowp schemes --json`.");
-  m.def(
-      "devices", [] { return ToPython(api::ToJson(api::Devices())); },
-      "The device catalog: `lowp devices --json`.");
-  m.def("convert", &Convert, py::arg("values"), py::arg("to"), py::kw_only(),
-        py::arg("rounding") = py::none(), py::arg("overflow") = py::none(),
-        py::arg("subnormals") = py::none(), py::arg("nan") = py::none(), py::arg("seed") = 0,
-        py::arg("packed") = false, py::arg("threads") = py::none(),
-        "float32 or float16 values -> codes of format `to` (uint8/uint16/uint32, one per "
-        "element; packed=True: 4-bit codes two per byte). threads: None (every CPU the process "
-        "may run on) or a count.");
-  m.def("decode", &Decode, py::arg("codes"), py::arg("fmt"), py::kw_only(),
-        py::arg("packed") = false, py::arg("count") = py::none(), py::arg("threads") = py::none(),
-        "Codes of format `fmt` -> float32 values, exactly.");
-  m.def("round_values", &RoundValues, py::arg("values"), py::arg("to"), py::kw_only(),
-        py::arg("rounding") = py::none(), py::arg("overflow") = py::none(),
-        py::arg("subnormals") = py::none(), py::arg("nan") = py::none(), py::arg("seed") = 0,
-        py::arg("threads") = py::none(),
-        "float32 values rounded to format `to` and read back as float32, in one pass: "
-        "decode(convert(values, to, ...), to) bit for bit.");
-  m.def("quant_error", &QuantError, py::arg("data"), py::arg("scheme") = py::none(),
-        "`lowp quant-error --json` on a checkpoint path (or list of paths), an array, or a "
-        "dict of arrays; scheme: a name or a list; keywords tensors='*.q_proj*', summary=True, "
-        "relative_floor=1e-3, histogram=True, threads=0; reference=PATH(s) instead of scheme: "
-        "each tensor of data (a GGUF file) as stored against its original there.");
-  m.def("update_error", &UpdateErrorCall, py::arg("data"), py::arg("recipes") = py::none(),
-        "`lowp update-error --json` on a checkpoint path (or paths), an array, or a dict of "
-        "arrays: AdamW steps in float64 and per training-state recipe (a name of "
-        "training_recipes() or a spelling 'weights=bf16+update=sr+...'; default the 16-to-6-byte "
-        "ladder); keywords tensors, steps=100, lr=1e-4, schedule='constant'|'cosine', warmup, "
-        "min_lr_ratio, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1, grad_scale=1e-3, "
-        "grad_signal=0.5, seed=0, threads=0.");
-  m.def("training_plan", &TrainingPlanCall,
-        "`lowp plan --mode pretrain|finetune --recipes ... --json`: per training-state recipe, "
-        "the job's memory (model=, mode=, device=, every option of size) beside what the recipe "
-        "does to AdamW's updates on tensors= (default the bundled stories260K), select=, "
-        "steps=100, lr=1e-4, seed=0.");
-  m.def("training_recipes", &TrainingRecipesCall,
-        "`lowp update-error --list --json`: each named training-state recipe, its spelling and "
-        "bytes per parameter.");
-  m.def("tensors", &TensorsCall, py::arg("files"), py::kw_only(), py::arg("tensors") = "",
-        py::arg("metadata") = false,
-        "`lowp tensors --json`: each tensor of the files (safetensors, GGUF, .npy) with its "
-        "type, shape, bytes and bits per weight; metadata=True adds GGUF's typed key/value "
-        "pairs or safetensors' __metadata__.");
-  m.def("range_study", &RangeStudy, py::arg("data"),
-        "`lowp range --json` on a checkpoint path, an array or a dict of arrays (formats=[...], "
-        "fraction=0.999, tensors=..., threads=0).");
-  m.def("quantize", &Quantize, py::arg("array"), py::arg("scheme"), py::kw_only(),
-        py::arg("threads") = py::none(), py::arg("imatrix") = py::none(),
-        "The array quantized by `scheme` and dequantized, as float32; imatrix: one importance "
-        "per column (the last axis), as ggml_quantize_chunk's imatrix argument, for the "
-        "llama.cpp types (iq2_xxs, iq2_xs and iq1_s need it).");
-  m.def("imatrix", &ImatrixCall,
-        "`lowp imatrix --json` as a dict plus 'importance' (name -> float32 [matrices, columns]): "
-        "model=..., the tokens as eval takes them (text_file=..., ctx=512, chunks=N, "
-        "sample='16:128', ...), process_output=True, out=PATH (format='gguf'|'dat').");
-  m.def("size", &Size,
-        "`lowp size --json`: model=..., mode=..., the memory model's options by field name "
-        "(weights='int4-g128', seq=8192, tp=2, zero=3, device='h100-sxm', ...), "
-        "compare_formats=True with formats=[...].");
-  m.def("plan", &PlanCall,
-        "`lowp plan --json`: model=..., mode=..., formats=[...], device=[...], "
-        "tensors=[paths], select='*mlp*', html='report.html', eval=True (eval_model=dir, "
-        "eval_sample='16:128', eval_seed=0), mix=True (per device the lowp.mix for what it leaves "
-        "beside the job; mix_types=[...], mix_tune_sample='8:256', mix_tune_seed=1), and "
-        "size()'s options.");
-  m.def("forward", &ForwardCall, py::arg("model") = py::none(), py::arg("tokens"),
-        py::kw_only(), py::arg("threads") = py::none(),
-        "float32 logits of a model (a Hugging Face directory; None: the bundled stories260K-hf) "
-        "for integer tokens [sequences, length] -> [sequences, length, vocab] (1-D: [length, "
-        "vocab]).");
-  m.def("sample", &SampleCall, py::arg("model") = py::none(), py::kw_only(),
-        py::arg("count") = 1, py::arg("length") = 64, py::arg("temperature") = 1.0,
-        py::arg("seed") = 0, py::arg("threads") = py::none(),
-        "Token sequences [count, length] sampled from the float32 model, BOS first "
-        "(temperature 0: greedy).");
-  m.def("mix", &MixCall,
-        "`lowp mix --json`: bits_per_weight=B, bytes=N (or '4.2GB') or device='rtx-4090' with "
-        "the job beside the weights (seq=4096, batch=1, kv='fp16', prefill_tokens, "
-        "buffers='2GB', headroom=0); model=dir (default the bundled "
-        "stories3M-hf), types=[...], baselines=[recipes] or 'none', random_mixes=0, "
-        "random_seed=0; the verification's tokens as eval takes them (tokens, sample='16:256', "
-        "seed, text, text_file, tokenizer, ctx, chunks) and the tuning's with tune_ before "
-        "each (default tune_sample='8:256', tune_seed=1); threads=0.");
-  m.def("eval", &EvalCall,
-        "`lowp eval --json`: model=dir, tensors=[paths], tokens=array or .npy path, "
-        "sample='N:LEN', seed=0, text='...' or text_file=path (llama.cpp's perplexity "
-        "protocol: ctx=512, chunks=-1, tokenizer=path over the model's own), weights=[...], "
-        "weights_file=[GGUF or safetensors files of the model], activations=[...], kv=[...], "
-        "compute=[...], batch_tokens=0, threads=0.");
-  m.def("tokenize", &TokenizeCall,
-        "`lowp tokenize --json`: text='...' or text_file=path, model=dir (default: the "
-        "bundled stories260K-hf) or tokenizer=path, parse_special=False, add_bos=None (the "
-        "tokenizer's choice), pieces=False. Returns the ids and counts.");
-  m.def(
-      "bundled_model", [] { return Value(BundledModel()); },
-      "Directory of the bundled model in Hugging Face layout (stories260K-hf).");
-  m.def(
-      "bundled_checkpoint", [] { return Value(BundledCheckpoint()); },
-      "Path of the bundled real checkpoint (stories260K in float32; $LOWP_DATA_DIR overrides).");
-  m.def("read_tensors", &ReadTensors, py::arg("path"), py::arg("tensors") = "",
-        "The floating tensors of a checkpoint as float32 arrays, by name (tensors: globs).");
+  using namespace lowp::python;
+  m.doc() =
+      "lowp: low-precision numerics for large-model work (the C++ library's bindings); "
+      "the public functions, with their signatures, are lowp's";
+  py::dict signatures;
+  DefineCatalogs(m, signatures);
+  DefineConversions(m, signatures);
+  DefineTensorFunctions(m, signatures);
+  DefineSizing(m, signatures);
+  DefineModelFunctions(m, signatures);
+  m.attr("_signatures") = signatures;
 }

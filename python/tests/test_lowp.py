@@ -307,7 +307,8 @@ def test_plan_html(tmp_path):
 
 @pytest.mark.parametrize("call, error, message", [
     (lambda: lowp.size(model="nosuch", mode="inference"), ValueError, "model: "),
-    (lambda: lowp.size(model="llama-3.1-8b"), ValueError, "mode is required"),
+    (lambda: lowp.size(model="llama-3.1-8b"), TypeError,
+     "size() missing required keyword-only argument: 'mode'"),
     (lambda: lowp.size(model="llama-3.1-8b", mode="inference", tp=3), ValueError, "tp: 3 does not divide"),
     (lambda: lowp.plan(model="llama-3.1-8b", mode="inference", formats=["nosuch"]), ValueError, "formats nosuch: "),
     (lambda: lowp.plan(model="llama-3.1-8b", mode="inference", formats=[]), ValueError,

@@ -108,7 +108,7 @@ def test_eval_text_follows_llama_cpp_perplexity_protocol_by_hand():
     assert ids[0] == 1 and r["text"]["tokens"] == len(ids)
     tokens = np.array(ids[:chunks * ctx], dtype=np.int32).reshape(chunks, ctx)
     tokens[:, 0] = 1
-    logits = lowp.forward(tokens=tokens).astype(np.float64)
+    logits = lowp.forward(None, tokens).astype(np.float64)
     m = logits.max(axis=-1, keepdims=True)
     logp = logits - m - np.log(np.exp(logits - m).sum(axis=-1, keepdims=True))
     first = ctx // 2
@@ -132,3 +132,55 @@ def test_eval_text_errors_name_the_option():
         lowp.eval(text="Once upon a time", ctx=512)
     with pytest.raises(ValueError, match="tokenizer"):
         lowp.eval(text="Once upon a time" * 100, ctx=64, tokenizer="/nonexistent/tokenizer.json")
+
+
+# SentencePiece's own normalization rules, trained here by python3-sentencepiece
+# (the real nmt_nfkc and nfkc_cf charsmaps, 238 and 245 KB; identity, none):
+# lowp reads and checks the file itself and hands libsentencepiece a
+# canonical copy (tokenizer/sentencepiece_model.h). Every id must still be
+# the library's on the original file, on text the rules change.
+NFKC_LINES = ["Hello world! This is a tiny corpus for SentencePiece.",
+              "Ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３ and ｶﾀｶﾅ half-width katakana.",
+              "Café naïve résumé — déjà vu … ﬁ ligature ½ ① ㍻ ﷺ",
+              "日本語のテキストも少し入れておきます。"] * 25
+
+
+@pytest.mark.parametrize("rule", ["nmt_nfkc", "nfkc_cf", "identity"])
+def test_trained_charsmaps_equal_python_sentencepiece(rule, tmp_path):
+    spm = sentencepiece()
+    import io
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(NFKC_LINES), model_writer=model,
+                                   vocab_size=120, hard_vocab_limit=False,
+                                   character_coverage=1.0, minloglevel=2,
+                                   normalization_rule_name=rule,
+                                   user_defined_symbols=["<tool>", "</tool>"])
+    path = tmp_path / "tokenizer.model"
+    path.write_bytes(model.getvalue())
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    texts = NFKC_LINES[:4] + ["", "  two  spaces ", "ﷺ ① ｶﾀｶﾅ ＡＢＣ", "<tool>x</tool>",
+                              "\t\u3000\u00a0 x", read_text(TEXTS["tinystories-valid-head.txt"])[:20000]]
+    for text in texts:
+        got = lowp.tokenize(text=text, tokenizer=path, add_bos=False)
+        assert got["ids"] == sp.encode(text), repr(text[:40])
+
+
+def test_option_errors_name_the_python_keyword(tmp_path):
+    # The options a wrong value came from, by their keywords (they were
+    # reported as `tokens`, or without the tune_ prefix).
+    with pytest.raises(ValueError, match=r"^ctx: sequences of 100000 tokens"):
+        lowp.eval(text="Once upon a time" * 10, ctx=100000)
+    with pytest.raises(ValueError, match=r"^tokenizer: the tokenizer .* gives token"):
+        lowp.eval(text="Once upon a time" * 50, ctx=16, tokenizer=LLAMA2)
+    with pytest.raises(ValueError, match=r"^tune_sample: '0:5'"):
+        lowp.mix(bits_per_weight=4.5, tune_sample="0:5")
+    with pytest.raises(ValueError, match=r"^tune_ctx: sequences of 100000 tokens"):
+        lowp.mix(bits_per_weight=4.5, tune_text="Once upon a time", tune_ctx=100000)
+    with pytest.raises(ValueError, match=r"^model: .*/typo: no such file or directory"):
+        lowp.tokenize(text="x", model=os.path.join(DATA, "stories260K-hf", "typo"))
+    no_bos = tmp_path / "tokenizer.json"
+    no_bos.write_text('{"model": {"type": "BPE", "vocab": {"x": 0}, "merges": []}}')
+    with pytest.raises(ValueError, match=r"^add_bos: the tokenizer .* has no BOS token to add"):
+        lowp.tokenize(text="x", tokenizer=no_bos, add_bos=True)
+    with pytest.raises(ValueError, match=r"^parse_special: changes nothing"):
+        lowp.tokenize(text="x", tokenizer=LLAMA2, parse_special=True)

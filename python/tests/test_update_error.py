@@ -91,7 +91,7 @@ def test_reference_and_bf16_nearest_match_numpy():
 def test_bad_input_names_the_field():
     w = np.zeros((4, 4), np.float32) + 0.1
     for kwargs, field in [({"lr": -1.0}, "lr"), ({"beta1": 1.0}, "beta1"), ({"steps": 10**9}, "steps"),
-                          ({"schedule": "linear"}, "schedule"), ({"grad_scale": 0.0}, "grad-scale")]:
+                          ({"schedule": "linear"}, "schedule"), ({"grad_scale": 0.0}, "grad_scale")]:
         with pytest.raises(ValueError, match=field):
             lowp.update_error(w, **kwargs)
     with pytest.raises(ValueError, match="names no weights format"):

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "eval/candidates.h"
 #include "eval/evaluate.h"
 #include "eval/sample.h"
 #include "model/blas.h"
@@ -81,10 +82,6 @@ struct EvalOptions {
   // reference or of one weight variant, for one batch.
   std::function<void(int64_t done, int64_t total, const std::string& what)> progress;
 };
-
-// fp16, bf16, fp8_e4m3fn, fp8_e4m3fn-channel, int8-channel, int4-g128, nf4,
-// mxfp4, q4_0.
-const std::vector<std::string>& DefaultEvalWeights();
 
 struct EvalResult {
   std::string model;  // as given or found (the bundled model's directory)

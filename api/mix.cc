@@ -22,15 +22,6 @@ namespace {
 constexpr size_t kRound = 64;
 constexpr int kMaxRandomMixes = 1000;
 
-// One candidate of the given rules.
-EvalCandidate RulesCandidate(const std::string& label, std::vector<WeightRule> rules) {
-  EvalCandidate c;
-  c.label = label;
-  c.weights = label;
-  c.weight_rules = std::move(rules);
-  return c;
-}
-
 struct Tokens {
   TokenArray array;
   EvalRun run;  // scored_from

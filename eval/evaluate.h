@@ -5,7 +5,7 @@
 // Layer-major: for a batch of sequences, the reference and every candidate
 // advance one decoder layer at a time over all their tokens. Each layer is
 // read from the checkpoint once (model/layer_reader.h), each weight variant
-// of the candidates made from it (model/variant.h), every stream run through
+// of the candidates made from it (eval/variant.h), every stream run through
 // it, and the layer dropped. lm_head follows in chunks of vocabulary rows,
 // the metrics gathered chunk by chunk (eval/logit_stats.h). Memory is about
 // one layer's float32 weights twice (the reference's and one variant's), the
@@ -21,27 +21,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "eval/candidates.h"
 #include "eval/llama_cpp_stats.h"
 #include "eval/metrics.h"
 #include "model/checkpoint.h"
 #include "model/forward.h"
-#include "model/variant.h"
+#include "eval/variant.h"
 
 namespace lowp {
-
-// One emulated variant of the model.
-struct EvalCandidate {
-  std::string label;    // how results name it ("int4-g128", "w=q8_0 kv=fp8_e4m3fn")
-  std::string weights;  // the weight spec as given, or the file ("" for float32 weights)
-  std::vector<WeightRule> weight_rules;
-  // The imatrix the weight rules' schemes quantize with (none: without).
-  std::shared_ptr<const ImportanceMap> importance;
-  std::string weights_file;  // a checkpoint file whose matrices the candidate runs
-  std::string activations;   // scheme names as given, "" when not emulated
-  std::string kv;
-  std::string compute;
-  Emulation emulation;
-};
 
 struct CandidateResult {
   EvalCandidate candidate;
@@ -98,6 +85,11 @@ struct EvalRun {
   // sensitivity sweep needs). Their census then counts only the layers
   // they ran.
   bool share_prefix = false;
+  // How each layer runs the streams (eval/schedule.h): side by side for a
+  // small layer, one at a time for a large one; or either, forced. The
+  // results are the same (tests run both).
+  enum class Schedule { kBySize, kSideBySide, kOneAtATime };
+  Schedule schedule = Schedule::kBySize;
   // When not null, receives the input of every product of the reference
   // (the float32 model): each decoder layer's linear layers, and lm_head's
   // (Site::kLogits, layer num_layers) once per batch. What an importance

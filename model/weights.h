@@ -1,7 +1,7 @@
 // The weights of one decoder layer as the forward pass reads them: float32
 // views, by their Hugging Face names, over buffers a LayerStorage owns (a
 // checkpoint reads a layer into one, model/checkpoint.h; a candidate's
-// quantized copy is another, model/variant.h). Views let a candidate share
+// quantized copy is another, eval/variant.h). Views let a candidate share
 // the reference's tensors it leaves alone.
 #ifndef LOWP_MODEL_WEIGHTS_H_
 #define LOWP_MODEL_WEIGHTS_H_

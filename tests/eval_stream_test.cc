@@ -4,6 +4,7 @@
 // what its recipe gives; the chunked metrics equal the whole-row ones.
 #include <cmath>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -242,6 +243,39 @@ TEST(EvalStream, LargeModelResultsDoNotDependOnBatchesOrThreads) {
   absl::StatusOr<std::vector<float>> three = ReferenceLogits(w, tokens, 100, Runs(3));
   ASSERT_TRUE(one.ok() && three.ok());
   EXPECT_EQ(*one, *three);
+}
+
+// The two schedules (eval/schedule.h) on the same streams: every stream and
+// group side by side, or one stream at a time with every thread on each
+// product, give the same numbers, on a small model and on a large one.
+TEST(EvalStream, BothSchedulesGiveTheSameResults) {
+  const Checkpoint small = Bundled();
+  const std::vector<int32_t> few = Sampled(small, 4, 24);
+  const std::vector<EvalCandidate> small_candidates = {
+      Candidate("*=nf4:double-quant"), Candidate("q4_0", "fp8_e4m3fn"),
+      Candidate("*=bf16:rounding=stochastic:seed=3", "", "bf16")};
+  const LargeModel large;
+  const Checkpoint big = large.Open();
+  std::vector<int32_t> many(3 * 100);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<int32_t>((i * 7919) % 3000);
+  const std::vector<EvalCandidate> large_candidates = {Candidate("int8-channel"),
+                                                       Candidate("q4_0", "fp8_e4m3fn")};
+  struct Case {
+    const Checkpoint& model;
+    std::span<const int32_t> tokens;
+    int64_t length;
+    const std::vector<EvalCandidate>& candidates;
+  };
+  for (const Case& c : {Case{small, few, 24, small_candidates},
+                        Case{big, many, 100, large_candidates}}) {
+    EvalRun side = Runs(2), one = Runs(2);
+    side.schedule = EvalRun::Schedule::kSideBySide;
+    one.schedule = EvalRun::Schedule::kOneAtATime;
+    absl::StatusOr<EvalReport> a = Evaluate(c.model, c.tokens, c.length, c.candidates, side);
+    absl::StatusOr<EvalReport> b = Evaluate(c.model, c.tokens, c.length, c.candidates, one);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ExpectSameReport(*a, *b);
+  }
 }
 
 // Candidates that change one matrix (or lm_head alone) start from the

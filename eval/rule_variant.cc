@@ -1,58 +1,24 @@
-#include "model/variant.h"
-
+// A candidate's weights by rule (eval/variant.h): each matrix a WeightRule
+// takes quantized with its scheme, or the choice a recipe makes for it, and
+// dequantized.
 #include <algorithm>
-#include <cstring>
-#include <limits>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "kernels/quantize.h"
+#include "eval/variant.h"
+#include "eval/variant_parts.h"
 #include "kernels/thread_pool.h"
 #include "quant/recipe.h"
 
 namespace lowp {
 namespace {
 
-// A matrix's place in checkpoint order (WeightReport's order).
-constexpr int64_t kEmbeddingKey = 0;
-constexpr int64_t kHeadKey = std::numeric_limits<int64_t>::max();
-int64_t LayerKey(int64_t layer, size_t matrix) {
-  return 1 + layer * (int64_t{1} << 20) + static_cast<int64_t>(matrix);
-}
-
-// A float32 view of values in memory, for the quantizers.
-TensorView F32View(const std::string& name, int64_t rows, int64_t cols,
-                   std::span<const float> values) {
-  TensorView v;
-  v.name = name;
-  v.dtype = DType::kF32;
-  v.shape = {rows, cols};
-  v.bytes = {reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float)};
-  v.file = "(memory)";
-  return v;
-}
-
-// x against its stored form q, in pieces of whole rows merged in order.
-void CompareInto(std::span<const float> x, std::span<const float> q, int64_t cols, int threads,
-                 ErrorStats& stats) {
-  constexpr int64_t kPiece = int64_t{1} << 16;
-  const int64_t rows = static_cast<int64_t>(x.size()) / std::max<int64_t>(cols, 1);
-  const int64_t piece_rows = std::max<int64_t>(1, kPiece / std::max<int64_t>(cols, 1));
-  const int64_t pieces = (rows + piece_rows - 1) / piece_rows;
-  std::vector<ErrorStats> parts(static_cast<size_t>(pieces));
-  const CompareOptions options{.relative_floor = MeasureOptions().relative_floor};
-  ParallelFor(static_cast<size_t>(pieces), threads, [&](size_t p) {
-    const size_t first = static_cast<size_t>(static_cast<int64_t>(p) * piece_rows * cols);
-    const size_t n = std::min(x.size() - first, static_cast<size_t>(piece_rows * cols));
-    ComparePairs(x.subspan(first, n), q.subspan(first, n), options, parts[p]);
-  });
-  for (const ErrorStats& part : parts) stats.Merge(part);
-}
-
-// ---------------------------------------------------------------------------
-// Schemes by rule.
+using variant_parts::F32View;
+using variant_parts::kEmbeddingKey;
+using variant_parts::kHeadKey;
+using variant_parts::LayerKey;
 
 // The decoder layer of a matrix named "model.layers.N.<...>", kNoLayer for
 // the embedding and lm_head, -1 for any other name (taken as layer 0).
@@ -155,13 +121,11 @@ class RuleVariant : public WeightVariant {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<LayerWeights> Layer(int64_t layer, const LayerWeights& reference,
-                                     LayerStorage& storage, int threads, bool measure,
-                                     bool) override {
-    LayerWeights out = reference;
+  absl::StatusOr<LayerWeights> Layer(const LayerRequest& request) override {
+    LayerWeights out = request.reference;
     std::vector<LayerWeights::Entry> entries = out.Matrices(reference_.config());
     MeasureOptions options;
-    options.threads = threads;
+    options.threads = request.threads;
     options.importance = importance_;
     for (size_t j = 0; j < entries.size(); ++j) {
       Matrix& m = *entries[j].matrix;
@@ -170,7 +134,7 @@ class RuleVariant : public WeightVariant {
       const TensorView view = F32View(m.name, m.rows, m.cols, m.values);
       RecipeChoice choice;
       const Scheme& scheme = SchemeForTensor(*rule->scheme, view, model_, &choice);
-      std::span<float> q = storage.Buffer(j, m.values.size());
+      std::span<float> q = request.storage.Buffer(j, m.values.size());
       size_t written = 0;
       QuantReport report;
       absl::Status s = QuantizeTensor(
@@ -183,7 +147,9 @@ class RuleVariant : public WeightVariant {
           &report);
       if (!s.ok()) return s;
       m.values = q;
-      if (measure) Keep(LayerKey(layer, j), *rule->scheme, choice, std::move(report));
+      if (request.pass.first) {
+        Keep(LayerKey(request.layer, j), *rule->scheme, choice, std::move(report));
+      }
     }
     return out;
   }
@@ -193,7 +159,7 @@ class RuleVariant : public WeightVariant {
   }
 
   absl::Status EmbeddingRows(std::span<const int32_t> ids, std::span<float> out, int threads,
-                             bool again) override {
+                             const PassOptions& pass) override {
     const TableScheme& t = tables_[0];
     const int64_t D = reference_.config().hidden_size;
     // Whole groups of ChunkRows rows (NF4's double quantization spans rows).
@@ -207,7 +173,7 @@ class RuleVariant : public WeightVariant {
       q.resize(x.size());
       errors[i] = reference_.ReadRows(Table::kEmbedding, first, rows, x, 1);
       if (!errors[i].ok()) return;
-      reference_.ReleaseRows(Table::kEmbedding, first, rows, again);
+      reference_.ReleaseRows(Table::kEmbedding, first, rows, pass.another_follows);
       MeasureOptions options;
       options.threads = 1;
       errors[i] = QuantizeWindow(F32View(t.view.name, rows, D, x), first, *t.scheme, t.context,
@@ -223,7 +189,8 @@ class RuleVariant : public WeightVariant {
 
   absl::StatusOr<std::span<const float>> HeadRows(int64_t first, int64_t count,
                                                   std::span<const float> reference_rows,
-                                                  int threads, bool measure, bool) override {
+                                                  int threads, const PassOptions& pass) override {
+    const bool measure = pass.first;
     TableScheme& t = tables_[1];
     const int64_t D = reference_.config().hidden_size;
     head_.resize(reference_rows.size());
@@ -277,136 +244,6 @@ class RuleVariant : public WeightVariant {
   int64_t first_changed_ = 0;
 };
 
-// ---------------------------------------------------------------------------
-// Another checkpoint's matrices.
-
-class FileVariant : public WeightVariant {
- public:
-  FileVariant(std::string spec, Checkpoint file, const Checkpoint& reference)
-      : WeightVariant(std::move(spec)), file_(std::move(file)), reference_(reference) {}
-
-  absl::Status Prepare(int threads) override {
-    if (reference_.config().tie_word_embeddings) return absl::OkStatus();
-    // The embedding compared with the reference's in pieces of rows.
-    const ModelConfig& c = reference_.config();
-    const int64_t D = c.hidden_size, V = c.vocab_size;
-    const int64_t piece = std::max<int64_t>(1, (int64_t{1} << 22) / D);
-    QuantReport report = Start(Table::kEmbedding);
-    std::vector<float> x, q;
-    for (int64_t first = 0; first < V; first += piece) {
-      const int64_t rows = std::min(piece, V - first);
-      x.resize(static_cast<size_t>(rows * D));
-      q.resize(x.size());
-      if (absl::Status s = reference_.ReadRows(Table::kEmbedding, first, rows, x, threads);
-          !s.ok()) {
-        return s;
-      }
-      if (absl::Status s = file_.ReadRows(Table::kEmbedding, first, rows, q, threads); !s.ok()) {
-        return s;
-      }
-      reference_.ReleaseRows(Table::kEmbedding, first, rows, /*keep_cached=*/true);
-      file_.ReleaseRows(Table::kEmbedding, first, rows, /*keep_cached=*/true);
-      CompareInto(x, q, D, threads, report.stats);
-    }
-    Keep(kEmbeddingKey, std::move(report));
-    return absl::OkStatus();
-  }
-
-  absl::StatusOr<LayerWeights> Layer(int64_t layer, const LayerWeights& reference,
-                                     LayerStorage& storage, int threads, bool measure,
-                                     bool again) override {
-    absl::StatusOr<LayerWeights> stored = file_.ReadLayer(layer, storage, threads, again);
-    if (!stored.ok()) return stored.status();
-    LayerWeights out = reference;
-    std::vector<LayerWeights::Entry> mine = out.Matrices(reference_.config());
-    std::vector<LayerWeights::Entry> theirs = stored->Matrices(reference_.config());
-    for (size_t j = 0; j < mine.size(); ++j) {
-      Matrix& m = *mine[j].matrix;
-      if (measure) {
-        const Checkpoint::Found* f = file_.Find(m.name);
-        QuantReport report = Start(*f->view, m.name);
-        CompareInto(m.values, theirs[j].matrix->values, m.cols, threads, report.stats);
-        Keep(LayerKey(layer, j), std::move(report));
-      }
-      m.values = theirs[j].matrix->values;
-    }
-    return out;
-  }
-
-  bool Changes(Table) const override { return true; }
-
-  absl::Status CheckIntact() const override { return file_.CheckIntact(); }
-
-  absl::Status EmbeddingRows(std::span<const int32_t> ids, std::span<float> out, int threads,
-                             bool again) override {
-    const int64_t D = reference_.config().hidden_size;
-    std::vector<absl::Status> errors(ids.size());
-    ParallelFor(ids.size(), threads, [&](size_t i) {
-      errors[i] =
-          file_.ReadRows(Table::kEmbedding, ids[i], 1,
-                         out.subspan(i * static_cast<size_t>(D), static_cast<size_t>(D)), 1);
-      file_.ReleaseRows(Table::kEmbedding, ids[i], 1, again);
-    });
-    for (const absl::Status& s : errors) {
-      if (!s.ok()) return s;
-    }
-    return absl::OkStatus();
-  }
-
-  absl::StatusOr<std::span<const float>> HeadRows(int64_t first, int64_t count,
-                                                  std::span<const float> reference_rows,
-                                                  int threads, bool measure, bool again) override {
-    const ModelConfig& c = reference_.config();
-    head_.resize(reference_rows.size());
-    if (absl::Status s = file_.ReadRows(Table::kLmHead, first, count, head_, threads); !s.ok()) {
-      return s;
-    }
-    file_.ReleaseRows(Table::kLmHead, first, count, again);
-    if (measure) {
-      if (first == 0) head_report_ = Start(Table::kLmHead);
-      CompareInto(reference_rows, head_, c.hidden_size, threads, head_report_.stats);
-      if (first + count == c.vocab_size) {
-        Keep(c.tie_word_embeddings ? kEmbeddingKey : kHeadKey, std::move(head_report_));
-      }
-    }
-    return std::span<const float>(head_);
-  }
-
- private:
-  // A report of a stored tensor under the reference's name: its type as the
-  // scheme, its bytes as the storage.
-  QuantReport Start(const TensorView& stored, const std::string& name) const {
-    QuantReport r;
-    r.tensor = name;
-    r.scheme = stored.type_name();
-    r.dtype = "F32";
-    r.shape = stored.shape;
-    r.elements = static_cast<uint64_t>(stored.elements());
-    r.storage_bits = static_cast<uint64_t>(stored.bytes.size()) * 8;
-    return r;
-  }
-  QuantReport Start(Table table) const {
-    const std::string name = reference_.TableName(table);
-    QuantReport r = Start(file_.TableView(table), name);
-    r.shape = {reference_.config().vocab_size, reference_.config().hidden_size};
-    return r;
-  }
-
-  void Keep(int64_t key, QuantReport report) {
-    if (scheme_names_.empty()) {
-      scheme_names_ = report.scheme;
-    } else if (scheme_names_ != report.scheme) {
-      scheme_names_ = "mixed";
-    }
-    reports_[key] = std::move(report);
-  }
-
-  Checkpoint file_;
-  const Checkpoint& reference_;
-  std::vector<float> head_;
-  QuantReport head_report_;
-};
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WeightVariant>> WeightVariant::FromRules(
@@ -414,27 +251,6 @@ absl::StatusOr<std::unique_ptr<WeightVariant>> WeightVariant::FromRules(
     std::shared_ptr<const ImportanceMap> importance) {
   return std::unique_ptr<WeightVariant>(
       new RuleVariant(std::move(spec), std::move(rules), reference, std::move(importance)));
-}
-
-absl::StatusOr<std::unique_ptr<WeightVariant>> WeightVariant::FromFile(
-    const std::string& path, const Checkpoint& reference) {
-  absl::StatusOr<TensorSet> set = TensorSet::Open(path);
-  if (!set.ok()) return set.status();
-  absl::StatusOr<Checkpoint> file =
-      Checkpoint::Open(reference.config(), *std::move(set), /*matrices_only=*/true);
-  if (!file.ok()) return file.status();
-  return std::unique_ptr<WeightVariant>(new FileVariant(path, *std::move(file), reference));
-}
-
-WeightReport WeightVariant::Report() const {
-  WeightReport r;
-  r.total.tensor = "(all)";
-  for (const auto& [key, report] : reports_) {
-    r.total.Add(report);
-    r.tensors.push_back(report);
-  }
-  r.total.scheme = scheme_names_ == "mixed" ? "" : scheme_names_;
-  return r;
 }
 
 std::vector<RuleMatch> MatricesByRule(const Checkpoint& reference,

@@ -11,8 +11,13 @@
 //          safetensors file with the reference's names), as that file stores
 //          them; norms and biases are the reference's (llama.cpp keeps them in
 //          float32, Gemma's norms with 1 added).
-#ifndef LOWP_MODEL_VARIANT_H_
-#define LOWP_MODEL_VARIANT_H_
+// (eval/rule_variant.cc and eval/file_variant.cc.) WeightVariant is the one
+// way the evaluator gets a candidate's weights for a layer: a LayerRequest
+// in, the layer's weights out. What comes next plugs in here: a candidate
+// whose layer is computed from its own stream's inputs (GPTQ, AWQ: the
+// request will carry them) and a layer read and made an expert at a time.
+#ifndef LOWP_EVAL_VARIANT_H_
+#define LOWP_EVAL_VARIANT_H_
 
 #include <cstdint>
 #include <map>
@@ -33,6 +38,23 @@ namespace lowp {
 struct WeightReport {
   std::vector<QuantReport> tensors;
   QuantReport total;  // tensor "(all)"; scheme the variant's one scheme, "" when mixed
+};
+
+// How a pass over the tokens reads: the first pass keeps the variants'
+// statistics; when another pass follows, what is read stays in the page
+// cache (it is read again).
+struct PassOptions {
+  bool first = false;
+  bool another_follows = false;
+};
+
+// One decoder layer of a variant, asked for by the evaluator.
+struct LayerRequest {
+  int64_t layer = 0;
+  const LayerWeights& reference;  // the reference's weights of the layer
+  LayerStorage& storage;          // where the variant's own matrices go (reused)
+  int threads = 1;
+  PassOptions pass;
 };
 
 class WeightVariant {
@@ -56,30 +78,26 @@ class WeightVariant {
   // schemes, and the statistics of an untied embedding it changes (one pass
   // over it).
   virtual absl::Status Prepare(int threads) = 0;
-  // Layer `layer` from the reference's: the views of what it changes point
-  // into `storage` (the caller's: variants run one after another share one,
-  // so that memory holds one variant's layer). With `measure` (the first
-  // batch of a run) the matrices' statistics are kept; what it reads of a
-  // file is dropped from memory as read (kept in the page cache with
-  // `again`: another pass follows).
-  virtual absl::StatusOr<LayerWeights> Layer(int64_t layer, const LayerWeights& reference,
-                                             LayerStorage& storage, int threads, bool measure,
-                                             bool again) = 0;
+  // The request's layer from the reference's: the views of what it changes
+  // point into the request's storage (the caller's: variants run one after
+  // another share one, so that memory holds one variant's layer). In the
+  // first pass the matrices' statistics are kept; what it reads of a file
+  // is dropped from memory as read unless another pass follows.
+  virtual absl::StatusOr<LayerWeights> Layer(const LayerRequest& request) = 0;
 
   // Whether the variant changes a table; where it does not, the reference's
   // rows serve.
   virtual bool Changes(Table table) const = 0;
-  // The embedding rows of `ids` into `out` ([ids, hidden_size]); `again` as
+  // The embedding rows of `ids` into `out` ([ids, hidden_size]); `pass` as
   // for Layer.
   virtual absl::Status EmbeddingRows(std::span<const int32_t> ids, std::span<float> out,
-                                     int threads, bool again) = 0;
+                                     int threads, const PassOptions& pass) = 0;
   // lm_head rows [first, first + count), given the reference's same rows:
   // valid until the next call. `first` must be a multiple of HeadChunkRows.
-  // `measure` and `again` as for Layer.
+  // `pass` as for Layer.
   virtual absl::StatusOr<std::span<const float>> HeadRows(int64_t first, int64_t count,
                                                           std::span<const float> reference_rows,
-                                                          int threads, bool measure,
-                                                          bool again) = 0;
+                                                          int threads, const PassOptions& pass) = 0;
   virtual int64_t HeadChunkRows() const { return 1; }
   // The first decoder layer whose weights differ from the reference's (0
   // when the embedding does; the layer count when only lm_head does): a
@@ -117,4 +135,4 @@ std::vector<RuleMatch> MatricesByRule(const Checkpoint& reference,
 
 }  // namespace lowp
 
-#endif  // LOWP_MODEL_VARIANT_H_
+#endif  // LOWP_EVAL_VARIANT_H_

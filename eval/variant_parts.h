@@ -1,0 +1,34 @@
+// Internal to eval/: what the weight variants share (their reports' order,
+// float32 views of matrices in memory, the comparison of a matrix with its
+// stored form).
+#ifndef LOWP_EVAL_VARIANT_PARTS_H_
+#define LOWP_EVAL_VARIANT_PARTS_H_
+
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+
+#include "io/tensor.h"
+#include "kernels/error_stats.h"
+
+namespace lowp::variant_parts {
+
+// A matrix's place in checkpoint order (WeightReport's order).
+constexpr int64_t kEmbeddingKey = 0;
+constexpr int64_t kHeadKey = std::numeric_limits<int64_t>::max();
+inline int64_t LayerKey(int64_t layer, size_t matrix) {
+  return 1 + layer * (int64_t{1} << 20) + static_cast<int64_t>(matrix);
+}
+
+// A float32 view of values in memory, for the quantizers.
+TensorView F32View(const std::string& name, int64_t rows, int64_t cols,
+                   std::span<const float> values);
+
+// x against its stored form q, in pieces of whole rows merged in order.
+void CompareInto(std::span<const float> x, std::span<const float> q, int64_t cols, int threads,
+                 ErrorStats& stats);
+
+}  // namespace lowp::variant_parts
+
+#endif  // LOWP_EVAL_VARIANT_PARTS_H_

@@ -1,5 +1,6 @@
 // `lowp mix`, lowp.mix: the per-tensor types that fit a budget, chosen by
-// measured end-to-end loss.
+// measured end-to-end loss (the logic is mix/'s; this reads the options and
+// the tokens, runs the stages and writes the result).
 //
 //   sensitivity  every matrix of the model (mix/groups.h) quantized alone
 //                with each type, all other weights float32, evaluated end to
@@ -29,6 +30,8 @@
 #include "mix/allocate.h"
 #include "mix/budget.h"
 #include "mix/groups.h"
+#include "mix/table.h"
+#include "mix/verify.h"
 #include "model/checkpoint.h"
 #include "quant/scheme.h"
 #include "nlohmann/json.hpp"
@@ -44,9 +47,10 @@ struct MixOptions {
   // bytes, or the device the model is served on (a catalog name or
   // NAME:MEMORY, as plan takes it): what it leaves for the matrices beside
   // the job in `job` (seq, batch, kv (default fp16), buffers_bytes,
-  // headroom; mix/budget.h), at most float32's bytes.
-  double bits_per_weight = 0;
-  uint64_t bytes = 0;
+  // headroom; mix/budget.h), at most float32's bytes. Validated by
+  // mix/budget.h's CheckMixBudget.
+  std::optional<double> bits_per_weight;
+  std::optional<uint64_t> bytes;
   std::string device;
   SizingOptions job;
   // The types to choose from; empty: DefaultMixTypes() that apply to every
@@ -81,65 +85,6 @@ struct MixOptions {
   std::function<void(int64_t done, int64_t total, const std::string& what)> progress;
 };
 
-// q2_K q3_K q4_K q5_K q6_K q8_0 iq4_xs fp16.
-const std::vector<std::string>& DefaultMixTypes();
-// Q2_K Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K Q8_0.
-const std::vector<std::string>& DefaultMixBaselines();
-
-// One verified mix.
-struct MixRow {
-  std::string kind;   // "mix" (the chosen one), "recipe", "lowp" (at a recipe's size), "random"
-  std::string label;  // the recipe's name; "lowp @ Q4_K_M"; "random 3"
-  MixAssignment schemes;  // per group (a recipe's own choices)
-  uint64_t bytes = 0;
-  double bits_per_weight = 0;
-  double predicted_kl = NAN;  // NaN when a choice is not among the types measured
-  double kl_mean = 0;
-  double top1_agreement = 0;
-  double perplexity = 0;
-  LlamaCppStats llama_cpp;
-};
-
-// The matrices, the types and what each costs: `lowp mix`'s sensitivity
-// sweep, from which any number of budgets can be allocated (plan --mix
-// allocates one per device).
-struct MixTable {
-  std::string model;  // the snapshot directory
-  std::vector<MixGroup> groups;
-  std::vector<std::string> types;
-  std::vector<std::shared_ptr<const Scheme>> schemes;  // types[t]'s
-  uint64_t weights = 0;  // elements of the groups
-  // sensitivity[g][t]: mean KL with group g in types[t], all else float32;
-  // bytes[g][t] what it stores in.
-  std::vector<std::vector<double>> sensitivity;
-  std::vector<std::vector<uint64_t>> bytes;
-  std::string tune_tokens;  // their description, as eval's `tokens`
-  uint64_t tune_positions = 0;
-  int64_t candidates_measured = 0;
-  std::string imatrix;  // MixOptions::imatrix
-  std::shared_ptr<const ImportanceMap> importance;
-
-  // The bytes of the smallest assignment.
-  uint64_t SmallestBytes() const;
-  // The assignment of least predicted KL within `budget` bytes
-  // (mix/allocate.h), as type names, with its bytes and predicted KL.
-  absl::StatusOr<Allocation> Allocate(uint64_t budget) const;
-  MixAssignment Assignment(const Allocation& a) const;
-  uint64_t Bytes(const Allocation& a) const;
-  // The sum of the groups' costs; NaN when a type was not measured.
-  double Predict(const MixAssignment& a) const;
-  // The assignment as an eval candidate: one rule per group.
-  EvalCandidate Candidate(const std::string& label, const MixAssignment& a) const;
-};
-
-// The table's groups, types and bytes for `options` (model, tensors, types),
-// without the sweep; errors name model, tensors or types.
-absl::StatusOr<MixTable> MixTypes(const MixOptions& options, const Checkpoint& model,
-                                  const std::string& path);
-// The sweep on `options.tune`'s tokens: every group alone in every type.
-absl::Status MeasureSensitivity(const MixOptions& options, const Checkpoint& model,
-                                MixTable& table);
-
 struct MixResult : MixTable {
   uint64_t budget_bytes = 0;
   std::optional<DeviceBudget> device;  // with MixOptions::device
@@ -165,10 +110,6 @@ struct MixResult : MixTable {
 // or not applying to a matrix's rows), baselines, random_mixes, the tokens'.
 absl::StatusOr<MixResult> Mix(const MixOptions& options);
 nlohmann::json ToJson(const MixResult& result);
-
-// Spearman's rank correlation of two equally long series (average ranks for
-// ties); NaN below 3 points.
-double SpearmanCorrelation(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace lowp::api
 

@@ -15,7 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "api/eval.h"
 #include "api/json.h"
-#include "api/mix.h"
+#include "api/inputs.h"
 #include "api/plan_html.h"
 #include "api/text.h"
 #include "formats/option_error.h"
@@ -24,6 +24,8 @@
 #include "io/output_file.h"
 #include "mix/budget.h"
 #include "mix/groups.h"
+#include "mix/sensitivity.h"
+#include "mix/table.h"
 #include "model/checkpoint.h"
 #include "sizing/devices.h"
 #include "model/config.h"
@@ -256,14 +258,13 @@ absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model,
   return absl::OkStatus();
 }
 
-// The option a mix error belongs to.
+// The option of plan's a mix error belongs to.
 absl::Status MixError(const absl::Status& s) {
   const std::string field = OptionOf(s).value_or("");
   std::string why(s.message());
   if (absl::StartsWith(why, absl::StrCat(field, ": "))) why.erase(0, field.size() + 2);
   if (field == "types") return OptionError("mix_types", why);
-  if (absl::StartsWith(field, "tune_")) return PrefixOption(s, "mix_");
-  if (field == "model" || field == "tensors") return OptionError("eval_model", why);
+  if (field == "imatrix") return OptionError("eval_imatrix", why);
   return s;
 }
 
@@ -280,22 +281,26 @@ absl::StatusOr<std::vector<EvalCandidate>> PrepareMixes(const PlanJobOptions& o,
   if (job.dp * job.tp * job.pp != 1) {
     return OptionError("mix", "a mix is chosen for one device per replica (dp, tp and pp 1)");
   }
-  MixOptions m;
-  m.types = o.mix_types;
-  m.imatrix = o.eval_imatrix;
-  m.tune.sample = o.mix_tune_sample;
-  m.tune.seed = o.mix_tune_seed;
-  m.threads = o.threads;
+  MixRun run;
+  run.threads = o.threads;
   if (o.progress) {
-    m.progress = [&o](int64_t, int64_t total, const std::string& what) {
+    run.progress = [&o](int64_t, int64_t total, const std::string& what) {
       o.progress(static_cast<size_t>(total), absl::StrCat("mix ", what));
     };
   }
   absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(path, {});
   if (!model.ok()) return OptionError("eval_model", model.status().message());
-  absl::StatusOr<MixTable> table = MixTypes(m, *model, path);
+  absl::StatusOr<std::shared_ptr<const ImportanceMap>> importance =
+      OpenImportance(o.eval_imatrix);
+  if (!importance.ok()) return MixError(importance.status());
+  absl::StatusOr<MixTable> table = MakeMixTable(*model, path, o.mix_types, *importance);
   if (!table.ok()) return MixError(table.status());
-  if (absl::Status s = MeasureSensitivity(m, *model, *table); !s.ok()) return MixError(s);
+  EvalOptions tune;
+  tune.sample = o.mix_tune_sample;
+  tune.seed = o.mix_tune_seed;
+  absl::StatusOr<MixTokens> tokens = ReadMixTokens(tune, "mix_tune_", o.threads, *model, path);
+  if (!tokens.ok()) return tokens.status();
+  if (absl::Status s = MeasureSensitivity(*model, *tokens, run, *table); !s.ok()) return s;
   PlanMixes mixes;
   mixes.model = path;
   mixes.types = table->types;
@@ -303,7 +308,6 @@ absl::StatusOr<std::vector<EvalCandidate>> PrepareMixes(const PlanJobOptions& o,
   mixes.tune_positions = table->tune_positions;
   mixes.candidates_measured = table->candidates_measured;
   const uint64_t planned = MixMatrixWeights(plan.model);
-  const double measured = static_cast<double>(table->weights);
   const uint64_t smallest = table->SmallestBytes();
   std::vector<EvalCandidate> candidates;
   for (const Device& device : plan.options.devices) {
@@ -317,28 +321,26 @@ absl::StatusOr<std::vector<EvalCandidate>> PrepareMixes(const PlanJobOptions& o,
     pm.other_bytes = b->other_bytes;
     pm.other_weight_bytes = b->other_weight_bytes;
     pm.budget_bytes = static_cast<int64_t>(b->budget_bytes);
-    pm.budget_bits_per_weight = 8 * static_cast<double>(pm.budget_bytes) / static_cast<double>(planned);
+    pm.budget_bits_per_weight = BitsPerWeight(b->budget_bytes, planned);
     // The same matrices (a snapshot planning itself): the bytes exactly.
-    const auto budget =
-        table->weights == planned
-            ? static_cast<uint64_t>(pm.budget_bytes)
-            : static_cast<uint64_t>(std::floor(pm.budget_bits_per_weight * measured / 8));
+    const uint64_t budget = table->weights == planned
+                                ? b->budget_bytes
+                                : BudgetBytes(pm.budget_bits_per_weight, table->weights);
     if (budget < smallest) {
       pm.possible = false;
       pm.reason = absl::StrFormat(
           "%.4g bits per weight left beside the job, below the smallest mix of the types (%.4g)",
-          pm.budget_bits_per_weight, 8 * static_cast<double>(smallest) / measured);
+          pm.budget_bits_per_weight, BitsPerWeight(smallest, table->weights));
       mixes.devices.push_back(std::move(pm));
       continue;
     }
     absl::StatusOr<Allocation> a = table->Allocate(budget);
     if (!a.ok()) return a.status();
     const MixAssignment assignment = table->Assignment(*a);
-    pm.bits_per_weight = 8 * static_cast<double>(table->Bytes(*a)) / measured;
+    pm.bits_per_weight = BitsPerWeight(table->Bytes(*a), table->weights);
     pm.predicted_kl = a->cost;
     pm.weights_option = absl::StrJoin(MixRules(table->groups, assignment), ",");
-    const auto matrices = static_cast<int64_t>(
-        std::ceil(pm.bits_per_weight * static_cast<double>(planned) / 8));
+    const auto matrices = static_cast<int64_t>(StoredBytes(pm.bits_per_weight, planned));
     pm.weight_bytes = matrices + pm.other_weight_bytes;
     pm.per_device_bytes = pm.other_bytes + std::min(matrices, pm.budget_bytes);
     candidates.push_back(table->Candidate(absl::StrCat("lowp mix @ ", device.name), assignment));

@@ -203,46 +203,6 @@ absl::StatusOr<std::shared_ptr<const ImportanceMap>> OpenImportance(const std::s
   return std::make_shared<const ImportanceMap>(ImportanceMap::FromImatrix(*imatrix, path));
 }
 
-absl::Status CheckImportanceUsed(const ImportanceMap* importance,
-                                 std::span<const QuantizedTensor> quantized,
-                                 absl::string_view why_none) {
-  if (importance == nullptr) return absl::OkStatus();
-  bool any_scheme = false;
-  std::vector<std::string> weighed;  // tensors a scheme would weigh
-  for (const QuantizedTensor& q : quantized) {
-    if (!q.scheme->UsesImportance(q.tensor->cols())) continue;
-    any_scheme = true;
-    TensorContext context;
-    if (absl::Status s = importance->Fill(*q.tensor, context); !s.ok()) {
-      return OptionError("imatrix", s.message());  // an entry that does not fit the tensor
-    }
-    if (context.importance != nullptr) return absl::OkStatus();
-    if (weighed.size() < 3) weighed.push_back(q.tensor->name);
-  }
-  const std::string file = importance->source();
-  if (quantized.empty()) {
-    return OptionError("imatrix", absl::StrCat(file, ": changes nothing: nothing here is quantized",
-                                               why_none.empty() ? "" : " (", why_none,
-                                               why_none.empty() ? "" : ")"));
-  }
-  if (!any_scheme) {
-    return OptionError(
-        "imatrix",
-        absl::StrCat(file, ": changes nothing: no scheme here uses importance weights (llama.cpp's "
-                     "types do, but for q8_0, mxfp4 and nvfp4)"));
-  }
-  std::vector<std::string> names = importance->Names();
-  const size_t entries = names.size();
-  if (names.size() > 3) names.resize(3);
-  return OptionError(
-      "imatrix",
-      absl::StrCat(file, ": changes nothing: none of its ", entries,
-                   " entries is for a tensor quantized here (its entries: ",
-                   entries == 0 ? "none" : absl::StrJoin(names, ", "), entries > 3 ? ", ..." : "",
-                   "; quantized with a scheme that would use one: ", absl::StrJoin(weighed, ", "),
-                   ", ...)"));
-}
-
 absl::StatusOr<QuantErrorResult> QuantError(const QuantErrorOptions& o) {
   absl::StatusOr<MeasureOptions> options = Measure(o.relative_floor, o.histogram, o.threads);
   if (!options.ok()) return options.status();

@@ -101,19 +101,6 @@ struct QuantizeOptions {
 // errors name the option (imatrix) and the file.
 absl::StatusOr<std::shared_ptr<const ImportanceMap>> OpenImportance(const std::string& path);
 
-// One tensor a command quantizes and the scheme it quantizes it with.
-struct QuantizedTensor {
-  const TensorView* tensor = nullptr;
-  const Scheme* scheme = nullptr;
-};
-// OK when `importance` (null: none given) changes something: some tensor of
-// `quantized` has a scheme that uses importance weights and an entry in it.
-// Otherwise an option error on "imatrix" saying which is missing: a scheme
-// that uses it (`why_none` explains an empty `quantized`), or an entry for
-// the tensors quantized (naming some of each).
-absl::Status CheckImportanceUsed(const ImportanceMap* importance,
-                                 std::span<const QuantizedTensor> quantized,
-                                 absl::string_view why_none = "");
 
 // The error of each quantized tensor as QuantError reports it (no skipped:
 // the other tensors are copied).

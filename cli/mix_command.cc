@@ -64,7 +64,7 @@ std::string Fixed(double v, int digits) {
 }
 
 void PrintResult(const api::MixResult& r) {
-  const api::MixRow& mix = r.rows.front();
+  const MixRow& mix = r.rows.front();
   std::printf("model       %s: %zu matrices, %llu weights\n", Printable(ShortPath(r.model)).c_str(),
               r.groups.size(), static_cast<unsigned long long>(r.weights));
   std::printf("types       %s\n", absl::StrJoin(r.types, " ").c_str());
@@ -77,7 +77,7 @@ void PrintResult(const api::MixResult& r) {
               static_cast<unsigned long long>(r.verify_positions), r.reference_perplexity);
   std::printf("budget      %llu bytes (%.4f bits per weight)\n",
               static_cast<unsigned long long>(r.budget_bytes),
-              8 * static_cast<double>(r.budget_bytes) / static_cast<double>(r.weights));
+              BitsPerWeight(r.budget_bytes, r.weights));
   if (r.device) {
     const DeviceBudget& d = *r.device;
     std::printf("            %s: %lld bytes after headroom, %lld for the job beside the matrices\n"
@@ -101,7 +101,7 @@ void PrintResult(const api::MixResult& r) {
   std::printf("\n");
   std::vector<Row> rows = {{"mix", "bits/w", "bytes", "predicted KL", "measured KL", "KL 99%",
                             "top-1", "ppl", "ppl ratio"}};
-  for (const api::MixRow& row : r.rows) {
+  for (const MixRow& row : r.rows) {
     double kld_99 = NAN;
     for (const auto& [f, v] : row.llama_cpp.kld_percentiles) {
       if (f == 0.99) kld_99 = v;
@@ -155,16 +155,19 @@ int MixCommand(const std::vector<std::string>& argv) {
   o.threads = *threads;
   o.model = args->Value("model").value_or("");
   if (std::optional<std::string> t = args->Value("tensors")) o.tensors = SplitNames(*t);
+  // The values' checks are the budget's own (mix/budget.h CheckMixBudget).
   if (std::optional<std::string> b = args->Value("bits-per-weight")) {
-    if (!absl::SimpleAtod(*b, &o.bits_per_weight) || !(o.bits_per_weight > 0)) {
+    double bits = 0;
+    if (!absl::SimpleAtod(*b, &bits)) {
       return Fail(absl::InvalidArgumentError(
           absl::StrCat("--bits-per-weight '", *b, "': want a number > 0")));
     }
+    o.bits_per_weight = bits;
   }
   if (std::optional<std::string> b = args->Value("bytes")) {
     absl::StatusOr<int64_t> bytes = ParseBytes(*b, "--bytes");
     if (!bytes.ok()) return Fail(bytes.status());
-    if (*bytes <= 0) {
+    if (*bytes < 0) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--bytes '", *b, "': want more than 0")));
     }
     o.bytes = static_cast<uint64_t>(*bytes);

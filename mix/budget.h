@@ -8,6 +8,8 @@
 #define LOWP_MIX_BUDGET_H_
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "model/config.h"
@@ -44,6 +46,42 @@ uint64_t MixMatrixWeights(const ModelConfig& model);
 // when the matrices are more than the model's weights.
 absl::StatusOr<DeviceBudget> BudgetOnDevice(const ModelConfig& model, uint64_t matrix_weights,
                                             const Device& device, SizingOptions sizing);
+
+// Bits per weight <-> bytes, as llama.cpp counts a type's bits: storage
+// bits over the elements. `BudgetBytes` rounds down (what a budget allows),
+// `StoredBytes` up (what a mix at that rate stores).
+double BitsPerWeight(uint64_t bytes, uint64_t weights);
+uint64_t BudgetBytes(double bits_per_weight, uint64_t weights);
+uint64_t StoredBytes(double bits_per_weight, uint64_t weights);
+
+// What a mix must fit, one of: bits per weight over the matrices mixed,
+// their bytes, or the device the model is served on (a catalog name or
+// NAME:MEMORY) with the job beside the matrices in `job` (seq, batch, kv
+// (default fp16), buffers_bytes, headroom).
+struct MixBudgetOptions {
+  std::optional<double> bits_per_weight;
+  std::optional<uint64_t> bytes;
+  std::string device;
+  SizingOptions job;
+};
+
+// The options alone, before any model is read: exactly one given, bits
+// per weight finite and above 0. An option error on the field given (on
+// bits_per_weight when none or two are).
+absl::Status CheckMixBudget(const MixBudgetOptions& options);
+
+struct MixBudget {
+  uint64_t bytes = 0;
+  std::optional<DeviceBudget> device;  // with MixBudgetOptions::device
+  std::string field;                   // the option the budget came from
+};
+// The budget for the matrices of `model` (`weights` elements, the smallest
+// assignment `smallest` bytes): at most their float32 bytes (an error above
+// that, not a cap, for bits per weight and bytes) and at least `smallest`.
+// Errors name the option given.
+absl::StatusOr<MixBudget> ResolveMixBudget(const MixBudgetOptions& options,
+                                           const ModelConfig& model, uint64_t weights,
+                                           uint64_t smallest);
 
 }  // namespace lowp
 

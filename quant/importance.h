@@ -10,10 +10,12 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "io/imatrix.h"
 #include "io/tensor.h"
 #include "quant/scheme.h"
@@ -59,6 +61,20 @@ class ImportanceMap {
 // weights and `context` has none ("... needs an importance matrix (--imatrix)").
 absl::Status CheckImportance(const Scheme& scheme, const TensorView& tensor,
                              const TensorContext& context);
+
+// One tensor a command quantizes and the scheme it quantizes it with.
+struct QuantizedTensor {
+  const TensorView* tensor = nullptr;
+  const Scheme* scheme = nullptr;
+};
+// OK when `importance` (null: none given) changes something: some tensor of
+// `quantized` has a scheme that uses importance weights and an entry in it.
+// Otherwise an option error on "imatrix" saying which is missing: a scheme
+// that uses it (`why_none` explains an empty `quantized`), or an entry for
+// the tensors quantized (naming some of each).
+absl::Status CheckImportanceUsed(const ImportanceMap* importance,
+                                 std::span<const QuantizedTensor> quantized,
+                                 absl::string_view why_none = "");
 
 }  // namespace lowp
 

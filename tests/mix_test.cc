@@ -176,12 +176,12 @@ TEST(MixGroups, LlamaQuantizeArguments) {
 }
 
 TEST(Spearman, RanksWithTies) {
-  EXPECT_DOUBLE_EQ(api::SpearmanCorrelation({1, 2, 3, 4}, {10, 20, 30, 40}), 1);
-  EXPECT_DOUBLE_EQ(api::SpearmanCorrelation({1, 2, 3, 4}, {4, 3, 2, 1}), -1);
+  EXPECT_DOUBLE_EQ(SpearmanCorrelation({1, 2, 3, 4}, {10, 20, 30, 40}), 1);
+  EXPECT_DOUBLE_EQ(SpearmanCorrelation({1, 2, 3, 4}, {4, 3, 2, 1}), -1);
   // scipy.stats.spearmanr([1,2,3,4,5],[2,1,4,3,3]) (Debian python3-scipy 1.10): 0.5642880936468347
-  EXPECT_NEAR(api::SpearmanCorrelation({1, 2, 3, 4, 5}, {2, 1, 4, 3, 3}), 0.5642880936468347,
+  EXPECT_NEAR(SpearmanCorrelation({1, 2, 3, 4, 5}, {2, 1, 4, 3, 3}), 0.5642880936468347,
               1e-15);
-  EXPECT_TRUE(std::isnan(api::SpearmanCorrelation({1, 2}, {1, 2})));
+  EXPECT_TRUE(std::isnan(SpearmanCorrelation({1, 2}, {1, 2})));
 }
 
 api::MixOptions Small() {
@@ -203,7 +203,7 @@ TEST(Mix, ChoosesWithinTheBudgetAndItsRulesGiveEvalsNumbers) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->budget_bytes, static_cast<uint64_t>(std::floor(5.0 * r->weights / 8)));
   ASSERT_EQ(r->rows.size(), 1 + 2 + 3u);  // the mix, Q4_K_M and lowp at its size, 3 random
-  const api::MixRow& mix = r->rows[0];
+  const MixRow& mix = r->rows[0];
   EXPECT_LE(mix.bytes, r->budget_bytes);
   EXPECT_EQ(r->candidates_measured, static_cast<int64_t>(r->groups.size() * 3));
   double predicted = 0;
@@ -239,13 +239,22 @@ TEST(Mix, ErrorsNameTheOption) {
     change(o);
     return std::string(api::Mix(o).status().message());
   };
-  EXPECT_THAT(message([](auto& o) { o.bits_per_weight = 0; }), HasSubstr("bits_per_weight"));
+  EXPECT_THAT(message([](auto& o) { o.bits_per_weight.reset(); }), HasSubstr("(one)"));
+  EXPECT_THAT(message([](auto& o) { o.bits_per_weight = 0; }),
+              HasSubstr("bits_per_weight: 0 is not a budget"));
+  EXPECT_THAT(message([](auto& o) { o.bits_per_weight = -1; }),
+              HasSubstr("bits_per_weight: -1 is not a budget"));
+  EXPECT_THAT(message([](auto& o) {
+                o.bits_per_weight.reset();
+                o.bytes = 0;
+              }),
+              HasSubstr("bytes: 0 is not a budget"));
   EXPECT_THAT(message([](auto& o) { o.bytes = 100; }), HasSubstr("one"));
   EXPECT_THAT(message([](auto& o) { o.bits_per_weight = 33; }), HasSubstr("above float32"));
   EXPECT_THAT(message([](auto& o) { o.bits_per_weight = 2; }),
               HasSubstr("below the smallest mix of these types"));
   EXPECT_THAT(message([](auto& o) {
-                o.bits_per_weight = 0;
+                o.bits_per_weight.reset();
                 o.bytes = 10;
               }),
               HasSubstr("bytes: 10 bytes"));
@@ -291,7 +300,7 @@ TEST(MixBudget, WhatTheDeviceLeavesBesideTheJob) {
   // A device with room for 5 bits per weight beside the job gets that budget.
   const int64_t room = static_cast<int64_t>(5 * weights / 8);
   api::MixOptions o = Small();
-  o.bits_per_weight = 0;
+  o.bits_per_weight.reset();
   o.device = absl::StrCat("toy:", b->other_bytes + room);
   o.job = job;
   absl::StatusOr<api::MixResult> mix = api::Mix(o);

@@ -1,0 +1,117 @@
+#include "mix/table.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "formats/option_error.h"
+#include "quant/recipe.h"
+
+namespace lowp {
+
+const std::vector<std::string>& DefaultMixTypes() {
+  static const auto* types = new std::vector<std::string>{"q2_K", "q3_K", "q4_K", "q5_K",
+                                                          "q6_K", "q8_0", "iq4_xs", "fp16"};
+  return *types;
+}
+
+uint64_t MixTable::SmallestBytes() const {
+  uint64_t smallest = 0;
+  for (const std::vector<uint64_t>& b : bytes) smallest += *std::min_element(b.begin(), b.end());
+  return smallest;
+}
+
+absl::StatusOr<Allocation> MixTable::Allocate(uint64_t budget) const {
+  std::vector<std::vector<MixOption>> options(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t t = 0; t < types.size(); ++t) options[g].push_back({bytes[g][t], sensitivity[g][t]});
+  }
+  return lowp::Allocate(options, budget);
+}
+
+MixAssignment MixTable::Assignment(const Allocation& a) const {
+  MixAssignment out(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) out[g] = types[static_cast<size_t>(a.choice[g])];
+  return out;
+}
+
+uint64_t MixTable::Bytes(const Allocation& a) const {
+  uint64_t b = 0;
+  for (size_t g = 0; g < groups.size(); ++g) b += bytes[g][static_cast<size_t>(a.choice[g])];
+  return b;
+}
+
+double MixTable::Predict(const MixAssignment& a) const {
+  double kl = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    auto it = std::find(types.begin(), types.end(), a[g]);
+    if (it == types.end()) return NAN;
+    kl += sensitivity[g][static_cast<size_t>(it - types.begin())];
+  }
+  return kl;
+}
+
+EvalCandidate MixTable::Candidate(const std::string& label, const MixAssignment& a) const {
+  std::vector<WeightRule> rules;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const size_t t = static_cast<size_t>(std::find(types.begin(), types.end(), a[g]) -
+                                         types.begin());
+    rules.push_back({groups[g].name, schemes[t]});
+  }
+  return RulesCandidate(label, std::move(rules));
+}
+
+absl::StatusOr<MixTable> MakeMixTable(const Checkpoint& model, const std::string& path,
+                                      const std::vector<std::string>& types,
+                                      std::shared_ptr<const ImportanceMap> importance) {
+  MixTable table;
+  table.model = path;
+  table.importance = std::move(importance);
+  table.groups = MixGroups(model);
+  const size_t G = table.groups.size();
+  for (const MixGroup& g : table.groups) table.weights += static_cast<uint64_t>(g.weights());
+  // The types, each applying to every matrix's rows.
+  const bool defaults = types.empty();
+  table.bytes.resize(G);
+  for (const std::string& name : defaults ? DefaultMixTypes() : types) {
+    absl::StatusOr<std::unique_ptr<Scheme>> s = ParseScheme(name);
+    if (!s.ok()) return OptionError("types", absl::StrCat(name, ": ", s.status().message()));
+    if (AsRecipe(**s) != nullptr) {
+      return OptionError("types", absl::StrCat(name, " is a recipe (a whole mix), not a type"));
+    }
+    std::vector<uint64_t> bytes;
+    absl::Status applies;
+    if (table.importance == nullptr && (*s)->NeedsImportance(256)) {
+      applies = absl::InvalidArgumentError(
+          absl::StrCat(name, " needs an importance matrix (imatrix)"));
+    }
+    for (const MixGroup& g : table.groups) {
+      if (!applies.ok()) break;
+      absl::StatusOr<uint64_t> b = GroupBytes(**s, g);
+      if (!b.ok()) {
+        applies = b.status();
+        break;
+      }
+      bytes.push_back(*b);
+    }
+    if (!applies.ok()) {
+      if (defaults) continue;
+      return OptionError("types", applies.message());
+    }
+    table.types.push_back((*s)->name());
+    table.schemes.push_back(std::shared_ptr<const Scheme>(*std::move(s)));
+    for (size_t g = 0; g < G; ++g) table.bytes[g].push_back(bytes[g]);
+  }
+  if (table.schemes.empty()) return OptionError("types", "no type applies to every matrix");
+  // Every matrix is measured in every type: the imatrix must weigh one.
+  const std::vector<TensorView> matrices = model.MatrixShapes();
+  std::vector<QuantizedTensor> quantized;
+  for (const TensorView& m : matrices) {
+    for (const std::shared_ptr<const Scheme>& scheme : table.schemes) {
+      quantized.push_back({&m, scheme.get()});
+    }
+  }
+  if (absl::Status s = CheckImportanceUsed(table.importance.get(), quantized); !s.ok()) return s;
+  return table;
+}
+
+}  // namespace lowp

@@ -1,0 +1,67 @@
+// The table `lowp mix` allocates from: the matrices of a model (its groups),
+// the types they may take, what each stores each in, and, once measured
+// (mix/sensitivity.h), what each costs in each type. Any number of budgets
+// can be allocated from one table (plan --mix allocates one per device).
+#ifndef LOWP_MIX_TABLE_H_
+#define LOWP_MIX_TABLE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "eval/candidates.h"
+#include "mix/allocate.h"
+#include "mix/groups.h"
+#include "model/checkpoint.h"
+#include "quant/importance.h"
+#include "quant/scheme.h"
+
+namespace lowp {
+
+struct MixTable {
+  std::string model;  // the snapshot directory
+  std::vector<MixGroup> groups;
+  std::vector<std::string> types;
+  std::vector<std::shared_ptr<const Scheme>> schemes;  // types[t]'s
+  uint64_t weights = 0;  // elements of the groups
+  // sensitivity[g][t]: mean KL with group g in types[t], all else float32;
+  // bytes[g][t] what it stores in.
+  std::vector<std::vector<double>> sensitivity;
+  std::vector<std::vector<uint64_t>> bytes;
+  std::string tune_tokens;  // their description, as eval's `tokens`
+  uint64_t tune_positions = 0;
+  int64_t candidates_measured = 0;
+  std::string imatrix;  // the importance matrix's file, "" for none
+  std::shared_ptr<const ImportanceMap> importance;
+
+  // The bytes of the smallest assignment.
+  uint64_t SmallestBytes() const;
+  // The assignment of least predicted KL within `budget` bytes
+  // (mix/allocate.h), as type names, with its bytes and predicted KL.
+  absl::StatusOr<Allocation> Allocate(uint64_t budget) const;
+  MixAssignment Assignment(const Allocation& a) const;
+  uint64_t Bytes(const Allocation& a) const;
+  // The sum of the groups' costs; NaN when a type was not measured.
+  double Predict(const MixAssignment& a) const;
+  // The assignment as an eval candidate: one rule per group.
+  EvalCandidate Candidate(const std::string& label, const MixAssignment& a) const;
+};
+
+// q2_K q3_K q4_K q5_K q6_K q8_0 iq4_xs fp16.
+const std::vector<std::string>& DefaultMixTypes();
+
+// The groups, types and bytes of `model` (found at `path`), before the
+// sweep: `types` (empty: those of DefaultMixTypes that apply to every
+// matrix's rows), each quantizing with `importance` when given. Option
+// errors on "types" (unknown, a recipe, not applying to a matrix's rows, or
+// needing an importance matrix there is not) and "imatrix" (one no type
+// uses).
+absl::StatusOr<MixTable> MakeMixTable(const Checkpoint& model, const std::string& path,
+                                      const std::vector<std::string>& types,
+                                      std::shared_ptr<const ImportanceMap> importance);
+
+}  // namespace lowp
+
+#endif  // LOWP_MIX_TABLE_H_

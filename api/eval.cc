@@ -26,104 +26,7 @@
 
 namespace lowp::api {
 
-absl::StatusOr<std::string> ModelPath(const std::string& model) {
-  if (!model.empty()) return model;
-  absl::StatusOr<std::string> bundled = BundledModel();
-  if (!bundled.ok()) return OptionError("model", bundled.status().message());
-  return bundled;
-}
-
 namespace {
-
-constexpr int64_t kMaxSequences = int64_t{1} << 20;
-
-absl::StatusOr<TokenArray> ReadTokens(const std::string& path) {
-  absl::StatusOr<TensorSet> set = TensorSet::Open(path);
-  if (!set.ok()) return OptionError("tokens", set.status().message());
-  if (set->tensors().size() != 1) {
-    return OptionError("tokens", absl::StrCat(path, ": holds ", set->tensors().size(),
-                                              " tensors; want one array of token ids"));
-  }
-  const TensorView& t = set->tensors()[0];
-  if (t.dtype != DType::kI32 && t.dtype != DType::kI64) {
-    return OptionError("tokens", absl::StrCat(path, ": token ids are ", DTypeName(t.dtype),
-                                              "; want int32 or int64"));
-  }
-  if (t.shape.empty() || t.shape.size() > 2 || t.elements() == 0) {
-    return OptionError("tokens", absl::StrCat(path, ": shape [", absl::StrJoin(t.shape, ", "),
-                                              "]; want [sequences, length] or [length]"));
-  }
-  TokenArray out;
-  out.length = t.shape.back();
-  out.ids.resize(static_cast<size_t>(t.elements()));
-  for (size_t i = 0; i < out.ids.size(); ++i) {
-    int64_t v = 0;
-    if (t.dtype == DType::kI32) {
-      int32_t x;
-      std::memcpy(&x, t.bytes.data() + 4 * i, 4);
-      v = x;
-    } else {
-      std::memcpy(&v, t.bytes.data() + 8 * i, 8);
-    }
-    if (v < 0 || v > INT32_MAX) {
-      return OptionError("tokens",
-                         absl::StrCat(path, ": token ", v, " at sequence ", i / out.length,
-                                      ", position ", i % out.length, " is not a token id"));
-    }
-    out.ids[i] = static_cast<int32_t>(v);
-  }
-  if (absl::Status s = set->CheckIntact(); !s.ok()) return s;
-  return out;
-}
-
-absl::StatusOr<std::pair<int64_t, int64_t>> ParseSample(const std::string& text) {
-  std::pair<std::string, std::string> parts = absl::StrSplit(text, absl::MaxSplits(':', 1));
-  int64_t n = 0, len = 0;
-  if (!absl::SimpleAtoi(parts.first, &n) || !absl::SimpleAtoi(parts.second, &len) || n < 1 ||
-      len < 2 || n > kMaxSequences || len > kMaxSequences) {
-    return OptionError("sample",
-                       absl::StrCat("'", text, "' is not N:LEN (N sequences of LEN tokens, ",
-                                    "1 <= N, 2 <= LEN <= ", kMaxSequences, ")"));
-  }
-  return std::make_pair(n, len);
-}
-
-// Which options a token array's faults are the user's: the one that set
-// the sequences' length and the one the ids came from.
-struct TokenSource {
-  std::string length = "tokens";  // "ctx" for a text, "sample" for sampled tokens
-  std::string ids = "tokens";      // for a text: "tokenizer", or "model" for its own
-  std::string ids_from;            // for a text: "the tokenizer FILE gives "
-};
-
-// Every id below the model's vocabulary and sequences no longer than its
-// positions (eval/tokens.h): an option error on the option the tokens came
-// from (Evaluate checks too, as a library contract; this gives the front
-// ends the field).
-absl::Status CheckEvalTokens(const TokenArray& tokens, const ModelConfig& config,
-                         const TokenSource& source = {}) {
-  const TokenFault fault = FindTokenFault(config, tokens.ids, tokens.length);
-  switch (fault.kind) {
-    case TokenFault::kNone:
-      return absl::OkStatus();
-    case TokenFault::kLength:
-      return OptionError(source.length,
-                         source.length == "tokens"
-                             ? absl::StrCat(fault.message, "; give [sequences, length] with ",
-                                            "shorter sequences")
-                             : fault.message);
-    case TokenFault::kId:
-      if (source.ids_from.empty()) return OptionError(source.ids, fault.message);
-      // "the tokenizer FILE gives token N at ..., which is not ..."
-      return OptionError(source.ids,
-                         absl::StrCat(source.ids_from,
-                                      absl::StrReplaceAll(fault.message,
-                                                          {{" is not a token id", ", which is not a token id"}})));
-    case TokenFault::kShape:
-      break;
-  }
-  return OptionError("tokens", fault.message);
-}
 
 nlohmann::json DistributionJson(const Distribution& d) {
   return {{"mean", JsonNumber(d.mean)},     {"rms", JsonNumber(d.rms)}, {"min", JsonNumber(d.min)},
@@ -156,99 +59,6 @@ absl::StatusOr<std::vector<EvalCandidate>> EvalCandidates(const EvalOptions& o) 
   return MakeCandidates(
       {.weights = o.weights, .weights_files = o.weights_files, .activations = o.activations,
        .kv = o.kv, .compute = o.compute});
-}
-
-// The text's chunks by llama.cpp's perplexity protocol (EvalOptions).
-absl::StatusOr<TokenArray> TextChunks(const EvalOptions& o, const std::string& model,
-                                      const ModelConfig& config, EvalResult& result,
-                                      TokenSource& source) {
-  if (!o.text_file.empty() && o.text.has_value()) {
-    return OptionError("text", "give either a text file or a text");
-  }
-  if (o.ctx < 4) return OptionError("ctx", absl::StrCat(o.ctx, " is below 4"));
-  if (absl::Status s = CheckSequenceLength(config, o.ctx); !s.ok()) {
-    return OptionError("ctx", s.message());
-  }
-  if (o.chunks == 0 || o.chunks < -1) {
-    return OptionError("chunks", absl::StrCat(o.chunks, " is not a count (-1: all)"));
-  }
-  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = FindTokenizer(model, o.tokenizer);
-  if (!tokenizer.ok()) return tokenizer.status();
-  absl::StatusOr<std::string> read = ReadText(o.text, o.text_file);
-  if (!read.ok()) return read.status();
-  std::string text = *std::move(read);
-  // llama.cpp's -f drops one trailing newline.
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  absl::StatusOr<std::vector<int32_t>> ids = (*tokenizer)->Tokenize(text);
-  if (!ids.ok()) {
-    return OptionError("text", absl::StrCat(o.text ? "the text" : o.text_file, ": ",
-                                            ids.status().message()));
-  }
-  const TokenizerInfo& info = (*tokenizer)->info();
-  result.tokenizer = info;
-  source = {.length = "ctx",
-            .ids = o.tokenizer.empty() ? "model" : "tokenizer",
-            .ids_from = absl::StrCat("the tokenizer ", info.path, " gives ")};
-  result.text_tokens = ids->size();
-  result.tokens = absl::StrCat("text ", o.text ? "(given)" : o.text_file);
-  int64_t n = static_cast<int64_t>(ids->size()) / o.ctx;
-  if (n == 0) {
-    return OptionError("text", absl::StrCat("gives ", ids->size(),
-                                            " tokens, fewer than one chunk of --ctx ", o.ctx));
-  }
-  if (o.chunks > 0) n = std::min(n, o.chunks);
-  TokenArray out;
-  out.length = o.ctx;
-  out.ids.assign(ids->begin(), ids->begin() + n * o.ctx);
-  if (info.add_bos) {
-    for (int64_t c = 0; c < n; ++c) out.ids[c * o.ctx] = info.bos;
-  }
-  return out;
-}
-
-absl::StatusOr<TokenArray> EvalTokens(const EvalOptions& o, const Checkpoint& model,
-                                      const std::string& path, EvalResult& result, EvalRun& run) {
-  TokenArray tokens;
-  TokenSource source;
-  if (!o.text_file.empty() || o.text.has_value()) {
-    absl::StatusOr<TokenArray> chunks = TextChunks(o, path, model.config(), result, source);
-    if (!chunks.ok()) return chunks.status();
-    tokens = *std::move(chunks);
-    run.scored_from = o.ctx / 2;
-  } else if (!o.tokens_file.empty()) {
-    absl::StatusOr<TokenArray> read = ReadTokens(o.tokens_file);
-    if (!read.ok()) return read.status();
-    tokens = *std::move(read);
-    result.tokens = o.tokens_file;
-  } else if (!o.token_array.ids.empty()) {
-    tokens = o.token_array;
-    result.tokens = "array";
-  } else {
-    absl::StatusOr<std::pair<int64_t, int64_t>> sample = ParseSample(o.sample);
-    if (!sample.ok()) return sample.status();
-    SampleOptions s;
-    s.count = sample->first;
-    s.length = sample->second;
-    s.seed = o.seed;
-    s.threads = o.threads;
-    absl::StatusOr<std::vector<int32_t>> ids = SampleTokens(model, s);
-    if (!ids.ok()) {
-      if (OptionOf(ids.status()) == "length") {
-        // "length: why": the option is --sample's LEN here.
-        return OptionError("sample", ids.status().message().substr(sizeof("length: ") - 1));
-      }
-      return ids.status();
-    }
-    tokens.ids = *std::move(ids);
-    tokens.length = s.length;
-    result.tokens = absl::StrCat("sampled ", o.sample, " seed ", o.seed);
-    source.length = "sample";
-  }
-  if (tokens.length < 2) {
-    return OptionError(source.length, "sequences need at least 2 tokens (one prediction)");
-  }
-  if (absl::Status s = CheckEvalTokens(tokens, model.config(), source); !s.ok()) return s;
-  return tokens;
 }
 
 absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
@@ -289,13 +99,18 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
   result.model = *path;
   result.config = model->config();
   result.imatrix = o.imatrix;
-  EvalRun run;
-  absl::StatusOr<TokenArray> tokens = EvalTokens(o, *model, *path, result, run);
+  absl::StatusOr<Tokens> tokens = ReadTokens(o, o.threads, *model, *path);
   if (!tokens.ok()) return tokens.status();
+  result.tokens = tokens->description;
+  result.tokenizer = tokens->tokenizer;
+  result.text_tokens = tokens->text_tokens;
+  EvalRun run;
+  run.scored_from = tokens->scored_from;
   run.threads = o.threads;
   run.batch_tokens = o.batch_tokens;
   run.progress = o.progress;
-  absl::StatusOr<EvalReport> report = Evaluate(*model, tokens->ids, tokens->length, *candidates, run);
+  absl::StatusOr<EvalReport> report =
+      Evaluate(*model, tokens->array.ids, tokens->array.length, *candidates, run);
   if (!report.ok()) return report.status();
   result.report = *std::move(report);
   result.blas = BlasSetup();
@@ -410,7 +225,7 @@ absl::StatusOr<std::vector<float>> ForwardLogits(const std::string& model,
   if (tokens.length < 1 || tokens.ids.empty() || tokens.ids.size() % tokens.length != 0) {
     return OptionError("tokens", "want a non-empty [sequences, length] array");
   }
-  if (absl::Status s = CheckEvalTokens(tokens, w->config()); !s.ok()) return s;
+  if (absl::Status s = CheckTokenArray(tokens, w->config()); !s.ok()) return s;
   EvalRun run;
   run.threads = threads;
   return ReferenceLogits(*w, tokens.ids, tokens.length, run);

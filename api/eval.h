@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "api/inputs.h"
 #include "eval/candidates.h"
 #include "eval/evaluate.h"
 #include "eval/sample.h"
@@ -22,37 +23,12 @@
 
 namespace lowp::api {
 
-// Token ids in memory: [sequences, length] row-major.
-struct TokenArray {
-  std::vector<int32_t> ids;
-  int64_t length = 0;
-};
-
-struct EvalOptions {
+// The tokens as TokenOptions (api/inputs.h) give them, the model, the sites.
+struct EvalOptions : TokenOptions {
   // A Hugging Face snapshot directory, a config.json or a preset (then
   // `tensors` is required); empty: the bundled stories260K-hf.
   std::string model;
   std::vector<std::string> tensors;
-  // The tokens: `tokens_file` (.npy of int32/int64, [sequences, length] or
-  // [length]), else `token_array` when it holds ids, else `sample` sequences
-  // drawn from the float32 model ("N:LEN", BOS first, temperature 1, `seed`).
-  std::string tokens_file;
-  TokenArray token_array;
-  std::string sample = "16:128";
-  uint64_t seed = 0;
-  // Or text, over all of the above: `text_file` (or `text` itself), one
-  // trailing newline dropped, tokenized whole as one string by the model's
-  // tokenizer (`tokenizer`: a file or directory over the model's own), BOS
-  // first when the tokenizer adds it; then llama.cpp's perplexity protocol:
-  // consecutive chunks of `ctx` tokens (the rest dropped; `chunks` of them
-  // at most, -1: all), the first token of each replaced by BOS when the
-  // tokenizer adds one, and only positions ctx/2 .. ctx-2 scored, each
-  // predicting the next (EvalRun::scored_from).
-  std::string text_file;
-  std::optional<std::string> text;
-  std::string tokenizer;
-  int64_t ctx = 512;
-  int64_t chunks = -1;
   // The sites, each a comma-separated list of candidates ("none" or an empty
   // list: float32); the candidates are every combination. In `weights` a run
   // of PATTERN=SCHEME items is one candidate, its rules tried in order
@@ -95,22 +71,11 @@ struct EvalResult {
   BlasKernels blas;  // what ran the products (model/blas.h)
 };
 
-// `model` as given, or the bundled stories260K-hf's directory when empty
-// (an error naming the option when it is not installed).
-absl::StatusOr<std::string> ModelPath(const std::string& model);
-
 // Errors name the option (model, tensors, tokens, sample, text, tokenizer, ctx, chunks, weights,
 // activations, kv, compute, threads), the file and tensor, or the position
 // of a bad token.
 absl::StatusOr<EvalResult> Eval(const EvalOptions& options);
 nlohmann::json ToJson(const EvalResult& result);
-
-// The tokens `options` name (text chunks, a tokens file, an array, or
-// samples of `model`, found at `path`), the first of those given: `result`
-// gets their description (tokens, tokenizer, text_tokens) and `run` the
-// scored positions of the text protocol. Errors as Eval's.
-absl::StatusOr<TokenArray> EvalTokens(const EvalOptions& options, const Checkpoint& model,
-                                      const std::string& path, EvalResult& result, EvalRun& run);
 
 // The candidates a set of site lists makes (what Eval runs), for tests and
 // the plan.

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "api/inputs.h"
 #include "api/json.h"
 #include "api/quant.h"
 #include "formats/option_error.h"
@@ -33,20 +34,19 @@ absl::StatusOr<ImatrixResult> MakeImatrix(const ImatrixOptions& o) {
   absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(*path, in.tensors);
   if (!model.ok()) return model.status();
   result.model = *path;
-  EvalResult described;
-  EvalRun run;
-  absl::StatusOr<TokenArray> tokens = EvalTokens(in, *model, *path, described, run);
-  if (!tokens.ok()) return tokens.status();
-  result.tokens = described.tokens;
-  result.text_tokens = described.text_tokens;
+  absl::StatusOr<Tokens> read = ReadTokens(in, in.threads, *model, *path);
+  if (!read.ok()) return read.status();
+  const TokenArray* tokens = &read->array;
+  result.tokens = read->description;
+  result.text_tokens = read->text_tokens;
   ImatrixRunOptions ro;
   ro.process_output = o.process_output;
   ro.threads = in.threads;
   ro.batch_tokens = in.batch_tokens;
-  ro.scored_from = run.scored_from;
+  ro.scored_from = read->scored_from;
   ro.progress = in.progress;
   absl::StatusOr<ImatrixRun> made =
-      ComputeImatrix(*model, tokens->ids, tokens->length, {described.tokens}, ro);
+      ComputeImatrix(*model, tokens->ids, tokens->length, {read->description}, ro);
   if (!made.ok()) return made.status();
   result.chunk_size = tokens->length;
   result.chunks = tokens->length > 0 ? static_cast<int64_t>(tokens->ids.size()) / tokens->length : 0;

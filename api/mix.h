@@ -56,19 +56,17 @@ struct MixOptions {
   // The types to choose from; empty: DefaultMixTypes() that apply to every
   // matrix's rows.
   std::vector<std::string> types;
-  // The tokens, by the token fields of EvalOptions (text, text_file,
-  // tokenizer, ctx, chunks, tokens_file, token_array, sample, seed; the
-  // rest is ignored): `tune` for the sensitivities, `verify` for the
-  // verification. Defaults: 8 sequences of 256 sampled with seed 1, and 16
-  // of 256 with seed 0.
-  EvalOptions tune = [] {
-    EvalOptions e;
+  // The tokens (api/inputs.h): `tune` for the sensitivities, `verify` for
+  // the verification. Defaults: 8 sequences of 256 sampled with seed 1, and
+  // 16 of 256 with seed 0.
+  TokenOptions tune = [] {
+    TokenOptions e;
     e.sample = "8:256";
     e.seed = 1;
     return e;
   }();
-  EvalOptions verify = [] {
-    EvalOptions e;
+  TokenOptions verify = [] {
+    TokenOptions e;
     e.sample = "16:256";
     return e;
   }();

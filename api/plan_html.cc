@@ -17,7 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
-#include "api/plan.h"
+#include "api/plan_table.h"
 #include "api/text.h"
 
 namespace lowp::api {

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/inputs.h"
 #include "api/json.h"
 #include "formats/format.h"
 #include "formats/option_error.h"
@@ -21,7 +22,6 @@
 #include "io/gguf_names.h"
 #include "io/safetensors.h"
 #include "io/tensor_set.h"
-#include "api/tensor_inputs.h"
 #include "kernels/convert.h"
 #include "quant/recipe.h"
 #include "quant/scheme.h"
@@ -61,18 +61,6 @@ absl::StatusOr<MeasureOptions> Measure(double relative_floor, bool histogram, in
 void Step(const ProgressFn& progress, size_t total, const std::string& name) {
   if (progress) progress(total, name);
 }
-
-}  // namespace
-
-absl::Status CheckThreads(int threads) {
-  if (threads < 0 || threads > kMaxThreads) {
-    return OptionError(absl::StrCat("threads ", threads),
-                       absl::StrCat("want 0 (all) to ", kMaxThreads));
-  }
-  return absl::OkStatus();
-}
-
-namespace {
 
 // An integer metadata value of a GGUF file, if it has one.
 std::optional<int64_t> GgufInt(const TensorSet& set, const std::string& key) {
@@ -189,19 +177,6 @@ absl::StatusOr<QuantErrorResult> ReferenceError(const QuantErrorOptions& o,
 }
 
 }  // namespace
-
-absl::StatusOr<std::shared_ptr<const ImportanceMap>> OpenImportance(const std::string& path) {
-  if (path.empty()) return nullptr;
-  absl::StatusOr<Imatrix> imatrix = ReadImatrix(path);
-  if (!imatrix.ok()) {
-    if (imatrix.status().code() != absl::StatusCode::kInvalidArgument) {
-      return absl::Status(imatrix.status().code(),
-                          absl::StrCat("imatrix: ", imatrix.status().message()));
-    }
-    return OptionError("imatrix", imatrix.status().message());
-  }
-  return std::make_shared<const ImportanceMap>(ImportanceMap::FromImatrix(*imatrix, path));
-}
 
 absl::StatusOr<QuantErrorResult> QuantError(const QuantErrorOptions& o) {
   absl::StatusOr<MeasureOptions> options = Measure(o.relative_floor, o.histogram, o.threads);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "api/inputs.h"
 #include "io/tensor.h"
 #include "nlohmann/json.hpp"
 #include "quant/measure.h"
@@ -22,18 +23,6 @@ namespace lowp::api {
 // Called before each tensor with (tensors in all, its name), from the
 // calling thread.
 using ProgressFn = std::function<void(size_t total, const std::string& name)>;
-
-// The tensors a use case reads: files (.safetensors, a sharded checkpoint's
-// .safetensors.index.json, .npy), or, when `files` is empty, `arrays`: views
-// of tensors the caller keeps alive (a NumPy array's memory).
-struct TensorInputs {
-  std::vector<std::string> files;
-  std::vector<TensorView> arrays;
-};
-
-inline constexpr int kMaxThreads = 1024;
-// OK for 0 (every core) to kMaxThreads, else an option error naming `threads`.
-absl::Status CheckThreads(int threads);
 
 struct QuantErrorOptions {
   TensorInputs inputs;
@@ -96,10 +85,6 @@ struct QuantizeOptions {
   std::string imatrix;  // as QuantErrorOptions::imatrix
   ProgressFn progress;
 };
-
-// The importance weights of an imatrix file (io/imatrix.h), null for "";
-// errors name the option (imatrix) and the file.
-absl::StatusOr<std::shared_ptr<const ImportanceMap>> OpenImportance(const std::string& path);
 
 
 // The error of each quantized tensor as QuantError reports it (no skipped:

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_split.h"
-#include "api/tensor_inputs.h"
+#include "api/inputs.h"
 #include "formats/option_error.h"
 #include "io/tensor.h"
 

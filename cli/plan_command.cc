@@ -17,6 +17,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "api/plan.h"
+#include "api/plan_table.h"
 #include "cli/commands.h"
 #include "cli/shared.h"
 #include "cli/table.h"

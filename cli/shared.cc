@@ -291,7 +291,7 @@ std::vector<std::string> TokenOptionNames(const std::string& prefix) {
   return out;
 }
 
-absl::Status ReadTokenOptions(const Args& args, const std::string& prefix, api::EvalOptions& o) {
+absl::Status ReadTokenOptions(const Args& args, const std::string& prefix, api::TokenOptions& o) {
   auto flag = [&](const char* name) { return prefix + name; };
   o.tokens_file = args.Value(flag("tokens")).value_or("");
   if (std::optional<std::string> s = args.Value(flag("sample"))) {

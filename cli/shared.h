@@ -84,7 +84,7 @@ absl::StatusOr<int> ParseThreads(const Args& args);
 // [--ctx --chunks --tokenizer] | --tokens | --sample, and --seed, into
 // `o`'s token fields; InvalidArgument naming the flag. TokenOptionNames
 // lists those flags for Args::Parse.
-absl::Status ReadTokenOptions(const Args& args, const std::string& prefix, api::EvalOptions& o);
+absl::Status ReadTokenOptions(const Args& args, const std::string& prefix, api::TokenOptions& o);
 std::vector<std::string> TokenOptionNames(const std::string& prefix);
 
 // "A,B,C" split at the commas outside parentheses, so that user-defined

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "eval/evaluate.h"
+#include "eval/report.h"
 #include "eval/stream.h"
 #include "model/batch.h"
 

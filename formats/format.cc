@@ -12,21 +12,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "formats/reference.h"
 
 namespace lowp {
 
 int Format::max_normal_exponent() const {
   if (!is_float()) return 0;
   return static_cast<int>(max_finite_magnitude() >> mantissa_bits) - bias;
-}
-
-double Format::max_finite() const { return DecodeToDouble(*this, max_finite_magnitude()); }
-
-double Format::lowest_finite() const {
-  if (!is_signed) return is_float() ? DecodeToDouble(*this, 0) : 0.0;
-  if (!is_float()) return -std::ldexp(1.0, bits - 1);
-  return -max_finite();
 }
 
 double Format::min_normal() const {

@@ -88,6 +88,7 @@ struct Format {
   int max_normal_exponent() const;
 
   // Derived limits (exact; every value of every format fits a double).
+  // max_finite and lowest_finite decode a code: reference.cc defines them.
   double max_finite() const;
   double lowest_finite() const;  // most negative finite value (0 unsigned)
   double min_normal() const;     // floats: 2^min_normal_exponent; ints: 1

@@ -492,4 +492,14 @@ bool IsNanCode(const Format& format, uint32_t code) {
   return Unpack(format, code).kind == Unpacked::Kind::kNan;
 }
 
+// Format's value figures are a code's decoded value: defined beside the
+// decoder (formats/format.h declares them).
+double Format::max_finite() const { return DecodeToDouble(*this, max_finite_magnitude()); }
+
+double Format::lowest_finite() const {
+  if (!is_signed) return is_float() ? DecodeToDouble(*this, 0) : 0.0;
+  if (!is_float()) return -std::ldexp(1.0, bits - 1);
+  return -max_finite();
+}
+
 }  // namespace lowp

@@ -9,12 +9,10 @@
 #include <span>
 #include <vector>
 
-#include "optim/update_error.h"
+#include "optim/recipe.h"
+#include "optim/update_report.h"
 
 namespace lowp::internal {
-
-// SplitMix64's finalizer: the hash of the gradient model and the seeds.
-uint64_t Mix64(uint64_t x);
 
 // Elements a chunk holds at most: a multiple of the 256-value blocks of the
 // fp8 and 8bit moments, which start at the tensor's first element.

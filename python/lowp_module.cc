@@ -231,7 +231,7 @@ void SizingParams(Function<State>& f, Get get) {
 // defaults those of `d`.
 template <class State, class Get>
 void TokenParams(Function<State>& f, const std::string& prefix, Get get,
-                 const api::EvalOptions& d) {
+                 const api::TokenOptions& d) {
   f.Optional(kKeyword, prefix + "tokens", "ArrayLike | FilePath | None", py::none(),
              [get](State& s, const Arg& a) {
                if (IsPath(a.value)) {
@@ -1000,9 +1000,9 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
     f.Optional(kKeyword, "random_seed", "int", py::int_(d.seed),
                [](O& o, const Arg& a) { IntInto(o.seed, a); });
     TokenParams(
-        f, "", [](O& o) -> api::EvalOptions& { return o.verify; }, d.verify);
+        f, "", [](O& o) -> api::TokenOptions& { return o.verify; }, d.verify);
     TokenParams(
-        f, "tune_", [](O& o) -> api::EvalOptions& { return o.tune; }, d.tune);
+        f, "tune_", [](O& o) -> api::TokenOptions& { return o.tune; }, d.tune);
     f.Optional(kKeyword, "imatrix", "FilePath | None", py::none(),
                [](O& o, const Arg& a) { o.imatrix = Path(a); });
     ThreadsParam(f, [](O& o) -> int& { return o.threads; });

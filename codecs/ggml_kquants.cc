@@ -369,26 +369,42 @@ void FinishQ3_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint
   StoreBlock(b, out);
 }
 
-void SearchQ4_K(const float* x, const float* qw, KGroupFits& f) {
+// q4_K and q5_K: codes 0..nmax (15, 31) with a 6-bit scale and min per
+// group of 32. Without importance the search starts at rmin and takes nstep
+// steps (make_qkx2_quants), with it make_qkx3_quants' weighted search; the
+// block's scales are fitted (with importance; capped at 63 for q5_K) or put
+// on the grid, and the codes requantized with them.
+void SearchScaleMin(const float* x, const float* qw, int nmax, float rmin, int nstep,
+                    KGroupFits& f) {
   if (qw == nullptr) {
-    KSearch(x, 15, -1.f, 20, f);
+    KSearch(x, nmax, rmin, nstep, f);
   } else {
-    KSearchWeighted(x, qw, 15, f);
+    KSearchWeighted(x, qw, nmax, f);
   }
+}
+
+template <class Block>
+void FinishScaleMin(const float* x, bool weighted, int nmax, bool cap_at_63, KGroupFits& f,
+                    Block& b, uint64_t& clipped, RequantizeFn requantize) {
+  if (weighted) {
+    KFitScales(f, cap_at_63, b.scales, b.d, b.dmin);
+  } else {
+    KGridScales(f, b.scales, b.d, b.dmin);
+  }
+  KRequant r;
+  KRequantOf(nmax, b.scales, b.d, b.dmin, r);
+  requantize(x, r, f.codes, clipped);
+}
+
+void SearchQ4_K(const float* x, const float* qw, KGroupFits& f) {
+  SearchScaleMin(x, qw, 15, -1.f, 20, f);
 }
 
 void FinishQ4_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint64_t& clipped,
                 RequantizeFn requantize) {
   BlockQ4_K b;
-  if (weighted) {
-    KFitScales(f, /*cap_at_63=*/false, b.scales, b.d, b.dmin);
-  } else {
-    KGridScales(f, b.scales, b.d, b.dmin);
-  }
-  uint8_t* L = f.codes;
-  KRequant r;
-  KRequantOf(15, b.scales, b.d, b.dmin, r);
-  requantize(x, r, L, clipped);
+  FinishScaleMin(x, weighted, 15, /*cap_at_63=*/false, f, b, clipped, requantize);
+  const uint8_t* L = f.codes;
   uint8_t* q = b.qs;
   for (int j = 0; j < kSuperBlock; j += 64) {
     for (int l = 0; l < 32; ++l) q[l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 4));
@@ -398,25 +414,14 @@ void FinishQ4_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint
 }
 
 void SearchQ5_K(const float* x, const float* qw, KGroupFits& f) {
-  if (qw == nullptr) {
-    KSearch(x, 31, -0.5f, 15, f);
-  } else {
-    KSearchWeighted(x, qw, 31, f);
-  }
+  SearchScaleMin(x, qw, 31, -0.5f, 15, f);
 }
 
 void FinishQ5_K(const float* x, bool weighted, KGroupFits& f, uint8_t* out, uint64_t& clipped,
                 RequantizeFn requantize) {
   BlockQ5_K b;
-  if (weighted) {
-    KFitScales(f, /*cap_at_63=*/true, b.scales, b.d, b.dmin);
-  } else {
-    KGridScales(f, b.scales, b.d, b.dmin);
-  }
-  uint8_t* L = f.codes;
-  KRequant r;
-  KRequantOf(31, b.scales, b.d, b.dmin, r);
-  requantize(x, r, L, clipped);
+  FinishScaleMin(x, weighted, 31, /*cap_at_63=*/true, f, b, clipped, requantize);
+  const uint8_t* L = f.codes;
   std::memset(b.qh, 0, sizeof(b.qh));
   uint8_t* ql = b.qs;
   uint8_t m1 = 1, m2 = 2;

@@ -165,20 +165,48 @@ bool EncodeLegacyRow(Type type, const float* x, const float* qw, size_t n, uint8
 // Each block encoder with importance is ggml's quantize_<type> of a one-block
 // row (sigma2 over these 32 elements); Encode goes through EncodeLegacyRow.
 
+// The symmetric types, q4_0 and q5_0 (half = 8, 16): d = max / -half;
+// q = MIN(2 half - 1, (int8_t)(x / d + half + 0.5)); `pack` stores the codes.
+template <class Block, class Pack>
+void EncodeSymmetric(const float* x, int half, uint8_t* out, uint64_t& clipped, Pack pack) {
+  Block b;
+  const float d = SignedMax(x, 32) / static_cast<float>(-half);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  b.d = ToHalf(d);
+  uint8_t L[32];
+  for (int j = 0; j < 32; ++j) {
+    L[j] = TruncMin(x[j] * id + (static_cast<float>(half) + 0.5f), 2 * half - 1, clipped);
+  }
+  pack(L, b);
+  StoreBlock(b, out);
+}
+
+// The types with a minimum, q4_1 and q5_1 (top = 15, 31): d = (max - min) /
+// top, m = min; q = code((x - min) / d + 0.5), `code` clamping or not.
+template <class Block, class Code, class Pack>
+void EncodeWithMin(const float* x, int top, uint8_t* out, uint64_t& clipped, Code code,
+                   Pack pack) {
+  Block b;
+  float min, max;
+  MinMax(x, 32, min, max);
+  const float d = (max - min) / static_cast<float>(top);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  b.d = ToHalf(d);
+  b.m = ToHalf(min);
+  uint8_t L[32];
+  for (int j = 0; j < 32; ++j) L[j] = code((x[j] - min) * id + 0.5f, clipped);
+  pack(L, b);
+  StoreBlock(b, out);
+}
+
 // d = max / -8; q = MIN(15, (int8_t)(x / d + 8.5)).
 void EncodeQ4_0(const float* x, const float* qw, uint8_t* out, uint64_t& clipped) {
   if (qw != nullptr) {
     WeightedQ4_0(x, qw, RowMeanSquare(x, 32), out, clipped);
     return;
   }
-  BlockQ4_0 b;
-  const float d = SignedMax(x, 32) / -8;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  b.d = ToHalf(d);
-  uint8_t L[32];
-  for (int j = 0; j < 32; ++j) L[j] = TruncMin(x[j] * id + 8.5f, 15, clipped);
-  PackNibbles(L, b.qs);
-  StoreBlock(b, out);
+  EncodeSymmetric<BlockQ4_0>(x, 8, out, clipped,
+                             [](const uint8_t* L, BlockQ4_0& b) { PackNibbles(L, b.qs); });
 }
 
 // d = (max - min) / 15, m = min; q = MIN(15, (int8_t)((x - min) / d + 0.5)).
@@ -187,17 +215,9 @@ void EncodeQ4_1(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
     WeightedQ4_1(x, qw, RowMeanSquare(x, 32), out, clipped);
     return;
   }
-  BlockQ4_1 b;
-  float min, max;
-  MinMax(x, 32, min, max);
-  const float d = (max - min) / 15;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  b.d = ToHalf(d);
-  b.m = ToHalf(min);
-  uint8_t L[32];
-  for (int j = 0; j < 32; ++j) L[j] = TruncMin((x[j] - min) * id + 0.5f, 15, clipped);
-  PackNibbles(L, b.qs);
-  StoreBlock(b, out);
+  EncodeWithMin<BlockQ4_1>(
+      x, 15, out, clipped, [](float v, uint64_t& c) { return TruncMin(v, 15, c); },
+      [](const uint8_t* L, BlockQ4_1& b) { PackNibbles(L, b.qs); });
 }
 
 // d = max / -16; q = MIN(31, (int8_t)(x / d + 16.5)).
@@ -206,14 +226,8 @@ void EncodeQ5_0(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
     WeightedQ5_0(x, qw, RowMeanSquare(x, 32), out, clipped);
     return;
   }
-  BlockQ5_0 b;
-  const float d = SignedMax(x, 32) / -16;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  b.d = ToHalf(d);
-  uint8_t L[32];
-  for (int j = 0; j < 32; ++j) L[j] = TruncMin(x[j] * id + 16.5f, 31, clipped);
-  PackQ5(L, b.qs, b.qh);
-  StoreBlock(b, out);
+  EncodeSymmetric<BlockQ5_0>(x, 16, out, clipped,
+                             [](const uint8_t* L, BlockQ5_0& b) { PackQ5(L, b.qs, b.qh); });
 }
 
 // d = (max - min) / 31, m = min; q = (uint8_t)((x - min) / d + 0.5), no
@@ -223,20 +237,14 @@ void EncodeQ5_1(const float* x, const float* qw, uint8_t* out, uint64_t& clipped
     WeightedQ5_1(x, qw, RowMeanSquare(x, 32), out, clipped);
     return;
   }
-  BlockQ5_1 b;
-  float min, max;
-  MinMax(x, 32, min, max);
-  const float d = (max - min) / 31;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  b.d = ToHalf(d);
-  b.m = ToHalf(min);
-  uint8_t L[32];
-  for (int j = 0; j < 32; ++j) {
-    L[j] = static_cast<uint8_t>(TruncToInt((x[j] - min) * id + 0.5f));
-    clipped += L[j] > 31;
-  }
-  PackQ5(L, b.qs, b.qh);
-  StoreBlock(b, out);
+  EncodeWithMin<BlockQ5_1>(
+      x, 31, out, clipped,
+      [](float v, uint64_t& c) {
+        const auto q = static_cast<uint8_t>(TruncToInt(v));
+        c += q > 31;
+        return q;
+      },
+      [](const uint8_t* L, BlockQ5_1& b) { PackQ5(L, b.qs, b.qh); });
 }
 
 // d = amax / 127; q = roundf(x / d) (ties away from zero).

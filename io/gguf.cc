@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "io/byte_reader.h"
 #include "absl/strings/str_format.h"
 
 namespace lowp {
@@ -47,48 +48,11 @@ size_t MinBytes(GgufType type) {
   return ScalarBytes(type);
 }
 
-template <typename T>
-T LoadLE(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
-// Reads the header front to back; every read is bounds-checked and every
-// error names the file and where the reader was (`where_`).
-class Reader {
+// Reads the header front to back (io/byte_reader.h), with GGUF's strings,
+// types, counts and values.
+class Reader : public ByteReader {
  public:
-  Reader(std::span<const uint8_t> data, absl::string_view file) : data_(data), file_(file) {}
-
-  size_t pos() const { return pos_; }
-  size_t left() const { return data_.size() - pos_; }
-  void set_where(std::string where) { where_ = std::move(where); }
-
-  absl::Status Error(absl::string_view what) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file_, ": ", where_.empty() ? "" : where_ + ": ", what));
-  }
-  absl::Status Truncated(absl::string_view what) const {
-    return Error(absl::StrCat("the file ends (at byte ", data_.size(), ") inside ", what));
-  }
-
-  template <typename T>
-  absl::StatusOr<T> Read(absl::string_view what) {
-    if (left() < sizeof(T)) return Truncated(what);
-    const T v = LoadLE<T>(data_.data() + pos_);
-    pos_ += sizeof(T);
-    return v;
-  }
-
-  absl::StatusOr<std::span<const uint8_t>> Bytes(uint64_t n, absl::string_view what) {
-    if (n > left()) {
-      return Error(absl::StrCat(what, " of ", n, " bytes runs past the end of the file (",
-                                left(), " bytes left)"));
-    }
-    std::span<const uint8_t> bytes = data_.subspan(pos_, n);
-    pos_ += n;
-    return bytes;
-  }
+  using ByteReader::ByteReader;
 
   absl::StatusOr<std::string> String(absl::string_view what) {
     absl::StatusOr<uint64_t> n = Read<uint64_t>(absl::StrCat("the length of ", what));
@@ -201,12 +165,6 @@ class Reader {
     }
     return v;
   }
-
- private:
-  std::span<const uint8_t> data_;
-  std::string file_;
-  std::string where_;
-  size_t pos_ = 0;
 };
 
 // The GGUF-defined names of ggml's removed type ids, for the message.
@@ -314,10 +272,10 @@ absl::StatusOr<ParsedGguf> ParseGguf(std::span<const uint8_t> file, absl::string
 
   std::set<std::string> keys;
   for (uint64_t k = 0; k < *n_kv; ++k) {
-    r.set_where(absl::StrCat("metadata entry ", k));
+    r.set_where(absl::StrCat("metadata entry ", k, ": "));
     absl::StatusOr<std::string> key = r.String("the key");
     if (!key.ok()) return key.status();
-    r.set_where(absl::StrCat("metadata ", Quote(*key)));
+    r.set_where(absl::StrCat("metadata ", Quote(*key), ": "));
     if (!keys.insert(*key).second) return r.Error("the key appears twice");
     absl::StatusOr<GgufType> type = r.Type("value type");
     if (!type.ok()) return type.status();
@@ -326,7 +284,7 @@ absl::StatusOr<ParsedGguf> ParseGguf(std::span<const uint8_t> file, absl::string
     gguf.metadata.push_back({std::move(*key), std::move(*value)});
   }
 
-  r.set_where("metadata \"general.alignment\"");
+  r.set_where("metadata \"general.alignment\": ");
   if (const GgufValue* a = gguf.Find("general.alignment"); a != nullptr) {
     if (a->type != GgufType::kU32) {
       return r.Error(absl::StrCat("is ", GgufTypeName(a->type), ", not u32"));
@@ -339,10 +297,10 @@ absl::StatusOr<ParsedGguf> ParseGguf(std::span<const uint8_t> file, absl::string
 
   std::set<std::string> names;
   for (uint64_t t = 0; t < *n_tensors; ++t) {
-    r.set_where(absl::StrCat("tensor info ", t));
+    r.set_where(absl::StrCat("tensor info ", t, ": "));
     absl::StatusOr<std::string> name = r.String("the tensor name");
     if (!name.ok()) return name.status();
-    r.set_where(absl::StrCat("tensor ", Quote(*name)));
+    r.set_where(absl::StrCat("tensor ", Quote(*name), ": "));
     if (name->size() > kMaxGgufNameBytes) {
       return r.Error(absl::StrCat("the name is ", name->size(), " bytes, more than ggml's ",
                                   kMaxGgufNameBytes));

@@ -11,6 +11,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "io/byte_reader.h"
 #include "absl/strings/strip.h"
 #include "io/gguf.h"
 #include "io/gguf_names.h"
@@ -92,45 +93,11 @@ float ValueAt(const ImatrixEntry& e, size_t k) {
   return count > 0.0f ? e.sum2[k] / count : 1.0f;
 }
 
-// Little-endian reads over a file image, for the legacy format.
-class Reader {
- public:
-  Reader(std::span<const uint8_t> data, absl::string_view file) : data_(data), file_(file) {}
-  size_t pos() const { return pos_; }
-  size_t left() const { return data_.size() - pos_; }
-  void set_where(std::string where) { where_ = std::move(where); }
-
-  absl::Status Error(absl::string_view what) const {
-    return absl::InvalidArgumentError(absl::StrCat(file_, ": ", where_, what));
-  }
-  absl::StatusOr<int32_t> I32(absl::string_view what) {
-    if (left() < 4) {
-      return Error(absl::StrCat("the file ends (at byte ", data_.size(), ") inside ", what));
-    }
-    int32_t v;
-    std::memcpy(&v, data_.data() + pos_, 4);
-    pos_ += 4;
-    return v;
-  }
-  // `n` bytes, n already checked against left().
-  std::span<const uint8_t> Bytes(size_t n) {
-    std::span<const uint8_t> b = data_.subspan(pos_, n);
-    pos_ += n;
-    return b;
-  }
-
- private:
-  std::span<const uint8_t> data_;
-  std::string file_;
-  std::string where_;
-  size_t pos_ = 0;
-};
-
 absl::StatusOr<Imatrix> ParseLegacy(std::span<const uint8_t> file, absl::string_view file_name) {
-  Reader r(file, file_name);
+  ByteReader r(file, file_name);
   if (file.empty()) return r.Error("the file is empty: not an importance matrix");
   r.set_where("legacy imatrix: ");
-  absl::StatusOr<int32_t> n_entries = r.I32("the entry count");
+  absl::StatusOr<int32_t> n_entries = r.Read<int32_t>("the entry count");
   if (!n_entries.ok()) return n_entries.status();
   // The smallest entry: name length, a 1-byte name, ncall, nval, one value.
   constexpr size_t kMinEntry = 4 + 1 + 4 + 4 + 4;
@@ -147,7 +114,7 @@ absl::StatusOr<Imatrix> ParseLegacy(std::span<const uint8_t> file, absl::string_
   imatrix.chunk_size = kLegacyChunkSize;
   for (int32_t i = 0; i < *n_entries; ++i) {
     r.set_where(absl::StrCat("legacy imatrix: entry ", i, " (at byte ", r.pos(), "): "));
-    absl::StatusOr<int32_t> len = r.I32("the name length");
+    absl::StatusOr<int32_t> len = r.Read<int32_t>("the name length");
     if (!len.ok()) return len.status();
     if (*len < 1 || static_cast<size_t>(*len) > kMaxName) {
       return r.Error(absl::StrCat("name length ", *len, " is not 1 to ", kMaxName,
@@ -157,23 +124,23 @@ absl::StatusOr<Imatrix> ParseLegacy(std::span<const uint8_t> file, absl::string_
       return r.Error(absl::StrCat("the name of ", *len, " bytes runs past the end of the file (",
                                   r.left(), " bytes left)"));
     }
-    const std::span<const uint8_t> name_bytes = r.Bytes(static_cast<size_t>(*len));
+    const std::span<const uint8_t> name_bytes = r.Take(static_cast<size_t>(*len));
     ImatrixEntry e;
     e.name.assign(reinterpret_cast<const char*>(name_bytes.data()), name_bytes.size());
     r.set_where(absl::StrCat("legacy imatrix: entry ", i, " ", Quote(e.name), ": "));
     if (e.name.find('\0') != std::string::npos) return r.Error("the name holds a NUL byte");
     if (imatrix.FindExact(e.name) != nullptr) return r.Error("the name appears twice");
-    absl::StatusOr<int32_t> ncall = r.I32("ncall");
+    absl::StatusOr<int32_t> ncall = r.Read<int32_t>("ncall");
     if (!ncall.ok()) return ncall.status();
     if (*ncall < 0) return r.Error(absl::StrCat("ncall ", *ncall, " is negative"));
-    absl::StatusOr<int32_t> nval = r.I32("the value count");
+    absl::StatusOr<int32_t> nval = r.Read<int32_t>("the value count");
     if (!nval.ok()) return nval.status();
     if (*nval < 1) return r.Error(absl::StrCat("value count ", *nval, " is not positive"));
     if (static_cast<size_t>(*nval) > r.left() / sizeof(float)) {
       return r.Error(absl::StrCat(*nval, " values run past the end of the file (", r.left(),
                                   " bytes left)"));
     }
-    const std::span<const uint8_t> bytes = r.Bytes(static_cast<size_t>(*nval) * sizeof(float));
+    const std::span<const uint8_t> bytes = r.Take(static_cast<size_t>(*nval) * sizeof(float));
     e.columns = *nval;
     e.matrices = 1;
     e.sum2.resize(static_cast<size_t>(*nval));
@@ -198,16 +165,16 @@ absl::StatusOr<Imatrix> ParseLegacy(std::span<const uint8_t> file, absl::string_
   // The tail: nothing, or the chunk count and one dataset name, exactly.
   if (r.left() == 0) return imatrix;
   r.set_where(absl::StrCat("legacy imatrix: after the entries (at byte ", r.pos(), "): "));
-  absl::StatusOr<int32_t> chunks = r.I32("the chunk count");
+  absl::StatusOr<int32_t> chunks = r.Read<int32_t>("the chunk count");
   if (!chunks.ok()) return chunks.status();
   if (*chunks < 0) return r.Error(absl::StrCat("chunk count ", *chunks, " is negative"));
-  absl::StatusOr<int32_t> len = r.I32("the dataset name's length");
+  absl::StatusOr<int32_t> len = r.Read<int32_t>("the dataset name's length");
   if (!len.ok()) return len.status();
   if (*len < 0 || static_cast<size_t>(*len) > r.left()) {
     return r.Error(absl::StrCat("dataset name length ", *len, " is not 0 to the ", r.left(),
                                 " bytes left"));
   }
-  const std::span<const uint8_t> dataset = r.Bytes(static_cast<size_t>(*len));
+  const std::span<const uint8_t> dataset = r.Take(static_cast<size_t>(*len));
   if (r.left() != 0) {
     return r.Error(absl::StrCat(r.left(), " bytes after the dataset name (at byte ", r.pos(),
                                 "): the file should end there"));

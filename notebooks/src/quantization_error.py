@@ -52,40 +52,24 @@ scale costs more on a short row), so each data set below reports its own.
 """)
 
 code(r"""
-SCHEMES = {
+CATALOG = {f["family"]: f["examples"] for f in lowp.schemes()}
+# The grid i-quants are left out: iq2_xxs, iq2_xs and iq1_s need an importance matrix (one per
+# column, which these synthetic tensors do not have); bench/imatrix_gain.sh measures them.
+GRID = {"llama.cpp " + t for t in ("iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m")}
+FAMILIES = [fam for fam in CATALOG if fam not in GRID]
+# Every family with its catalog examples, but where the set takes other variants: the integer
+# widths down to 2 bits, the scaled floats people ship, three of llama.cpp's mixes.
+CHOSEN = {
     "cast": ["fp16", "bf16", "fp8_e4m3fn", "fp8_e5m2", "fp6_e2m3fn", "fp4_e2m1fn"],
     "integer, symmetric": ["int8", "int8-channel", "int4-channel", "int4-g32", "int4-g64", "int4-g128",
                            "int3-g64", "int3-g128", "int2-g32", "int2-g64"],
     "integer, asymmetric": ["uint8-asym", "uint4-g64-asym", "uint4-g128-asym"],
-    "integer, MSE-optimal clipping (:clip=mse)": ["int8-channel:clip=mse", "int4-g128:clip=mse",
-                                                  "uint4-g128-asym:clip=mse"],
     "scaled float (per tensor, channel, group or 2-D block)": ["fp8_e4m3fn-tensor", "fp8_e4m3fn-channel",
                                                 "fp8_e5m2-channel:scale=bf16"],
-    "MX (OCP Microscaling v1.0)": ["mxint8", "mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4"],
-    "NVFP4": ["nvfp4"],
-    "NF4 (bitsandbytes)": ["nf4", "nf4:double-quant"],
-    "llama.cpp q8_0": ["q8_0"],
-    "llama.cpp q5_0": ["q5_0"],
-    "llama.cpp q5_1": ["q5_1"],
-    "llama.cpp q4_1": ["q4_1"],
-    "llama.cpp q4_0": ["q4_0"],
-    "llama.cpp q2_K": ["q2_K"],
-    "llama.cpp q3_K": ["q3_K"],
-    "llama.cpp q4_K": ["q4_K"],
-    "llama.cpp q5_K": ["q5_K"],
-    "llama.cpp q6_K": ["q6_K"],
-    "llama.cpp iq4_nl": ["iq4_nl"],
-    "llama.cpp iq4_xs": ["iq4_xs"],
-    "llama.cpp ggml-mxfp4": ["ggml-mxfp4"],
-    "llama.cpp ggml-nvfp4": ["ggml-nvfp4"],
     "llama.cpp mixes": ["Q4_K_M", "Q6_K", "Q8_0"],
     "rotation (an option of any scheme)": ["int4-g128:rotate=hadamard", "mxfp4:rotate=hadamard32"],
 }
-# The grid i-quants are left out: iq2_xxs, iq2_xs and iq1_s need an importance matrix (one per
-# column, which these synthetic tensors do not have); bench/imatrix_gain.sh measures them.
-GRID = {"llama.cpp " + t for t in ("iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m")}
-FAMILIES = [f["family"] for f in lowp.schemes() if f["family"] not in GRID]
-assert set(SCHEMES) == set(FAMILIES), (set(FAMILIES) ^ set(SCHEMES))
+SCHEMES = {fam: CHOSEN.get(fam, CATALOG[fam]) for fam in FAMILIES}
 FAMILY = {s: fam for fam, names in SCHEMES.items() for s in names}
 # A mix picks a type per tensor from the tensor's name and the model's layout, so it is measured
 # on the checkpoint only (its own section); ALL are the schemes that apply one rule to any tensor.

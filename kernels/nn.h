@@ -12,7 +12,7 @@
 // 2^32 / 997 spread float32 inputs and every special case.
 //
 // What differs from the loops model/forward.cc ran before (tests give the
-// bound; bench/README.md, "Issue 29: the forward pass's elementwise loops"):
+// bound; bench/results/HISTORY.md, "Issue 29: the forward pass's elementwise loops"):
 //   - Softmax's denominator and RmsNorm's sum of squares are double sums in
 //     8 partial sums (element i into sum i mod 8, the eight added pairwise),
 //     not one running sum. Their terms are float32 values (exp results,

@@ -188,16 +188,6 @@ absl::Status CheckTokens(const TokenArray& tokens, const ModelConfig& config,
 absl::StatusOr<TokenArray> TextChunks(const TokenOptions& o, const std::string& model,
                                       const ModelConfig& config, Tokens& result,
                                       TokenSource& source) {
-  if (!o.text_file.empty() && o.text.has_value()) {
-    return OptionError("text", "give either a text file or a text");
-  }
-  if (o.ctx < 4) return OptionError("ctx", absl::StrCat(o.ctx, " is below 4"));
-  if (absl::Status s = CheckSequenceLength(config, o.ctx); !s.ok()) {
-    return OptionError("ctx", s.message());
-  }
-  if (o.chunks == 0 || o.chunks < -1) {
-    return OptionError("chunks", absl::StrCat(o.chunks, " is not a count (-1: all)"));
-  }
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = FindTokenizer(model, o.tokenizer);
   if (!tokenizer.ok()) return tokenizer.status();
   absl::StatusOr<std::string> read = ReadText(o.text, o.text_file);
@@ -232,14 +222,39 @@ absl::StatusOr<TokenArray> TextChunks(const TokenOptions& o, const std::string& 
   return out;
 }
 
+bool FromText(const TokenOptions& o) { return !o.text_file.empty() || o.text.has_value(); }
+
 }  // namespace
+
+absl::Status CheckTokenOptions(const TokenOptions& o, const ModelConfig& config) {
+  if (FromText(o)) {
+    if (!o.text_file.empty() && o.text.has_value()) {
+      return OptionError("text", "give either a text file or a text");
+    }
+    if (o.ctx < 4) return OptionError("ctx", absl::StrCat(o.ctx, " is below 4"));
+    if (absl::Status s = CheckSequenceLength(config, o.ctx); !s.ok()) {
+      return OptionError("ctx", s.message());
+    }
+    if (o.chunks == 0 || o.chunks < -1) {
+      return OptionError("chunks", absl::StrCat(o.chunks, " is not a count (-1: all)"));
+    }
+  } else if (o.tokens_file.empty() && o.token_array.ids.empty()) {
+    absl::StatusOr<std::pair<int64_t, int64_t>> sample = ParseSample(o.sample);
+    if (!sample.ok()) return sample.status();
+    if (absl::Status s = CheckSequenceLength(config, sample->second); !s.ok()) {
+      return OptionError("sample", s.message());
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Tokens> ReadTokens(const TokenOptions& o, int threads, const Checkpoint& model,
                                   const std::string& path) {
+  if (absl::Status s = CheckTokenOptions(o, model.config()); !s.ok()) return s;
   Tokens result;
   TokenArray& tokens = result.array;
   TokenSource source;
-  if (!o.text_file.empty() || o.text.has_value()) {
+  if (FromText(o)) {
     absl::StatusOr<TokenArray> chunks = TextChunks(o, path, model.config(), result, source);
     if (!chunks.ok()) return chunks.status();
     tokens = *std::move(chunks);
@@ -283,6 +298,11 @@ absl::StatusOr<Tokens> ReadTokens(const TokenOptions& o, int threads, const Chec
 
 absl::Status CheckTokenArray(const TokenArray& tokens, const ModelConfig& config) {
   return CheckTokens(tokens, config, {});
+}
+
+absl::Status CheckMixTokenOptions(const TokenOptions& options, absl::string_view prefix,
+                                  const ModelConfig& config) {
+  return PrefixOption(CheckTokenOptions(options, config), prefix);
 }
 
 absl::StatusOr<MixTokens> ReadMixTokens(const TokenOptions& given, absl::string_view prefix,

@@ -104,6 +104,11 @@ struct Tokens {
   uint64_t text_tokens = 0;
 };
 
+// The options' faults found before any work (reading a text, sampling):
+// text and text file both given, ctx and chunks out of range, a sample that
+// is not N:LEN or longer than the model's positions.
+absl::Status CheckTokenOptions(const TokenOptions& options, const ModelConfig& config);
+
 // The tokens `options` name for `model` (found at `path`; sampling runs on
 // `threads`), checked against it: errors name the option each fault is the
 // user's (tokens, sample, text, tokenizer or model, ctx, chunks).
@@ -117,6 +122,8 @@ absl::Status CheckTokenArray(const TokenArray& tokens, const ModelConfig& config
 
 // The same, for mix's tuning or verification: errors name the options with
 // `prefix` before them ("tune_ctx").
+absl::Status CheckMixTokenOptions(const TokenOptions& options, absl::string_view prefix,
+                                  const ModelConfig& config);
 absl::StatusOr<MixTokens> ReadMixTokens(const TokenOptions& options, absl::string_view prefix,
                                         int threads, const Checkpoint& model,
                                         const std::string& path);

@@ -34,6 +34,9 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
   }
   absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(path, o.tensors);
   if (!model.ok()) return model.status();
+  // Every option fault before the work (sampling, tokenizing) starts.
+  if (absl::Status s = CheckMixTokenOptions(o.verify, "", model->config()); !s.ok()) return s;
+  if (absl::Status s = CheckMixTokenOptions(o.tune, "tune_", model->config()); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<const ImportanceMap>> importance = OpenImportance(o.imatrix);
   if (!importance.ok()) return importance.status();
   absl::StatusOr<MixTable> table = MakeMixTable(*model, path, o.types, *importance);

@@ -121,6 +121,19 @@ absl::Status CheckEncode(Type type, size_t elements, size_t bytes, size_t weight
 // do not fit.
 absl::Status Decode(Type type, std::span<const uint8_t> in, std::span<float> out);
 
+// Element codes, one element at a time (codecs/ggml_codes.cc), for a caller
+// that chooses them itself once a block's scales are set (GPTQ): how many
+// codes an element of `type` can take (16 for q4_0, q4_K, iq4_nl, mxfp4;
+// 32 for the 5-bit types, 64 for q6_K, 256 for q8_0, whose code c is the int8
+// c - 128), 0 for types that do not choose codes element by element (the
+// grid, ternary and plain types).
+int CodeCount(Type type);
+// Writes `code` (0 .. CodeCount - 1, as the type's decoder reads it: q3_K's
+// 0..7 is q - 4's q) as element `element` of one block's bytes.
+// InvalidArgument for such a type or an element, code or block size out of
+// range.
+absl::Status SetCode(Type type, std::span<uint8_t> block, int element, int code);
+
 // IEEE binary16 conversions as ggml's GGML_FP32_TO_FP16 (nearest-even,
 // overflow to infinity, NaN to a quiet NaN of the same sign) and
 // GGML_FP16_TO_FP32.

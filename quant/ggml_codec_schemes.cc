@@ -30,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "codecs/ggml.h"
 #include "kernels/ggml_encode.h"
+#include "quant/rounder.h"
 #include "quant/scheme_families.h"
 
 namespace lowp::internal {
@@ -149,6 +150,16 @@ class CodecScheme final : public Scheme {
     if (t == nullptr) return static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * 16;
     return static_cast<uint64_t>(rows) * static_cast<uint64_t>(BlocksPerRow(cols, t->block)) *
            static_cast<uint64_t>(t->bytes) * 8;
+  }
+
+  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(int64_t rows, int64_t cols,
+                                                         const TensorContext& context,
+                                                         int threads) const override {
+    const ggml::TypeInfo* t = Applied(cols);
+    if (t == nullptr || ggml::CodeCount(t->type) == 0) {
+      return Scheme::BlockRounderFor(rows, cols, context, threads);
+    }
+    return MakeGgmlRounder(t->type, rows, cols, threads);
   }
 
   void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,

@@ -21,6 +21,7 @@
 #include "kernels/blocks.h"
 #include "kernels/convert.h"
 #include "kernels/quantize.h"
+#include "quant/rounder.h"
 #include "quant/scheme_families.h"
 
 namespace lowp::internal {
@@ -110,6 +111,12 @@ class GgmlScheme final : public Scheme {
   uint64_t StorageBits(int64_t rows, int64_t cols) const override {
     return static_cast<uint64_t>(rows) * static_cast<uint64_t>(BlocksPerRow(cols, kGgmlBlock)) *
            static_cast<uint64_t>(info_.block_bits);
+  }
+
+  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(int64_t rows, int64_t cols,
+                                                         const TensorContext&,
+                                                         int threads) const override {
+    return MakeGgmlRounder(CodecType(), rows, cols, threads);
   }
 
   void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "kernels/quantize.h"
+#include "quant/rounder.h"
 #include "quant/scheme_families.h"
 
 namespace lowp::internal {
@@ -60,6 +61,13 @@ class IntScheme : public Scheme {
   }
 
   bool NeedsTensorPass() const override { return granularity_ == Granularity::kTensor; }
+
+  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(int64_t rows, int64_t cols,
+                                                                const TensorContext& context,
+                                                                int threads) const override {
+    (void)threads;
+    return std::make_unique<IntRounder>(*this, rows, cols, context);
+  }
 
   void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,
              std::span<float> out, SchemeCounts& counts, StoredChunk* stored) const override {
@@ -142,6 +150,42 @@ class IntScheme : public Scheme {
       }
     }
   }
+
+  // GPTQ's rounder: Choose is Apply on the block (its scale and zero point,
+  // the clip search included), Round the scheme's element rule with them.
+  class IntRounder final : public BlockRounder {
+   public:
+    IntRounder(const IntScheme& scheme, int64_t rows, int64_t cols, const TensorContext& context)
+        : BlockRounder(
+              rows, cols,
+              scheme.granularity_ == Granularity::kGroup ? std::min(scheme.group_, cols) : cols),
+          scheme_(scheme),
+          context_(context) {}
+
+    void Choose(int64_t first, std::span<const float> values,
+                std::span<const float> importance) override {
+      (void)first, (void)importance;
+      const int64_t n = static_cast<int64_t>(values.size()) / rows();
+      StoredChunk stored;
+      SchemeCounts counts;
+      scratch_.resize(values.size());
+      scheme_.Apply(values, n, context_, scratch_, counts, &stored);
+      scale_ = std::move(stored.scales);
+      zero_ = std::move(stored.offsets);
+    }
+
+    bool Permutable() const override { return true; }
+
+    void Round(int64_t col, std::span<const float> in, std::span<float> out) override {
+      (void)col;
+      QuantizeIntBlocks(in, 1, 1, scale_, zero_, scheme_.params_, out);
+    }
+
+   private:
+    const IntScheme& scheme_;
+    TensorContext context_;
+    std::vector<float> scratch_, scale_, zero_;
+  };
 
   int bits_;
   bool asymmetric_;

@@ -15,6 +15,7 @@
 #include "formats/reference.h"
 #include "kernels/convert.h"
 #include "kernels/quantize.h"
+#include "quant/rounder.h"
 #include "quant/scheme_families.h"
 
 namespace lowp {
@@ -38,6 +39,16 @@ void TensorContext::Merge(const TensorContext& other) {
 double Scheme::BitsPerWeight(int64_t rows, int64_t cols) const {
   const double elements = static_cast<double>(rows) * static_cast<double>(cols);
   return elements == 0 ? 0 : static_cast<double>(StorageBits(rows, cols)) / elements;
+}
+
+absl::StatusOr<std::unique_ptr<BlockRounder>> Scheme::BlockRounderFor(int64_t rows, int64_t cols,
+                                                               const TensorContext& context,
+                                                               int threads) const {
+  (void)rows, (void)cols, (void)context, (void)threads;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "scheme '", name_, "' does not choose its codes one element at a time once a block's "
+      "scales are set, so GPTQ cannot round it; GPTQ takes the integer schemes and llama.cpp's "
+      "q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K, iq4_nl, iq4_xs, ggml-mxfp4 and ggml-nvfp4"));
 }
 
 void Scheme::Observe(std::span<const float> in, int64_t cols, TensorContext& context) const {

@@ -1,0 +1,65 @@
+// GPTQ (Frantar, Ashkboos, Hoefler, Alistarh 2022, "GPTQ: Accurate
+// Post-Training Quantization for Generative Pre-trained Transformers"):
+// quantizes a linear layer's weight W [rows, cols] column by column, each
+// column's rounding error fed forward to the columns not yet quantized so
+// that the layer's output on the calibration inputs (their Hessian H,
+// calib/hessian.h) moves as little as it can.
+//
+// As the paper's reference implementation (gptq.py, fasterquant) does:
+//   - a column no input reaches (H_jj = 0) gets H_jj = 1 and weight 0;
+//   - dampening: H += damp * mean(diag H) * I;
+//   - U = the upper Cholesky factor of H^-1 (H^-1 = U^T U);
+//   - with act_order, the columns are taken by descending H_jj (ties in
+//     column order), and a group is consecutive columns of that order, as
+//     GPTQ checkpoints store it with g_idx;
+//   - columns in batches of `batch`: within a batch each column's error
+//     e = (w - q) / U_jj updates the batch's later columns at once
+//     (w_k -= e U_jk), the columns after the batch once per batch
+//     (W[:, after] -= E U[batch, after]).
+// What differs, on purpose: W, U and the errors are kept in double (the
+// reference: float32), and a block's scales are chosen (BlockRounder::Choose,
+// the scheme's own search, weighted by the columns' mean square input:
+// the importance matrix GPTQ's inputs imply) from the block's weights as
+// every earlier column's error has updated them, when the loop reaches its
+// first column (the reference's find_params sees the batch's columns before
+// the updates of the batch's earlier columns).
+#ifndef LOWP_CALIB_GPTQ_H_
+#define LOWP_CALIB_GPTQ_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "calib/hessian.h"
+#include "quant/scheme.h"
+
+namespace lowp {
+
+struct GptqOptions {
+  double damp = 0.01;  // of the mean of diag(H)
+  bool act_order = false;
+  int64_t batch = 128;  // columns per lazy update (made to fit the scheme's blocks)
+  int threads = 0;      // 0: all
+};
+
+struct GptqResult {
+  std::vector<float> values;   // [rows, cols]: the quantized weight, as dequantized
+  std::vector<uint8_t> bytes;  // ggml's blocks, row after row (ggml types only; columns in order)
+  std::vector<int32_t> order;  // the column order GPTQ took (act_order), else empty
+};
+
+// Quantizes `w` ([rows, cols], finite) with `scheme` (which must give a
+// BlockRounder), `context` its tensor context over w. InvalidArgument
+// naming `name` for a scheme GPTQ cannot round, act_order with a scheme
+// whose blocks cannot follow a permutation (ggml's types), a shape that
+// does not fit, non-finite weights or H, or no calibration rows; H must be
+// positive definite after dampening (FailedPrecondition otherwise).
+absl::StatusOr<GptqResult> Gptq(const std::string& name, std::span<const float> w, int64_t rows,
+                                int64_t cols, const Hessian& h, const Scheme& scheme,
+                                const TensorContext& context, const GptqOptions& options);
+
+}  // namespace lowp
+
+#endif  // LOWP_CALIB_GPTQ_H_

@@ -1,0 +1,48 @@
+#include "calib/hessian.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+
+#include "kernels/thread_pool.h"
+#include "model/blas.h"
+
+namespace lowp {
+namespace {
+
+// Rows of H per OpenBLAS call.
+constexpr int64_t kBlockRows = 64;
+
+}  // namespace
+
+Hessian::Hessian(int64_t dim) : dim_(dim), h_(static_cast<size_t>(dim * dim), 0.0) {}
+
+void Hessian::Add(std::span<const float> rows, int threads) {
+  const int64_t n = static_cast<int64_t>(rows.size()) / dim_;
+  if (n == 0) return;
+  BlasSetup();
+  x_.assign(rows.begin(), rows.begin() + n * dim_);
+  const int64_t blocks = (dim_ + kBlockRows - 1) / kBlockRows;
+  // Block b: H[i0:i1, i0:] += X[:, i0:i1]^T X[:, i0:], the upper triangle's
+  // rows i0..i1 (and a few entries below the diagonal, never read).
+  ParallelFor(static_cast<size_t>(blocks), threads, [&](size_t b) {
+    const int64_t i0 = static_cast<int64_t>(b) * kBlockRows;
+    const int64_t i1 = std::min(dim_, i0 + kBlockRows);
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(i1 - i0),
+                static_cast<int>(dim_ - i0), static_cast<int>(n), 1.0, x_.data() + i0,
+                static_cast<int>(dim_), x_.data() + i0, static_cast<int>(dim_), 1.0,
+                h_.data() + i0 * dim_ + i0, static_cast<int>(dim_));
+  });
+  count_ += n;
+}
+
+std::vector<float> Hessian::MeanSquares() const {
+  std::vector<float> out(static_cast<size_t>(dim_), 0.0f);
+  if (count_ == 0) return out;
+  for (int64_t i = 0; i < dim_; ++i) {
+    out[static_cast<size_t>(i)] = static_cast<float>(at(i, i) / static_cast<double>(count_));
+  }
+  return out;
+}
+
+}  // namespace lowp

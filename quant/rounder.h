@@ -1,0 +1,75 @@
+// GPTQ's hold on a scheme (calib/gptq.h): for schemes whose codes are chosen
+// one element at a time once a block's parameters (scales, zero points,
+// minimums) are set, a BlockRounder lets the caller choose a block's
+// parameters from values it has changed and then round the block's columns
+// one after another, each from values changed again by the errors of the
+// columns before it.
+//
+// The caller walks the columns of a [rows, cols] matrix in order. At the
+// first column of each block of block_cols() columns it hands Choose the
+// block's values as they are then, and Choose sets the parameters of every
+// row's block by the scheme's own search on them (ggml's, bit for bit, with
+// the importance weights given). Round then takes the block's columns in
+// order and gives each element the value nearest to it among those its block
+// can hold: the scheme's own element rule (integer schemes) or, for ggml's
+// types, the nearest of the values ggml's decoder gives the element's
+// possible codes. The matrix the caller ends with is one the scheme stores
+// exactly; for ggml's types Bytes() holds its blocks.
+#ifndef LOWP_QUANT_ROUNDER_H_
+#define LOWP_QUANT_ROUNDER_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codecs/ggml.h"
+
+namespace lowp {
+
+class BlockRounder {
+ public:
+  virtual ~BlockRounder() = default;
+
+  // Columns whose parameters are chosen together: an integer group, ggml's
+  // block or super-block, the whole row for a channel or tensor scale.
+  int64_t block_cols() const { return block_cols_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+
+  // Chooses the parameters of columns [first, first + n) of every row (n =
+  // block_cols, or what is left of the row) from `values` ([rows, n]) with
+  // `importance` (n weights, one per column, or empty). `first` is a
+  // multiple of block_cols, blocks in order.
+  virtual void Choose(int64_t first, std::span<const float> values,
+                      std::span<const float> importance) = 0;
+  // Rounds column `col` of every row (`in`, rows values) into `out`: col
+  // lies in the block Choose last chose, each column once, in order.
+  virtual void Round(int64_t col, std::span<const float> in, std::span<float> out) = 0;
+
+  // Whether the blocks may be any columns (GPTQ's act_order with g_idx), not
+  // only consecutive ones (ggml's layouts).
+  virtual bool Permutable() const { return false; }
+
+  // The stored bytes of the rows rounded so far, ggml's blocks row after row
+  // (empty for a scheme without a real layout).
+  virtual std::span<const uint8_t> Bytes() const { return {}; }
+
+ protected:
+  BlockRounder(int64_t rows, int64_t cols, int64_t block_cols)
+      : rows_(rows), cols_(cols), block_cols_(block_cols) {}
+
+ private:
+  int64_t rows_, cols_, block_cols_;
+};
+
+// The rounder of ggml's type `type` (one whose codes CodeCount counts) for
+// [rows, cols] matrices; cols must be a multiple of its block. Choose runs
+// on up to `threads` threads (0: all). Values handed to Choose must be finite.
+absl::StatusOr<std::unique_ptr<BlockRounder>> MakeGgmlRounder(ggml::Type type, int64_t rows,
+                                                              int64_t cols, int threads);
+
+}  // namespace lowp
+
+#endif  // LOWP_QUANT_ROUNDER_H_

@@ -1,5 +1,6 @@
 #include "api/eval.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -95,12 +96,30 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
       return s;
     }
   }
+  const bool calibrates = std::any_of(candidates->begin(), candidates->end(),
+                                     [](const EvalCandidate& c) { return Calibrates(c); });
+  if (calibrates) {
+    if (absl::Status s = CheckCalibrationOptions(o.calibration, model->config()); !s.ok()) {
+      return s;
+    }
+  }
   EvalResult result;
   result.model = *path;
   result.config = model->config();
   result.imatrix = o.imatrix;
   absl::StatusOr<Tokens> tokens = ReadTokens(o, o.threads, *model, *path);
   if (!tokens.ok()) return tokens.status();
+  if (absl::Status s = SetCalibration(*candidates, o.calibration, o.threads, *model, *path);
+      !s.ok()) {
+    return s;
+  }
+  for (const EvalCandidate& c : *candidates) {
+    if (c.calibration != nullptr) {
+      result.calibration = c.calibration->source;
+      result.calibration_tokens = c.calibration->ids.size();
+      break;
+    }
+  }
   result.tokens = tokens->description;
   result.tokenizer = tokens->tokenizer;
   result.text_tokens = tokens->text_tokens;
@@ -156,6 +175,9 @@ nlohmann::json ToJson(const EvalResult& r) {
   j["model_config"] = ModelJson(r.config);
   j["tokens"] = r.tokens;
   if (!r.imatrix.empty()) j["imatrix"] = r.imatrix;
+  if (!r.calibration.empty()) {
+    j["calibration"] = {{"tokens", r.calibration}, {"count", r.calibration_tokens}};
+  }
   const EvalReport& e = r.report;
   if (e.scored_from >= 0) {
     j["text"] = {{"tokenizer", ToJson(r.tokenizer)},

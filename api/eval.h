@@ -45,6 +45,9 @@ struct EvalOptions : TokenOptions {
   // imatrix, .gguf or legacy .dat; api/quant.h's OpenImportance), and the
   // mixes choose with (RecipeModel::has_imatrix). Not for weights_files.
   std::string imatrix;
+  // The tokens `weights` schemes with ":gptq" calibrate on (api/inputs.h:
+  // the bundled calibration text by default); errors name calib_text, ...
+  TokenOptions calibration = DefaultCalibrationOptions();
   std::string activations;  // schemes on the input of each linear layer, per token row
   std::string kv;           // schemes on each cached key and value vector
   std::string compute;      // floating formats every site's result is rounded to
@@ -67,6 +70,9 @@ struct EvalResult {
   TokenizerInfo tokenizer;
   uint64_t text_tokens = 0;
   std::string imatrix;  // EvalOptions::imatrix
+  // The tokens the calibrated candidates calibrated on ("" when none did).
+  std::string calibration;
+  uint64_t calibration_tokens = 0;
   EvalReport report;
   BlasKernels blas;  // what ran the products (model/blas.h)
 };

@@ -316,4 +316,65 @@ absl::StatusOr<MixTokens> ReadMixTokens(const TokenOptions& given, absl::string_
                    .description = std::move(t->description)};
 }
 
+TokenOptions DefaultCalibrationOptions() {
+  TokenOptions o;
+  o.sample = "";
+  o.ctx = 256;
+  o.chunks = 64;
+  return o;
+}
+
+namespace {
+
+constexpr absl::string_view kCalibrationPrefix = "calib_";
+
+// The options, with the bundled text when they name no tokens.
+absl::StatusOr<TokenOptions> CalibrationSource(const TokenOptions& given) {
+  TokenOptions o = given;
+  if (o.tokens_file.empty() && o.token_array.ids.empty() && o.sample.empty() &&
+      o.text_file.empty() && !o.text.has_value()) {
+    absl::StatusOr<std::string> text = BundledCalibrationText();
+    if (!text.ok()) return OptionError("text", text.status().message());
+    o.text_file = *text;
+  }
+  return o;
+}
+
+}  // namespace
+
+absl::Status CheckCalibrationOptions(const TokenOptions& options, const ModelConfig& config) {
+  absl::StatusOr<TokenOptions> o = CalibrationSource(options);
+  if (!o.ok()) return PrefixOption(o.status(), kCalibrationPrefix);
+  return PrefixOption(CheckTokenOptions(*o, config), kCalibrationPrefix);
+}
+
+absl::StatusOr<std::shared_ptr<const CalibrationTokens>> ReadCalibration(
+    const TokenOptions& options, int threads, const Checkpoint& model, const std::string& path) {
+  absl::StatusOr<TokenOptions> o = CalibrationSource(options);
+  if (!o.ok()) return PrefixOption(o.status(), kCalibrationPrefix);
+  absl::StatusOr<Tokens> t = ReadTokens(*o, threads, model, path);
+  if (!t.ok()) return PrefixOption(t.status(), kCalibrationPrefix);
+  auto out = std::make_shared<CalibrationTokens>();
+  out->ids = std::move(t->array.ids);
+  out->length = t->array.length;
+  out->source = std::move(t->description);
+  return std::shared_ptr<const CalibrationTokens>(std::move(out));
+}
+
+absl::Status SetCalibration(std::vector<EvalCandidate>& candidates, const TokenOptions& options,
+                            int threads, const Checkpoint& model, const std::string& path) {
+  std::shared_ptr<const CalibrationTokens> tokens;
+  for (EvalCandidate& c : candidates) {
+    if (!Calibrates(c) || c.calibration != nullptr) continue;
+    if (tokens == nullptr) {
+      absl::StatusOr<std::shared_ptr<const CalibrationTokens>> read =
+          ReadCalibration(options, threads, model, path);
+      if (!read.ok()) return read.status();
+      tokens = *std::move(read);
+    }
+    c.calibration = tokens;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace lowp::api

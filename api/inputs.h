@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "eval/candidates.h"
 #include "io/tensor.h"
 #include "io/tensor_set.h"
 #include "mix/sensitivity.h"
@@ -127,6 +128,22 @@ absl::Status CheckMixTokenOptions(const TokenOptions& options, absl::string_view
 absl::StatusOr<MixTokens> ReadMixTokens(const TokenOptions& options, absl::string_view prefix,
                                         int threads, const Checkpoint& model,
                                         const std::string& path);
+
+// ---------------------------------------------------------------- calibration
+
+// The tokens the weight rules that calibrate (":gptq") calibrate on, as
+// TokenOptions name them; naming none (the default) takes the bundled
+// calibration text (io/bundled.h BundledCalibrationText) in chunks of `ctx`
+// 256, at most 64 of them.
+TokenOptions DefaultCalibrationOptions();
+// Errors name the options with "calib_" before them (calib_text, calib_ctx).
+absl::Status CheckCalibrationOptions(const TokenOptions& options, const ModelConfig& config);
+absl::StatusOr<std::shared_ptr<const CalibrationTokens>> ReadCalibration(
+    const TokenOptions& options, int threads, const Checkpoint& model, const std::string& path);
+// The calibration of every candidate whose rules calibrate, read once when
+// one does (a candidate's own is kept).
+absl::Status SetCalibration(std::vector<EvalCandidate>& candidates, const TokenOptions& options,
+                            int threads, const Checkpoint& model, const std::string& path);
 
 }  // namespace lowp::api
 

@@ -21,7 +21,8 @@ const char kEvalHelp[] =
     "usage: lowp eval [--model DIR | --model CONFIG --tensors FILES] [--text FILE [--ctx N]\n"
     "                 [--chunks N] [--tokenizer FILE] | --tokens FILE.npy | --sample N:LEN]\n"
     "                 [--seed S] [--weights LIST] [--weights-file FILES] [--imatrix FILE]\n"
-    "                 [--activations LIST] [--kv LIST] [--compute LIST] [--layers]\n"
+    "                 [--calib-text FILE [--calib-ctx N] [--calib-chunks N] |\n"
+    "                  --calib-tokens FILE.npy] [--activations LIST] [--kv LIST] [--compute LIST] [--layers]\n"
     "                 [--census] [--json | --csv] [--threads N] [--batch-tokens N] [--quiet]\n"
     "\n"
     "Runs the model in float32 and each candidate (emulated sites) on the same\n"
@@ -64,6 +65,18 @@ const char kEvalHelp[] =
     "                 cache since b8641 (heads of a multiple of 64 only: k in\n"
     "                 blocks of the largest power of two dividing the head, v in\n"
     "                 64); SCHEME:rotate=N uses blocks of N for all three.\n"
+    "  A --weights scheme takes :gptq (GPTQ, calib/gptq.h): each matrix quantized\n"
+    "                 column by column with the rounding errors fed forward, from\n"
+    "                 the inputs the layer sees on calibration text with the\n"
+    "                 layers and sub-layers before it quantized; a block's scales\n"
+    "                 are the scheme's own search (ggml's, with the inputs' mean\n"
+    "                 squares as its imatrix) on the updated weights. Integer\n"
+    "                 schemes and llama.cpp's q*_0/q*_1, k-quants, iq4_nl, iq4_xs,\n"
+    "                 ggml-mxfp4/nvfp4 and recipes ('int4-g128:gptq', 'Q4_K_M:gptq');\n"
+    "                 :gptq=actorder takes columns by descending input energy\n"
+    "                 (integer groups). Calibration: --calib-text (default the\n"
+    "                 bundled TinyStories calibration text, --calib-ctx 256,\n"
+    "                 --calib-chunks 64) or --calib-tokens.\n"
     "  Any scheme takes :rotate=hadamard[N] (QuaRot): each row is rotated by a\n"
     "                 Hadamard matrix (blocks of N; the whole row when a power of\n"
     "                 two) before it is quantized and back after, on weights and\n"
@@ -218,12 +231,14 @@ void PrintResult(const api::EvalResult& r, Output output, bool layers, bool cens
 }  // namespace
 
 int EvalCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args = Args::Parse(
-      argv,
-      {"model", "tensors", "tokens", "sample", "seed", "weights", "weights-file", "activations",
-       "kv", "compute", "threads", "batch-tokens", "text", "tokenizer", "ctx", "chunks",
-       "imatrix"},
-      {"json", "csv", "layers", "census", "quiet"});
+  std::vector<std::string> values = {"model",       "tensors", "tokens",  "sample",
+                                     "seed",        "weights", "weights-file", "activations",
+                                     "kv",          "compute", "threads", "batch-tokens",
+                                     "text",        "tokenizer", "ctx",   "chunks",
+                                     "imatrix"};
+  for (std::string& name : TokenOptionNames("calib-")) values.push_back(std::move(name));
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, values, {"json", "csv", "layers", "census", "quiet"});
   if (!args.ok()) return Fail(args.status());
   if (!args->positional().empty()) {
     return Fail(absl::InvalidArgumentError("eval takes no positional arguments; see --help"));
@@ -237,6 +252,10 @@ int EvalCommand(const std::vector<std::string>& argv) {
   o.model = args->Value("model").value_or("");
   if (std::optional<std::string> t = args->Value("tensors")) o.tensors = SplitNames(*t);
   if (absl::Status s = ReadTokenOptions(*args, "", o); !s.ok()) return Fail(s);
+  if (absl::Status s = ReadTokenOptions(*args, "calib-", o.calibration, /*text_by_default=*/true);
+      !s.ok()) {
+    return Fail(s);
+  }
   o.weights = args->Value("weights").value_or("");
   o.imatrix = args->Value("imatrix").value_or("");
   if (std::optional<std::string> f = args->Value("weights-file")) {

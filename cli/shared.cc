@@ -291,7 +291,8 @@ std::vector<std::string> TokenOptionNames(const std::string& prefix) {
   return out;
 }
 
-absl::Status ReadTokenOptions(const Args& args, const std::string& prefix, api::TokenOptions& o) {
+absl::Status ReadTokenOptions(const Args& args, const std::string& prefix, api::TokenOptions& o,
+                              bool text_by_default) {
   auto flag = [&](const char* name) { return prefix + name; };
   o.tokens_file = args.Value(flag("tokens")).value_or("");
   if (std::optional<std::string> s = args.Value(flag("sample"))) {
@@ -308,7 +309,9 @@ absl::Status ReadTokenOptions(const Args& args, const std::string& prefix, api::
                                                    " or --", flag("sample"), ", one of them"));
   }
   for (const char* name : {"tokenizer", "ctx", "chunks"}) {
-    if (args.Value(flag(name)) && o.text_file.empty()) {
+    const bool text = !o.text_file.empty() ||
+                      (text_by_default && !args.Value(flag("tokens")) && !args.Value(flag("sample")));
+    if (args.Value(flag(name)) && !text) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", flag(name), " goes with --", flag("text")));
     }

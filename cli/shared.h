@@ -80,11 +80,14 @@ api::ProgressFn ProgressLine(std::optional<Progress>& line, bool quiet);
 // --threads: 0 (every core, the default) to 1024.
 absl::StatusOr<int> ParseThreads(const Args& args);
 
-// The token options of eval (and mix's, under `prefix`: "tune-"): --text
-// [--ctx --chunks --tokenizer] | --tokens | --sample, and --seed, into
-// `o`'s token fields; InvalidArgument naming the flag. TokenOptionNames
-// lists those flags for Args::Parse.
-absl::Status ReadTokenOptions(const Args& args, const std::string& prefix, api::TokenOptions& o);
+// The token options of eval (and mix's, under `prefix`: "tune-"; the
+// calibration's, "calib-"): --text [--ctx --chunks --tokenizer] | --tokens |
+// --sample, and --seed, into `o`'s token fields; InvalidArgument naming the
+// flag. With `text_by_default` (the calibration's bundled text), --ctx,
+// --chunks and --tokenizer need no --text. TokenOptionNames lists those
+// flags for Args::Parse.
+absl::Status ReadTokenOptions(const Args& args, const std::string& prefix, api::TokenOptions& o,
+                              bool text_by_default = false);
 std::vector<std::string> TokenOptionNames(const std::string& prefix);
 
 // "A,B,C" split at the commas outside parentheses, so that user-defined

@@ -35,6 +35,15 @@ absl::StatusOr<std::shared_ptr<const Scheme>> SchemeFor(const std::string& field
   return std::shared_ptr<const Scheme>(*std::move(scheme));
 }
 
+// The rule of `pattern` and `name` (a scheme, with its calibration).
+absl::StatusOr<WeightRule> MakeRule(const std::string& pattern, const std::string& name) {
+  absl::StatusOr<std::pair<std::string, Calibration>> split = SplitCalibration(name);
+  if (!split.ok()) return OptionError("weights", split.status().message());
+  absl::StatusOr<std::shared_ptr<const Scheme>> s = SchemeFor("weights", split->first);
+  if (!s.ok()) return s.status();
+  return WeightRule{pattern, *std::move(s), split->second};
+}
+
 struct WeightCandidate {
   std::string spec;
   std::vector<WeightRule> rules;
@@ -53,9 +62,9 @@ absl::StatusOr<std::vector<WeightCandidate>> WeightCandidates(const std::string&
       WeightCandidate c;
       c.spec = item;
       if (!item.empty()) {
-        absl::StatusOr<std::shared_ptr<const Scheme>> s = SchemeFor("weights", item);
-        if (!s.ok()) return s.status();
-        c.rules.push_back({"", *std::move(s)});
+        absl::StatusOr<WeightRule> rule = MakeRule("", item);
+        if (!rule.ok()) return rule.status();
+        c.rules.push_back(*std::move(rule));
       }
       out.push_back(std::move(c));
       continue;
@@ -69,11 +78,11 @@ absl::StatusOr<std::vector<WeightCandidate>> WeightCandidates(const std::string&
     WeightCandidate& c = out.back();
     c.spec = c.spec.empty() ? item : absl::StrCat(c.spec, ",", item);
     if (scheme != "none") {
-      absl::StatusOr<std::shared_ptr<const Scheme>> s = SchemeFor("weights", scheme);
-      if (!s.ok()) return s.status();
-      c.rules.push_back({pattern, *std::move(s)});
+      absl::StatusOr<WeightRule> rule = MakeRule(pattern, scheme);
+      if (!rule.ok()) return rule.status();
+      c.rules.push_back(*std::move(rule));
     } else {
-      c.rules.push_back({pattern, nullptr});
+      c.rules.push_back({pattern, nullptr, {}});
     }
   }
   return out;
@@ -235,17 +244,26 @@ EvalCandidate RulesCandidate(const std::string& label, std::vector<WeightRule> r
   return c;
 }
 
+bool Calibrates(const EvalCandidate& c) {
+  for (const WeightRule& r : c.weight_rules) {
+    if (r.scheme != nullptr && r.calibration.active()) return true;
+  }
+  return false;
+}
+
 std::string WeightsKey(const EvalCandidate& c) {
   if (!c.weights_file.empty()) return absl::StrCat("file ", c.weights_file);
   if (c.weight_rules.empty()) return "";
   std::vector<std::string> rules;
   for (const WeightRule& r : c.weight_rules) {
-    rules.push_back(absl::StrCat(r.pattern, "=", r.scheme != nullptr ? r.scheme->name() : "none"));
+    rules.push_back(absl::StrCat(r.pattern, "=", r.scheme != nullptr ? r.scheme->name() : "none",
+                                 r.calibration.Suffix()));
   }
   // The importance matrix by identity: candidates share one only when they
   // were given the same.
   return absl::StrCat("rules ", absl::StrJoin(rules, ","), " importance ",
-                      reinterpret_cast<uintptr_t>(c.importance.get()));
+                      reinterpret_cast<uintptr_t>(c.importance.get()), " calibration ",
+                      reinterpret_cast<uintptr_t>(c.calibration.get()));
 }
 
 }  // namespace lowp

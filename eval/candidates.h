@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "eval/calibrator.h"
 #include "model/forward.h"
 #include "model/weights.h"
 #include "quant/importance.h"
@@ -37,6 +38,8 @@ struct EvalCandidate {
   std::vector<WeightRule> weight_rules;
   // The imatrix the weight rules' schemes quantize with (none: without).
   std::shared_ptr<const ImportanceMap> importance;
+  // The tokens the rules that calibrate (":gptq") calibrate on.
+  std::shared_ptr<const CalibrationTokens> calibration;
   std::string weights_file;  // a checkpoint file whose matrices the candidate runs
   std::string activations;   // scheme names as given, "" when not emulated
   std::string kv;
@@ -62,6 +65,9 @@ const std::vector<std::string>& DefaultEvalWeights();
 // only ones (the float32 weights are the reference).
 absl::StatusOr<std::vector<EvalCandidate>> MakeCandidates(const SiteLists& sites);
 constexpr size_t kMaxCandidates = 256;
+
+// Whether any of the candidate's weight rules calibrates (":gptq").
+bool Calibrates(const EvalCandidate& candidate);
 
 // A candidate of weight rules alone, labelled `label` (mix's and plan's).
 EvalCandidate RulesCandidate(const std::string& label, std::vector<WeightRule> rules);

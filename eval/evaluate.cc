@@ -104,7 +104,8 @@ class Evaluator {
       if (it == by_key.end()) {
         absl::StatusOr<std::unique_ptr<WeightVariant>> v =
             cand.weights_file.empty()
-                ? WeightVariant::FromRules(cand.weights, cand.weight_rules, ref_, cand.importance)
+                ? WeightVariant::FromRules(cand.weights, cand.weight_rules, ref_, cand.importance,
+                                         cand.calibration)
                 : WeightVariant::FromFile(cand.weights_file, ref_);
         if (!v.ok()) return v.status();
         variants_.push_back(*std::move(v));

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "eval/calibrator.h"
 #include "eval/variant.h"
 #include "eval/variant_parts.h"
 #include "kernels/thread_pool.h"
@@ -15,6 +16,7 @@
 namespace lowp {
 namespace {
 
+using variant_parts::CompareInto;
 using variant_parts::F32View;
 using variant_parts::kEmbeddingKey;
 using variant_parts::kHeadKey;
@@ -37,11 +39,18 @@ int64_t LayerOf(absl::string_view name) {
 class RuleVariant : public WeightVariant {
  public:
   RuleVariant(std::string spec, std::vector<WeightRule> rules, const Checkpoint& reference,
-              std::shared_ptr<const ImportanceMap> importance)
+              std::shared_ptr<const ImportanceMap> importance,
+              std::shared_ptr<const CalibrationTokens> calibration)
       : WeightVariant(std::move(spec)),
         rules_(std::move(rules)),
         reference_(reference),
         importance_(std::move(importance)) {
+    for (const WeightRule& r : rules_) {
+      if (r.scheme != nullptr && r.calibration.active() && calibration != nullptr) {
+        calibrator_ = std::make_unique<LayerCalibrator>(reference, calibration);
+        break;
+      }
+    }
     const std::vector<TensorView> shapes = reference.MatrixShapes();
     model_ = RecipeModel::Of(shapes);
     model_.has_imatrix = importance_ != nullptr;
@@ -74,9 +83,16 @@ class RuleVariant : public WeightVariant {
     }
   }
 
-  int64_t FirstChangedLayer() const override { return first_changed_; }
+  // A calibrated variant's calibration runs through every layer.
+  int64_t FirstChangedLayer() const override { return calibrator_ != nullptr ? 0 : first_changed_; }
 
   absl::Status Prepare(int threads) override {
+    for (const WeightRule& r : rules_) {
+      if (r.scheme != nullptr && r.calibration.active() && calibrator_ == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "'", r.scheme->name(), r.calibration.Suffix(), "' needs calibration tokens"));
+      }
+    }
     // llama-quantize's refusal, before any work: a mix that gives a matrix a
     // type it makes only with an imatrix.
     for (const TensorView& m : reference_.MatrixShapes()) {
@@ -127,6 +143,8 @@ class RuleVariant : public WeightVariant {
     MeasureOptions options;
     options.threads = request.threads;
     options.importance = importance_;
+    std::vector<LayerCalibrator::Target> targets;
+    std::vector<RecipeChoice> target_choices;
     for (size_t j = 0; j < entries.size(); ++j) {
       Matrix& m = *entries[j].matrix;
       const WeightRule* rule = RuleFor(rules_, m.name, entries[j].linear);
@@ -134,6 +152,11 @@ class RuleVariant : public WeightVariant {
       const TensorView view = F32View(m.name, m.rows, m.cols, m.values);
       RecipeChoice choice;
       const Scheme& scheme = SchemeForTensor(*rule->scheme, view, model_, &choice);
+      if (rule->calibration.active()) {  // after the others, in Calibrate
+        targets.push_back({j, &scheme, rule->calibration});
+        target_choices.push_back(std::move(choice));
+        continue;
+      }
       std::span<float> q = request.storage.Buffer(j, m.values.size());
       size_t written = 0;
       QuantReport report;
@@ -150,6 +173,9 @@ class RuleVariant : public WeightVariant {
       if (request.pass.first) {
         Keep(LayerKey(request.layer, j), *rule->scheme, choice, std::move(report));
       }
+    }
+    if (calibrator_ != nullptr) {
+      if (absl::Status s = Calibrate(request, out, targets, target_choices); !s.ok()) return s;
     }
     return out;
   }
@@ -224,11 +250,58 @@ class RuleVariant : public WeightVariant {
     TensorContext context;
   };
 
-  void Keep(int64_t key, const Scheme& rule, const RecipeChoice& choice, QuantReport report) {
+  // GPTQ for the layer's calibrated matrices (eval/calibrator.h), the
+  // calibration started over at layer 0 of every pass (the same values).
+  absl::Status Calibrate(const LayerRequest& request, LayerWeights& out,
+                         std::span<const LayerCalibrator::Target> targets,
+                         std::span<const RecipeChoice> choices) {
+    if (request.layer == 0) {
+      const auto embed = [&](std::span<const int32_t> ids, std::span<float> rows) {
+        if (Changes(Table::kEmbedding)) {
+          return EmbeddingRows(ids, rows, request.threads, {});
+        }
+        const int64_t D = reference_.config().hidden_size;
+        for (size_t i = 0; i < ids.size(); ++i) {
+          if (absl::Status s = reference_.ReadRows(Table::kEmbedding, ids[i], 1,
+                                                   rows.subspan(i * D, D), request.threads);
+              !s.ok()) {
+            return s;
+          }
+        }
+        return absl::OkStatus();
+      };
+      if (absl::Status s = calibrator_->Start(embed, request.threads); !s.ok()) return s;
+    }
+    std::vector<LayerWeights::Entry> entries = out.Matrices(reference_.config());
+    std::vector<std::span<const float>> originals;
+    for (const LayerCalibrator::Target& t : targets) originals.push_back(entries[t.entry].matrix->values);
+    if (absl::Status s = calibrator_->Layer(request.layer, out, targets, request.storage,
+                                            request.threads);
+        !s.ok()) {
+      return s;
+    }
+    if (!request.pass.first) return absl::OkStatus();
+    entries = out.Matrices(reference_.config());
+    for (size_t k = 0; k < targets.size(); ++k) {
+      const Matrix& m = *entries[targets[k].entry].matrix;
+      QuantReport report = StartReport(F32View(m.name, m.rows, m.cols, {}), *targets[k].scheme);
+      report.dtype = "F32";
+      CompareInto(originals[k], m.values, m.cols, request.threads, report.stats);
+      const WeightRule* rule = RuleFor(rules_, m.name, entries[targets[k].entry].linear);
+      Keep(LayerKey(request.layer, targets[k].entry), *rule->scheme, choices[k], std::move(report),
+           rule->calibration);
+    }
+    return absl::OkStatus();
+  }
+
+  void Keep(int64_t key, const Scheme& rule, const RecipeChoice& choice, QuantReport report,
+            const Calibration& calibration = {}) {
     NameForRecipe(rule, choice, report);
+    const std::string name = absl::StrCat(rule.name(), calibration.Suffix());
+    if (calibration.active()) absl::StrAppend(&report.scheme, calibration.Suffix());
     if (scheme_names_.empty()) {
-      scheme_names_ = rule.name();
-    } else if (scheme_names_ != rule.name()) {
+      scheme_names_ = name;
+    } else if (scheme_names_ != name) {
       scheme_names_ = "mixed";
     }
     reports_[key] = std::move(report);
@@ -242,15 +315,18 @@ class RuleVariant : public WeightVariant {
   std::vector<float> head_;
   QuantReport head_report_;
   int64_t first_changed_ = 0;
+  std::unique_ptr<LayerCalibrator> calibrator_;  // when a rule calibrates
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WeightVariant>> WeightVariant::FromRules(
     std::string spec, std::vector<WeightRule> rules, const Checkpoint& reference,
-    std::shared_ptr<const ImportanceMap> importance) {
-  return std::unique_ptr<WeightVariant>(
-      new RuleVariant(std::move(spec), std::move(rules), reference, std::move(importance)));
+    std::shared_ptr<const ImportanceMap> importance,
+    std::shared_ptr<const CalibrationTokens> calibration) {
+  return std::unique_ptr<WeightVariant>(new RuleVariant(std::move(spec), std::move(rules),
+                                                        reference, std::move(importance),
+                                                        std::move(calibration)));
 }
 
 std::vector<RuleMatch> MatricesByRule(const Checkpoint& reference,

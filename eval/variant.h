@@ -33,6 +33,8 @@
 
 namespace lowp {
 
+struct CalibrationTokens;  // eval/calibrator.h
+
 // What a variant did to the matrices it changed, per matrix (checkpoint
 // order: the embedding, the layers', lm_head) and in all.
 struct WeightReport {
@@ -64,9 +66,12 @@ class WeightVariant {
   // `spec` names the variant in reports (the --weights item as given);
   // `importance`, when set, gives each matrix its imatrix entry (and the
   // mixes llama-quantize's choices with an imatrix).
+  // `calibration`, the tokens the rules that calibrate (":gptq") calibrate
+  // on (eval/calibrator.h); Prepare refuses such a rule without them.
   static absl::StatusOr<std::unique_ptr<WeightVariant>> FromRules(
       std::string spec, std::vector<WeightRule> rules, const Checkpoint& reference,
-      std::shared_ptr<const ImportanceMap> importance = nullptr);
+      std::shared_ptr<const ImportanceMap> importance = nullptr,
+      std::shared_ptr<const CalibrationTokens> calibration = nullptr);
   // A checkpoint file of the reference's model (GGUF or safetensors); errors
   // name the file and the tensor that does not match.
   static absl::StatusOr<std::unique_ptr<WeightVariant>> FromFile(const std::string& path,

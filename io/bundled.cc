@@ -58,4 +58,25 @@ absl::StatusOr<std::string> BundledModel() { return BundledDirectory("stories260
 
 absl::StatusOr<std::string> BundledMixModel() { return BundledDirectory("stories3M-hf"); }
 
+absl::StatusOr<std::string> BundledCalibrationText() {
+  constexpr char kFile[] = "tinystories-calib.txt";
+  std::vector<std::string> places;
+  if (const char* dir = std::getenv("LOWP_DATA_DIR"); dir != nullptr && *dir != '\0') {
+    places.push_back(absl::StrCat(dir, "/text/", kFile));
+    places.push_back(absl::StrCat(dir, "/../text/", kFile));
+  } else {
+    places.push_back(absl::StrCat(LOWP_INSTALLED_DATA_DIR, "/text/", kFile));
+    places.push_back(absl::StrCat(LOWP_SOURCE_DATA_DIR, "/../text/", kFile));
+  }
+  for (const std::string& path : places) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) {
+      return std::filesystem::path(path).lexically_normal().string();
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("the bundled calibration text is in none of ",
+                                          absl::StrJoin(places, ", "),
+                                          " (set LOWP_DATA_DIR or give `calib_text`)"));
+}
+
 }  // namespace lowp

@@ -23,6 +23,11 @@ absl::StatusOr<std::string> BundledModel();
 // as BundledModel is.
 absl::StatusOr<std::string> BundledMixModel();
 
+// The bundled calibration text (tests/data/text/tinystories-calib.txt: the
+// TinyStories stories stories3M-hf was trained on last, disjoint from the
+// texts the quick start measures on), found as BundledCheckpoint is.
+absl::StatusOr<std::string> BundledCalibrationText();
+
 }  // namespace lowp
 
 #endif  // LOWP_IO_BUNDLED_H_

@@ -55,7 +55,7 @@ EvalCandidate MixTable::Candidate(const std::string& label, const MixAssignment&
   for (size_t g = 0; g < groups.size(); ++g) {
     const size_t t = static_cast<size_t>(std::find(types.begin(), types.end(), a[g]) -
                                          types.begin());
-    rules.push_back({groups[g].name, schemes[t]});
+    rules.push_back({groups[g].name, schemes[t], {}});
   }
   return RulesCandidate(label, std::move(rules));
 }

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "model/config.h"
+#include "quant/calibration.h"
 #include "quant/scheme.h"
 
 namespace lowp {
@@ -81,6 +82,9 @@ absl::Status CheckForwardSupport(const ModelConfig& config);
 struct WeightRule {
   std::string pattern;
   std::shared_ptr<const Scheme> scheme;
+  // How the scheme's codes are chosen: as the scheme chooses them, or
+  // calibrated on the layer's inputs (":gptq"; eval/ runs it).
+  Calibration calibration;
 };
 
 // The rule that takes matrix `name` (linear: a decoder layer's linear

@@ -15,6 +15,7 @@
 #include "formats/reference.h"
 #include "kernels/convert.h"
 #include "kernels/quantize.h"
+#include "quant/calibration.h"
 #include "quant/rounder.h"
 #include "quant/scheme_families.h"
 
@@ -133,6 +134,11 @@ absl::StatusOr<std::unique_ptr<Scheme>> ParseScheme(absl::string_view name) {
     std::string value = eq == std::string::npos ? "" : parts[i].substr(eq + 1);
     if (key.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("scheme '", name, "': empty option"));
+    }
+    if (IsCalibrationOption(key)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "scheme '", name, "': ':", key, "' calibrates the scheme on the inputs a model's "
+          "layers see, so it is taken where a model runs (lowp eval, mix, plan --eval), not here"));
     }
     for (const auto& [seen, unused] : options) {
       if (seen == key) {

@@ -48,7 +48,7 @@ class EvalFaults : public ScratchDir {
   std::vector<EvalCandidate> Candidates() const {
     EvalCandidate c;
     c.label = c.weights = "int8-channel";
-    c.weight_rules.push_back({"", std::shared_ptr<const Scheme>(*ParseScheme("int8-channel"))});
+    c.weight_rules.push_back({"", std::shared_ptr<const Scheme>(*ParseScheme("int8-channel")), {}});
     return {c};
   }
 
@@ -200,7 +200,7 @@ TEST(EvalLargeVocabulary, AVocabularyOf256KRunsInChunks) {
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(i * 8191 % 262144);
   EvalCandidate c8;
   c8.label = c8.weights = "*=q8_0";
-  c8.weight_rules.push_back({"*", std::shared_ptr<const Scheme>(*ParseScheme("q8_0"))});
+  c8.weight_rules.push_back({"*", std::shared_ptr<const Scheme>(*ParseScheme("q8_0")), {}});
   EvalRun run;
   run.threads = 2;
   absl::StatusOr<EvalReport> whole = Evaluate(*model, tokens, 16, {c8}, run);

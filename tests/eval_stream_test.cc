@@ -47,7 +47,7 @@ EvalCandidate Candidate(const std::string& weights, const std::string& kv = "",
     const size_t eq = item.find('=');
     const std::string pattern = eq == std::string::npos ? "" : item.substr(0, eq);
     const std::string scheme = eq == std::string::npos ? item : item.substr(eq + 1);
-    c.weight_rules.push_back({pattern, std::shared_ptr<const Scheme>(*ParseScheme(scheme))});
+    c.weight_rules.push_back({pattern, std::shared_ptr<const Scheme>(*ParseScheme(scheme)), {}});
   }
   if (!kv.empty()) {
     c.kv = kv;

@@ -38,7 +38,7 @@ EvalCandidate WeightsCandidate(const std::string& scheme, const std::string& pat
   c.weights = pattern.empty() ? scheme : pattern + "=" + scheme;
   absl::StatusOr<std::unique_ptr<Scheme>> s = ParseScheme(scheme);
   EXPECT_TRUE(s.ok()) << s.status();
-  c.weight_rules.push_back({pattern, std::shared_ptr<const Scheme>(*std::move(s))});
+  c.weight_rules.push_back({pattern, std::shared_ptr<const Scheme>(*std::move(s)), {}});
   return c;
 }
 

@@ -58,7 +58,7 @@ int FuzzModel(const uint8_t* data, size_t size) {
   EvalCandidate candidate;
   candidate.label = "bf16";
   candidate.weights = "*=bf16";
-  candidate.weight_rules.push_back({"*", std::shared_ptr<const Scheme>(*ParseScheme("bf16"))});
+  candidate.weight_rules.push_back({"*", std::shared_ptr<const Scheme>(*ParseScheme("bf16")), {}});
   absl::StatusOr<EvalReport> report = Evaluate(*model, tokens, 3, {candidate}, run);
   Check(report.ok() || report.status().message().find("non-finite") != absl::string_view::npos,
         "the evaluator failed on a loaded model");

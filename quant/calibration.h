@@ -1,0 +1,41 @@
+// How a weight scheme's codes are chosen: by the scheme alone (rounding to
+// nearest, ggml's searches), or calibrated on the inputs its matrix sees
+// when the model runs on calibration text (calib/): ":gptq" on any scheme
+// whose codes are chosen one element at a time once a block's scales are
+// (quant/rounder.h), ":gptq=actorder" to take the columns by descending
+// input energy (integer groups only: GPTQ checkpoints store the order as
+// g_idx). The option belongs to where a model runs (lowp eval, mix, plan
+// --eval); ParseScheme alone refuses it.
+#ifndef LOWP_QUANT_CALIBRATION_H_
+#define LOWP_QUANT_CALIBRATION_H_
+
+#include <string>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace lowp {
+
+struct Calibration {
+  enum class Method { kNone, kGptq };
+  Method method = Method::kNone;
+  bool act_order = false;
+
+  bool active() const { return method != Method::kNone; }
+  // ":gptq", ":gptq=actorder", or "" (how names carry it).
+  std::string Suffix() const;
+};
+
+// Splits "SCHEME[:OPTION...]" into the scheme's name without its calibration
+// option and the calibration it asks for. InvalidArgument naming the scheme
+// for a value the option does not take or an option given twice.
+absl::StatusOr<std::pair<std::string, Calibration>> SplitCalibration(absl::string_view name);
+
+// True for the options SplitCalibration takes ("gptq"), so that ParseScheme
+// can say where they belong.
+bool IsCalibrationOption(absl::string_view key);
+
+}  // namespace lowp
+
+#endif  // LOWP_QUANT_CALIBRATION_H_

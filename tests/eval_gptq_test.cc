@@ -1,0 +1,117 @@
+// GPTQ inside the evaluator (eval/calibrator.h): a ":gptq" candidate of the
+// real stories3M-hf calibrated on the bundled calibration text, measured on
+// held-out TinyStories text; sequential calibration (each layer and
+// sub-layer from the inputs the quantized ones before it give); refusals.
+#include <string>
+
+#include "api/eval.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "quant/scheme.h"
+
+namespace lowp {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kData = LOWP_TEST_DATA_DIR;
+
+api::EvalOptions Options(const std::string& weights) {
+  api::EvalOptions o;
+  o.model = kData + "/stories3M-hf";
+  o.text_file = kData + "/text/tinystories-valid-heldout.txt";
+  o.ctx = 128;
+  o.chunks = 6;
+  o.calibration.chunks = 8;
+  o.weights = weights;
+  return o;
+}
+
+const QuantReport* Matrix(const CandidateResult& c, const std::string& name) {
+  for (const QuantReport& r : c.weights.tensors) {
+    if (r.tensor == name) return &r;
+  }
+  return nullptr;
+}
+
+TEST(EvalGptq, HalvesTheKlOfRoundingToNearest) {
+  absl::StatusOr<api::EvalResult> r = api::Eval(Options("int4-g128,int4-g128:gptq,q4_K,q4_K:gptq"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->calibration, HasSubstr("tinystories-calib.txt"));
+  EXPECT_EQ(r->calibration_tokens, 8u * 256u);
+  const std::vector<CandidateResult>& c = r->report.candidates;
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[1].weights.total.scheme, "int4-g128:gptq");
+  EXPECT_LT(c[1].kl.mean, 0.6 * c[0].kl.mean) << c[1].kl.mean << " vs " << c[0].kl.mean;
+  EXPECT_LT(c[3].kl.mean, 0.7 * c[2].kl.mean) << c[3].kl.mean << " vs " << c[2].kl.mean;
+  // GPTQ trades weight error for output error: its weights are further from
+  // the float32 ones than rounding to nearest puts them.
+  const std::string q = "model.layers.2.self_attn.q_proj.weight";
+  ASSERT_NE(Matrix(c[0], q), nullptr);
+  ASSERT_NE(Matrix(c[1], q), nullptr);
+  EXPECT_GT(Matrix(c[1], q)->rmse(), Matrix(c[0], q)->rmse());
+}
+
+// Layer 0's q, k and v see the embedding whatever the rest is; layer 1's
+// matrices see what the quantized layer 0 gives, and o_proj what the
+// quantized q, k and v give: leaving those in float32 must change them.
+TEST(EvalGptq, EachMatrixIsCalibratedOnTheQuantizedOnesBeforeIt) {
+  // Three candidates of rules (a run of PATTERN=SCHEME items is one).
+  api::EvalOptions o = Options("none");
+  for (const char* spec :
+       {"*.layers.*=int4-g64:gptq", "*.layers.0.mlp.*=none,*.layers.*=int4-g64:gptq",
+        "*.layers.0.self_attn.q_proj.weight=none,*.layers.0.self_attn.k_proj.weight=none,"
+        "*.layers.0.self_attn.v_proj.weight=none,*.layers.*=int4-g64:gptq"}) {
+    absl::StatusOr<std::vector<EvalCandidate>> made = api::EvalCandidates(Options(spec));
+    ASSERT_TRUE(made.ok()) << made.status();
+    ASSERT_EQ(made->size(), 1u);
+    o.candidates.push_back((*made)[0]);
+  }
+  absl::StatusOr<api::EvalResult> r = api::Eval(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<CandidateResult> c = r->report.candidates;
+  ASSERT_EQ(c.size(), 4u);  // float32 first
+  c.erase(c.begin());
+  auto rmse = [&](size_t k, const std::string& m) {
+    const QuantReport* q = Matrix(c[k], "model.layers." + m + ".weight");
+    return q == nullptr ? -1.0 : q->rmse();
+  };
+  EXPECT_EQ(rmse(0, "0.self_attn.q_proj"), rmse(1, "0.self_attn.q_proj"));
+  EXPECT_EQ(rmse(0, "0.self_attn.o_proj"), rmse(1, "0.self_attn.o_proj"));
+  EXPECT_NE(rmse(0, "1.self_attn.q_proj"), rmse(1, "1.self_attn.q_proj"));
+  EXPECT_NE(rmse(0, "0.self_attn.o_proj"), rmse(2, "0.self_attn.o_proj"));
+  EXPECT_GT(rmse(0, "1.mlp.down_proj"), 0);
+}
+
+TEST(EvalGptq, ResultsDoNotDependOnThreads) {
+  api::EvalOptions one = Options("q4_K:gptq");
+  one.threads = 1;
+  api::EvalOptions two = Options("q4_K:gptq");
+  two.threads = 2;
+  absl::StatusOr<api::EvalResult> a = api::Eval(one), b = api::Eval(two);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(a->report.candidates[0].kl.mean, b->report.candidates[0].kl.mean);
+}
+
+TEST(EvalGptq, RefusesWhatItCannotCalibrate) {
+  absl::StatusOr<api::EvalResult> cast = api::Eval(Options("fp8_e4m3fn:gptq"));
+  ASSERT_FALSE(cast.ok());
+  EXPECT_THAT(cast.status().message(), HasSubstr("does not choose its codes one element"));
+  absl::StatusOr<api::EvalResult> order = api::Eval(Options("q4_K:gptq=actorder"));
+  ASSERT_FALSE(order.ok());
+  EXPECT_THAT(order.status().message(), HasSubstr("act_order"));
+  absl::StatusOr<api::EvalResult> value = api::Eval(Options("q4_K:gptq=fast"));
+  ASSERT_FALSE(value.ok());
+  EXPECT_THAT(value.status().message(), HasSubstr("weights"));
+  api::EvalOptions missing = Options("q4_K:gptq");
+  missing.calibration.tokens_file = "/nonexistent/calib.npy";
+  absl::StatusOr<api::EvalResult> none = api::Eval(missing);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.status().message(), HasSubstr("calib_tokens"));
+  // Where no model runs, the option is refused by name.
+  EXPECT_THAT(ParseScheme("int4-g128:gptq").status().message(), HasSubstr("where a model runs"));
+}
+
+}  // namespace
+}  // namespace lowp

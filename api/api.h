@@ -12,6 +12,7 @@
 #ifndef LOWP_API_API_H_
 #define LOWP_API_API_H_
 
+#include "api/calib.h"
 #include "api/catalog.h"
 #include "api/convert.h"
 #include "api/eval.h"

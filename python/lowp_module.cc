@@ -585,6 +585,57 @@ void DefineTensorFunctions(py::module_& m, py::dict& sig) {
     });
   }
   {
+    struct Gptq {
+      std::vector<py::array> keep;
+      TensorView weight, inputs;
+      std::string scheme;
+      api::GptqArrayOptions o;
+    };
+    const api::GptqArrayOptions d;
+    Function<Gptq> f(
+        "gptq", kDict,
+        "GPTQ (calib/gptq.h) on one matrix: `weight` [rows, cols] quantized by `scheme` column "
+        "by column with each column's rounding error fed forward, from `inputs` [tokens, cols], "
+        "the rows the layer multiplies (H = sum x x^T in float64). Returns values (float32, "
+        "the weight's shape), bytes (llama.cpp's blocks for its types, else None) and order "
+        "(the columns' order with act_order, else None). damp: of diag(H)'s mean.");
+    f.Required(kPositional, "weight", "ArrayLike",
+               [](Gptq& g, const Arg& a) { g.weight = FloatTensor(a, "weight", g.keep); });
+    f.Required(kPositional, "inputs", "ArrayLike",
+               [](Gptq& g, const Arg& a) { g.inputs = FloatTensor(a, "inputs", g.keep); });
+    f.Required(kPositional, "scheme", "str", [](Gptq& g, const Arg& a) { g.scheme = Text(a); });
+    f.Optional(kKeyword, "damp", "float", py::float_(d.damp),
+               [](Gptq& g, const Arg& a) { g.o.damp = Real(a); });
+    f.Optional(kKeyword, "act_order", "bool", py::bool_(d.act_order),
+               [](Gptq& g, const Arg& a) { g.o.act_order = Bool(a); });
+    ThreadsParam(f, [](Gptq& g) -> int& { return g.o.threads; });
+    f.Define(m, sig, [](Gptq& g, const Call&) {
+      absl::StatusOr<api::GptqArrayResult> r;
+      {
+        py::gil_scoped_release release;
+        r = api::GptqArray(g.weight, g.inputs, g.scheme, g.o);
+      }
+      Check(r.status());
+      py::array_t<float> values(
+          std::vector<py::ssize_t>(g.weight.shape.begin(), g.weight.shape.end()));
+      std::copy(r->values.begin(), r->values.end(), values.mutable_data());
+      py::dict out;
+      out["values"] = values;
+      out["bytes"] = r->bytes.empty() ? py::object(py::none())
+                                      : py::object(py::bytes(
+                                            reinterpret_cast<const char*>(r->bytes.data()),
+                                            r->bytes.size()));
+      if (r->order.empty()) {
+        out["order"] = py::none();
+      } else {
+        py::array_t<int32_t> order(static_cast<py::ssize_t>(r->order.size()));
+        std::copy(r->order.begin(), r->order.end(), order.mutable_data());
+        out["order"] = order;
+      }
+      return py::object(out);
+    });
+  }
+  {
     struct QuantError {
       api::QuantErrorOptions o;
       std::vector<py::array> keep;
@@ -943,7 +994,9 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
         "files of the model's quantized matrices) against float32: KL divergence, top-1 "
         "agreement, perplexity. Tokens: an array or .npy path, or sampled 'N:LEN' with seed, or "
         "text / text_file (llama.cpp's perplexity protocol: ctx, chunks -1 for all, tokenizer "
-        "over the model's own).");
+        "over the model's own). A weights scheme with ':gptq' is calibrated by GPTQ on the "
+        "calib_ tokens (the same options with calib_ before each; default the bundled "
+        "calibration text, calib_ctx 256, calib_chunks 64).");
     ModelParams(
         f, [](O& o) -> std::string& { return o.model; },
         [](O& o) -> std::vector<std::string>& { return o.tensors; });
@@ -963,6 +1016,8 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
                [](O& o, const Arg& a) { IntInto(o.batch_tokens, a); });
     f.Optional(kKeyword, "imatrix", "FilePath | None", py::none(),
                [](O& o, const Arg& a) { o.imatrix = Path(a); });
+    TokenParams(
+        f, "calib_", [](O& o) -> api::TokenOptions& { return o.calibration; }, d.calibration);
     ThreadsParam(f, [](O& o) -> int& { return o.threads; });
     f.Define(m, sig,
              [](O& o, const Call&) { return Run<api::EvalResult>([&] { return api::Eval(o); }); });

@@ -16,13 +16,14 @@ using ::testing::HasSubstr;
 
 const std::string kData = LOWP_TEST_DATA_DIR;
 
-api::EvalOptions Options(const std::string& weights) {
+// `chunks` of 128 held-out tokens, calibrated on `calibration` chunks of 256.
+api::EvalOptions Options(const std::string& weights, int chunks = 2, int calibration = 2) {
   api::EvalOptions o;
   o.model = kData + "/stories3M-hf";
   o.text_file = kData + "/text/tinystories-valid-heldout.txt";
   o.ctx = 128;
-  o.chunks = 6;
-  o.calibration.chunks = 8;
+  o.chunks = chunks;
+  o.calibration.chunks = calibration;
   o.weights = weights;
   return o;
 }
@@ -35,7 +36,8 @@ const QuantReport* Matrix(const CandidateResult& c, const std::string& name) {
 }
 
 TEST(EvalGptq, HalvesTheKlOfRoundingToNearest) {
-  absl::StatusOr<api::EvalResult> r = api::Eval(Options("int4-g128,int4-g128:gptq,q4_K,q4_K:gptq"));
+  absl::StatusOr<api::EvalResult> r =
+      api::Eval(Options("int4-g128,int4-g128:gptq,q4_K,q4_K:gptq", 6, 8));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(r->calibration, HasSubstr("tinystories-calib.txt"));
   EXPECT_EQ(r->calibration_tokens, 8u * 256u);

@@ -102,6 +102,14 @@ def eval(
     weights_file: FilePaths | None = None,
     batch_tokens: int = 0,
     imatrix: FilePath | None = None,
+    calib_tokens: ArrayLike | FilePath | None = None,
+    calib_sample: str | tuple[int, int] = '',
+    calib_seed: int = 0,
+    calib_text: str | None = None,
+    calib_text_file: FilePath | None = None,
+    calib_tokenizer: FilePath | None = None,
+    calib_ctx: int = 256,
+    calib_chunks: int = 64,
     threads: int | None = 0,
 ) -> dict[str, Any]:
     """`lowp eval --json`: a model (a Hugging Face directory, or `tensors` files; None: the bundled
@@ -109,7 +117,9 @@ def eval(
     compute; a str 'a,b' or a list; weights_file: GGUF or safetensors files of the model's
     quantized matrices) against float32: KL divergence, top-1 agreement, perplexity. Tokens: an
     array or .npy path, or sampled 'N:LEN' with seed, or text / text_file (llama.cpp's perplexity
-    protocol: ctx, chunks -1 for all, tokenizer over the model's own).
+    protocol: ctx, chunks -1 for all, tokenizer over the model's own). A weights scheme with
+    ':gptq' is calibrated by GPTQ on the calib_ tokens (the same options with calib_ before each;
+    default the bundled calibration text, calib_ctx 256, calib_chunks 64).
     """
     ...
 
@@ -144,6 +154,24 @@ def forward(
 ) -> NDArray[np.float32]:
     """float32 logits of a model (a Hugging Face directory; None: the bundled stories260K-hf) for
     integer tokens [sequences, length] -> [sequences, length, vocab] ([length] -> [length, vocab]).
+    """
+    ...
+
+
+def gptq(
+    weight: ArrayLike,
+    inputs: ArrayLike,
+    scheme: str,
+    *,
+    damp: float = 0.01,
+    act_order: bool = False,
+    threads: int | None = 0,
+) -> dict[str, Any]:
+    """GPTQ (calib/gptq.h) on one matrix: `weight` [rows, cols] quantized by `scheme` column by column
+    with each column's rounding error fed forward, from `inputs` [tokens, cols], the rows the layer
+    multiplies (H = sum x x^T in float64). Returns values (float32, the weight's shape), bytes
+    (llama.cpp's blocks for its types, else None) and order (the columns' order with act_order,
+    else None). damp: of diag(H)'s mean.
     """
     ...
 

@@ -131,6 +131,8 @@ REQUIRED = {
     "round_values": {"values": X, "to": "bf16"},
     "fake_quant": {"values": X, "fmt": "bf16"},
     "quantize": {"array": X, "scheme": "q4_0"},
+    "gptq": {"weight": np.ones((2, 32), np.float32), "inputs": np.ones((4, 32), np.float32),
+             "scheme": "int4-g32"},
     "quant_error": {"data": X},
     "update_error": {"data": X},
     "range_study": {"data": X},

@@ -186,8 +186,7 @@ absl::Status CheckTokens(const TokenArray& tokens, const ModelConfig& config,
 
 // The text's chunks by llama.cpp's perplexity protocol (TokenOptions).
 absl::StatusOr<TokenArray> TextChunks(const TokenOptions& o, const std::string& model,
-                                      const ModelConfig& config, Tokens& result,
-                                      TokenSource& source) {
+                                      Tokens& result, TokenSource& source) {
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = FindTokenizer(model, o.tokenizer);
   if (!tokenizer.ok()) return tokenizer.status();
   absl::StatusOr<std::string> read = ReadText(o.text, o.text_file);
@@ -255,7 +254,7 @@ absl::StatusOr<Tokens> ReadTokens(const TokenOptions& o, int threads, const Chec
   TokenArray& tokens = result.array;
   TokenSource source;
   if (FromText(o)) {
-    absl::StatusOr<TokenArray> chunks = TextChunks(o, path, model.config(), result, source);
+    absl::StatusOr<TokenArray> chunks = TextChunks(o, path, result, source);
     if (!chunks.ok()) return chunks.status();
     tokens = *std::move(chunks);
     result.scored_from = o.ctx / 2;

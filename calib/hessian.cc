@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/thread_pool.h"
 #include "model/blas.h"
@@ -15,7 +16,8 @@ constexpr int64_t kBlockRows = 64;
 
 }  // namespace
 
-Hessian::Hessian(int64_t dim) : dim_(dim), h_(static_cast<size_t>(dim * dim), 0.0) {}
+Hessian::Hessian(int64_t dim)
+    : dim_(dim), h_(static_cast<size_t>(dim * dim), 0.0), abs_sum_(static_cast<size_t>(dim), 0.0) {}
 
 void Hessian::Add(std::span<const float> rows, int threads) {
   const int64_t n = static_cast<int64_t>(rows.size()) / dim_;
@@ -33,7 +35,19 @@ void Hessian::Add(std::span<const float> rows, int threads) {
                 static_cast<int>(dim_), x_.data() + i0, static_cast<int>(dim_), 1.0,
                 h_.data() + i0 * dim_ + i0, static_cast<int>(dim_));
   });
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t j = 0; j < dim_; ++j) {
+      abs_sum_[static_cast<size_t>(j)] += std::fabs(x_[static_cast<size_t>(r * dim_ + j)]);
+    }
+  }
   count_ += n;
+}
+
+std::vector<double> Hessian::MeanAbs() const {
+  std::vector<double> out(abs_sum_.size(), 0.0);
+  if (count_ == 0) return out;
+  for (size_t j = 0; j < out.size(); ++j) out[j] = abs_sum_[j] / static_cast<double>(count_);
+  return out;
 }
 
 std::vector<float> Hessian::MeanSquares() const {

@@ -30,12 +30,15 @@ class Hessian {
   // Each column's mean square over the rows (H's diagonal / count): what an
   // importance matrix holds for these inputs (eval/imatrix.h).
   std::vector<float> MeanSquares() const;
+  // Each column's mean |x| over the rows (AWQ's activation statistic).
+  std::vector<double> MeanAbs() const;
 
  private:
   int64_t dim_;
   int64_t count_ = 0;
-  std::vector<double> h_;  // [dim, dim], upper triangle
-  std::vector<double> x_;  // the rows being added, in double
+  std::vector<double> h_;        // [dim, dim], upper triangle
+  std::vector<double> abs_sum_;  // per column, sum |x| in row order
+  std::vector<double> x_;        // the rows being added, in double
 };
 
 }  // namespace lowp

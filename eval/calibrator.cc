@@ -1,8 +1,10 @@
 #include "eval/calibrator.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "calib/awq.h"
 #include "calib/gptq.h"
 #include "calib/hessian.h"
 
@@ -56,6 +58,28 @@ class StageInputs final : public LinearInputs {
   int threads_;
 };
 
+// Gathers the Hessians of every stage's input in one run (AWQ).
+class AllInputs final : public LinearInputs {
+ public:
+  AllInputs(int64_t layer, const LayerWeights& w, int threads) {
+    const Stage stages[] = {Stage::kQkv, Stage::kO, Stage::kGateUp, Stage::kDown};
+    const Matrix* first[] = {&w.q, &w.o, &w.gate, &w.down};
+    for (int i = 0; i < 4; ++i) {
+      inputs_.emplace_back(layer, InputSite(stages[i]), first[i]->cols, threads);
+    }
+  }
+
+  void Add(int64_t layer, Site site, int64_t expert, std::span<const float> in,
+           int64_t cols) override {
+    for (StageInputs& s : inputs_) s.Add(layer, site, expert, in, cols);
+  }
+
+  const Hessian& of(Stage stage) const { return inputs_[static_cast<size_t>(stage)].hessian(); }
+
+ private:
+  std::vector<StageInputs> inputs_;  // in Stage order
+};
+
 }  // namespace
 
 LayerCalibrator::LayerCalibrator(const Checkpoint& reference,
@@ -91,12 +115,22 @@ absl::Status LayerCalibrator::Run(int64_t layer, const LayerWeights& w, std::spa
 
 absl::Status LayerCalibrator::Layer(int64_t layer, LayerWeights& w, std::span<const Target> targets,
                                     LayerStorage& storage, int threads) {
+  effective_.clear();
   if (layer != next_layer_) {
     return absl::InternalError(absl::StrCat("calibration asked for layer ", layer, " after ",
                                             next_layer_ - 1, " (Start first)"));
   }
   const ModelConfig& c = reference_.config();
   std::vector<LayerWeights::Entry> entries = w.Matrices(c);
+  const bool awq = std::any_of(targets.begin(), targets.end(), [](const Target& t) {
+    return t.calibration.method == Calibration::Method::kAwq;
+  });
+  if (awq) {
+    if (absl::Status s = Awq(layer, w, targets, storage, threads); !s.ok()) return s;
+    if (absl::Status s = Run(layer, w, hidden_, nullptr, threads); !s.ok()) return s;
+    ++next_layer_;
+    return absl::OkStatus();
+  }
   for (Stage stage : {Stage::kQkv, Stage::kO, Stage::kGateUp, Stage::kDown}) {
     std::vector<const Target*> here;
     for (const Target& t : targets) {
@@ -132,6 +166,130 @@ absl::Status LayerCalibrator::Layer(int64_t layer, LayerWeights& w, std::span<co
   }
   if (absl::Status s = Run(layer, w, hidden_, nullptr, threads); !s.ok()) return s;
   ++next_layer_;
+  return absl::OkStatus();
+}
+
+absl::Status LayerCalibrator::Awq(int64_t layer, LayerWeights& w, std::span<const Target> targets,
+                                  LayerStorage& storage, int threads) {
+  const ModelConfig& c = reference_.config();
+  std::vector<LayerWeights::Entry> entries = w.Matrices(c);
+  auto named = [&](const std::string& what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AWQ of '", entries[targets[0].entry].matrix->name, "': ", what));
+  };
+  if (c.num_experts > 0 || c.norm_adds_one || c.norm_bias || c.norms_per_layer != 2 ||
+      !c.gated_mlp || c.mlp_bias) {
+    return named(
+        "AWQ folds its scales into Llama-style layers (RMSNorm weights, a gated MLP "
+        "without biases, no experts); this model's layers are not");
+  }
+  for (const Target& t : targets) {
+    if (t.calibration.method != Calibration::Method::kAwq) {
+      return named(
+          "a layer is calibrated by one method: give its matrices ':awq' or ':gptq', "
+          "not both");
+    }
+  }
+  // The target of each matrix, or null.
+  auto target_of = [&](const Matrix* m) -> const Target* {
+    for (const Target& t : targets) {
+      if (entries[t.entry].matrix == m) return &t;
+    }
+    return nullptr;
+  };
+  AllInputs inputs(layer, w, threads);
+  scratch_ = hidden_;
+  if (absl::Status s = Run(layer, w, scratch_, &inputs, threads); !s.ok()) return s;
+
+  // The groups that share an input, and where their scales fold.
+  struct Group {
+    Stage stage;
+    std::vector<Matrix*> matrices;
+    std::vector<float> scale;  // empty: not scaled
+  };
+  std::vector<Group> groups = {{Stage::kQkv, {&w.q, &w.k, &w.v}, {}},
+                               {Stage::kO, {&w.o}, {}},
+                               {Stage::kGateUp, {&w.gate, &w.up}, {}},
+                               {Stage::kDown, {&w.down}, {}}};
+  for (Group& g : groups) {
+    int targeted = 0;
+    for (Matrix* m : g.matrices) targeted += target_of(m) != nullptr;
+    if (targeted == 0) continue;
+    if (targeted != static_cast<int>(g.matrices.size())) {
+      return named(
+          "the matrices that share an input are scaled together: give q, k and v (or "
+          "gate and up) the same ':awq' rule");
+    }
+    // o's input folds into v's rows only when every head has its own value
+    // head; down's into up's rows only when up is scaled with it (AWQ's
+    // reference leaves o alone under grouped-query attention too).
+    if (g.stage == Stage::kO && (c.num_kv_heads != c.num_heads || target_of(&w.v) == nullptr)) {
+      continue;
+    }
+    if (g.stage == Stage::kDown && target_of(&w.up) == nullptr) continue;
+    std::vector<AwqMatrix> group;
+    for (Matrix* m : g.matrices) {
+      group.push_back({m->name, m->values, m->rows, target_of(m)->scheme});
+    }
+    AwqOptions options;
+    options.threads = threads;
+    absl::StatusOr<AwqScales> s = SearchAwqScales(group, inputs.of(g.stage), options);
+    if (!s.ok()) return s.status();
+    g.scale = std::move(s->scale);
+  }
+  // Fold: the inputs divided by the scales (norm weights, v's and up's
+  // rows), then each target stored as its scheme stores W diag(s).
+  const size_t extra = entries.size();
+  auto divided = [&](std::span<const float> v, std::span<const float> scale, size_t buffer,
+                     int64_t cols) {
+    std::span<float> out = storage.Buffer(buffer, v.size());
+    for (size_t i = 0; i < v.size(); ++i) out[i] = v[i] / scale[i / static_cast<size_t>(cols)];
+    return std::span<const float>(out);
+  };
+  std::vector<std::vector<float>> folded(entries.size());  // float rows of v and up, divided
+  if (!groups[0].scale.empty()) {
+    w.input_norm = divided(w.input_norm, groups[0].scale, extra, 1);
+  }
+  if (!groups[2].scale.empty()) {
+    w.post_attention_norm = divided(w.post_attention_norm, groups[2].scale, extra + 1, 1);
+  }
+  for (auto [g, m] : {std::pair{1, &w.v}, std::pair{3, &w.up}}) {
+    if (groups[static_cast<size_t>(g)].scale.empty()) continue;
+    const std::vector<float>& scale = groups[static_cast<size_t>(g)].scale;
+    for (size_t j = 0; j < entries.size(); ++j) {
+      if (entries[j].matrix != m) continue;
+      folded[j].resize(m->values.size());
+      for (size_t i = 0; i < m->values.size(); ++i) {
+        folded[j][i] = m->values[i] / scale[i / static_cast<size_t>(m->cols)];
+      }
+      m->values = folded[j];
+    }
+  }
+  // The effective weight of each target, for its report: what it stores with
+  // its scales undone (the columns' and, for v and up, the rows').
+  effective_.assign(targets.size(), {});
+  for (const Group& g : groups) {
+    for (Matrix* m : g.matrices) {
+      const Target* t = target_of(m);
+      if (t == nullptr) continue;
+      std::span<float> out = storage.Buffer(t->entry, m->values.size());
+      const std::vector<float> ones(static_cast<size_t>(m->cols), 1.0f);
+      const std::span<const float> scale =
+          g.scale.empty() ? std::span<const float>(ones) : std::span<const float>(g.scale);
+      QuantizeScaled(m->values, scale, *t->scheme, out, threads);
+      m->values = out;
+      const std::vector<float>* rows = m == &w.v    ? &groups[1].scale
+                                       : m == &w.up ? &groups[3].scale
+                                                    : nullptr;
+      std::vector<float>& e = effective_[static_cast<size_t>(t - targets.data())];
+      e.resize(out.size());
+      const size_t cols = static_cast<size_t>(m->cols);
+      for (size_t i = 0; i < out.size(); ++i) {
+        e[i] = out[i] / scale[i % cols];
+        if (rows != nullptr && !rows->empty()) e[i] *= (*rows)[i / cols];
+      }
+    }
+  }
   return absl::OkStatus();
 }
 

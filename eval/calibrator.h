@@ -1,4 +1,4 @@
-// GPTQ inside the layer stream: a calibrated variant's matrices quantized
+// GPTQ and AWQ inside the layer stream: a calibrated variant's matrices quantized
 // layer by layer from the inputs the variant's own quantized layers before
 // them produce on calibration tokens, as GPTQ's reference implementation
 // does (sequentially, sub-layer by sub-layer).
@@ -71,9 +71,19 @@ class LayerCalibrator {
 
   int64_t rows() const { return static_cast<int64_t>(tokens_->ids.size()); }
 
+  // After Layer: target k's effective weight when it differs from what is
+  // stored (AWQ: the stored values with the scales undone), else empty.
+  std::span<const float> Effective(size_t k) const {
+    return k < effective_.size() ? std::span<const float>(effective_[k]) : std::span<const float>();
+  }
+
  private:
   absl::Status Run(int64_t layer, const LayerWeights& w, std::span<float> hidden,
                    LinearInputs* inputs, int threads);
+  // AWQ's layer: one run of the layer as it stands for every input's
+  // statistics, each group's scales searched, folded, the targets stored.
+  absl::Status Awq(int64_t layer, LayerWeights& w, std::span<const Target> targets,
+                   LayerStorage& storage, int threads);
 
   const Checkpoint& reference_;
   std::shared_ptr<const CalibrationTokens> tokens_;
@@ -82,6 +92,7 @@ class LayerCalibrator {
   std::vector<LayerKv> kv_;
   ForwardBuffers buffers_;
   int64_t next_layer_ = -1;  // -1: not started
+  std::vector<std::vector<float>> effective_;
 };
 
 }  // namespace lowp

@@ -250,7 +250,7 @@ class RuleVariant : public WeightVariant {
     TensorContext context;
   };
 
-  // GPTQ for the layer's calibrated matrices (eval/calibrator.h), the
+  // GPTQ or AWQ for the layer's calibrated matrices (eval/calibrator.h), the
   // calibration started over at layer 0 of every pass (the same values).
   absl::Status Calibrate(const LayerRequest& request, LayerWeights& out,
                          std::span<const LayerCalibrator::Target> targets,
@@ -286,7 +286,9 @@ class RuleVariant : public WeightVariant {
       const Matrix& m = *entries[targets[k].entry].matrix;
       QuantReport report = StartReport(F32View(m.name, m.rows, m.cols, {}), *targets[k].scheme);
       report.dtype = "F32";
-      CompareInto(originals[k], m.values, m.cols, request.threads, report.stats);
+      const std::span<const float> effective = calibrator_->Effective(k);
+      CompareInto(originals[k], effective.empty() ? m.values : effective, m.cols,
+                  request.threads, report.stats);
       const WeightRule* rule = RuleFor(rules_, m.name, entries[targets[k].entry].linear);
       Keep(LayerKey(request.layer, targets[k].entry), *rule->scheme, choices[k], std::move(report),
            rule->calibration);

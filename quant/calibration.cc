@@ -10,10 +10,11 @@ namespace lowp {
 
 std::string Calibration::Suffix() const {
   if (method == Method::kNone) return "";
+  if (method == Method::kAwq) return ":awq";
   return act_order ? ":gptq=actorder" : ":gptq";
 }
 
-bool IsCalibrationOption(absl::string_view key) { return key == "gptq"; }
+bool IsCalibrationOption(absl::string_view key) { return key == "gptq" || key == "awq"; }
 
 absl::StatusOr<std::pair<std::string, Calibration>> SplitCalibration(absl::string_view name) {
   std::vector<absl::string_view> kept;
@@ -28,10 +29,18 @@ absl::StatusOr<std::pair<std::string, Calibration>> SplitCalibration(absl::strin
       continue;
     }
     if (calibration.active()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("scheme '", name, "': option '", key, "' given twice"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "scheme '", name, "': one calibration per scheme (':gptq' or ':awq'), not two"));
     }
     const absl::string_view value = eq == absl::string_view::npos ? "" : part.substr(eq + 1);
+    if (key == "awq") {
+      if (!value.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("scheme '", name, "': ':awq' takes no value, not '", value, "'"));
+      }
+      calibration.method = Calibration::Method::kAwq;
+      continue;
+    }
     if (!value.empty() && value != "actorder") {
       return absl::InvalidArgumentError(absl::StrCat(
           "scheme '", name, "': ':gptq' takes no value or 'actorder', not '", value, "'"));

@@ -4,7 +4,9 @@
 // whose codes are chosen one element at a time once a block's scales are
 // (quant/rounder.h), ":gptq=actorder" to take the columns by descending
 // input energy (integer groups only: GPTQ checkpoints store the order as
-// g_idx). The option belongs to where a model runs (lowp eval, mix, plan
+// g_idx); ":awq" to scale each input channel by its activations before
+// rounding to nearest, the scales folded into the operation before (AWQ,
+// calib/awq.h). The option belongs to where a model runs (lowp eval, mix, plan
 // --eval); ParseScheme alone refuses it.
 #ifndef LOWP_QUANT_CALIBRATION_H_
 #define LOWP_QUANT_CALIBRATION_H_
@@ -18,12 +20,12 @@
 namespace lowp {
 
 struct Calibration {
-  enum class Method { kNone, kGptq };
+  enum class Method { kNone, kGptq, kAwq };
   Method method = Method::kNone;
   bool act_order = false;
 
   bool active() const { return method != Method::kNone; }
-  // ":gptq", ":gptq=actorder", or "" (how names carry it).
+  // ":gptq", ":gptq=actorder", ":awq", or "" (how names carry it).
   std::string Suffix() const;
 };
 
@@ -32,7 +34,7 @@ struct Calibration {
 // for a value the option does not take or an option given twice.
 absl::StatusOr<std::pair<std::string, Calibration>> SplitCalibration(absl::string_view name);
 
-// True for the options SplitCalibration takes ("gptq"), so that ParseScheme
+// True for the options SplitCalibration takes ("gptq", "awq"), so that ParseScheme
 // can say where they belong.
 bool IsCalibrationOption(absl::string_view key);
 

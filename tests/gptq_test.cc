@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "calib/awq.h"
 #include "calib/hessian.h"
 #include "codecs/ggml.h"
 #include "gmock/gmock.h"
@@ -162,7 +163,7 @@ std::vector<float> PaperGptq(std::vector<double> w, int64_t rows, int64_t n, con
       // The symmetric int4 rule with the block's fp16 scale: amax / 7.
       float amax = 0;
       for (int64_t c = 0; c < width; ++c) amax = std::max(amax, std::fabs(block[r * width + c]));
-      const float scale = static_cast<float>(static_cast<_Float16>(amax / 7.0f));
+      const float scale = ggml::Fp16ToFp32(ggml::Fp32ToFp16(amax / 7.0f));  // fp16, nearest-even
       const float x = probe[r * width + (i - g0)];
       const float code = scale == 0 ? 0 : std::clamp(std::nearbyint(x / scale), -7.0f, 7.0f);
       const float v = code * scale;
@@ -256,6 +257,32 @@ TEST(Gptq, ActOrderTakesColumnsByDescendingHessianDiagonal) {
   const double ordered = OutputError(w, got->values, rows, h);
   const double rtn = OutputError(w, RoundToNearest(w, cols, *scheme), rows, h);
   EXPECT_LT(ordered, rtn);
+}
+
+// Inputs with a few channels 20 times the others' (the outliers AWQ is
+// for): scaling those channels up before rounding protects them, and the
+// search finds it; with no outliers it keeps s = 1 or near it.
+TEST(Awq, ProtectsTheChannelsTheInputsMakeImportant) {
+  const int64_t rows = 32, cols = 256, tokens = 400;
+  std::vector<float> x = Inputs(tokens, cols, 51);
+  for (int64_t r = 0; r < tokens; ++r) {
+    for (int64_t j : {3, 77, 150, 201}) x[r * cols + j] *= 20.0f;
+  }
+  const std::vector<float> w = Weights(rows, cols, 52);
+  Hessian h(cols);
+  h.Add(x, 2);
+  auto scheme = *ParseScheme("int4-g128");
+  const AwqMatrix m{"w", w, rows, scheme.get()};
+  absl::StatusOr<AwqScales> s = SearchAwqScales({&m, 1}, h, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_GT(s->alpha, 0.0);
+  EXPECT_LT(s->error, 0.8 * s->nearest_error) << s->error << " vs " << s->nearest_error;
+  EXPECT_GT(s->scale[77], 1.5f * s->scale[78]);  // an outlier channel scaled up
+  // The error the search reports is the stored weight's, scales undone.
+  std::vector<float> q(w.size());
+  QuantizeScaled(w, s->scale, *scheme, q, 1);
+  for (size_t i = 0; i < q.size(); ++i) q[i] /= s->scale[i % cols];
+  EXPECT_NEAR(OutputError(w, q, rows, h), s->error, 1e-9 * s->error);
 }
 
 TEST(Gptq, RefusesWhatItCannotDo) {

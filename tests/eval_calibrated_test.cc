@@ -1,7 +1,8 @@
-// GPTQ inside the evaluator (eval/calibrator.h): a ":gptq" candidate of the
-// real stories3M-hf calibrated on the bundled calibration text, measured on
-// held-out TinyStories text; sequential calibration (each layer and
-// sub-layer from the inputs the quantized ones before it give); refusals.
+// GPTQ and AWQ inside the evaluator (eval/calibrator.h): ":gptq" and ":awq"
+// candidates of the real stories3M-hf calibrated on the bundled calibration
+// text, measured on held-out TinyStories text; sequential calibration (each
+// layer and sub-layer from the inputs the quantized ones before it give);
+// AWQ's folding; refusals.
 #include <string>
 
 #include "api/eval.h"
@@ -113,6 +114,43 @@ TEST(EvalGptq, RefusesWhatItCannotCalibrate) {
   EXPECT_THAT(none.status().message(), HasSubstr("calib_tokens"));
   // Where no model runs, the option is refused by name.
   EXPECT_THAT(ParseScheme("int4-g128:gptq").status().message(), HasSubstr("where a model runs"));
+}
+
+// On stories3M-hf AWQ's scales lower each product's output error by 1-2%
+// only (its inputs have no outlier channels to protect), so its KL is
+// rounding to nearest's within the noise: neither much better nor worse.
+TEST(EvalAwq, RunsAndStaysNearRoundingToNearest) {
+  absl::StatusOr<api::EvalResult> r = api::Eval(Options("int4-g128,int4-g128:awq", 6, 8));
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::vector<CandidateResult>& c = r->report.candidates;
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[1].weights.total.scheme, "int4-g128:awq");
+  EXPECT_NE(c[1].kl.mean, c[0].kl.mean);  // scales were chosen and folded
+  EXPECT_LT(c[1].kl.mean, 1.1 * c[0].kl.mean) << c[1].kl.mean << " vs " << c[0].kl.mean;
+  // Its weight report is of the effective weight (the scales undone).
+  EXPECT_LT(c[1].weights.total.rmse(), 1.2 * c[0].weights.total.rmse());
+}
+
+// Without rounding (a float32 "scheme") every scale AWQ may try gives the
+// same output, so it keeps s = 1 and the folded model is the model.
+TEST(EvalAwq, WithoutRoundingTheFoldedModelIsTheModel) {
+  absl::StatusOr<api::EvalResult> r = api::Eval(Options("fp32:awq"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->report.candidates[0].kl.max, 0.0);
+}
+
+TEST(EvalAwq, RefusesWhatItCannotFold) {
+  absl::StatusOr<api::EvalResult> part =
+      api::Eval(Options("*.q_proj.weight=int4-g128:awq,*=int4-g128"));
+  ASSERT_FALSE(part.ok());
+  EXPECT_THAT(part.status().message(), HasSubstr("scaled together"));
+  absl::StatusOr<api::EvalResult> both = api::Eval(Options("int4-g128:awq:gptq"));
+  ASSERT_FALSE(both.ok());
+  EXPECT_THAT(both.status().message(), HasSubstr("one calibration per scheme"));
+  absl::StatusOr<api::EvalResult> mixed =
+      api::Eval(Options("*.mlp.*=int4-g128:gptq,*=int4-g128:awq"));
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_THAT(mixed.status().message(), HasSubstr("one method"));
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 // As the paper's reference implementation (gptq.py, fasterquant) does:
 //   - a column no input reaches (H_jj = 0) gets H_jj = 1 and weight 0;
 //   - dampening: H += damp * mean(diag H) * I;
-//   - U = the upper Cholesky factor of H^-1 (H^-1 = U^T U);
+//   - U = the upper Cholesky factor of H^-1 (H^-1 = U^T U), from one
+//     Cholesky of H with its indices reversed and a triangular inverse;
 //   - with act_order, the columns are taken by descending H_jj (ties in
 //     column order), and a group is consecutive columns of that order, as
 //     GPTQ checkpoints store it with g_idx;

@@ -184,6 +184,11 @@ void PrintResult(const api::EvalResult& r, Output output, bool layers, bool cens
                 static_cast<long long>(e.sequence_length),
                 static_cast<unsigned long long>(e.positions));
   }
+  if (!r.calibration.empty()) {
+    std::printf("calibrated on %s: %llu tokens (the :gptq and :awq candidates)\n",
+                Printable(ShortPath(r.calibration)).c_str(),
+                static_cast<unsigned long long>(r.calibration_tokens));
+  }
   std::printf("products  OpenBLAS, %s kernels (%s)\n", r.blas.core.c_str(),
               r.blas.chosen_by.c_str());
   std::printf("reference float32 perplexity %.4f (cross-entropy %.5f nats over %llu predictions)\n",

@@ -110,7 +110,7 @@ absl::StatusOr<Verification> VerifyMixes(const Checkpoint& model, const MixTable
     }
     row.predicted_kl = table.Predict(row.schemes);
     const uint64_t size = row.bytes;
-    add_row(std::move(row), RulesCandidate(baseline.name, {{"", baseline.recipe}}));
+    add_row(std::move(row), RulesCandidate(baseline.name, {{"", baseline.recipe, {}}}));
     if (size < smallest) continue;  // lowp's types cannot be that small
     absl::StatusOr<Allocation> at = table.Allocate(size);
     if (!at.ok()) return at.status();

@@ -6,8 +6,8 @@
 // input energy (integer groups only: GPTQ checkpoints store the order as
 // g_idx); ":awq" to scale each input channel by its activations before
 // rounding to nearest, the scales folded into the operation before (AWQ,
-// calib/awq.h). The option belongs to where a model runs (lowp eval, mix, plan
-// --eval); ParseScheme alone refuses it.
+// calib/awq.h). The option belongs to where a model runs (lowp eval's --weights;
+// mix and plan --eval do not take it yet); ParseScheme alone refuses it.
 #ifndef LOWP_QUANT_CALIBRATION_H_
 #define LOWP_QUANT_CALIBRATION_H_
 

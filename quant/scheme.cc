@@ -138,7 +138,8 @@ absl::StatusOr<std::unique_ptr<Scheme>> ParseScheme(absl::string_view name) {
     if (IsCalibrationOption(key)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "scheme '", name, "': ':", key, "' calibrates the scheme on the inputs a model's "
-          "layers see, so it is taken where a model runs (lowp eval, mix, plan --eval), not here"));
+          "layers see, so it is taken where a model runs: lowp eval's --weights (lowp.eval's weights), "
+          "not here"));
     }
     for (const auto& [seen, unused] : options) {
       if (seen == key) {

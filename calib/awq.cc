@@ -90,8 +90,9 @@ absl::StatusOr<AwqScales> SearchAwqScales(std::span<const AwqMatrix> group, cons
   const int threads = ResolveThreads(options.threads);
   AwqScales best;
   std::vector<float> s(static_cast<size_t>(n)), q, back;
-  for (int k = 0; k < options.grid; ++k) {
-    const double alpha = static_cast<double>(k) / options.grid;
+  const int trials = options.alpha >= 0 ? 1 : options.grid;
+  for (int k = 0; k < trials; ++k) {
+    const double alpha = options.alpha >= 0 ? options.alpha : static_cast<double>(k) / options.grid;
     float lo = INFINITY, hi = 0;
     for (int64_t j = 0; j < n; ++j) {
       const float v =
@@ -111,7 +112,7 @@ absl::StatusOr<AwqScales> SearchAwqScales(std::span<const AwqMatrix> group, cons
       error += OutputError(m.weight, back, m.rows, n, full, threads);
     }
     error /= static_cast<double>(h.count());
-    if (k == 0) best.nearest_error = error;
+    if (k == 0) best.nearest_error = options.alpha >= 0 ? NAN : error;
     if (k == 0 || error < best.error) {
       best.error = error;
       best.alpha = alpha;

@@ -38,6 +38,7 @@ struct AwqMatrix {
 
 struct AwqOptions {
   int grid = 20;
+  double alpha = -1;  // in [0, 1]: this alpha alone, no search
   int threads = 0;
 };
 
@@ -45,7 +46,7 @@ struct AwqScales {
   std::vector<float> scale;  // per input channel
   double alpha = 0;
   double error = 0;          // the group's output error with `scale`, per calibration row
-  double nearest_error = 0;  // the same with s = 1
+  double nearest_error = 0;  // the same with s = 1 (NaN with a given alpha)
 };
 
 // The group's scales. InvalidArgument naming a matrix whose shape does not

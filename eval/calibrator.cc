@@ -233,6 +233,7 @@ absl::Status LayerCalibrator::Awq(int64_t layer, LayerWeights& w, std::span<cons
     }
     AwqOptions options;
     options.threads = threads;
+    options.alpha = target_of(g.matrices[0])->calibration.awq_alpha;
     absl::StatusOr<AwqScales> s = SearchAwqScales(group, inputs.of(g.stage), options);
     if (!s.ok()) return s.status();
     g.scale = std::move(s->scale);

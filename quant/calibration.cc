@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -10,7 +11,9 @@ namespace lowp {
 
 std::string Calibration::Suffix() const {
   if (method == Method::kNone) return "";
-  if (method == Method::kAwq) return ":awq";
+  if (method == Method::kAwq) {
+    return awq_alpha < 0 ? ":awq" : absl::StrCat(":awq=", awq_alpha);
+  }
   return act_order ? ":gptq=actorder" : ":gptq";
 }
 
@@ -34,11 +37,13 @@ absl::StatusOr<std::pair<std::string, Calibration>> SplitCalibration(absl::strin
     }
     const absl::string_view value = eq == absl::string_view::npos ? "" : part.substr(eq + 1);
     if (key == "awq") {
-      if (!value.empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("scheme '", name, "': ':awq' takes no value, not '", value, "'"));
+      double alpha = -1;
+      if (!value.empty() && (!absl::SimpleAtod(value, &alpha) || !(alpha >= 0 && alpha <= 1))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "scheme '", name, "': ':awq' takes no value or an alpha in [0, 1], not '", value, "'"));
       }
       calibration.method = Calibration::Method::kAwq;
+      calibration.awq_alpha = alpha;
       continue;
     }
     if (!value.empty() && value != "actorder") {

@@ -6,8 +6,9 @@
 // input energy (integer groups only: GPTQ checkpoints store the order as
 // g_idx); ":awq" to scale each input channel by its activations before
 // rounding to nearest, the scales folded into the operation before (AWQ,
-// calib/awq.h). The option belongs to where a model runs (lowp eval's --weights;
-// mix and plan --eval do not take it yet); ParseScheme alone refuses it.
+// calib/awq.h; ":awq=ALPHA" takes that alpha instead of searching). The option belongs to where a
+// model runs (lowp eval's --weights; mix and plan --eval do not take it yet); ParseScheme alone
+// refuses it.
 #ifndef LOWP_QUANT_CALIBRATION_H_
 #define LOWP_QUANT_CALIBRATION_H_
 
@@ -23,9 +24,11 @@ struct Calibration {
   enum class Method { kNone, kGptq, kAwq };
   Method method = Method::kNone;
   bool act_order = false;
+  // AWQ's alpha when given (":awq=0.5"), in [0, 1]; negative: searched.
+  double awq_alpha = -1;
 
   bool active() const { return method != Method::kNone; }
-  // ":gptq", ":gptq=actorder", ":awq", or "" (how names carry it).
+  // ":gptq", ":gptq=actorder", ":awq", ":awq=ALPHA", or "" (how names carry it).
   std::string Suffix() const;
 };
 

@@ -3,12 +3,14 @@
 // text, measured on held-out TinyStories text; sequential calibration (each
 // layer and sub-layer from the inputs the quantized ones before it give);
 // AWQ's folding; refusals.
+#include <filesystem>
 #include <string>
 
 #include "api/eval.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "quant/scheme.h"
+#include "tests/random_checkpoint.h"
 
 namespace lowp {
 namespace {
@@ -137,6 +139,31 @@ TEST(EvalAwq, WithoutRoundingTheFoldedModelIsTheModel) {
   absl::StatusOr<api::EvalResult> r = api::Eval(Options("fp32:awq"));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->report.candidates[0].kl.max, 0.0);
+}
+
+// With a given alpha the scales are far from 1 and every fold runs: into
+// both norms, v's rows (a model whose every head has its own value head)
+// and up's rows. Without rounding (fp32) the folded model must be the model
+// but for float32's rounding of W s and x / s.
+TEST(EvalAwq, EveryFoldLeavesTheFloatModel) {
+  const std::string dir = ::testing::TempDir() + "/awq-mha";
+  const ModelConfig c = testing::LlamaShape("mha", 64, 128, 2, 4, 4, 256, false);
+  ASSERT_TRUE(testing::WriteRandomCheckpoint(dir, c, DType::kF32, 7).ok());
+  api::EvalOptions o;
+  o.model = dir;
+  o.sample = "2:32";
+  o.calibration.sample = "2:32";
+  o.weights = "fp32:awq=0.8,int4-g32:awq=0.8,int4-g32";
+  absl::StatusOr<api::EvalResult> r = api::Eval(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::vector<CandidateResult>& k = r->report.candidates;
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_EQ(k[0].weights.total.scheme, "fp32:awq=0.8");
+  EXPECT_LT(k[0].kl.max, 1e-9);
+  EXPECT_LT(k[0].layer_relative_rmse.back(), 1e-5);
+  // Rounded, the scales change the result (they were applied).
+  EXPECT_NE(k[1].kl.mean, k[2].kl.mean);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(EvalAwq, RefusesWhatItCannotFold) {

@@ -64,21 +64,76 @@ absl::StatusOr<std::vector<double>> InverseCholeskyUpper(const std::string& name
 
 }  // namespace
 
+absl::StatusOr<GptqFactor> FactorHessian(const std::string& name, const Hessian& h,
+                                         const GptqOptions& options) {
+  const int64_t n = h.dim();
+  if (h.count() == 0) return Invalid(name, "no calibration rows reached it");
+  if (n > (int64_t{1} << 16)) {
+    return Invalid(name, absl::StrCat(n, " columns: GPTQ takes at most 65536"));
+  }
+  if (!(options.damp >= 0 && options.damp < 1e6)) {
+    return Invalid(name, absl::StrCat("dampening ", options.damp, " is not in [0, 1e6)"));
+  }
+  BlasSetup();
+  GptqFactor f;
+  f.act_order = options.act_order;
+  f.order.resize(static_cast<size_t>(n));
+  std::iota(f.order.begin(), f.order.end(), 0);
+  if (options.act_order) {
+    std::stable_sort(f.order.begin(), f.order.end(),
+                     [&](int32_t a, int32_t b) { return h.at(a, a) > h.at(b, b); });
+  }
+  // H with its columns in `order`; dead columns; dampening.
+  const std::vector<int32_t>& order = f.order;
+  std::vector<double> hp(static_cast<size_t>(n * n));
+  for (int64_t a = 0; a < n; ++a) {
+    for (int64_t b = 0; b < n; ++b) {
+      const int64_t i = std::min(order[a], order[b]), j = std::max(order[a], order[b]);
+      const double v = h.at(i, j);
+      if (!std::isfinite(v)) return Invalid(name, "its inputs are not all finite");
+      hp[static_cast<size_t>(a * n + b)] = v;
+    }
+  }
+  f.dead.assign(static_cast<size_t>(n), 0);
+  double diagonal = 0;
+  for (int64_t a = 0; a < n; ++a) {
+    double& d = hp[static_cast<size_t>(a * n + a)];
+    if (d == 0) {
+      d = 1;
+      f.dead[static_cast<size_t>(a)] = 1;
+    }
+    diagonal += d;
+  }
+  const double damp = options.damp * diagonal / static_cast<double>(n);
+  for (int64_t a = 0; a < n; ++a) hp[static_cast<size_t>(a * n + a)] += damp;
+  absl::StatusOr<std::vector<double>> u = InverseCholeskyUpper(name, hp, static_cast<int>(n));
+  if (!u.ok()) return u.status();
+  f.u = *std::move(u);
+  const std::vector<float> importance = h.MeanSquares();
+  f.importance.resize(importance.size());
+  for (int64_t a = 0; a < n; ++a) {
+    f.importance[static_cast<size_t>(a)] = importance[static_cast<size_t>(order[a])];
+  }
+  return f;
+}
+
 absl::StatusOr<GptqResult> Gptq(const std::string& name, std::span<const float> w, int64_t rows,
                                 int64_t cols, const Hessian& h, const Scheme& scheme,
+                                const TensorContext& context, const GptqOptions& options) {
+  absl::StatusOr<GptqFactor> f = FactorHessian(name, h, options);
+  if (!f.ok()) return f.status();
+  return Gptq(name, w, rows, cols, *f, scheme, context, options);
+}
+
+absl::StatusOr<GptqResult> Gptq(const std::string& name, std::span<const float> w, int64_t rows,
+                                int64_t cols, const GptqFactor& f, const Scheme& scheme,
                                 const TensorContext& context, const GptqOptions& options) {
   if (rows < 1 || cols < 1 || static_cast<int64_t>(w.size()) != rows * cols) {
     return Invalid(name, absl::StrCat(w.size(), " values are not ", rows, " x ", cols));
   }
-  if (h.dim() != cols) {
-    return Invalid(name, absl::StrCat("its inputs have ", h.dim(), " columns, the weight ", cols));
-  }
-  if (h.count() == 0) return Invalid(name, "no calibration rows reached it");
-  if (cols > (int64_t{1} << 16)) {
-    return Invalid(name, absl::StrCat(cols, " columns: GPTQ takes at most 65536"));
-  }
-  if (!(options.damp >= 0 && options.damp < 1e6)) {
-    return Invalid(name, absl::StrCat("dampening ", options.damp, " is not in [0, 1e6)"));
+  const int64_t n = static_cast<int64_t>(f.order.size());
+  if (n != cols) {
+    return Invalid(name, absl::StrCat("its inputs have ", n, " columns, the weight ", cols));
   }
   for (size_t i = 0; i < w.size(); ++i) {
     if (!std::isfinite(w[i])) {
@@ -90,56 +145,22 @@ absl::StatusOr<GptqResult> Gptq(const std::string& name, std::span<const float> 
       scheme.BlockRounderFor(rows, cols, context, threads);
   if (!made.ok()) return Invalid(name, std::string(made.status().message()));
   BlockRounder& rounder = **made;
-  if (options.act_order && !rounder.Permutable()) {
+  if (f.act_order && !rounder.Permutable()) {
     return Invalid(name, absl::StrCat("act_order needs a scheme whose groups may be any columns "
                                       "(integer groups, stored with g_idx); '",
                                       scheme.name(), "' stores consecutive columns"));
   }
   BlasSetup();
-  const int64_t n = cols;
-  std::vector<int32_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  if (options.act_order) {
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int32_t a, int32_t b) { return h.at(a, a) > h.at(b, b); });
-  }
-  // H and W with their columns in `order`; dead columns; dampening.
-  std::vector<double> hp(static_cast<size_t>(n * n));
-  for (int64_t a = 0; a < n; ++a) {
-    for (int64_t b = 0; b < n; ++b) {
-      const int64_t i = std::min(order[a], order[b]), j = std::max(order[a], order[b]);
-      const double v = h.at(i, j);
-      if (!std::isfinite(v)) return Invalid(name, "its inputs are not all finite");
-      hp[static_cast<size_t>(a * n + b)] = v;
-    }
-  }
+  const std::vector<int32_t>& order = f.order;
+  const std::vector<double>& u = f.u;
+  const std::vector<float>& importance = f.importance;
+  // W with its columns in `order`, dead columns 0.
   std::vector<double> wp(static_cast<size_t>(rows * n));
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t a = 0; a < n; ++a)
-      wp[static_cast<size_t>(r * n + a)] = w[static_cast<size_t>(r * n + order[a])];
-  }
-  double diagonal = 0;
-  for (int64_t a = 0; a < n; ++a) {
-    double& d = hp[static_cast<size_t>(a * n + a)];
-    if (d == 0) {
-      d = 1;
-      for (int64_t r = 0; r < rows; ++r) wp[static_cast<size_t>(r * n + a)] = 0;
+    for (int64_t a = 0; a < n; ++a) {
+      wp[static_cast<size_t>(r * n + a)] =
+          f.dead[static_cast<size_t>(a)] ? 0 : w[static_cast<size_t>(r * n + order[a])];
     }
-    diagonal += d;
-  }
-  const double damp = options.damp * diagonal / static_cast<double>(n);
-  for (int64_t a = 0; a < n; ++a) hp[static_cast<size_t>(a * n + a)] += damp;
-  absl::StatusOr<std::vector<double>> factor = InverseCholeskyUpper(name, hp, static_cast<int>(n));
-  if (!factor.ok()) return factor.status();
-  const std::vector<double>& u = *factor;
-  hp = {};
-
-  std::vector<float> importance = h.MeanSquares();
-  {
-    std::vector<float> permuted(importance.size());
-    for (int64_t a = 0; a < n; ++a)
-      permuted[static_cast<size_t>(a)] = importance[static_cast<size_t>(order[a])];
-    importance = std::move(permuted);
   }
   const int64_t block = rounder.block_cols();
   int64_t batch = std::max<int64_t>(1, options.batch);
@@ -208,7 +229,7 @@ absl::StatusOr<GptqResult> Gptq(const std::string& name, std::span<const float> 
   }
   const std::span<const uint8_t> bytes = rounder.Bytes();
   result.bytes.assign(bytes.begin(), bytes.end());
-  if (options.act_order) result.order = std::move(order);
+  if (f.act_order) result.order = order;
   return result;
 }
 

@@ -51,6 +51,22 @@ struct GptqResult {
   std::vector<int32_t> order;  // the column order GPTQ took (act_order), else empty
 };
 
+// H made ready for the column loop: the column order, the dead columns, U
+// and the columns' mean squares (in that order). The same for every matrix
+// that multiplies these inputs (q, k and v; gate and up): made once per
+// stage. InvalidArgument naming `name` for no calibration rows, over 65536
+// columns, a dampening out of range or non-finite inputs; FailedPrecondition
+// when H is not positive definite after dampening.
+struct GptqFactor {
+  std::vector<int32_t> order;
+  std::vector<uint8_t> dead;
+  std::vector<double> u;          // [n, n] row-major, upper
+  std::vector<float> importance;  // per column, in `order`
+  bool act_order = false;
+};
+absl::StatusOr<GptqFactor> FactorHessian(const std::string& name, const Hessian& h,
+                                         const GptqOptions& options);
+
 // Quantizes `w` ([rows, cols], finite) with `scheme` (which must give a
 // BlockRounder), `context` its tensor context over w. InvalidArgument
 // naming `name` for a scheme GPTQ cannot round, act_order with a scheme
@@ -59,6 +75,11 @@ struct GptqResult {
 // positive definite after dampening (FailedPrecondition otherwise).
 absl::StatusOr<GptqResult> Gptq(const std::string& name, std::span<const float> w, int64_t rows,
                                 int64_t cols, const Hessian& h, const Scheme& scheme,
+                                const TensorContext& context, const GptqOptions& options);
+// The same from a factor of the inputs' H (options.act_order and damp are
+// the factor's).
+absl::StatusOr<GptqResult> Gptq(const std::string& name, std::span<const float> w, int64_t rows,
+                                int64_t cols, const GptqFactor& factor, const Scheme& scheme,
                                 const TensorContext& context, const GptqOptions& options);
 
 }  // namespace lowp

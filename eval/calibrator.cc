@@ -1,6 +1,7 @@
 #include "eval/calibrator.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -149,6 +150,8 @@ absl::Status LayerCalibrator::Layer(int64_t layer, LayerWeights& w, std::span<co
     StageInputs inputs(layer, InputSite(stage), cols, threads);
     scratch_ = hidden_;
     if (absl::Status s = Run(layer, w, scratch_, &inputs, threads); !s.ok()) return s;
+    // One factor of the stage's H per column order its targets ask for.
+    std::optional<GptqFactor> factors[2];
     for (const Target* t : here) {
       Matrix& m = *entries[t->entry].matrix;
       TensorContext context;
@@ -156,8 +159,14 @@ absl::Status LayerCalibrator::Layer(int64_t layer, LayerWeights& w, std::span<co
       GptqOptions options;
       options.act_order = t->calibration.act_order;
       options.threads = threads;
+      std::optional<GptqFactor>& factor = factors[options.act_order ? 1 : 0];
+      if (!factor.has_value()) {
+        absl::StatusOr<GptqFactor> made = FactorHessian(m.name, inputs.hessian(), options);
+        if (!made.ok()) return made.status();
+        factor = *std::move(made);
+      }
       absl::StatusOr<GptqResult> q =
-          Gptq(m.name, m.values, m.rows, m.cols, inputs.hessian(), *t->scheme, context, options);
+          Gptq(m.name, m.values, m.rows, m.cols, *factor, *t->scheme, context, options);
       if (!q.ok()) return q.status();
       std::span<float> out = storage.Buffer(t->entry, q->values.size());
       std::copy(q->values.begin(), q->values.end(), out.begin());

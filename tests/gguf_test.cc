@@ -54,9 +54,9 @@ std::vector<uint8_t> ReadFile(const std::string& path) {
 
 template <typename T>
 void Put(std::vector<uint8_t>& out, T v) {
-  uint8_t b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));
-  out.insert(out.end(), b, b + sizeof(T));
+  const size_t at = out.size();
+  out.resize(at + sizeof(T));
+  std::memcpy(out.data() + at, &v, sizeof(T));
 }
 void PutString(std::vector<uint8_t>& out, absl::string_view s) {
   Put<uint64_t>(out, s.size());

@@ -2,7 +2,7 @@
 // this CPU supports: every format x rounding mode x policy on the inputs
 // where rounding decisions change, all 2^16 fp16/bf16 inputs, every code's
 // decoding, lengths and alignments, in place, thread counts, the fused
-// measurement and misuse. The all-2^32 sweeps are kernels_exhaustive_test.
+// measurement and misuse. The long sweeps are kernels_exhaustive_test.
 #include <bit>
 #include <cmath>
 #include <cstdint>

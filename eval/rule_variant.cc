@@ -152,7 +152,11 @@ class RuleVariant : public WeightVariant {
       const TensorView view = F32View(m.name, m.rows, m.cols, m.values);
       RecipeChoice choice;
       const Scheme& scheme = SchemeForTensor(*rule->scheme, view, model_, &choice);
-      if (rule->calibration.active()) {  // after the others, in Calibrate
+      // A tensor a recipe keeps in a float type (f16 where llama.cpp has no
+      // fallback for its width, f32) is stored as the recipe says: there
+      // are no codes for GPTQ or AWQ to choose.
+      const bool kept_float = choice.scheme == "f16" || choice.scheme == "f32";
+      if (rule->calibration.active() && !kept_float) {  // after the others, in Calibrate
         targets.push_back({j, &scheme, rule->calibration});
         target_choices.push_back(std::move(choice));
         continue;

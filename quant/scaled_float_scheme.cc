@@ -23,6 +23,7 @@
 #include "kernels/blocks.h"
 #include "kernels/convert.h"
 #include "kernels/quantize.h"
+#include "quant/rounder.h"
 #include "quant/scheme_families.h"
 
 namespace lowp::internal {
@@ -105,6 +106,13 @@ class ScaledFloatScheme : public Scheme {
   }
 
   bool NeedsTensorPass() const override { return layout_.kind == ScaleLayout::kTensor; }
+
+  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(int64_t rows, int64_t cols,
+                                                                const TensorContext& context,
+                                                                int threads) const override {
+    (void)threads;
+    return std::make_unique<ScaledFloatRounder>(*this, rows, cols, context);
+  }
 
   float StoredScale(float amax) const {
     if (!(amax > 0)) return 1.0f;
@@ -198,6 +206,60 @@ class ScaledFloatScheme : public Scheme {
   }
 
  private:
+  // GPTQ's hold (quant/rounder.h): a block's scales are Apply's on the
+  // block's values when the column loop reaches it (-tensor: the tensor's,
+  // from Observe), and each column is rounded as Apply rounds an element
+  // under that scale: x / scale, nearest-even saturating in the element
+  // format, times the scale.
+  class ScaledFloatRounder final : public BlockRounder {
+   public:
+    ScaledFloatRounder(const ScaledFloatScheme& scheme, int64_t rows, int64_t cols,
+                       const TensorContext& context)
+        : BlockRounder(rows, cols, std::min(scheme.layout_.Width(cols), cols)),
+          scheme_(scheme),
+          context_(context),
+          row_scale_(static_cast<size_t>(rows)),
+          scaled_(static_cast<size_t>(rows)) {}
+
+    void Choose(int64_t first, std::span<const float> values,
+                std::span<const float> importance) override {
+      (void)first, (void)importance;
+      const int64_t n = static_cast<int64_t>(values.size()) / rows();
+      StoredChunk stored;
+      SchemeCounts counts;
+      scratch_.resize(values.size());
+      scheme_.Apply(values, n, context_, scratch_, counts, &stored);
+      // One scale per row of this block (a 2-D block's for each of its rows).
+      const int64_t height = scheme_.layout_.Height();
+      for (int64_t r = 0; r < rows(); ++r) {
+        row_scale_[static_cast<size_t>(r)] = stored.scales[static_cast<size_t>(r / height)];
+      }
+    }
+
+    // The whole row shares one scale under -tensor and -channel: any
+    // column order gives the same blocks.
+    bool Permutable() const override {
+      return scheme_.layout_.kind == ScaleLayout::kTensor ||
+             scheme_.layout_.kind == ScaleLayout::kChannel;
+    }
+
+    void Round(int64_t col, std::span<const float> in, std::span<float> out) override {
+      (void)col;
+      for (size_t r = 0; r < in.size(); ++r) {
+        const float s = row_scale_[r];
+        scaled_[r] = s == 0 ? std::copysign(0.0f, in[r]) : in[r] / s;
+      }
+      RoundTripSaturating(scheme_.element_, scaled_, out, codes_);
+      for (size_t r = 0; r < in.size(); ++r) out[r] = SaturateToFloat(out[r] * row_scale_[r]);
+    }
+
+   private:
+    const ScaledFloatScheme& scheme_;
+    TensorContext context_;
+    std::vector<float> row_scale_, scaled_, scratch_;
+    std::vector<uint8_t> codes_;
+  };
+
   // Apply's rule without the codes, through the block kernels: the division,
   // the rounding in one pass (RoundArray), then the product by the scale. A
   // decoded element is subnormal exactly when its code is (a nonzero code

@@ -204,13 +204,40 @@ TEST(Gptq, LowersTheOutputErrorOfRoundingToNearest) {
   Hessian h(cols);
   h.Add(x, 2);
   for (const char* name : {"int4-g128", "int3-channel", "uint4-g64-asym", "q4_0", "q4_K", "q3_K",
-                           "q6_K", "iq4_xs", "q5_1", "ggml-mxfp4"}) {
+                           "q6_K", "iq4_xs", "q5_1", "ggml-mxfp4", "fp8_e4m3fn-channel",
+                           "fp4_e2m1fn-g32", "fp8_e5m2-b16x64", "fp6_e3m2fn-tensor"}) {
     auto scheme = *ParseScheme(name);
     absl::StatusOr<GptqResult> got = Gptq(name, w, rows, cols, h, *scheme, {}, {});
     ASSERT_TRUE(got.ok()) << got.status();
     const double gptq = OutputError(w, got->values, rows, h);
     const double rtn = OutputError(w, RoundToNearest(w, cols, *scheme), rows, h);
     EXPECT_LT(gptq, 0.8 * rtn) << name << ": GPTQ " << gptq << ", nearest " << rtn;
+  }
+}
+
+// With uncorrelated inputs (H diagonal) no column's error reaches another:
+// GPTQ is rounding to nearest, and its values are the scheme's own, bit for
+// bit, whatever the layout of the scales.
+TEST(Gptq, WithADiagonalHessianItIsTheSchemesRounding) {
+  const int64_t rows = 32, cols = 128;
+  std::vector<float> x(static_cast<size_t>(cols * cols), 0.0f);
+  for (int64_t i = 0; i < cols; ++i) x[static_cast<size_t>(i * cols + i)] = 1.0f + 0.01f * i;
+  Hessian h(cols);
+  h.Add(x, 2);
+  const std::vector<float> w = Weights(rows, cols, 41);
+  for (const char* name : {"int4-g32", "fp8_e4m3fn-channel", "fp8_e4m3fn-tensor",
+                           "fp4_e2m1fn-g32", "fp8_e5m2-b16x64", "fp8_e4m3fn-g64:scale=ue8m0"}) {
+    auto scheme = *ParseScheme(name);
+    TensorContext context;
+    if (scheme->NeedsTensorPass()) scheme->Observe(w, cols, context);
+    absl::StatusOr<GptqResult> got = Gptq(name, w, rows, cols, h, *scheme, context, {});
+    ASSERT_TRUE(got.ok()) << name << ": " << got.status();
+    std::vector<float> want(w.size());
+    SchemeCounts counts;
+    scheme->Apply(w, cols, context, want, counts);
+    for (size_t i = 0; i < w.size(); ++i) {
+      ASSERT_EQ(got->values[i], want[i]) << name << " element " << i;
+    }
   }
 }
 

@@ -32,6 +32,7 @@
 #include "kernels/blocks.h"
 #include "kernels/convert.h"
 #include "kernels/quantize.h"
+#include "quant/rounder.h"
 #include "quant/scheme_families.h"
 
 namespace lowp::internal {
@@ -121,6 +122,13 @@ class MxScheme : public Scheme {
            r * static_cast<uint64_t>(BlocksPerRow(cols, kMxBlock)) * kMxScaleBits;
   }
 
+  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(int64_t rows, int64_t cols,
+                                                                const TensorContext& context,
+                                                                int threads) const override {
+    (void)context, (void)threads;
+    return std::make_unique<MxRounder>(*this, rows, cols);
+  }
+
   // The E8M0 exponent of a block whose finite absmax is `amax`.
   int ScaleExponent(float amax) const {
     if (!(amax > 0)) return kE8m0MinExponent;
@@ -184,6 +192,52 @@ class MxScheme : public Scheme {
   }
 
  private:
+  // GPTQ's hold (quant/rounder.h): a block's X is Apply's on the block's
+  // values when the column loop reaches it, and each column goes through
+  // Apply's steps under it (scale, round saturating, unscale).
+  class MxRounder final : public BlockRounder {
+   public:
+    MxRounder(const MxScheme& scheme, int64_t rows, int64_t cols)
+        : BlockRounder(rows, cols, std::min(kMxBlock, cols)),
+          scheme_(scheme),
+          multiplier_(static_cast<size_t>(rows)),
+          unscale_(static_cast<size_t>(rows)),
+          scaled_(static_cast<size_t>(rows)) {}
+
+    void Choose(int64_t first, std::span<const float> values,
+                std::span<const float> importance) override {
+      (void)first, (void)importance;
+      const int64_t n = static_cast<int64_t>(values.size()) / rows();
+      StoredChunk stored;
+      SchemeCounts counts;
+      scratch_.resize(values.size());
+      scheme_.Apply(values, n, TensorContext{}, scratch_, counts, &stored);
+      const float pre = scheme_.is_int_ ? std::ldexp(1.0f, kMxInt8FractionBits) : 1.0f;
+      for (size_t r = 0; r < multiplier_.size(); ++r) {  // one block per row: X = 2^e
+        const float x = stored.scales[r];
+        multiplier_[r] = std::ldexp(1.0f, -std::ilogb(x));
+        unscale_[r] = x / pre;
+      }
+    }
+
+    void Round(int64_t col, std::span<const float> in, std::span<float> out) override {
+      (void)col;
+      const bool is_int = scheme_.is_int_;
+      const float pre = is_int ? std::ldexp(1.0f, kMxInt8FractionBits) : 1.0f;
+      const float limit =
+          is_int ? static_cast<float>(kMxInt8Max) : static_cast<float>(scheme_.max_elem_);
+      const float min_normal = is_int ? 0.0f : static_cast<float>(scheme_.element_.min_normal());
+      (void)ScaleBlocks(in, 1, 1, multiplier_, pre, limit, /*clamp=*/is_int, scaled_);
+      RoundTripSaturating(scheme_.element_, scaled_, out, codes_);
+      (void)UnscaleBlocks(in, out, 1, 1, unscale_, min_normal, out);
+    }
+
+   private:
+    const MxScheme& scheme_;
+    std::vector<float> multiplier_, unscale_, scaled_, scratch_;
+    std::vector<uint8_t> codes_;
+  };
+
   Format element_;
   Rounder rounder_;  // element_, saturating
   MxScaleRule rule_;

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/blocks.h"
 #include "kernels/quantize.h"
+#include "quant/rounder.h"
 #include "quant/scheme_families.h"
 
 namespace lowp::internal {
@@ -177,6 +178,18 @@ class Nf4Scheme final : public Scheme {
 
   bool NeedsTensorPass() const override { return double_quant_; }
 
+  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(int64_t rows, int64_t cols,
+                                                                const TensorContext& context,
+                                                                int threads) const override {
+    (void)context, (void)threads;
+    if (double_quant_) {
+      return absl::InvalidArgumentError(
+          "nf4:double-quant quantizes each block's absmax in groups of 256 blocks along the "
+          "rows, which GPTQ's column loop cannot choose before it reaches them; use nf4");
+    }
+    return std::make_unique<Nf4Rounder>(rows, cols);
+  }
+
   void Observe(std::span<const float> in, int64_t cols, TensorContext& context) const override {
     Scheme::Observe(in, cols, context);
     if (cols <= 0) return;
@@ -231,6 +244,36 @@ class Nf4Scheme final : public Scheme {
   }
 
  private:
+  // GPTQ's hold (quant/rounder.h), without double quantization: a block's
+  // absmax is taken from its values when the column loop reaches it, and
+  // each column is rounded as Apply rounds an element under it (a value
+  // beyond the absmax takes the largest code, 1.0).
+  class Nf4Rounder final : public BlockRounder {
+   public:
+    Nf4Rounder(int64_t rows, int64_t cols)
+        : BlockRounder(rows, cols, std::min(kNf4Block, cols)),
+          absmax_(static_cast<size_t>(rows)) {}
+
+    void Choose(int64_t first, std::span<const float> values,
+                std::span<const float> importance) override {
+      (void)first, (void)importance;
+      const int64_t n = static_cast<int64_t>(values.size()) / rows();
+      BlockAbsMax(values, n, n, absmax_);  // one block per row
+    }
+
+    void Round(int64_t col, std::span<const float> in, std::span<float> out) override {
+      (void)col;
+      for (size_t r = 0; r < in.size(); ++r) {
+        const float amax = absmax_[r];
+        const float inverse = amax != 0.0f ? 1.0f / amax : 0.0f;
+        out[r] = kNf4Values[QuantizeNf4(in[r] * inverse)] * amax;
+      }
+    }
+
+   private:
+    std::vector<float> absmax_;
+  };
+
   // Replaces each block absmax by its double-quantized value, group by group
   // of 256 (the chunk starts on a group boundary; its last group may be short).
   static void CompressStatistics(const TensorContext& context, std::vector<float>& scale) {

@@ -26,6 +26,7 @@
 #include "kernels/blocks.h"
 #include "kernels/convert.h"
 #include "kernels/quantize.h"
+#include "quant/rounder.h"
 #include "quant/scheme_families.h"
 
 namespace lowp::internal {
@@ -74,6 +75,13 @@ class Nvfp4Scheme : public Scheme {
   }
 
   bool NeedsTensorPass() const override { return true; }
+
+  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(int64_t rows, int64_t cols,
+                                                                const TensorContext& context,
+                                                                int threads) const override {
+    (void)threads;
+    return std::make_unique<Nvfp4Rounder>(*this, rows, cols, context);
+  }
 
   void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,
              std::span<float> out, SchemeCounts& counts,
@@ -151,6 +159,57 @@ class Nvfp4Scheme : public Scheme {
   }
 
  private:
+  // GPTQ's hold (quant/rounder.h): the global scale is the tensor's (from
+  // Observe, on the weights before GPTQ), a block's e4m3 scale Apply's on
+  // the block's values when the column loop reaches it, and each column is
+  // rounded as Apply rounds an element under them.
+  class Nvfp4Rounder final : public BlockRounder {
+   public:
+    Nvfp4Rounder(const Nvfp4Scheme& scheme, int64_t rows, int64_t cols,
+                 const TensorContext& context)
+        : BlockRounder(rows, cols, std::min(kNvfp4Block, cols)),
+          scheme_(scheme),
+          context_(context),
+          encode_(static_cast<size_t>(rows)),
+          decode_(static_cast<size_t>(rows)),
+          scaled_(static_cast<size_t>(rows)) {
+      constexpr float kFloatMax = std::numeric_limits<float>::max();
+      float global_encode = std::min(kE4m3Max * kE2m1Max / context.absmax, kFloatMax);
+      if (global_encode == 0) global_encode = 1;
+      global_decode_ = 1.0f / global_encode;
+    }
+
+    void Choose(int64_t first, std::span<const float> values,
+                std::span<const float> importance) override {
+      (void)first, (void)importance;
+      constexpr float kFloatMax = std::numeric_limits<float>::max();
+      const int64_t n = static_cast<int64_t>(values.size()) / rows();
+      StoredChunk stored;
+      SchemeCounts counts;
+      scratch_.resize(values.size());
+      scheme_.Apply(values, n, context_, scratch_, counts, &stored);
+      for (size_t r = 0; r < encode_.size(); ++r) {  // one block per row
+        const float s = stored.scales[r];
+        encode_[r] = std::min(1.0f / (s * global_decode_), kFloatMax);
+        decode_[r] = s * global_decode_;
+      }
+    }
+
+    void Round(int64_t col, std::span<const float> in, std::span<float> out) override {
+      (void)col;
+      for (size_t r = 0; r < in.size(); ++r) scaled_[r] = in[r] * encode_[r];
+      RoundTripSaturating(scheme_.e2m1_, scaled_, out, codes_);
+      for (size_t r = 0; r < in.size(); ++r) out[r] = SaturateToFloat(out[r] * decode_[r]);
+    }
+
+   private:
+    const Nvfp4Scheme& scheme_;
+    TensorContext context_;
+    float global_decode_ = 1;
+    std::vector<float> encode_, decode_, scaled_, scratch_;
+    std::vector<uint8_t> codes_;
+  };
+
   // Apply's rule without the codes, through the block kernels, from the
   // requested block scales: k as a block multiplier (x * k * 1 is x * k),
   // the e2m1 rounding in one pass, then the product by s * g. A decoded

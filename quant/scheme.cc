@@ -49,8 +49,8 @@ absl::StatusOr<std::unique_ptr<BlockRounder>> Scheme::BlockRounderFor(int64_t ro
   return absl::InvalidArgumentError(absl::StrCat(
       "scheme '", name_, "' does not choose its codes one element at a time once a block's "
       "scales are set, so GPTQ cannot round it; GPTQ takes the integer schemes, the scaled "
-      "floats (fp8_e4m3fn-channel, fp4_e2m1fn-g32, ...) and llama.cpp's q4_0, q4_1, q5_0, q5_1, "
-      "q8_0, q2_K..q6_K, iq4_nl, iq4_xs, ggml-mxfp4 and ggml-nvfp4"));
+      "floats (fp8_e4m3fn-channel, fp4_e2m1fn-g32, ...), mx*, nvfp4, nf4 and llama.cpp's q4_0, "
+      "q4_1, q5_0, q5_1, q8_0, q2_K..q6_K, iq4_nl, iq4_xs, ggml-mxfp4 and ggml-nvfp4"));
 }
 
 void Scheme::Observe(std::span<const float> in, int64_t cols, TensorContext& context) const {

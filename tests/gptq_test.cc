@@ -65,10 +65,17 @@ double OutputError(const std::vector<float>& a, const std::vector<float>& b, int
   return total / static_cast<double>(h.count());
 }
 
+// The tensor's context for `s` (its absmax when the scheme scales by it).
+TensorContext ContextOf(const std::vector<float>& w, int64_t cols, const Scheme& s) {
+  TensorContext context;
+  if (s.NeedsTensorPass()) s.Observe(w, cols, context);
+  return context;
+}
+
 std::vector<float> RoundToNearest(const std::vector<float>& w, int64_t cols, const Scheme& s) {
   std::vector<float> out(w.size());
   SchemeCounts counts;
-  s.Apply(w, cols, TensorContext{}, out, counts);
+  s.Apply(w, cols, ContextOf(w, cols, s), out, counts);
   return out;
 }
 
@@ -205,9 +212,11 @@ TEST(Gptq, LowersTheOutputErrorOfRoundingToNearest) {
   h.Add(x, 2);
   for (const char* name : {"int4-g128", "int3-channel", "uint4-g64-asym", "q4_0", "q4_K", "q3_K",
                            "q6_K", "iq4_xs", "q5_1", "ggml-mxfp4", "fp8_e4m3fn-channel",
-                           "fp4_e2m1fn-g32", "fp8_e5m2-b16x64", "fp6_e3m2fn-tensor"}) {
+                           "fp4_e2m1fn-g32", "fp8_e5m2-b16x64", "fp6_e3m2fn-tensor", "mxfp4",
+                           "mxint8", "nvfp4", "nf4"}) {
     auto scheme = *ParseScheme(name);
-    absl::StatusOr<GptqResult> got = Gptq(name, w, rows, cols, h, *scheme, {}, {});
+    absl::StatusOr<GptqResult> got =
+        Gptq(name, w, rows, cols, h, *scheme, ContextOf(w, cols, *scheme), {});
     ASSERT_TRUE(got.ok()) << got.status();
     const double gptq = OutputError(w, got->values, rows, h);
     const double rtn = OutputError(w, RoundToNearest(w, cols, *scheme), rows, h);
@@ -226,10 +235,11 @@ TEST(Gptq, WithADiagonalHessianItIsTheSchemesRounding) {
   h.Add(x, 2);
   const std::vector<float> w = Weights(rows, cols, 41);
   for (const char* name : {"int4-g32", "fp8_e4m3fn-channel", "fp8_e4m3fn-tensor",
-                           "fp4_e2m1fn-g32", "fp8_e5m2-b16x64", "fp8_e4m3fn-g64:scale=ue8m0"}) {
+                           "fp4_e2m1fn-g32", "fp8_e5m2-b16x64", "fp8_e4m3fn-g64:scale=ue8m0",
+                           "mxfp4", "mxfp8", "mxfp6_e3m2", "mxint8", "mxfp4:scale=round-up",
+                           "nvfp4", "nf4"}) {
     auto scheme = *ParseScheme(name);
-    TensorContext context;
-    if (scheme->NeedsTensorPass()) scheme->Observe(w, cols, context);
+    const TensorContext context = ContextOf(w, cols, *scheme);
     absl::StatusOr<GptqResult> got = Gptq(name, w, rows, cols, h, *scheme, context, {});
     ASSERT_TRUE(got.ok()) << name << ": " << got.status();
     std::vector<float> want(w.size());
@@ -334,6 +344,12 @@ TEST(Gptq, RefusesWhatItCannotDo) {
               HasSubstr("weight 0,5 is nan"));
   auto iq2 = *ParseScheme("iq2_xxs");
   EXPECT_FALSE(Gptq("blk.0.q", w, rows, cols, h, *iq2, {}, {}).ok());
+  auto double_quant = *ParseScheme("nf4:double-quant");
+  EXPECT_THAT(Gptq("blk.0.q", w, rows, cols, h, *double_quant, {}, {}).status().message(),
+              HasSubstr("groups of 256 blocks"));
+  auto group = *ParseScheme("fp8_e4m3fn-g64");  // consecutive columns: no act_order
+  EXPECT_THAT(Gptq("blk.0.q", w, rows, cols, h, *group, {}, act).status().message(),
+              HasSubstr("act_order"));
 }
 
 }  // namespace

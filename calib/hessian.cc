@@ -17,7 +17,10 @@ constexpr int64_t kBlockRows = 64;
 }  // namespace
 
 Hessian::Hessian(int64_t dim)
-    : dim_(dim), h_(static_cast<size_t>(dim * dim), 0.0), abs_sum_(static_cast<size_t>(dim), 0.0) {}
+    : dim_(dim),
+      h_(static_cast<size_t>(dim * dim), 0.0),
+      abs_sum_(static_cast<size_t>(dim), 0.0),
+      abs_max_(static_cast<size_t>(dim), 0.0f) {}
 
 void Hessian::Add(std::span<const float> rows, int threads) {
   const int64_t n = static_cast<int64_t>(rows.size()) / dim_;
@@ -37,7 +40,10 @@ void Hessian::Add(std::span<const float> rows, int threads) {
   });
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t j = 0; j < dim_; ++j) {
-      abs_sum_[static_cast<size_t>(j)] += std::fabs(x_[static_cast<size_t>(r * dim_ + j)]);
+      const double a = std::fabs(x_[static_cast<size_t>(r * dim_ + j)]);
+      abs_sum_[static_cast<size_t>(j)] += a;
+      float& m = abs_max_[static_cast<size_t>(j)];
+      m = std::max(m, static_cast<float>(a));  // exact: a is a float32 value
     }
   }
   count_ += n;

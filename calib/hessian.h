@@ -32,12 +32,15 @@ class Hessian {
   std::vector<float> MeanSquares() const;
   // Each column's mean |x| over the rows (AWQ's activation statistic).
   std::vector<double> MeanAbs() const;
+  // Each column's max |x| over the rows (SmoothQuant's), 0 before any row.
+  const std::vector<float>& AbsMax() const { return abs_max_; }
 
  private:
   int64_t dim_;
   int64_t count_ = 0;
   std::vector<double> h_;        // [dim, dim], upper triangle
   std::vector<double> abs_sum_;  // per column, sum |x| in row order
+  std::vector<float> abs_max_;   // per column, max |x| (NaN rows leave it alone)
   std::vector<double> x_;        // the rows being added, in double
 };
 

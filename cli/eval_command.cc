@@ -77,7 +77,10 @@ const char kEvalHelp[] =
     "                 (integer groups). :awq (AWQ, calib/awq.h) scales each input\n"
     "                 channel by its mean |x|^alpha (alpha searched on a grid of 20)\n"
     "                 before rounding, folded into the norm or the rows before\n"
-    "                 (:awq=ALPHA takes that alpha).\n"
+    "                 (:awq=ALPHA takes that alpha). :smooth[=ALPHA] (SmoothQuant,\n"
+    "                 calib/smooth.h; alpha 0.5) divides the inputs of q/k/v and\n"
+    "                 gate/up by max|x|^alpha / max|w|^(1-alpha), folded into the\n"
+    "                 norms, for candidates with --activations (W8A8).\n"
     "                 Calibration: --calib-text (default the bundled TinyStories\n"
     "                 calibration text, --calib-ctx 256, --calib-chunks 64) or\n"
     "                 --calib-tokens.\n"
@@ -186,7 +189,7 @@ void PrintResult(const api::EvalResult& r, Output output, bool layers, bool cens
                 static_cast<unsigned long long>(e.positions));
   }
   if (!r.calibration.empty()) {
-    std::printf("calibrated on %s: %llu tokens (the :gptq and :awq candidates)\n",
+    std::printf("calibrated on %s: %llu tokens (the :gptq, :awq and :smooth candidates)\n",
                 Printable(ShortPath(r.calibration)).c_str(),
                 static_cast<unsigned long long>(r.calibration_tokens));
   }

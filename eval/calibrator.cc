@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "calib/awq.h"
+#include "calib/smooth.h"
 #include "calib/gptq.h"
 #include "calib/hessian.h"
 
@@ -123,10 +124,9 @@ absl::Status LayerCalibrator::Layer(int64_t layer, LayerWeights& w, std::span<co
   }
   const ModelConfig& c = reference_.config();
   std::vector<LayerWeights::Entry> entries = w.Matrices(c);
-  const bool awq = std::any_of(targets.begin(), targets.end(), [](const Target& t) {
-    return t.calibration.method == Calibration::Method::kAwq;
-  });
-  if (awq) {
+  const bool folds = std::any_of(targets.begin(), targets.end(),
+                                 [](const Target& t) { return t.calibration.folds(); });
+  if (folds) {
     if (absl::Status s = Awq(layer, w, targets, storage, threads); !s.ok()) return s;
     if (absl::Status s = Run(layer, w, hidden_, nullptr, threads); !s.ok()) return s;
     ++next_layer_;
@@ -182,21 +182,26 @@ absl::Status LayerCalibrator::Awq(int64_t layer, LayerWeights& w, std::span<cons
                                   LayerStorage& storage, int threads) {
   const ModelConfig& c = reference_.config();
   std::vector<LayerWeights::Entry> entries = w.Matrices(c);
+  // Every target of the layer takes the first one's method.
+  const Calibration::Method method = targets[0].calibration.method;
+  const bool smooth = method == Calibration::Method::kSmooth;
+  const std::string method_name = smooth ? "SmoothQuant" : "AWQ";
   auto named = [&](const std::string& what) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("AWQ of '", entries[targets[0].entry].matrix->name, "': ", what));
+    return absl::InvalidArgumentError(absl::StrCat(
+        method_name, " of '", entries[targets[0].entry].matrix->name, "': ", what));
   };
   if (c.num_experts > 0 || c.norm_adds_one || c.norm_bias || c.norms_per_layer != 2 ||
       !c.gated_mlp || c.mlp_bias) {
-    return named(
-        "AWQ folds its scales into Llama-style layers (RMSNorm weights, a gated MLP "
-        "without biases, no experts); this model's layers are not");
+    return named(absl::StrCat(method_name,
+                              " folds its scales into Llama-style layers (RMSNorm weights, a "
+                              "gated MLP without biases, no experts); this model's layers are "
+                              "not"));
   }
   for (const Target& t : targets) {
-    if (t.calibration.method != Calibration::Method::kAwq) {
+    if (t.calibration.method != method) {
       return named(
-          "a layer is calibrated by one method: give its matrices ':awq' or ':gptq', "
-          "not both");
+          "a layer is calibrated by one method: give its matrices one of ':awq', ':smooth' "
+          "and ':gptq', not two");
     }
   }
   // The target of each matrix, or null.
@@ -227,7 +232,7 @@ absl::Status LayerCalibrator::Awq(int64_t layer, LayerWeights& w, std::span<cons
     if (targeted != static_cast<int>(g.matrices.size())) {
       return named(
           "the matrices that share an input are scaled together: give q, k and v (or "
-          "gate and up) the same ':awq' rule");
+          "gate and up) the same rule");
     }
     // o's input folds into v's rows only when every head has its own value
     // head; down's into up's rows only when up is scaled with it (AWQ's
@@ -240,9 +245,20 @@ absl::Status LayerCalibrator::Awq(int64_t layer, LayerWeights& w, std::span<cons
     for (Matrix* m : g.matrices) {
       group.push_back({m->name, m->values, m->rows, target_of(m)->scheme});
     }
+    if (smooth) {
+      // SmoothQuant's reference smooths what the norms feed (q, k and v;
+      // gate and up); o and down are quantized as they are.
+      if (g.stage == Stage::kO || g.stage == Stage::kDown) continue;
+      const double alpha = target_of(g.matrices[0])->calibration.alpha;
+      absl::StatusOr<std::vector<float>> s =
+          SmoothScales(group, inputs.of(g.stage), alpha < 0 ? kSmoothDefaultAlpha : alpha);
+      if (!s.ok()) return s.status();
+      g.scale = *std::move(s);
+      continue;
+    }
     AwqOptions options;
     options.threads = threads;
-    options.alpha = target_of(g.matrices[0])->calibration.awq_alpha;
+    options.alpha = target_of(g.matrices[0])->calibration.alpha;
     absl::StatusOr<AwqScales> s = SearchAwqScales(group, inputs.of(g.stage), options);
     if (!s.ok()) return s.status();
     g.scale = std::move(s->scale);

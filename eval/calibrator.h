@@ -1,4 +1,4 @@
-// GPTQ and AWQ inside the layer stream: a calibrated variant's matrices quantized
+// GPTQ, AWQ and SmoothQuant inside the layer stream: a calibrated variant's matrices quantized
 // layer by layer from the inputs the variant's own quantized layers before
 // them produce on calibration tokens, as GPTQ's reference implementation
 // does (sequentially, sub-layer by sub-layer).

@@ -994,7 +994,8 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
         "files of the model's quantized matrices) against float32: KL divergence, top-1 "
         "agreement, perplexity. Tokens: an array or .npy path, or sampled 'N:LEN' with seed, or "
         "text / text_file (llama.cpp's perplexity protocol: ctx, chunks -1 for all, tokenizer "
-        "over the model's own). A weights scheme with ':gptq' (GPTQ) or ':awq' (AWQ) is "
+        "over the model's own). A weights scheme with ':gptq' (GPTQ), ':awq' (AWQ) or ':smooth' "
+        "(SmoothQuant) is "
         "calibrated on the calib_ tokens (the same options with calib_ before each; default the "
         "bundled calibration text, calib_ctx 256, calib_chunks 64).");
     ModelParams(

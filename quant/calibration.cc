@@ -11,13 +11,14 @@ namespace lowp {
 
 std::string Calibration::Suffix() const {
   if (method == Method::kNone) return "";
-  if (method == Method::kAwq) {
-    return awq_alpha < 0 ? ":awq" : absl::StrCat(":awq=", awq_alpha);
-  }
+  if (method == Method::kAwq) return alpha < 0 ? ":awq" : absl::StrCat(":awq=", alpha);
+  if (method == Method::kSmooth) return alpha < 0 ? ":smooth" : absl::StrCat(":smooth=", alpha);
   return act_order ? ":gptq=actorder" : ":gptq";
 }
 
-bool IsCalibrationOption(absl::string_view key) { return key == "gptq" || key == "awq"; }
+bool IsCalibrationOption(absl::string_view key) {
+  return key == "gptq" || key == "awq" || key == "smooth";
+}
 
 absl::StatusOr<std::pair<std::string, Calibration>> SplitCalibration(absl::string_view name) {
   std::vector<absl::string_view> kept;
@@ -33,17 +34,19 @@ absl::StatusOr<std::pair<std::string, Calibration>> SplitCalibration(absl::strin
     }
     if (calibration.active()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "scheme '", name, "': one calibration per scheme (':gptq' or ':awq'), not two"));
+          "scheme '", name, "': one calibration per scheme (':gptq', ':awq' or ':smooth'), not two"));
     }
     const absl::string_view value = eq == absl::string_view::npos ? "" : part.substr(eq + 1);
-    if (key == "awq") {
+    if (key == "awq" || key == "smooth") {
       double alpha = -1;
       if (!value.empty() && (!absl::SimpleAtod(value, &alpha) || !(alpha >= 0 && alpha <= 1))) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "scheme '", name, "': ':awq' takes no value or an alpha in [0, 1], not '", value, "'"));
+        return absl::InvalidArgumentError(absl::StrCat("scheme '", name, "': ':", key,
+                                                       "' takes no value or an alpha in [0, 1], "
+                                                       "not '", value, "'"));
       }
-      calibration.method = Calibration::Method::kAwq;
-      calibration.awq_alpha = alpha;
+      calibration.method =
+          key == "awq" ? Calibration::Method::kAwq : Calibration::Method::kSmooth;
+      calibration.alpha = alpha;
       continue;
     }
     if (!value.empty() && value != "actorder") {

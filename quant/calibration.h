@@ -6,9 +6,12 @@
 // input energy (integer groups only: GPTQ checkpoints store the order as
 // g_idx); ":awq" to scale each input channel by its activations before
 // rounding to nearest, the scales folded into the operation before (AWQ,
-// calib/awq.h; ":awq=ALPHA" takes that alpha instead of searching). The option belongs to where a
-// model runs (lowp eval's --weights; mix and plan --eval do not take it yet); ParseScheme alone
-// refuses it.
+// calib/awq.h; ":awq=ALPHA" takes that alpha instead of searching);
+// ":smooth[=ALPHA]" to migrate the activations' outliers into the weights
+// before both are quantized (SmoothQuant, calib/smooth.h; alpha 0.5 by
+// default), for candidates whose activations are quantized too. The option
+// belongs to where a model runs (lowp eval's --weights; mix and plan --eval
+// do not take it yet); ParseScheme alone refuses it.
 #ifndef LOWP_QUANT_CALIBRATION_H_
 #define LOWP_QUANT_CALIBRATION_H_
 
@@ -21,14 +24,19 @@
 namespace lowp {
 
 struct Calibration {
-  enum class Method { kNone, kGptq, kAwq };
+  enum class Method { kNone, kGptq, kAwq, kSmooth };
   Method method = Method::kNone;
   bool act_order = false;
-  // AWQ's alpha when given (":awq=0.5"), in [0, 1]; negative: searched.
-  double awq_alpha = -1;
+  // AWQ's alpha when given (":awq=0.5"), in [0, 1], negative: searched;
+  // SmoothQuant's migration strength (":smooth=0.8"; 0.5 when not given).
+  double alpha = -1;
 
   bool active() const { return method != Method::kNone; }
-  // ":gptq", ":gptq=actorder", ":awq", ":awq=ALPHA", or "" (how names carry it).
+  // Whether the method scales input channels and folds the scales into the
+  // operation before (AWQ, SmoothQuant) rather than choosing codes (GPTQ).
+  bool folds() const { return method == Method::kAwq || method == Method::kSmooth; }
+  // ":gptq", ":gptq=actorder", ":awq", ":awq=ALPHA", ":smooth", ":smooth=ALPHA",
+  // or "" (how names carry it).
   std::string Suffix() const;
 };
 
@@ -37,7 +45,7 @@ struct Calibration {
 // for a value the option does not take or an option given twice.
 absl::StatusOr<std::pair<std::string, Calibration>> SplitCalibration(absl::string_view name);
 
-// True for the options SplitCalibration takes ("gptq", "awq"), so that ParseScheme
+// True for the options SplitCalibration takes ("gptq", "awq", "smooth"), so that ParseScheme
 // can say where they belong.
 bool IsCalibrationOption(absl::string_view key);
 

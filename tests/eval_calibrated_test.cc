@@ -191,6 +191,34 @@ TEST(EvalAwq, EveryFoldLeavesTheFloatModel) {
   std::filesystem::remove_all(dir);
 }
 
+// SmoothQuant's scales (max|x|^alpha / max|w|^(1-alpha), far from 1 on
+// this random model) fold into both norms: without rounding (fp32) the model
+// is the model but for float32's rounding of W s and x / s; with int8
+// weights and activations they change what is rounded.
+TEST(EvalSmooth, FoldsLeaveTheFloatModelAndChangeW8A8) {
+  const std::string dir = ::testing::TempDir() + "/smooth-mha";
+  const ModelConfig c = testing::LlamaShape("mha", 64, 128, 2, 4, 4, 256, false);
+  ASSERT_TRUE(testing::WriteRandomCheckpoint(dir, c, DType::kF32, 8).ok());
+  api::EvalOptions o;
+  o.model = dir;
+  o.sample = "2:32";
+  o.calibration.sample = "2:32";
+  o.weights = "fp32:smooth=0.8";
+  absl::StatusOr<api::EvalResult> floats = api::Eval(o);
+  ASSERT_TRUE(floats.ok()) << floats.status();
+  EXPECT_EQ(floats->report.candidates[0].weights.total.scheme, "fp32:smooth=0.8");
+  EXPECT_LT(floats->report.candidates[0].kl.max, 1e-9);
+  o.weights = "int8-channel,int8-channel:smooth,int8-channel:smooth=0.8";
+  o.activations = "int8-channel";
+  absl::StatusOr<api::EvalResult> w8a8 = api::Eval(o);
+  ASSERT_TRUE(w8a8.ok()) << w8a8.status();
+  const std::vector<CandidateResult>& k = w8a8->report.candidates;
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_NE(k[1].kl.mean, k[0].kl.mean);
+  EXPECT_NE(k[2].kl.mean, k[1].kl.mean);  // alpha is taken
+  std::filesystem::remove_all(dir);
+}
+
 TEST(EvalAwq, RefusesWhatItCannotFold) {
   absl::StatusOr<api::EvalResult> part =
       api::Eval(Options("*.q_proj.weight=int4-g128:awq,*=int4-g128"));
@@ -203,6 +231,13 @@ TEST(EvalAwq, RefusesWhatItCannotFold) {
       api::Eval(Options("*.mlp.*=int4-g128:gptq,*=int4-g128:awq"));
   ASSERT_FALSE(mixed.ok());
   EXPECT_THAT(mixed.status().message(), HasSubstr("one method"));
+  absl::StatusOr<api::EvalResult> folds =
+      api::Eval(Options("*.mlp.*=int8-channel:smooth,*=int8-channel:awq"));
+  ASSERT_FALSE(folds.ok());
+  EXPECT_THAT(folds.status().message(), HasSubstr("one method"));
+  absl::StatusOr<api::EvalResult> alpha = api::Eval(Options("int8-channel:smooth=2"));
+  ASSERT_FALSE(alpha.ok());
+  EXPECT_THAT(alpha.status().message(), HasSubstr("':smooth' takes no value or an alpha"));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // updated weights decoding to the values GPTQ gives, and its refusals.
 // (python/tests/test_gptq.py checks it against a NumPy GPTQ.)
 #include "calib/gptq.h"
+#include "calib/smooth.h"
 
 #include <cmath>
 #include <random>
@@ -320,6 +321,30 @@ TEST(Awq, ProtectsTheChannelsTheInputsMakeImportant) {
   QuantizeScaled(w, s->scale, *scheme, q, 1);
   for (size_t i = 0; i < q.size(); ++i) q[i] /= s->scale[i % cols];
   EXPECT_NEAR(OutputError(w, q, rows, h), s->error, 1e-9 * s->error);
+}
+
+// SmoothQuant's scales by hand: s_j = max|x_j|^alpha / max|w_.j|^(1-alpha)
+// over every matrix of the group; a channel with no input or no weight keeps 1.
+TEST(Smooth, ScalesAreTheFormulaOverTheGroup) {
+  const int64_t cols = 4;
+  Hessian h(cols);
+  h.Add(std::vector<float>{1, -8, 0, 2, -4, 2, 0, 0.5f}, 1);  // max |x|: 4 8 0 2
+  const std::vector<float> a = {0.5f, 1, 3, 0, -2, 0.25f, 1, 0};  // max |w|: 2 1 3 0 (with b)
+  const std::vector<float> b = {1, -0.5f, 0, 0};
+  const AwqMatrix group[] = {{"a", a, 2, nullptr}, {"b", b, 1, nullptr}};
+  absl::StatusOr<std::vector<float>> s = SmoothScales(group, h, 0.5);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->size(), 4u);
+  EXPECT_FLOAT_EQ((*s)[0], static_cast<float>(std::sqrt(4.0) / std::sqrt(2.0)));
+  EXPECT_FLOAT_EQ((*s)[1], static_cast<float>(std::sqrt(8.0) / std::sqrt(1.0)));
+  EXPECT_EQ((*s)[2], 1.0f);  // no input
+  EXPECT_EQ((*s)[3], 1.0f);  // no weight
+  absl::StatusOr<std::vector<float>> all = SmoothScales(group, h, 1.0);
+  ASSERT_TRUE(all.ok());
+  EXPECT_FLOAT_EQ((*all)[1], 8.0f);  // alpha 1: the inputs' max alone
+  EXPECT_THAT(SmoothScales(group, Hessian(cols), 0.5).status().message(),
+              HasSubstr("no calibration rows"));
+  EXPECT_FALSE(SmoothScales(group, h, 1.5).ok());
 }
 
 TEST(Gptq, RefusesWhatItCannotDo) {

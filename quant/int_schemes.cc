@@ -165,11 +165,8 @@ class IntScheme : public Scheme {
     void Choose(int64_t first, std::span<const float> values,
                 std::span<const float> importance) override {
       (void)first, (void)importance;
-      const int64_t n = static_cast<int64_t>(values.size()) / rows();
-      StoredChunk stored;
-      SchemeCounts counts;
-      scratch_.resize(values.size());
-      scheme_.Apply(values, n, context_, scratch_, counts, &stored);
+      StoredChunk stored =
+          scheme_.Stored(values, static_cast<int64_t>(values.size()) / rows(), context_);
       scale_ = std::move(stored.scales);
       zero_ = std::move(stored.offsets);
     }
@@ -184,7 +181,7 @@ class IntScheme : public Scheme {
    private:
     const IntScheme& scheme_;
     TensorContext context_;
-    std::vector<float> scratch_, scale_, zero_;
+    std::vector<float> scale_, zero_;
   };
 
   int bits_;

@@ -207,11 +207,8 @@ class MxScheme : public Scheme {
     void Choose(int64_t first, std::span<const float> values,
                 std::span<const float> importance) override {
       (void)first, (void)importance;
-      const int64_t n = static_cast<int64_t>(values.size()) / rows();
-      StoredChunk stored;
-      SchemeCounts counts;
-      scratch_.resize(values.size());
-      scheme_.Apply(values, n, TensorContext{}, scratch_, counts, &stored);
+      const StoredChunk stored =
+          scheme_.Stored(values, static_cast<int64_t>(values.size()) / rows(), TensorContext{});
       const float pre = scheme_.is_int_ ? std::ldexp(1.0f, kMxInt8FractionBits) : 1.0f;
       for (size_t r = 0; r < multiplier_.size(); ++r) {  // one block per row: X = 2^e
         const float x = stored.scales[r];
@@ -234,7 +231,7 @@ class MxScheme : public Scheme {
 
    private:
     const MxScheme& scheme_;
-    std::vector<float> multiplier_, unscale_, scaled_, scratch_;
+    std::vector<float> multiplier_, unscale_, scaled_;
     std::vector<uint8_t> codes_;
   };
 

@@ -183,11 +183,8 @@ class Nvfp4Scheme : public Scheme {
                 std::span<const float> importance) override {
       (void)first, (void)importance;
       constexpr float kFloatMax = std::numeric_limits<float>::max();
-      const int64_t n = static_cast<int64_t>(values.size()) / rows();
-      StoredChunk stored;
-      SchemeCounts counts;
-      scratch_.resize(values.size());
-      scheme_.Apply(values, n, context_, scratch_, counts, &stored);
+      const StoredChunk stored =
+          scheme_.Stored(values, static_cast<int64_t>(values.size()) / rows(), context_);
       for (size_t r = 0; r < encode_.size(); ++r) {  // one block per row
         const float s = stored.scales[r];
         encode_[r] = std::min(1.0f / (s * global_decode_), kFloatMax);
@@ -206,7 +203,7 @@ class Nvfp4Scheme : public Scheme {
     const Nvfp4Scheme& scheme_;
     TensorContext context_;
     float global_decode_ = 1;
-    std::vector<float> encode_, decode_, scaled_, scratch_;
+    std::vector<float> encode_, decode_, scaled_;
     std::vector<uint8_t> codes_;
   };
 

@@ -224,11 +224,8 @@ class ScaledFloatScheme : public Scheme {
     void Choose(int64_t first, std::span<const float> values,
                 std::span<const float> importance) override {
       (void)first, (void)importance;
-      const int64_t n = static_cast<int64_t>(values.size()) / rows();
-      StoredChunk stored;
-      SchemeCounts counts;
-      scratch_.resize(values.size());
-      scheme_.Apply(values, n, context_, scratch_, counts, &stored);
+      const StoredChunk stored =
+          scheme_.Stored(values, static_cast<int64_t>(values.size()) / rows(), context_);
       // One scale per row of this block (a 2-D block's for each of its rows).
       const int64_t height = scheme_.layout_.Height();
       for (int64_t r = 0; r < rows(); ++r) {
@@ -256,7 +253,7 @@ class ScaledFloatScheme : public Scheme {
    private:
     const ScaledFloatScheme& scheme_;
     TensorContext context_;
-    std::vector<float> row_scale_, scaled_, scratch_;
+    std::vector<float> row_scale_, scaled_;
     std::vector<uint8_t> codes_;
   };
 

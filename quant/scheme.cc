@@ -53,6 +53,15 @@ absl::StatusOr<std::unique_ptr<BlockRounder>> Scheme::BlockRounderFor(int64_t ro
       "q4_1, q5_0, q5_1, q8_0, q2_K..q6_K, iq4_nl, iq4_xs, ggml-mxfp4 and ggml-nvfp4"));
 }
 
+StoredChunk Scheme::Stored(std::span<const float> in, int64_t cols,
+                           const TensorContext& context) const {
+  StoredChunk stored;
+  SchemeCounts counts;
+  std::vector<float> out(in.size());
+  Apply(in, cols, context, out, counts, &stored);
+  return stored;
+}
+
 void Scheme::Observe(std::span<const float> in, int64_t cols, TensorContext& context) const {
   (void)cols;
   if (in.empty()) return;

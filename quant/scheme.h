@@ -149,6 +149,9 @@ class Scheme {
   virtual void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,
                      std::span<float> out, SchemeCounts& counts,
                      StoredChunk* stored = nullptr) const = 0;
+  // What Apply stores for `in` ([rows, cols]): its codes, scales and
+  // offsets (a BlockRounder's Choose takes a block's parameters from it).
+  StoredChunk Stored(std::span<const float> in, int64_t cols, const TensorContext& context) const;
 
  protected:
   explicit Scheme(std::string name) : name_(std::move(name)) {}

@@ -17,8 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tokenizer/bpe_merge.h"
 
 namespace lowp {
@@ -278,6 +280,38 @@ TEST(HfTokenizer, SentencePieceStyleBpeWithByteFallback) {
   absl::StatusOr<std::vector<int32_t>> ids = (*t)->Tokenize("ab a\n");
   ASSERT_TRUE(ids.ok()) << ids.status();
   EXPECT_THAT(*ids, ElementsAre(1, 7, 6, 8 + 0x0A));
+}
+
+// transformers.js's ids for hard strings (tests/data/tokenizers/
+// known-answers.json, how in tests/tokenizer_oracle/), each tokenizer loaded
+// once; python/tests/test_tokenize.py checks the whole files' ids.
+TEST(HfTokenizer, EqualsTransformersJsKnownAnswersOnHardStrings) {
+  const nlohmann::json known =
+      nlohmann::json::parse(ReadAll(kData + "/tokenizers/known-answers.json"));
+  int checked = 0;
+  for (const auto& [name, tok] : known.at("tokenizers").items()) {
+    absl::StatusOr<std::unique_ptr<Tokenizer>> t =
+        LoadTokenizer(kData + "/tokenizers/" + tok.at("tokenizer_json").get<std::string>());
+    ASSERT_TRUE(t.ok()) << t.status();
+    for (const nlohmann::json& c : tok.at("strings")) {
+      const std::string text = c.at("text").get<std::string>();
+      // The oracle matched special tokens in the text (tokenizers always
+      // does); lowp does with parse_special. Where Llama's special token is
+      // written in the text, tokenizers' split before and after
+      // normalization ("</s>" matches only after a space) is not lowp's
+      // (docs/eval.md): those strings are left out.
+      if (name == "llama2" && (absl::StrContains(text, "<s>") ||
+                               absl::StrContains(text, "</s>") ||
+                               absl::StrContains(text, "<unk>"))) {
+        continue;
+      }
+      absl::StatusOr<std::vector<int32_t>> ids = (*t)->Encode(text, /*parse_special=*/true);
+      ASSERT_TRUE(ids.ok()) << name << " " << text << ": " << ids.status();
+      EXPECT_EQ(*ids, c.at("ids").get<std::vector<int32_t>>()) << name << " " << text;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 80);
 }
 
 TEST(HfTokenizer, MalformedAndUnsupportedFilesAreRefusedByName) {

@@ -146,7 +146,6 @@ std::vector<float> PaperGptq(std::vector<double> w, int64_t rows, int64_t n, con
     }
   }
   std::vector<float> q(static_cast<size_t>(rows * n)), block, out;
-  SchemeCounts counts;
   for (int64_t i = 0; i < n; ++i) {
     // Quantize column i with its group's scale, chosen from the group's
     // current columns: the scheme's Apply on them gives exactly the values

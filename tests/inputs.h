@@ -24,7 +24,11 @@ namespace lowp::testing {
 // side; plus float32's own edges (zeros, the smallest subnormal, the
 // subnormal/normal boundary, the largest finite, infinities, NaNs with the
 // smallest and largest payloads). Sorted by bit pattern, each once.
-inline std::vector<uint32_t> RoundingBoundaryInputs(const Oracle& oracle) {
+// With `binade_stride` k > 1, the boundaries inside a float32 binade are
+// kept only in every k-th binade and the four at each end (where the
+// subnormals and the overflow threshold lie): a format with float32's
+// exponent range (tf32) repeats one pattern in each of 254 binades.
+inline std::vector<uint32_t> RoundingBoundaryInputs(const Oracle& oracle, int binade_stride = 1) {
   std::vector<double> anchors = oracle.values();
   const size_t n = anchors.size();
   anchors.push_back(oracle.above());
@@ -37,6 +41,8 @@ inline std::vector<uint32_t> RoundingBoundaryInputs(const Oracle& oracle) {
   for (double a : anchors) {
     if (std::fabs(a) > 3.4028234663852886e38) continue;
     const float nearest = static_cast<float>(a);
+    const int binade = (std::bit_cast<uint32_t>(nearest) >> 23) & 0xFF;
+    if (binade >= 4 && binade < 251 && binade % binade_stride != 0) continue;
     float up = nearest, down = nearest;
     inputs.insert(std::bit_cast<uint32_t>(nearest));
     for (int k = 0; k < 4; ++k) {
@@ -57,8 +63,9 @@ inline std::vector<uint32_t> RoundingBoundaryInputs(const Oracle& oracle) {
 }
 
 // RoundingBoundaryInputs plus every `stride`-th float32 bit pattern.
-inline std::vector<uint32_t> BoundaryInputs(const Oracle& oracle, uint64_t stride = 4099) {
-  const std::vector<uint32_t> boundary = RoundingBoundaryInputs(oracle);
+inline std::vector<uint32_t> BoundaryInputs(const Oracle& oracle, uint64_t stride = 4099,
+                                            int binade_stride = 1) {
+  const std::vector<uint32_t> boundary = RoundingBoundaryInputs(oracle, binade_stride);
   std::set<uint32_t> inputs(boundary.begin(), boundary.end());
   for (uint64_t b = 0; b < (uint64_t{1} << 32); b += stride)
     inputs.insert(static_cast<uint32_t>(b));

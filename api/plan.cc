@@ -31,6 +31,7 @@
 #include "sizing/devices.h"
 #include "model/config.h"
 #include "model/weights.h"
+#include "quant/calibration.h"
 
 namespace lowp::api {
 namespace {
@@ -138,7 +139,10 @@ nlohmann::json ToJson(const Plan& plan) {
       cj["end_to_end"] = nullptr;
     }
     cj["pareto"] = c.pareto;
-    cj["error"] = QuantReportJson(c.error, plan.options.measure.relative_floor, false);
+    // A calibrated candidate's error is its end_to_end: none on the tensors alone.
+    cj["error"] = c.calibrated ? nlohmann::json(nullptr)
+                               : QuantReportJson(c.error, plan.options.measure.relative_floor,
+                                                 false);
     cj["devices"] = nlohmann::json::array();
     for (const PlanFit& f : c.fits) {
       nlohmann::json fj;
@@ -200,6 +204,7 @@ absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model,
   e.ctx = o.eval_ctx;
   e.chunks = o.eval_chunks;
   e.imatrix = o.eval_imatrix;
+  e.calibration = o.calibration;
   e.threads = o.threads;
   std::vector<std::string> formats;
   for (const PlanCandidate& c : plan.candidates) formats.push_back(c.format);
@@ -364,6 +369,16 @@ absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
   PlanOptions options;
   options.sizing = o.sizing;
   options.formats = o.formats;
+  if (!o.eval && !o.mix) {
+    for (const std::string& format : o.formats) {
+      absl::StatusOr<std::pair<std::string, Calibration>> split = SplitCalibration(format);
+      if (split.ok() && split->second.active()) {
+        return OptionError(
+            "formats", absl::StrCat(format, ": calibrated on the inputs the model's layers see, "
+                                            "so measured on its outputs only: add `eval`"));
+      }
+    }
+  }
   for (const std::string& name :
        o.devices.empty() ? std::vector<std::string>{"h100-sxm"} : o.devices) {
     absl::StatusOr<Device> device = FindDevice(name);

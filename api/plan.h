@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "api/inputs.h"
 #include "api/quant.h"
 #include "nlohmann/json.hpp"
 #include "sizing/memory.h"
@@ -49,6 +50,9 @@ struct PlanJobOptions {
   // An importance matrix of the evaluated model (lowp imatrix) its formats
   // and the mix quantize with, as eval's and mix's --imatrix.
   std::string eval_imatrix;
+  // The tokens a calibrated format (":gptq", ":awq", ":smooth"; those need
+  // `eval`) calibrates on, as eval's (errors name calib_text, ...).
+  TokenOptions calibration = DefaultCalibrationOptions();
   // Also (with eval, which it implies) per device the mix `lowp mix` chooses
   // for what the device leaves beside the job (inference on one device per
   // replica only): its types (`mix_types`, empty: lowp mix's defaults) and
@@ -66,7 +70,7 @@ struct PlanJobOptions {
 };
 
 // Errors name the field (model, formats X, device, tensors, select, html,
-// eval_model, eval_sample, mix, mix_types, mix_tune_sample).
+// eval_model, eval_sample, calib_text, ..., mix, mix_types, mix_tune_sample).
 absl::StatusOr<Plan> PlanJob(const PlanJobOptions& options);
 nlohmann::json ToJson(const Plan& plan);
 

@@ -32,7 +32,8 @@ const char kPlanHelp[] =
     "                 [--select PATTERN] [sizing options as in lowp size]\n"
     "                 [--json | --csv] [--html report.html] [--quiet] [--threads N]\n"
     "                 [--eval [--eval-model DIR] [--eval-sample N:LEN | --eval-text FILE]\n"
-    "                 [--eval-seed S] [--eval-imatrix FILE]] [--mix [--mix-types LIST]\n"
+    "                 [--eval-seed S] [--eval-imatrix FILE] [--calib-text FILE ... |\n"
+    "                 --calib-tokens FILE.npy]] [--mix [--mix-types LIST]\n"
     "                 [--mix-tune-sample N:LEN] [--mix-tune-seed S]]\n"
     "       lowp plan --model M --mode pretrain|finetune --recipes R,R,... [--device D]\n"
     "                 [--tensors FILES] [--select PATTERN] [--steps N] [--lr X] [--seed S]\n"
@@ -47,7 +48,10 @@ const char kPlanHelp[] =
     "accurate) are marked.\n"
     "\n"
     "  --formats F,...   candidates, any 'lowp schemes' name\n"
-    "                    (bf16,fp8_e4m3fn,int8-channel,int4-g128,nf4,mxfp4,q4_0)\n"
+    "                    (bf16,fp8_e4m3fn,int8-channel,int4-g128,nf4,mxfp4,q4_0); with\n"
+    "                    --eval also calibrated ones (int4-g128:gptq, q4_K:awq, as lowp\n"
+    "                    eval's --weights): sized as their scheme, measured on the\n"
+    "                    model's outputs only (their error columns are '-')\n"
     "  --device D,...    each candidate on each device (h100-sxm); NAME:MEMORY[:BANDWIDTH]\n"
     "                    defines one, e.g. mygpu:96GB:4TB/s\n"
     "  --tensors F,...   checkpoint files the error is measured on (.safetensors, a\n"
@@ -75,6 +79,9 @@ const char kPlanHelp[] =
     "      llama.cpp's perplexity protocol as `lowp eval --text` (ctx 512, all chunks)\n"
     "  --eval-imatrix FILE   an importance matrix of the evaluated model (lowp\n"
     "                    imatrix) its formats and the mix quantize with\n"
+    "  --calib-text FILE [--calib-ctx N] [--calib-chunks N] | --calib-tokens FILE.npy\n"
+    "      what the calibrated formats calibrate on, as lowp eval's (default the\n"
+    "      bundled TinyStories calibration text, ctx 256, 64 chunks)\n"
     "  --mix             also, per device, the mix 'lowp mix' chooses for what the device\n"
     "                    leaves beside the job (inference, one device per replica): each\n"
     "                    matrix's cost in each type measured on the evaluated model\n"
@@ -389,6 +396,8 @@ int PlanCommand(const std::vector<std::string>& argv) {
                         "recipes", "steps", "lr", "seed"}) {
     value_options.push_back(o);
   }
+  const std::vector<std::string> calib = TokenOptionNames("calib-");
+  value_options.insert(value_options.end(), calib.begin(), calib.end());
   absl::StatusOr<Args> args = Args::Parse(
       argv, value_options,
       {"sequence-parallel", "no-flash-attention", "json", "csv", "quiet", "eval", "mix"});
@@ -431,11 +440,18 @@ int PlanCommand(const std::vector<std::string>& argv) {
   options.threads = *threads;
   options.mix = args->Has("mix");
   options.eval = args->Has("eval") || options.mix;
-  for (const char* o : {"eval-model", "eval-sample", "eval-seed", "eval-text", "eval-ctx",
-                        "eval-chunks", "eval-imatrix"}) {
+  std::vector<std::string> needs_eval = {"eval-model", "eval-sample", "eval-seed", "eval-text",
+                                         "eval-ctx",   "eval-chunks", "eval-imatrix"};
+  needs_eval.insert(needs_eval.end(), calib.begin(), calib.end());
+  for (const std::string& o : needs_eval) {
     if (!options.eval && args->Value(o)) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--", o, " needs --eval")));
     }
+  }
+  if (absl::Status s = ReadTokenOptions(*args, "calib-", options.calibration,
+                                        /*text_by_default=*/true);
+      !s.ok()) {
+    return Fail(s);
   }
   for (const char* o : {"mix-types", "mix-tune-sample", "mix-tune-seed"}) {
     if (!options.mix && args->Value(o)) {

@@ -889,6 +889,8 @@ void DefineSizing(py::module_& m, py::dict& sig) {
                [](O& o, const Arg& a) { IntInto(o.eval_chunks, a); });
     f.Optional(kKeyword, "eval_imatrix", "FilePath | None", py::none(),
                [](O& o, const Arg& a) { o.eval_imatrix = Path(a); });
+    TokenParams(
+        f, "calib_", [](O& o) -> api::TokenOptions& { return o.calibration; }, d.calibration);
     f.Optional(kKeyword, "mix", "bool", py::bool_(d.mix),
                [](O& o, const Arg& a) { o.mix = Bool(a); });
     f.Optional(kKeyword, "mix_types", "Names | None", py::none(),

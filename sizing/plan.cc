@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "formats/format.h"
 #include "formats/option_error.h"
+#include "quant/calibration.h"
 #include "quant/scheme.h"
 #include "io/bundled.h"
 #include "io/tensor_set.h"
@@ -106,9 +107,9 @@ SizingOptions SmallestShare(const ModelConfig& model, SizingOptions o) {
 
 // Memory of one candidate on each device.
 absl::Status SizeCandidate(const ModelConfig& model, const PlanOptions& options,
-                           const std::string& kv, PlanCandidate& c) {
+                           const std::string& kv, const std::string& scheme, PlanCandidate& c) {
   SizingOptions o = options.sizing;
-  o.weights = c.format;
+  o.weights = scheme;
   o.kv = kv;
   absl::StatusOr<SizingReport> unreserved = Unreserved(model, o, options.devices.front());
   if (!unreserved.ok()) return unreserved.status();
@@ -159,7 +160,9 @@ double PlanCandidate::relative_rmse() const { return error.relative_rmse(); }
 double PlanCandidate::sqnr_db() const { return error.sqnr_db(); }
 
 namespace {
+// NaN when nothing was measured (a calibrated candidate).
 double OverFinite(const QuantReport& r, uint64_t n) {
+  if (r.elements == 0) return std::numeric_limits<double>::quiet_NaN();
   const uint64_t finite = r.elements - r.stats.nan_inputs - r.stats.inf_inputs;
   return finite == 0 ? 0 : static_cast<double>(n) / static_cast<double>(finite);
 }
@@ -216,9 +219,15 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
   if (o.formats.empty()) o.formats = DefaultPlanFormats(o.sizing.mode);
   if (o.devices.empty()) return Invalid("device", "no device given");
   const bool full_training = o.sizing.mode == Mode::kPretrain || o.sizing.mode == Mode::kFinetune;
+  // The schemes measured on the tensors, and for each its candidate's index;
+  // a calibrated candidate is sized as its scheme and measured end to end only.
   std::vector<std::unique_ptr<Scheme>> schemes;
+  std::vector<size_t> measured_candidate;
+  std::vector<std::string> sized_as;
   for (const std::string& format : o.formats) {
-    absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(format);
+    absl::StatusOr<std::pair<std::string, Calibration>> split = SplitCalibration(format);
+    if (!split.ok()) return Invalid(absl::StrCat("formats ", format), split.status().message());
+    absl::StatusOr<std::unique_ptr<Scheme>> scheme = ParseScheme(split->first);
     if (!scheme.ok()) return Invalid(absl::StrCat("formats ", format), scheme.status().message());
     const absl::StatusOr<Format> cast = FindFormat(format);
     if (full_training && !(cast.ok() && cast->is_float())) {
@@ -228,6 +237,9 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
                                   "casts (fp32, bf16, fp16, fp8_e4m3fn, ...); quantized storage "
                                   "is for `mode` inference, lora or qlora"));
     }
+    sized_as.push_back(split->first);
+    if (split->second.active()) continue;
+    measured_candidate.push_back(sized_as.size() - 1);
     schemes.push_back(*std::move(scheme));
   }
 
@@ -240,10 +252,11 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
   const std::string kv = bf16->options.kv;
   plan.kv = kv;
   const int64_t reference_weight_bytes = bf16->whole.weights;
-  for (const std::string& format : o.formats) {
+  for (size_t i = 0; i < o.formats.size(); ++i) {
     PlanCandidate c;
-    c.format = format;
-    if (absl::Status s = SizeCandidate(model, o, kv, c); !s.ok()) return s;
+    c.format = o.formats[i];
+    c.calibrated = sized_as[i] != c.format;
+    if (absl::Status s = SizeCandidate(model, o, kv, sized_as[i], c); !s.ok()) return s;
     c.saving_vs_bf16 =
         1.0 - static_cast<double>(c.weight_bytes) / static_cast<double>(reference_weight_bytes);
     plan.candidates.push_back(std::move(c));
@@ -280,11 +293,13 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
                                 " in ", absl::StrJoin(source.files, ", ")));
   }
   source.proxy = !TensorsAreTheModels(model, selected, &source.proxy_reason);
-  absl::StatusOr<SetReports> measured =
-      MeasureTensors(*set, selected, schemes, o.measure, options.progress, /*keep_results=*/false);
-  if (!measured.ok()) return measured.status();
-  for (size_t s = 0; s < schemes.size(); ++s) {
-    plan.candidates[s].error = std::move(measured->aggregates[s]);
+  if (!schemes.empty()) {
+    absl::StatusOr<SetReports> measured = MeasureTensors(*set, selected, schemes, o.measure,
+                                                         options.progress, /*keep_results=*/false);
+    if (!measured.ok()) return measured.status();
+    for (size_t s = 0; s < schemes.size(); ++s) {
+      plan.candidates[measured_candidate[s]].error = std::move(measured->aggregates[s]);
+    }
   }
   for (const TensorView* tensor : selected) {
     source.tensors.push_back(tensor->name);

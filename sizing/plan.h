@@ -31,7 +31,10 @@ struct PlanOptions {
   // The job; `sizing.weights` is ignored (each candidate sets it).
   SizingOptions sizing;
   // Candidate weight formats, any name `lowp schemes` accepts (full
-  // training, pretrain and finetune: floating casts only); empty takes
+  // training, pretrain and finetune: floating casts only), or one calibrated
+  // on a model's inputs (":gptq", ":awq", ":smooth"; quant/calibration.h),
+  // sized as its scheme and measured end to end only (api::PlanJob's eval):
+  // its error on the tensors alone is not defined. Empty takes
   // DefaultPlanFormats(sizing.mode).
   std::vector<std::string> formats;
   // At least one; each candidate is sized on each.
@@ -93,15 +96,19 @@ struct PlanCandidate {
   double saving_vs_bf16 = 0;  // 1 - weight_bytes / weight_bytes(bf16)
 
   // Over the measured tensors ("(all)" as quant-error reports it, its sums
-  // over the pairs where input and output are finite).
+  // over the pairs where input and output are finite); empty (nothing
+  // measured) for a calibrated candidate.
   QuantReport error;
+  bool calibrated = false;  // ":gptq", ":awq", ":smooth": bytes of its scheme
   // The candidate's error: ||q - x|| / ||x|| = 10^(-sqnr_db / 20) over every
   // finite input. A format that turns any finite weight into inf or NaN
   // (error.stats.nonfinite_outputs) has infinite error: relative_rmse +inf,
-  // sqnr_db -inf. NaN when nothing was measured (all inputs NaN or inf).
+  // sqnr_db -inf. NaN when nothing was measured (all inputs NaN or inf, or
+  // a calibrated candidate).
   double relative_rmse() const;
   double sqnr_db() const;
-  // Clipped, and overflowed to inf or NaN, over the finite inputs.
+  // Clipped, and overflowed to inf or NaN, over the finite inputs (NaN when
+  // nothing was measured).
   double clipped_fraction() const;
   double overflow_fraction() const;
 

@@ -3,10 +3,13 @@
 // text, measured on held-out TinyStories text; sequential calibration (each
 // layer and sub-layer from the inputs the quantized ones before it give);
 // AWQ's folding; refusals.
+#include <cmath>
 #include <filesystem>
 #include <string>
 
 #include "api/eval.h"
+#include "api/plan.h"
+#include "formats/option_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "quant/scheme.h"
@@ -141,6 +144,49 @@ TEST(EvalGptq, RefusesWhatItCannotCalibrate) {
   EXPECT_THAT(none.status().message(), HasSubstr("calib_tokens"));
   // Where no model runs, the option is refused by name.
   EXPECT_THAT(ParseScheme("int4-g128:gptq").status().message(), HasSubstr("where a model runs"));
+}
+
+// lowp plan --eval takes calibrated formats: sized as their scheme, the
+// model's outputs as eval gives them, no error on the tensors alone; without
+// eval they are refused by name.
+TEST(PlanGptq, SizedAsItsSchemeMeasuredEndToEnd) {
+  api::PlanJobOptions p;
+  p.model = "llama-3.1-8b";
+  p.sizing.mode = Mode::kInference;
+  p.formats = {"int4-g128", "int4-g128:gptq"};
+  absl::Status refused = api::PlanJob(p).status();
+  EXPECT_EQ(OptionOf(refused).value_or(""), "formats");
+  EXPECT_THAT(refused.message(), HasSubstr("int4-g128:gptq"));
+  EXPECT_THAT(refused.message(), HasSubstr("add `eval`"));
+  p.eval = true;
+  p.eval_model = kData + "/stories3M-hf";
+  p.eval_text = kData + "/text/tinystories-valid-heldout.txt";
+  p.eval_ctx = 128;
+  p.eval_chunks = 2;
+  p.calibration.chunks = 2;
+  absl::StatusOr<Plan> plan = api::PlanJob(p);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->candidates.size(), 2u);
+  const PlanCandidate& rtn = plan->candidates[0];
+  const PlanCandidate& gptq = plan->candidates[1];
+  EXPECT_FALSE(rtn.calibrated);
+  EXPECT_TRUE(gptq.calibrated);
+  EXPECT_EQ(gptq.weight_bytes, rtn.weight_bytes);
+  EXPECT_GT(rtn.error.stats.measured, 0u);
+  EXPECT_EQ(gptq.error.stats.measured, 0u);
+  EXPECT_TRUE(std::isnan(gptq.relative_rmse()));
+  EXPECT_TRUE(std::isnan(gptq.clipped_fraction()));
+  // The same numbers lowp eval gives for the same tokens and calibration.
+  absl::StatusOr<api::EvalResult> e = api::Eval(Options("int4-g128,int4-g128:gptq"));
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_TRUE(rtn.end_to_end && gptq.end_to_end);
+  EXPECT_EQ(rtn.end_to_end->kl_mean, e->report.candidates[0].kl.mean);
+  EXPECT_EQ(gptq.end_to_end->kl_mean, e->report.candidates[1].kl.mean);
+  EXPECT_LT(gptq.end_to_end->kl_mean, rtn.end_to_end->kl_mean);
+  EXPECT_TRUE(gptq.pareto);  // as small and closer to the model's outputs
+  EXPECT_FALSE(rtn.pareto);
+  p.calibration.chunks = 0;
+  EXPECT_EQ(OptionOf(api::PlanJob(p).status()).value_or(""), "calib_chunks");
 }
 
 // On stories3M-hf AWQ's scales lower each product's output error by 1-2%

@@ -5,12 +5,16 @@ Hessian, the same column order, the same codes.
 The quantizer is lowp's int4-gG rule as README's scheme table states it:
 scale = fp16(absmax / 7) over the group's columns as they stand when the
 loop reaches the group's first column, code = clamp(rint(w / scale), -7, 7)
-in float32, value = code * scale.
+in float32, value = code * scale. And lowp.plan with a calibrated format.
 """
+import os
+
 import numpy as np
 import pytest
 
 import lowp
+
+DATA = os.environ.get("LOWP_TEST_DATA", os.path.join(os.path.dirname(__file__), "../../tests/data"))
 
 
 def numpy_gptq(w, x, group, damp=0.01, act_order=False):
@@ -92,3 +96,18 @@ def test_gptq_errors_name_the_argument():
                   act_order=True)
     with pytest.raises(ValueError, match="damp"):
         lowp.gptq(w, x, "int4-g32", damp=-1)
+
+
+def test_plan_takes_calibrated_formats_with_eval():
+    with pytest.raises(ValueError, match="formats.*int4-g128:gptq.*eval"):
+        lowp.plan(model="llama-3.1-8b", mode="inference", formats=["int4-g128:gptq"])
+    with pytest.raises(ValueError, match="calib_chunks"):
+        lowp.plan(model="llama-3.1-8b", mode="inference", formats=["int4-g128:gptq"],
+                  eval=True, calib_chunks=0)
+    p = lowp.plan(model="llama-3.1-8b", mode="inference", formats=["int4-g128", "int4-g128:gptq"],
+                  eval=True, eval_model=os.path.join(DATA, "stories3M-hf"), eval_sample="2:64",
+                  calib_chunks=2, quiet=True)
+    rtn, gptq = p["candidates"]
+    assert gptq["weight_bytes"] == rtn["weight_bytes"]
+    assert gptq["error"] is None and gptq["relative_rmse"] is None
+    assert gptq["end_to_end"]["kl_mean"] < rtn["end_to_end"]["kl_mean"]

@@ -376,4 +376,14 @@ absl::Status SetCalibration(std::vector<EvalCandidate>& candidates, const TokenO
   return absl::OkStatus();
 }
 
+absl::Status SetCalibration(MixTable& table, const TokenOptions& options, int threads,
+                            const Checkpoint& model, const std::string& path) {
+  if (!table.Calibrates()) return absl::OkStatus();
+  absl::StatusOr<std::shared_ptr<const CalibrationTokens>> read =
+      ReadCalibration(options, threads, model, path);
+  if (!read.ok()) return read.status();
+  table.calibration = *std::move(read);
+  return absl::OkStatus();
+}
+
 }  // namespace lowp::api

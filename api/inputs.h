@@ -18,6 +18,7 @@
 #include "io/tensor.h"
 #include "io/tensor_set.h"
 #include "mix/sensitivity.h"
+#include "mix/table.h"
 #include "model/checkpoint.h"
 #include "quant/importance.h"
 #include "tokenizer/tokenizer.h"
@@ -144,6 +145,9 @@ absl::StatusOr<std::shared_ptr<const CalibrationTokens>> ReadCalibration(
 // one does (a candidate's own is kept).
 absl::Status SetCalibration(std::vector<EvalCandidate>& candidates, const TokenOptions& options,
                             int threads, const Checkpoint& model, const std::string& path);
+// The tokens a mix table's calibrated types calibrate on, read when one does.
+absl::Status SetCalibration(MixTable& table, const TokenOptions& options, int threads,
+                            const Checkpoint& model, const std::string& path);
 
 }  // namespace lowp::api
 

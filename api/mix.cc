@@ -41,6 +41,11 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
   if (!importance.ok()) return importance.status();
   absl::StatusOr<MixTable> table = MakeMixTable(*model, path, o.types, *importance);
   if (!table.ok()) return table.status();
+  if (table->Calibrates()) {
+    if (absl::Status s = CheckCalibrationOptions(o.calibration, model->config()); !s.ok()) {
+      return s;
+    }
+  }
   MixResult result;
   static_cast<MixTable&>(result) = *std::move(table);
   result.imatrix = o.imatrix;
@@ -56,6 +61,9 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
   result.verify_tokens = verify->description;
   absl::StatusOr<MixTokens> tune = ReadMixTokens(o.tune, "tune_", o.threads, *model, path);
   if (!tune.ok()) return tune.status();
+  if (absl::Status s = SetCalibration(result, o.calibration, o.threads, *model, path); !s.ok()) {
+    return s;
+  }
 
   const MixRun run{.threads = o.threads, .progress = o.progress};
   if (absl::Status s = MeasureSensitivity(*model, *tune, run, result); !s.ok()) return s;

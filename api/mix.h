@@ -79,6 +79,9 @@ struct MixOptions {
   uint64_t seed = 0;
   // An importance matrix every type and recipe quantizes with (as eval's).
   std::string imatrix;
+  // The tokens calibrated types ("q4_K:gptq") calibrate on, as eval's
+  // (errors name calib_text, ...).
+  TokenOptions calibration = DefaultCalibrationOptions();
   int threads = 0;
   std::function<void(int64_t done, int64_t total, const std::string& what)> progress;
 };

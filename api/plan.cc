@@ -301,6 +301,9 @@ absl::StatusOr<std::vector<EvalCandidate>> PrepareMixes(const PlanJobOptions& o,
   if (!importance.ok()) return MixError(importance.status());
   absl::StatusOr<MixTable> table = MakeMixTable(*model, path, o.mix_types, *importance);
   if (!table.ok()) return MixError(table.status());
+  if (absl::Status s = SetCalibration(*table, o.calibration, o.threads, *model, path); !s.ok()) {
+    return s;
+  }
   EvalOptions tune;
   tune.sample = o.mix_tune_sample;
   tune.seed = o.mix_tune_seed;

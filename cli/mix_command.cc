@@ -22,7 +22,8 @@ const char kMixHelp[] =
     "                [--text FILE [--ctx N] [--chunks N] | --tokens F | --sample N:LEN]\n"
     "                [--tune-text FILE [--tune-ctx N] [--tune-chunks N] | --tune-tokens F |\n"
     "                 --tune-sample N:LEN] [--baselines LIST|none] [--random-mixes K]\n"
-    "                [--random-seed S] [--imatrix FILE] [--json] [--threads N] [--quiet]\n"
+    "                [--random-seed S] [--imatrix FILE] [--calib-text FILE [--calib-ctx N]\n"
+    "                 [--calib-chunks N] | --calib-tokens F] [--json] [--threads N] [--quiet]\n"
     "\n"
     "Chooses a type for every matrix of the model (the embedding, each layer's\n"
     "attention and MLP matrices, lm_head unless tied) so that the matrices fit the\n"
@@ -46,7 +47,11 @@ const char kMixHelp[] =
     "  --prefill-tokens N, --buffers BYTES (2GB), --headroom F (0); norms and biases\n"
     "  are counted at float32.\n"
     "--types: default q2_K,q3_K,q4_K,q5_K,q6_K,q8_0,iq4_xs,fp16 (those that apply\n"
-    "  to every row); any lowp scheme is accepted.\n"
+    "  to every row); any lowp scheme is accepted, calibrated ones too (q4_K:gptq,\n"
+    "  int4-g128:awq, as eval's --weights): each matrix alone calibrated on the\n"
+    "  --calib- tokens (default the bundled TinyStories calibration text, ctx 256, 64\n"
+    "  chunks), the embedding and output head rounded as the type's scheme. A mix\n"
+    "  with calibrated types has no llama-quantize line (it would round them again).\n"
     "--imatrix: an importance matrix every type and recipe quantizes with (as\n"
     "  llama-quantize --imatrix; lowp imatrix makes one); needed for iq2_xxs,\n"
     "  iq2_xs, iq1_s and the IQ1/IQ2/IQ3_XXS/Q2_K_S baselines.\n"
@@ -141,7 +146,8 @@ int MixCommand(const std::vector<std::string>& argv) {
                                      "device",    "types",        "baselines",
                                      "random-mixes", "random-seed", "threads", "imatrix"};
   for (const std::string& name : JobValueOptions()) values.push_back(name);
-  for (const std::string& prefix : {std::string(), std::string("tune-")}) {
+  for (const std::string& prefix :
+       {std::string(), std::string("tune-"), std::string("calib-")}) {
     for (std::string& name : TokenOptionNames(prefix)) values.push_back(std::move(name));
   }
   absl::StatusOr<Args> args = Args::Parse(argv, values, {"json", "quiet"});
@@ -203,6 +209,10 @@ int MixCommand(const std::vector<std::string>& argv) {
   }
   if (absl::Status s = ReadTokenOptions(*args, "", o.verify); !s.ok()) return Fail(s);
   if (absl::Status s = ReadTokenOptions(*args, "tune-", o.tune); !s.ok()) return Fail(s);
+  if (absl::Status s = ReadTokenOptions(*args, "calib-", o.calibration, /*text_by_default=*/true);
+      !s.ok()) {
+    return Fail(s);
+  }
   std::optional<Progress> line;
   const bool quiet = args->Has("quiet");
   o.progress = [&line, quiet](int64_t done, int64_t total, const std::string& what) {

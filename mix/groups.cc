@@ -88,6 +88,11 @@ absl::StatusOr<LlamaQuantizeCommand> LlamaQuantizeArguments(const std::vector<Mi
   std::map<std::pair<std::string, std::string>, std::vector<int64_t>> layers;
   std::map<std::string, int64_t> count;
   for (size_t g = 0; g < groups.size(); ++g) {
+    if (absl::StrContains(schemes[g], ':')) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          schemes[g], " (", groups[g].name, ") is calibrated: llama-quantize would round the "
+          "matrix to nearest again"));
+    }
     const ggml::TypeInfo* type = GgmlType(schemes[g]);
     if (type == nullptr || !type->can_encode) {
       return absl::InvalidArgumentError(absl::StrCat(

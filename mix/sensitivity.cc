@@ -44,8 +44,7 @@ absl::Status MeasureSensitivity(const Checkpoint& model, const MixTokens& tune, 
   std::vector<EvalCandidate> singles;
   for (size_t g = 0; g < G; ++g) {
     for (size_t t = 0; t < T; ++t) {
-      singles.push_back(RulesCandidate(absl::StrCat(table.groups[g].name, "=", table.types[t]),
-                                       {{table.groups[g].name, table.schemes[t], {}}}));
+      singles.push_back(table.Single(g, t));
     }
   }
   EvalReport report;

@@ -52,12 +52,28 @@ double MixTable::Predict(const MixAssignment& a) const {
 
 EvalCandidate MixTable::Candidate(const std::string& label, const MixAssignment& a) const {
   std::vector<WeightRule> rules;
+  bool calibrated = false;
   for (size_t g = 0; g < groups.size(); ++g) {
     const size_t t = static_cast<size_t>(std::find(types.begin(), types.end(), a[g]) -
                                          types.begin());
-    rules.push_back({groups[g].name, schemes[t], {}});
+    rules.push_back({groups[g].name, schemes[t], calibrations[t]});
+    calibrated |= calibrations[t].active();
   }
-  return RulesCandidate(label, std::move(rules));
+  EvalCandidate c = RulesCandidate(label, std::move(rules));
+  if (calibrated) c.calibration = calibration;
+  return c;
+}
+
+EvalCandidate MixTable::Single(size_t g, size_t t) const {
+  EvalCandidate c = RulesCandidate(absl::StrCat(groups[g].name, "=", types[t]),
+                                   {{groups[g].name, schemes[t], calibrations[t]}});
+  if (calibrations[t].active()) c.calibration = calibration;
+  return c;
+}
+
+bool MixTable::Calibrates() const {
+  return std::any_of(calibrations.begin(), calibrations.end(),
+                     [](const Calibration& c) { return c.active(); });
 }
 
 absl::StatusOr<MixTable> MakeMixTable(const Checkpoint& model, const std::string& path,
@@ -73,7 +89,9 @@ absl::StatusOr<MixTable> MakeMixTable(const Checkpoint& model, const std::string
   const bool defaults = types.empty();
   table.bytes.resize(G);
   for (const std::string& name : defaults ? DefaultMixTypes() : types) {
-    absl::StatusOr<std::unique_ptr<Scheme>> s = ParseScheme(name);
+    absl::StatusOr<std::pair<std::string, Calibration>> split = SplitCalibration(name);
+    if (!split.ok()) return OptionError("types", split.status().message());
+    absl::StatusOr<std::unique_ptr<Scheme>> s = ParseScheme(split->first);
     if (!s.ok()) return OptionError("types", absl::StrCat(name, ": ", s.status().message()));
     if (AsRecipe(**s) != nullptr) {
       return OptionError("types", absl::StrCat(name, " is a recipe (a whole mix), not a type"));
@@ -97,8 +115,12 @@ absl::StatusOr<MixTable> MakeMixTable(const Checkpoint& model, const std::string
       if (defaults) continue;
       return OptionError("types", applies.message());
     }
-    table.types.push_back((*s)->name());
+    table.types.push_back((*s)->name() + split->second.Suffix());
+    if (std::count(table.types.begin(), table.types.end(), table.types.back()) > 1) {
+      return OptionError("types", absl::StrCat(table.types.back(), " given twice"));
+    }
     table.schemes.push_back(std::shared_ptr<const Scheme>(*std::move(s)));
+    table.calibrations.push_back(split->second);
     for (size_t g = 0; g < G; ++g) table.bytes[g].push_back(bytes[g]);
   }
   if (table.schemes.empty()) return OptionError("types", "no type applies to every matrix");

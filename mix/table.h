@@ -15,6 +15,7 @@
 #include "mix/allocate.h"
 #include "mix/groups.h"
 #include "model/checkpoint.h"
+#include "quant/calibration.h"
 #include "quant/importance.h"
 #include "quant/scheme.h"
 
@@ -24,7 +25,13 @@ struct MixTable {
   std::string model;  // the snapshot directory
   std::vector<MixGroup> groups;
   std::vector<std::string> types;
-  std::vector<std::shared_ptr<const Scheme>> schemes;  // types[t]'s
+  std::vector<std::shared_ptr<const Scheme>> schemes;  // types[t]'s, without calibration
+  // types[t]'s calibration (":gptq", ":awq", ":smooth"), and the tokens the
+  // calibrated types calibrate on (set before MeasureSensitivity when one
+  // does). The embedding and the output head, which the calibrator does not
+  // reach, round in a calibrated type as in its scheme.
+  std::vector<Calibration> calibrations;
+  std::shared_ptr<const CalibrationTokens> calibration;
   uint64_t weights = 0;  // elements of the groups
   // sensitivity[g][t]: mean KL with group g in types[t], all else float32;
   // bytes[g][t] what it stores in.
@@ -47,6 +54,9 @@ struct MixTable {
   double Predict(const MixAssignment& a) const;
   // The assignment as an eval candidate: one rule per group.
   EvalCandidate Candidate(const std::string& label, const MixAssignment& a) const;
+  // Group g alone in types[t], every other matrix float32.
+  EvalCandidate Single(size_t g, size_t t) const;
+  bool Calibrates() const;  // whether any type does
 };
 
 // q2_K q3_K q4_K q5_K q6_K q8_0 iq4_xs fp16.
@@ -54,10 +64,10 @@ const std::vector<std::string>& DefaultMixTypes();
 
 // The groups, types and bytes of `model` (found at `path`), before the
 // sweep: `types` (empty: those of DefaultMixTypes that apply to every
-// matrix's rows), each quantizing with `importance` when given. Option
-// errors on "types" (unknown, a recipe, not applying to a matrix's rows, or
-// needing an importance matrix there is not) and "imatrix" (one no type
-// uses).
+// matrix's rows; a calibrated type, "q4_K:gptq", has its scheme's bytes),
+// each quantizing with `importance` when given. Option errors on "types"
+// (unknown, a recipe, not applying to a matrix's rows, or needing an
+// importance matrix there is not) and "imatrix" (one no type uses).
 absl::StatusOr<MixTable> MakeMixTable(const Checkpoint& model, const std::string& path,
                                       const std::vector<std::string>& types,
                                       std::shared_ptr<const ImportanceMap> importance);

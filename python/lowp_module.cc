@@ -1063,6 +1063,8 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
         f, "tune_", [](O& o) -> api::TokenOptions& { return o.tune; }, d.tune);
     f.Optional(kKeyword, "imatrix", "FilePath | None", py::none(),
                [](O& o, const Arg& a) { o.imatrix = Path(a); });
+    TokenParams(
+        f, "calib_", [](O& o) -> api::TokenOptions& { return o.calibration; }, d.calibration);
     ThreadsParam(f, [](O& o) -> int& { return o.threads; });
     f.Define(m, sig,
              [](O& o, const Call&) { return Run<api::MixResult>([&] { return api::Mix(o); }); });

@@ -237,6 +237,14 @@ def mix(
     tune_ctx: int = 512,
     tune_chunks: int = -1,
     imatrix: FilePath | None = None,
+    calib_tokens: ArrayLike | FilePath | None = None,
+    calib_sample: str | tuple[int, int] = '',
+    calib_seed: int = 0,
+    calib_text: str | None = None,
+    calib_text_file: FilePath | None = None,
+    calib_tokenizer: FilePath | None = None,
+    calib_ctx: int = 256,
+    calib_chunks: int = 64,
     threads: int | None = 0,
 ) -> dict[str, Any]:
     """`lowp mix --json`: the type of each matrix of a model (None: the bundled stories3M-hf) of least

@@ -130,6 +130,7 @@ absl::Status LayerCalibrator::Layer(int64_t layer, LayerWeights& w, std::span<co
     if (absl::Status s = Awq(layer, w, targets, storage, threads); !s.ok()) return s;
     if (absl::Status s = Run(layer, w, hidden_, nullptr, threads); !s.ok()) return s;
     ++next_layer_;
+    ReleaseScratch();
     return absl::OkStatus();
   }
   for (Stage stage : {Stage::kQkv, Stage::kO, Stage::kGateUp, Stage::kDown}) {
@@ -175,7 +176,14 @@ absl::Status LayerCalibrator::Layer(int64_t layer, LayerWeights& w, std::span<co
   }
   if (absl::Status s = Run(layer, w, hidden_, nullptr, threads); !s.ok()) return s;
   ++next_layer_;
+  ReleaseScratch();
   return absl::OkStatus();
+}
+
+void LayerCalibrator::ReleaseScratch() {
+  buffers_ = ForwardBuffers();
+  scratch_ = std::vector<float>();
+  for (LayerKv& kv : kv_) kv = LayerKv();
 }
 
 absl::Status LayerCalibrator::Awq(int64_t layer, LayerWeights& w, std::span<const Target> targets,

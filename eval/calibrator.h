@@ -5,7 +5,7 @@
 //
 // The calibrator keeps the calibration tokens' hidden state at the variant's
 // current layer: one more stream, [calibration tokens, hidden_size] float32
-// in memory. For layer L it runs the layer on that state once per stage
+// in memory (the layer's scratch is freed after each layer). For layer L it runs the layer on that state once per stage
 // whose matrices it calibrates, in the order the layer computes them
 // (q, k and v; o; gate and up; down), each time with every matrix before the
 // stage already as the variant stores it, and gathers the stage's input
@@ -84,6 +84,11 @@ class LayerCalibrator {
   // statistics, each group's scales searched, folded, the targets stored.
   absl::Status Awq(int64_t layer, LayerWeights& w, std::span<const Target> targets,
                    LayerStorage& storage, int threads);
+  // Frees what a layer's runs used beside the hidden state: between layers
+  // a calibrator holds [calibration tokens, hidden_size] float32 and no
+  // more, however many calibrated candidates a round runs (lowp mix's
+  // sensitivity sweep runs up to 64).
+  void ReleaseScratch();
 
   const Checkpoint& reference_;
   std::shared_ptr<const CalibrationTokens> tokens_;

@@ -6,6 +6,7 @@
 //   Formats(), Schemes(), Devices()        api/catalog.h
 //   ConvertFile(), EncodeValues(), ...     api/convert.h
 //   QuantError(), Quantize(), RangeStudy() api/quant.h
+//   QuantizeModel()                        api/quantize_model.h
 //   Size(), CompareFormats()               api/size.h
 //   PlanJob()                              api/plan.h
 //   Tensors()                              api/tensors.h
@@ -20,6 +21,7 @@
 #include "api/mix.h"
 #include "api/plan.h"
 #include "api/quant.h"
+#include "api/quantize_model.h"
 #include "api/size.h"
 #include "api/tensors.h"
 #include "api/tokenize.h"

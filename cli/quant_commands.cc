@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "api/catalog.h"
 #include "api/quant.h"
+#include "api/quantize_model.h"
 #include "cli/commands.h"
 #include "cli/shared.h"
 #include "cli/table.h"
@@ -71,7 +72,19 @@ const char kQuantizeHelp[] =
     "which holds every dequantized value exactly; F16/BF16/same round to\n"
     "nearest-even). Other tensors are copied unchanged. Prints the error of each\n"
     "quantized tensor as quant-error does. OUT appears only when complete.\n"
-    "--imatrix: as quant-error's.\n";
+    "--imatrix: as quant-error's.\n"
+    "\n"
+    "       lowp quantize --model DIR --weights RULES --out OUT.safetensors\n"
+    "                     [--dtype F32|F16|BF16] [--imatrix FILE] [--calib-text FILE\n"
+    "                     [--calib-ctx N] [--calib-chunks N] | --calib-tokens F]\n"
+    "                     [--json | --csv] [--summary] [--threads N] [--quiet]\n"
+    "\n"
+    "Writes the Hugging Face model DIR with its matrices as lowp eval's --weights\n"
+    "RULES make them (a scheme, a recipe or PATTERN=SCHEME items; :gptq calibrates\n"
+    "on the --calib- tokens, default the bundled calibration text), dequantized, a\n"
+    "layer at a time: the model eval measured, for any tool that reads\n"
+    "safetensors. Every matrix is stored as --dtype, the norms and biases as DIR\n"
+    "stores them. Prints the error of each matrix the rules change.\n";
 
 const char kRangeHelp[] =
     "usage: lowp range FILES... [--formats F[,F...]] [--fraction P]\n"
@@ -252,11 +265,60 @@ int QuantErrorCommand(const std::vector<std::string>& argv) {
   return 0;
 }
 
+namespace {
+
+// lowp quantize --model DIR --weights RULES.
+int QuantizeModelCommand(const Args& args, Output output) {
+  if (!args.positional().empty() || args.Value("scheme") || args.Value("tensors")) {
+    return Fail(absl::InvalidArgumentError(
+        "quantize --model takes --weights (eval's rules), not an input file, --scheme or "
+        "--tensors; see --help"));
+  }
+  api::QuantizeModelOptions o;
+  o.model = *args.Value("model");
+  std::optional<std::string> weights = args.Value("weights");
+  if (!weights) return Fail(absl::InvalidArgumentError("--weights is required with --model"));
+  o.weights = *weights;
+  std::optional<std::string> out_path = args.Value("out");
+  if (!out_path) return Fail(absl::InvalidArgumentError("--out is required"));
+  o.output = *out_path;
+  o.dtype = args.Value("dtype").value_or("F32");
+  o.imatrix = args.Value("imatrix").value_or("");
+  o.summary = args.Has("summary");
+  absl::StatusOr<int> threads = ParseThreads(args);
+  if (!threads.ok()) return Fail(threads.status());
+  o.threads = *threads;
+  if (absl::Status s = ReadTokenOptions(args, "calib-", o.calibration, /*text_by_default=*/true);
+      !s.ok()) {
+    return Fail(s);
+  }
+  std::optional<Progress> line;
+  o.progress = ProgressLine(line, args.Has("quiet"));
+  absl::StatusOr<api::QuantErrorResult> result = api::QuantizeModel(o);
+  line.reset();
+  if (!result.ok()) return Fail(result.status());
+  PrintReports(*result, output);
+  return 0;
+}
+
+}  // namespace
+
 int QuantizeCommand(const std::vector<std::string>& argv) {
-  absl::StatusOr<Args> args =
-      Args::Parse(argv, {"scheme", "out", "tensors", "dtype", "threads", "imatrix"},
-                  {"json", "csv", "summary", "quiet"});
+  std::vector<std::string> values = {"scheme",  "out",   "tensors", "dtype",
+                                     "threads", "imatrix", "model", "weights"};
+  for (std::string& name : TokenOptionNames("calib-")) values.push_back(std::move(name));
+  absl::StatusOr<Args> args = Args::Parse(argv, values, {"json", "csv", "summary", "quiet"});
   if (!args.ok()) return Fail(args.status());
+  if (args->Value("model")) {
+    absl::StatusOr<Output> output = ParseOutput(*args);
+    if (!output.ok()) return Fail(output.status());
+    return QuantizeModelCommand(*args, *output);
+  }
+  for (const std::string& name : values) {
+    if ((name == "weights" || name.rfind("calib-", 0) == 0) && args->Value(name)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--", name, " needs --model")));
+    }
+  }
   if (args->positional().size() != 1) {
     return Fail(absl::InvalidArgumentError("quantize takes one input; see --help"));
   }

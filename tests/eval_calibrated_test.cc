@@ -3,15 +3,18 @@
 // text, measured on held-out TinyStories text; sequential calibration (each
 // layer and sub-layer from the inputs the quantized ones before it give);
 // AWQ's folding; refusals.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
 
 #include "api/eval.h"
 #include "api/plan.h"
+#include "api/quantize_model.h"
 #include "formats/option_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "io/tensor_set.h"
 #include "quant/scheme.h"
 #include "tests/random_checkpoint.h"
 
@@ -187,6 +190,86 @@ TEST(PlanGptq, SizedAsItsSchemeMeasuredEndToEnd) {
   EXPECT_FALSE(rtn.pareto);
   p.calibration.chunks = 0;
   EXPECT_EQ(OptionOf(api::PlanJob(p).status()).value_or(""), "calib_chunks");
+}
+
+// lowp quantize --model writes the model eval measured: its file, read back
+// as a candidate, gives the calibrated candidate's numbers bit for bit.
+TEST(QuantizeModelGptq, WritesTheModelEvalMeasured) {
+  const std::string dir = ::testing::TempDir() + "/quantize_model";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  api::QuantizeModelOptions q;
+  q.model = kData + "/stories3M-hf";
+  q.weights = "int4-g128:gptq";
+  q.output = dir + "/gptq.safetensors";
+  q.calibration.chunks = 2;
+  absl::StatusOr<api::QuantErrorResult> written = api::QuantizeModel(q);
+  ASSERT_TRUE(written.ok()) << written.status();
+  ASSERT_EQ(written->aggregates.size(), 1u);
+  EXPECT_EQ(written->aggregates[0].scheme, "int4-g128:gptq");
+  EXPECT_EQ(written->results.size(), 28u);  // 4 layers x 7 matrices
+  api::EvalOptions e = Options("int4-g128:gptq");
+  e.weights_files = {q.output};
+  absl::StatusOr<api::EvalResult> r = api::Eval(e);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->report.candidates.size(), 2u);
+  EXPECT_EQ(r->report.candidates[1].kl.mean, r->report.candidates[0].kl.mean);
+  EXPECT_EQ(r->report.candidates[1].top1_agreement, r->report.candidates[0].top1_agreement);
+  EXPECT_GT(r->report.candidates[0].kl.mean, 0);
+  // Every tensor of the model; the norms byte for byte as stored.
+  absl::StatusOr<TensorSet> in = TensorSet::Open(kData + "/stories3M-hf/model.safetensors");
+  absl::StatusOr<TensorSet> out = TensorSet::Open(q.output);
+  ASSERT_TRUE(in.ok() && out.ok());
+  ASSERT_EQ(out->tensors().size(), in->tensors().size());
+  int norms = 0;
+  for (const TensorView& t : in->tensors()) {
+    auto same = [&](const TensorView& x) { return x.name == t.name; };
+    auto it = std::find_if(out->tensors().begin(), out->tensors().end(), same);
+    ASSERT_NE(it, out->tensors().end()) << t.name;
+    const TensorView* o = &*it;
+    EXPECT_EQ(o->shape, t.shape) << t.name;
+    if (t.shape.size() == 1) {
+      ++norms;
+      EXPECT_TRUE(std::equal(t.bytes.begin(), t.bytes.end(), o->bytes.begin(), o->bytes.end()))
+          << t.name;
+    }
+  }
+  EXPECT_GT(norms, 0);
+
+  // A recipe, which quantizes the embedding and (untied here) lm_head too.
+  api::QuantizeModelOptions recipe = q;
+  recipe.model = kData + "/stories260K-hf";
+  recipe.weights = "Q4_K_M:gptq";
+  recipe.output = dir + "/recipe.safetensors";
+  ASSERT_TRUE(api::QuantizeModel(recipe).ok());
+  api::EvalOptions small = e;
+  small.model = recipe.model;
+  small.weights = recipe.weights;
+  small.weights_files = {recipe.output};
+  small.text_file.clear();
+  small.sample = "4:64";
+  absl::StatusOr<api::EvalResult> r260 = api::Eval(small);
+  ASSERT_TRUE(r260.ok()) << r260.status();
+  EXPECT_EQ(r260->report.candidates[1].kl.mean, r260->report.candidates[0].kl.mean);
+
+  // Refusals, each naming its option; nothing is left behind.
+  api::QuantizeModelOptions bad = q;
+  bad.output = dir + "/bad.safetensors";
+  bad.weights = "int4-g128:awq";
+  EXPECT_THAT(api::QuantizeModel(bad).status().message(), HasSubstr("folds its scales"));
+  bad.weights = "int4-g128,q4_K";
+  EXPECT_EQ(OptionOf(api::QuantizeModel(bad).status()).value_or(""), "weights");
+  bad.weights = "int4-g128";
+  bad.dtype = "F8_E4M3";
+  EXPECT_EQ(OptionOf(api::QuantizeModel(bad).status()).value_or(""), "dtype");
+  bad.dtype = "F32";
+  bad.output = kData + "/stories3M-hf/model.safetensors";  // its own input
+  EXPECT_EQ(OptionOf(api::QuantizeModel(bad).status()).value_or(""), "output");
+  bad.output = dir + "/bad.safetensors";
+  bad.weights = "int4-g128:gptq";
+  bad.calibration.chunks = 0;
+  EXPECT_EQ(OptionOf(api::QuantizeModel(bad).status()).value_or(""), "calib_chunks");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/bad.safetensors"));
 }
 
 // On stories3M-hf AWQ's scales lower each product's output error by 1-2%

@@ -1,0 +1,215 @@
+#include "api/quantize_model.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "eval/candidates.h"
+#include "eval/variant.h"
+#include "formats/format.h"
+#include "formats/option_error.h"
+#include "io/input_files.h"
+#include "io/safetensors.h"
+#include "kernels/convert.h"
+#include "model/checkpoint.h"
+
+namespace lowp::api {
+namespace {
+
+// Rows of a table made and written at a time.
+constexpr int64_t kTableRows = 1024;
+
+// Writes float32 values as `dtype` (F32, F16 or BF16).
+class MatrixWriter {
+ public:
+  MatrixWriter(SafetensorsWriter& out, DType dtype) : out_(out), dtype_(dtype) {}
+
+  absl::Status Write(std::span<const float> values) {
+    if (dtype_ == DType::kF32) {
+      return out_.Write(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(values.data()),
+                                                 values.size() * sizeof(float)));
+    }
+    const Format half = *FindFormat(dtype_ == DType::kF16 ? "fp16" : "bf16");
+    bytes_.resize(values.size() * 2);
+    if (absl::Status s = EncodeArray(half, values, bytes_); !s.ok()) return s;
+    return out_.Write(bytes_);
+  }
+
+ private:
+  SafetensorsWriter& out_;
+  DType dtype_;
+  std::vector<uint8_t> bytes_;
+};
+
+// The one candidate `weights` names, its rules' tokens and imatrix set.
+absl::StatusOr<EvalCandidate> OneCandidate(const QuantizeModelOptions& o,
+                                           const Checkpoint& model) {
+  SiteLists sites;
+  sites.weights = o.weights;
+  absl::StatusOr<std::vector<EvalCandidate>> candidates = MakeCandidates(sites);
+  if (!candidates.ok()) return candidates.status();
+  if (candidates->size() != 1 || (*candidates)[0].weight_rules.empty()) {
+    return OptionError("weights", absl::StrCat("'", o.weights, "': want the rules of one model "
+                                               "(a scheme, a recipe or PATTERN=SCHEME items)"));
+  }
+  for (const WeightRule& r : (*candidates)[0].weight_rules) {
+    if (r.scheme != nullptr && r.calibration.folds()) {
+      return OptionError(
+          "weights", absl::StrCat(r.scheme->name(), r.calibration.Suffix(),
+                                  " folds its scales into the norms before the matrices; "
+                                  "writing those is not done yet (lowp eval measures it)"));
+    }
+  }
+  absl::StatusOr<std::shared_ptr<const ImportanceMap>> importance = OpenImportance(o.imatrix);
+  if (!importance.ok()) return importance.status();
+  (*candidates)[0].importance = *importance;
+  if (Calibrates((*candidates)[0])) {
+    if (absl::Status s = CheckCalibrationOptions(o.calibration, model.config()); !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = SetCalibration(*candidates, o.calibration, o.threads, model, o.model);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return std::move((*candidates)[0]);
+}
+
+}  // namespace
+
+absl::StatusOr<QuantErrorResult> QuantizeModel(const QuantizeModelOptions& o) {
+  const InputScope scope;  // the output never replaces an input
+  if (absl::Status s = CheckThreads(o.threads); !s.ok()) return s;
+  if (o.output.empty()) return OptionError("output", "is required", " ");
+  absl::StatusOr<DType> dtype = ParseDType(o.dtype);
+  if (!dtype.ok() || (*dtype != DType::kF32 && *dtype != DType::kF16 && *dtype != DType::kBF16)) {
+    return OptionError("dtype", absl::StrCat("'", o.dtype, "': want F32, F16 or BF16"), " ");
+  }
+  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(o.model, {});
+  if (!model.ok()) return model.status();
+  absl::StatusOr<EvalCandidate> candidate = OneCandidate(o, *model);
+  if (!candidate.ok()) return candidate.status();
+
+  // The output: the matrices in the order the variant makes them (the
+  // embedding, each layer's, lm_head), then every other tensor as stored.
+  const ModelConfig& config = model->config();
+  const std::vector<TensorView> matrices = model->MatrixShapes();
+  std::vector<SafetensorsWriter::Entry> entries;
+  std::set<std::string> made;
+  for (const TensorView& m : matrices) {
+    const Checkpoint::Found* found = model->Find(m.name);
+    if (found == nullptr || found->view->name != m.name || !found->row_of.empty()) {
+      return OptionError("model", absl::StrCat(o.model, " stores ", m.name,
+                                               found == nullptr ? " nowhere"
+                                                                : " under another name or order",
+                                               ": quantize --model writes Hugging Face "
+                                               "safetensors checkpoints"));
+    }
+    entries.push_back({m.name, *dtype, m.shape});
+    made.insert(m.name);
+  }
+  std::vector<const TensorView*> copied;
+  for (const TensorView& t : model->set().tensors()) {
+    if (made.contains(t.name)) continue;
+    if (t.dtype == DType::kGgml || t.scales != nullptr) {
+      return OptionError("model", absl::StrCat("tensor \"", t.name, "\" of ", t.file, " is ",
+                                               t.type_name(), ", which the output cannot copy"));
+    }
+    entries.push_back({t.name, t.dtype, t.shape});
+    copied.push_back(&t);
+  }
+
+  absl::StatusOr<std::unique_ptr<WeightVariant>> variant = WeightVariant::FromRules(
+      o.weights, candidate->weight_rules, *model, candidate->importance, candidate->calibration);
+  if (!variant.ok()) return variant.status();
+  const int threads = o.threads;
+  if (absl::Status s = (*variant)->Prepare(threads); !s.ok()) return s;
+  std::map<std::string, std::string> metadata = model->set().metadata();
+  metadata["lowp.weights"] = o.weights;
+  if (candidate->calibration != nullptr) {
+    metadata["lowp.calibration"] = candidate->calibration->source;
+  }
+  absl::StatusOr<std::unique_ptr<SafetensorsWriter>> out =
+      SafetensorsWriter::Create(o.output, entries, metadata);
+  if (!out.ok()) return out.status();
+  MatrixWriter writer(**out, *dtype);
+  const PassOptions pass{.first = true};
+  const size_t steps = static_cast<size_t>(config.num_layers) + 2;
+
+  // The embedding.
+  const int64_t D = config.hidden_size;
+  std::vector<float> rows;
+  std::vector<int32_t> ids;
+  if (o.progress) o.progress(steps, model->TableName(Table::kEmbedding));
+  for (int64_t first = 0; first < config.vocab_size; first += kTableRows) {
+    const int64_t count = std::min(kTableRows, config.vocab_size - first);
+    rows.resize(static_cast<size_t>(count * D));
+    absl::Status s;
+    if ((*variant)->Changes(Table::kEmbedding)) {
+      ids.resize(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) ids[i] = static_cast<int32_t>(first + i);
+      s = (*variant)->EmbeddingRows(ids, rows, threads, pass);
+    } else {
+      s = model->ReadRows(Table::kEmbedding, first, count, rows, threads);
+    }
+    if (s.ok()) s = writer.Write(rows);
+    if (!s.ok()) return s;
+  }
+  // The layers, each as the variant makes it.
+  LayerStorage reference_storage, storage;
+  for (int64_t layer = 0; layer < config.num_layers; ++layer) {
+    if (o.progress) o.progress(steps, absl::StrCat("layer ", layer));
+    absl::StatusOr<LayerWeights> reference = model->ReadLayer(layer, reference_storage, threads);
+    if (!reference.ok()) return reference.status();
+    absl::StatusOr<LayerWeights> w =
+        (*variant)->Layer({.layer = layer, .reference = *reference, .storage = storage,
+                           .threads = threads, .pass = pass});
+    if (!w.ok()) return w.status();
+    for (const LayerWeights::Entry& e : w->Matrices(config)) {
+      if (absl::Status s = writer.Write(e.matrix->values); !s.ok()) return s;
+    }
+  }
+  // lm_head, unless the embedding serves.
+  if (!config.tie_word_embeddings) {
+    if (o.progress) o.progress(steps, model->TableName(Table::kLmHead));
+    const int64_t chunk = std::max<int64_t>(1, (*variant)->HeadChunkRows()) *
+                          std::max<int64_t>(1, kTableRows / (*variant)->HeadChunkRows());
+    for (int64_t first = 0; first < config.vocab_size; first += chunk) {
+      const int64_t count = std::min(chunk, config.vocab_size - first);
+      rows.resize(static_cast<size_t>(count * D));
+      if (absl::Status s = model->ReadRows(Table::kLmHead, first, count, rows, threads); !s.ok()) {
+        return s;
+      }
+      std::span<const float> values = rows;
+      if ((*variant)->Changes(Table::kLmHead)) {
+        absl::StatusOr<std::span<const float>> q =
+            (*variant)->HeadRows(first, count, rows, threads, pass);
+        if (!q.ok()) return q.status();
+        values = *q;
+      }
+      if (absl::Status s = writer.Write(values); !s.ok()) return s;
+    }
+  }
+  if (o.progress) o.progress(steps, "the other tensors");
+  for (const TensorView* t : copied) {
+    if (absl::Status s = (*out)->Write(t->bytes); !s.ok()) return s;
+  }
+  if (absl::Status s = model->CheckIntact(); !s.ok()) return s;
+  if (absl::Status s = (*variant)->CheckIntact(); !s.ok()) return s;
+  if (absl::Status s = (*out)->Finish(); !s.ok()) return s;
+
+  QuantErrorResult r;
+  r.imatrix = o.imatrix;
+  const WeightReport report = (*variant)->Report();
+  if (!o.summary) r.results = report.tensors;
+  r.aggregates.push_back(report.total);
+  return r;
+}
+
+}  // namespace lowp::api

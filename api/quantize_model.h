@@ -1,0 +1,45 @@
+// lowp quantize --model DIR --weights RULES: a Hugging Face model written
+// with its matrices as one `lowp eval` candidate's weights make them (a
+// scheme, a recipe or PATTERN=SCHEME rules; calibrated by GPTQ or not, on
+// the same calibration tokens eval takes), dequantized: the model whose
+// outputs eval measured, for any tool that reads safetensors. Made a layer
+// at a time, as the evaluator makes it (memory: one layer and, calibrating,
+// the calibration tokens' hidden state).
+#ifndef LOWP_API_QUANTIZE_MODEL_H_
+#define LOWP_API_QUANTIZE_MODEL_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "api/inputs.h"
+#include "api/quant.h"
+
+namespace lowp::api {
+
+struct QuantizeModelOptions {
+  // A Hugging Face snapshot directory whose matrices are stored under their
+  // own names (safetensors; not a GGUF file).
+  std::string model;
+  std::string weights;  // eval's --weights grammar, one candidate
+  std::string output;   // a .safetensors file, written whole or not at all
+  // Every matrix is written in this type: F32 (every dequantized value
+  // exactly), F16 or BF16 (nearest-even). The other tensors (norms, biases)
+  // are copied as stored.
+  std::string dtype = "F32";
+  std::string imatrix;  // as eval's
+  TokenOptions calibration = DefaultCalibrationOptions();
+  bool summary = false;
+  int threads = 0;
+  ProgressFn progress;  // before each layer
+};
+
+// The error of each matrix the rules change against the model's (for a
+// calibrated one its weights' error, which GPTQ trades for the output's);
+// errors name the field (model, weights, output, dtype, imatrix, calib_...)
+// or the file and tensor. AWQ and SmoothQuant, which fold scales into the
+// norms, are refused by name (not written yet).
+absl::StatusOr<QuantErrorResult> QuantizeModel(const QuantizeModelOptions& options);
+
+}  // namespace lowp::api
+
+#endif  // LOWP_API_QUANTIZE_MODEL_H_

@@ -1,6 +1,7 @@
 #include "api/quantize_model.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "eval/candidates.h"
 #include "eval/variant.h"
 #include "formats/format.h"
@@ -46,6 +48,91 @@ class MatrixWriter {
   DType dtype_;
   std::vector<uint8_t> bytes_;
 };
+
+using MatrixSink = std::function<absl::Status(std::span<const float>)>;
+
+// The model as `variant` makes it, a layer at a time: each matrix's values
+// to `sink` (when given) in MatrixShapes order (the embedding, each layer's,
+// lm_head unless tied), and the variant's statistics of every matrix it
+// changes kept (WeightVariant::Report). Progress before each step, named
+// after `label`.
+absl::Status RunVariant(const Checkpoint& model, WeightVariant& variant, int threads,
+                        const ProgressFn& progress, const std::string& label,
+                        const MatrixSink* sink) {
+  const ModelConfig& config = model.config();
+  const PassOptions pass{.first = true};
+  const size_t steps = static_cast<size_t>(config.num_layers) + 2;
+  auto step = [&](const std::string& what) {
+    if (progress) progress(steps, label.empty() ? what : absl::StrCat(label, ": ", what));
+  };
+  const int64_t D = config.hidden_size;
+  std::vector<float> rows;
+  std::vector<int32_t> ids;
+  if (sink != nullptr) {
+    step(model.TableName(Table::kEmbedding));
+    for (int64_t first = 0; first < config.vocab_size; first += kTableRows) {
+      const int64_t count = std::min(kTableRows, config.vocab_size - first);
+      rows.resize(static_cast<size_t>(count * D));
+      absl::Status s;
+      if (variant.Changes(Table::kEmbedding)) {
+        ids.resize(static_cast<size_t>(count));
+        for (int64_t i = 0; i < count; ++i) ids[i] = static_cast<int32_t>(first + i);
+        s = variant.EmbeddingRows(ids, rows, threads, pass);
+      } else {
+        s = model.ReadRows(Table::kEmbedding, first, count, rows, threads);
+      }
+      if (s.ok()) s = (*sink)(rows);
+      if (!s.ok()) return s;
+    }
+  }
+  LayerStorage reference_storage, storage;
+  for (int64_t layer = 0; layer < config.num_layers; ++layer) {
+    step(absl::StrCat("layer ", layer));
+    absl::StatusOr<LayerWeights> reference = model.ReadLayer(layer, reference_storage, threads);
+    if (!reference.ok()) return reference.status();
+    absl::StatusOr<LayerWeights> w =
+        variant.Layer({.layer = layer, .reference = *reference, .storage = storage,
+                       .threads = threads, .pass = pass});
+    if (!w.ok()) return w.status();
+    if (sink == nullptr) continue;
+    for (const LayerWeights::Entry& e : w->Matrices(config)) {
+      if (absl::Status s = (*sink)(e.matrix->values); !s.ok()) return s;
+    }
+  }
+  // lm_head's rows: written unless the embedding serves, and run through
+  // the variant where it changes them (a tied embedding's statistics come
+  // with them).
+  const bool write_head = sink != nullptr && !config.tie_word_embeddings;
+  if (!write_head && !variant.Changes(Table::kLmHead)) return absl::OkStatus();
+  step(model.TableName(Table::kLmHead));
+  const int64_t unit = std::max<int64_t>(1, variant.HeadChunkRows());
+  const int64_t chunk = unit * std::max<int64_t>(1, kTableRows / unit);
+  for (int64_t first = 0; first < config.vocab_size; first += chunk) {
+    const int64_t count = std::min(chunk, config.vocab_size - first);
+    rows.resize(static_cast<size_t>(count * D));
+    if (absl::Status s = model.ReadRows(Table::kLmHead, first, count, rows, threads); !s.ok()) {
+      return s;
+    }
+    std::span<const float> values = rows;
+    if (variant.Changes(Table::kLmHead)) {
+      absl::StatusOr<std::span<const float>> q = variant.HeadRows(first, count, rows, threads, pass);
+      if (!q.ok()) return q.status();
+      values = *q;
+    }
+    if (write_head) {
+      if (absl::Status s = (*sink)(values); !s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// An error on eval's `weights` as one on quant-error's `schemes`.
+absl::Status AsSchemes(const absl::Status& status) {
+  if (OptionOf(status).value_or("") != "weights") return status;
+  absl::string_view why = status.message();
+  absl::ConsumePrefix(&why, "weights: ");
+  return OptionError("schemes", why);
+}
 
 // The one candidate `weights` names, its rules' tokens and imatrix set.
 absl::StatusOr<EvalCandidate> OneCandidate(const QuantizeModelOptions& o,
@@ -128,8 +215,7 @@ absl::StatusOr<QuantErrorResult> QuantizeModel(const QuantizeModelOptions& o) {
   absl::StatusOr<std::unique_ptr<WeightVariant>> variant = WeightVariant::FromRules(
       o.weights, candidate->weight_rules, *model, candidate->importance, candidate->calibration);
   if (!variant.ok()) return variant.status();
-  const int threads = o.threads;
-  if (absl::Status s = (*variant)->Prepare(threads); !s.ok()) return s;
+  if (absl::Status s = (*variant)->Prepare(o.threads); !s.ok()) return s;
   std::map<std::string, std::string> metadata = model->set().metadata();
   metadata["lowp.weights"] = o.weights;
   if (candidate->calibration != nullptr) {
@@ -139,64 +225,11 @@ absl::StatusOr<QuantErrorResult> QuantizeModel(const QuantizeModelOptions& o) {
       SafetensorsWriter::Create(o.output, entries, metadata);
   if (!out.ok()) return out.status();
   MatrixWriter writer(**out, *dtype);
-  const PassOptions pass{.first = true};
-  const size_t steps = static_cast<size_t>(config.num_layers) + 2;
-
-  // The embedding.
-  const int64_t D = config.hidden_size;
-  std::vector<float> rows;
-  std::vector<int32_t> ids;
-  if (o.progress) o.progress(steps, model->TableName(Table::kEmbedding));
-  for (int64_t first = 0; first < config.vocab_size; first += kTableRows) {
-    const int64_t count = std::min(kTableRows, config.vocab_size - first);
-    rows.resize(static_cast<size_t>(count * D));
-    absl::Status s;
-    if ((*variant)->Changes(Table::kEmbedding)) {
-      ids.resize(static_cast<size_t>(count));
-      for (int64_t i = 0; i < count; ++i) ids[i] = static_cast<int32_t>(first + i);
-      s = (*variant)->EmbeddingRows(ids, rows, threads, pass);
-    } else {
-      s = model->ReadRows(Table::kEmbedding, first, count, rows, threads);
-    }
-    if (s.ok()) s = writer.Write(rows);
-    if (!s.ok()) return s;
+  const MatrixSink sink = [&writer](std::span<const float> values) { return writer.Write(values); };
+  if (absl::Status s = RunVariant(*model, **variant, o.threads, o.progress, "", &sink); !s.ok()) {
+    return s;
   }
-  // The layers, each as the variant makes it.
-  LayerStorage reference_storage, storage;
-  for (int64_t layer = 0; layer < config.num_layers; ++layer) {
-    if (o.progress) o.progress(steps, absl::StrCat("layer ", layer));
-    absl::StatusOr<LayerWeights> reference = model->ReadLayer(layer, reference_storage, threads);
-    if (!reference.ok()) return reference.status();
-    absl::StatusOr<LayerWeights> w =
-        (*variant)->Layer({.layer = layer, .reference = *reference, .storage = storage,
-                           .threads = threads, .pass = pass});
-    if (!w.ok()) return w.status();
-    for (const LayerWeights::Entry& e : w->Matrices(config)) {
-      if (absl::Status s = writer.Write(e.matrix->values); !s.ok()) return s;
-    }
-  }
-  // lm_head, unless the embedding serves.
-  if (!config.tie_word_embeddings) {
-    if (o.progress) o.progress(steps, model->TableName(Table::kLmHead));
-    const int64_t chunk = std::max<int64_t>(1, (*variant)->HeadChunkRows()) *
-                          std::max<int64_t>(1, kTableRows / (*variant)->HeadChunkRows());
-    for (int64_t first = 0; first < config.vocab_size; first += chunk) {
-      const int64_t count = std::min(chunk, config.vocab_size - first);
-      rows.resize(static_cast<size_t>(count * D));
-      if (absl::Status s = model->ReadRows(Table::kLmHead, first, count, rows, threads); !s.ok()) {
-        return s;
-      }
-      std::span<const float> values = rows;
-      if ((*variant)->Changes(Table::kLmHead)) {
-        absl::StatusOr<std::span<const float>> q =
-            (*variant)->HeadRows(first, count, rows, threads, pass);
-        if (!q.ok()) return q.status();
-        values = *q;
-      }
-      if (absl::Status s = writer.Write(values); !s.ok()) return s;
-    }
-  }
-  if (o.progress) o.progress(steps, "the other tensors");
+  if (o.progress) o.progress(static_cast<size_t>(config.num_layers) + 2, "the other tensors");
   for (const TensorView* t : copied) {
     if (absl::Status s = (*out)->Write(t->bytes); !s.ok()) return s;
   }
@@ -209,6 +242,55 @@ absl::StatusOr<QuantErrorResult> QuantizeModel(const QuantizeModelOptions& o) {
   const WeightReport report = (*variant)->Report();
   if (!o.summary) r.results = report.tensors;
   r.aggregates.push_back(report.total);
+  return r;
+}
+
+absl::StatusOr<QuantErrorResult> ModelQuantError(const ModelQuantErrorOptions& o) {
+  if (absl::Status s = CheckThreads(o.threads); !s.ok()) return s;
+  if (o.schemes.empty()) return OptionError("schemes", "none given");
+  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(o.model, {});
+  if (!model.ok()) return model.status();
+  SiteLists sites;
+  for (const std::string& scheme : o.schemes) {
+    if (scheme.find_first_of(",=") != std::string::npos) {
+      return OptionError("schemes", absl::StrCat("'", scheme, "': one scheme per item"));
+    }
+    sites.weights += (sites.weights.empty() ? "" : ",") + scheme;
+  }
+  absl::StatusOr<std::vector<EvalCandidate>> candidates = MakeCandidates(sites);
+  if (!candidates.ok()) return AsSchemes(candidates.status());
+  absl::StatusOr<std::shared_ptr<const ImportanceMap>> importance = OpenImportance(o.imatrix);
+  if (!importance.ok()) return importance.status();
+  for (EvalCandidate& c : *candidates) c.importance = *importance;
+  if (std::any_of(candidates->begin(), candidates->end(),
+                  [](const EvalCandidate& c) { return Calibrates(c); })) {
+    if (absl::Status s = CheckCalibrationOptions(o.calibration, model->config()); !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = SetCalibration(*candidates, o.calibration, o.threads, *model, o.model);
+        !s.ok()) {
+      return s;
+    }
+  }
+  QuantErrorResult r;
+  r.imatrix = o.imatrix;
+  for (const EvalCandidate& c : *candidates) {
+    absl::StatusOr<std::unique_ptr<WeightVariant>> variant = WeightVariant::FromRules(
+        c.label, c.weight_rules, *model, c.importance, c.calibration);
+    if (!variant.ok()) return variant.status();
+    if (absl::Status s = (*variant)->Prepare(o.threads); !s.ok()) return s;
+    if (absl::Status s = RunVariant(*model, **variant, o.threads, o.progress, c.label, nullptr);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = model->CheckIntact(); !s.ok()) return s;
+    WeightReport report = (*variant)->Report();
+    if (!o.summary) {
+      for (QuantReport& t : report.tensors) r.results.push_back(std::move(t));
+    }
+    report.total.scheme = c.label;
+    r.aggregates.push_back(std::move(report.total));
+  }
   return r;
 }
 

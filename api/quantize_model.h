@@ -40,6 +40,23 @@ struct QuantizeModelOptions {
 // norms, are refused by name (not written yet).
 absl::StatusOr<QuantErrorResult> QuantizeModel(const QuantizeModelOptions& options);
 
+// lowp quant-error --model DIR --scheme S[,S...]: each matrix of the model
+// as eval's --weights makes it from each scheme (one candidate per scheme:
+// a plain scheme takes the decoder's linear layers, a recipe every matrix,
+// ":gptq" calibrates on `calibration`; AWQ's and SmoothQuant's folded
+// matrices as the model computes them), against the model's: a row per
+// matrix and scheme, and one per scheme over them all. Nothing is written.
+struct ModelQuantErrorOptions {
+  std::string model;
+  std::vector<std::string> schemes;
+  std::string imatrix;
+  TokenOptions calibration = DefaultCalibrationOptions();
+  bool summary = false;
+  int threads = 0;
+  ProgressFn progress;  // before each layer of each scheme
+};
+absl::StatusOr<QuantErrorResult> ModelQuantError(const ModelQuantErrorOptions& options);
+
 }  // namespace lowp::api
 
 #endif  // LOWP_API_QUANTIZE_MODEL_H_

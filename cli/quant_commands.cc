@@ -30,6 +30,8 @@ const char kQuantErrorHelp[] =
     "                        [--json | --csv] [--summary] [--relative-floor F]\n"
     "                        [--histogram] [--imatrix FILE] [--threads N] [--quiet]\n"
     "       lowp quant-error FILE.gguf --reference ORIGINAL[,...] [options]\n"
+    "       lowp quant-error --model DIR --scheme S[,S...] [--imatrix FILE]\n"
+    "                        [--calib-text FILE ... | --calib-tokens F] [options]\n"
     "\n"
     "Quantizes every floating tensor of FILES (.safetensors, a sharded\n"
     "checkpoint's .safetensors.index.json, .gguf, .npy) with each scheme, reads it\n"
@@ -58,6 +60,12 @@ const char kQuantErrorHelp[] =
     "name), as llama-quantize --imatrix does, and each row gains w_rel_rmse =\n"
     "sqrt(sum w e^2 / sum w x^2), w the column's importance. iq2_xxs, iq2_xs,\n"
     "iq1_s and the mixes IQ1_*, IQ2_*, IQ3_XXS and Q2_K_S need one.\n"
+    "--model DIR: the Hugging Face model's matrices as lowp eval's --weights makes\n"
+    "them from each scheme (a plain scheme: the decoder's linear layers; a recipe:\n"
+    "every matrix), so calibrated schemes too (int4-g128:gptq, q4_K:awq), on the\n"
+    "--calib- tokens as eval's (default the bundled calibration text). GPTQ moves\n"
+    "the weights further from the model's to move the layers' outputs less: its\n"
+    "rows here are larger than rounding to nearest's; lowp eval measures outputs.\n"
     "--threads: per tensor, 0 (default) takes every core.\n"
     "--quiet: no progress line on stderr (shown only when stderr is a terminal).\n"
     "Schemes: 'lowp schemes'.\n";
@@ -220,11 +228,62 @@ int SchemesCommand(const std::vector<std::string>& argv) {
   return 0;
 }
 
+namespace {
+
+// lowp quant-error --model DIR --scheme S[,S...].
+int ModelQuantErrorCommand(const Args& args, Output output) {
+  for (const char* excluded : {"reference", "tensors", "relative-floor"}) {
+    if (args.Value(excluded)) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--", excluded, " is for FILES, not --model; see --help")));
+    }
+  }
+  if (!args.positional().empty() || args.Has("histogram")) {
+    return Fail(absl::InvalidArgumentError(
+        "quant-error --model takes no FILES or --histogram; see --help"));
+  }
+  api::ModelQuantErrorOptions o;
+  o.model = *args.Value("model");
+  absl::StatusOr<std::vector<std::string>> schemes = SchemeNames(args);
+  if (!schemes.ok()) return Fail(schemes.status());
+  o.schemes = *schemes;
+  o.imatrix = args.Value("imatrix").value_or("");
+  o.summary = args.Has("summary");
+  absl::StatusOr<int> threads = ParseThreads(args);
+  if (!threads.ok()) return Fail(threads.status());
+  o.threads = *threads;
+  if (absl::Status s = ReadTokenOptions(args, "calib-", o.calibration, /*text_by_default=*/true);
+      !s.ok()) {
+    return Fail(s);
+  }
+  std::optional<Progress> line;
+  o.progress = ProgressLine(line, args.Has("quiet"));
+  absl::StatusOr<api::QuantErrorResult> result = api::ModelQuantError(o);
+  line.reset();
+  if (!result.ok()) return Fail(result.status());
+  PrintReports(*result, output);
+  return 0;
+}
+
+}  // namespace
+
 int QuantErrorCommand(const std::vector<std::string>& argv) {
+  std::vector<std::string> values = {"scheme",  "reference", "tensors", "relative-floor",
+                                     "threads", "imatrix",   "model"};
+  for (std::string& name : TokenOptionNames("calib-")) values.push_back(std::move(name));
   absl::StatusOr<Args> args =
-      Args::Parse(argv, {"scheme", "reference", "tensors", "relative-floor", "threads", "imatrix"},
-                  {"json", "csv", "histogram", "summary", "quiet"});
+      Args::Parse(argv, values, {"json", "csv", "histogram", "summary", "quiet"});
   if (!args.ok()) return Fail(args.status());
+  if (args->Value("model")) {
+    absl::StatusOr<Output> output = ParseOutput(*args);
+    if (!output.ok()) return Fail(output.status());
+    return ModelQuantErrorCommand(*args, *output);
+  }
+  for (const std::string& name : values) {
+    if (name.rfind("calib-", 0) == 0 && args->Value(name)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--", name, " needs --model")));
+    }
+  }
   if (args->positional().empty()) {
     return Fail(absl::InvalidArgumentError("quant-error needs input files; see --help"));
   }

@@ -272,6 +272,41 @@ TEST(QuantizeModelGptq, WritesTheModelEvalMeasured) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/bad.safetensors"));
 }
 
+// lowp quant-error --model: rounding to nearest gives the file's own rows
+// (quant-error on the linear layers' tensors); GPTQ's weights are further
+// from the model's; a recipe counts the embedding it quantizes.
+TEST(ModelQuantError, EachSchemeAsEvalMakesIt) {
+  api::ModelQuantErrorOptions m;
+  m.model = kData + "/stories3M-hf";
+  m.schemes = {"int4-g128", "int4-g128:gptq", "Q4_K_M:gptq"};
+  m.calibration.chunks = 2;
+  m.summary = true;
+  absl::StatusOr<api::QuantErrorResult> r = api::ModelQuantError(m);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->aggregates.size(), 3u);
+  EXPECT_TRUE(r->results.empty());
+  api::QuantErrorOptions f;
+  f.inputs.files = {kData + "/stories3M-hf/model.safetensors"};
+  f.schemes = {"int4-g128"};
+  f.tensors = "*_proj.weight";
+  f.summary = true;
+  absl::StatusOr<api::QuantErrorResult> file = api::QuantError(f);
+  ASSERT_TRUE(file.ok()) << file.status();
+  const QuantReport& rtn = r->aggregates[0];
+  EXPECT_EQ(rtn.elements, file->aggregates[0].elements);
+  EXPECT_EQ(rtn.stats.sum_squared_error, file->aggregates[0].stats.sum_squared_error);
+  EXPECT_EQ(rtn.storage_bits, file->aggregates[0].storage_bits);
+  EXPECT_EQ(r->aggregates[1].scheme, "int4-g128:gptq");
+  EXPECT_EQ(r->aggregates[1].elements, rtn.elements);
+  EXPECT_GT(r->aggregates[1].rmse(), rtn.rmse());
+  const int64_t embedding = 512 * 256;  // stories3M-hf's tied embedding, vocab x hidden
+  EXPECT_EQ(r->aggregates[2].elements, rtn.elements + embedding);
+  m.schemes = {"bogus"};
+  EXPECT_EQ(OptionOf(api::ModelQuantError(m).status()).value_or(""), "schemes");
+  m.schemes = {"*=q4_K"};
+  EXPECT_EQ(OptionOf(api::ModelQuantError(m).status()).value_or(""), "schemes");
+}
+
 // On stories3M-hf AWQ's scales lower each product's output error by 1-2%
 // only (its inputs have no outlier channels to protect), so its KL is
 // rounding to nearest's within the noise: neither much better nor worse.

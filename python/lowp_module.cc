@@ -1026,6 +1026,58 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
              [](O& o, const Call&) { return Run<api::EvalResult>([&] { return api::Eval(o); }); });
   }
   {
+    const api::QuantizeModelOptions d;
+    using O = api::QuantizeModelOptions;
+    Function<O> f(
+        "quantize_model", kDict,
+        "`lowp quantize --model DIR --weights RULES --out OUT --json`: the Hugging Face model "
+        "written to `out` (.safetensors, whole or not at all) with its matrices as eval's weights "
+        "rules make them (':gptq' calibrated on the calib_ tokens, as eval's), dequantized to "
+        "dtype (F32, F16, BF16); the norms and biases as stored. Returns each changed matrix's "
+        "error.");
+    f.Required(kKeyword, "model", "FilePath", [](O& o, const Arg& a) { o.model = Path(a); });
+    f.Required(kKeyword, "weights", "Names",
+               [](O& o, const Arg& a) { o.weights = NameList(a); });
+    f.Required(kKeyword, "out", "FilePath", [](O& o, const Arg& a) { o.output = Path(a); });
+    f.Optional(kKeyword, "dtype", "str", py::str(d.dtype),
+               [](O& o, const Arg& a) { o.dtype = Text(a); });
+    f.Optional(kKeyword, "imatrix", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.imatrix = Path(a); });
+    TokenParams(
+        f, "calib_", [](O& o) -> api::TokenOptions& { return o.calibration; }, d.calibration);
+    f.Optional(kKeyword, "summary", "bool", py::bool_(d.summary),
+               [](O& o, const Arg& a) { o.summary = Bool(a); });
+    ThreadsParam(f, [](O& o) -> int& { return o.threads; });
+    QuietParam(f);
+    f.Rename("output", "out");
+    f.Define(m, sig, [](O& o, const Call&) {
+      return Run<api::QuantErrorResult>([&] { return api::QuantizeModel(o); });
+    });
+  }
+  {
+    const api::ModelQuantErrorOptions d;
+    using O = api::ModelQuantErrorOptions;
+    Function<O> f(
+        "model_quant_error", kDict,
+        "`lowp quant-error --model DIR --scheme S --json`: each matrix of the Hugging Face model "
+        "as eval's weights makes it from each scheme (a name or a list; ':gptq' calibrated on "
+        "the calib_ tokens), against the model's.");
+    f.Required(kKeyword, "model", "FilePath", [](O& o, const Arg& a) { o.model = Path(a); });
+    f.Required(kKeyword, "scheme", "Names", [](O& o, const Arg& a) { o.schemes = Names(a); });
+    f.Optional(kKeyword, "imatrix", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.imatrix = Path(a); });
+    TokenParams(
+        f, "calib_", [](O& o) -> api::TokenOptions& { return o.calibration; }, d.calibration);
+    f.Optional(kKeyword, "summary", "bool", py::bool_(d.summary),
+               [](O& o, const Arg& a) { o.summary = Bool(a); });
+    ThreadsParam(f, [](O& o) -> int& { return o.threads; });
+    QuietParam(f);
+    f.Rename("schemes", "scheme");
+    f.Define(m, sig, [](O& o, const Call&) {
+      return Run<api::QuantErrorResult>([&] { return api::ModelQuantError(o); });
+    });
+  }
+  {
     const api::MixOptions d;
     using O = api::MixOptions;
     Function<O> f(

@@ -256,6 +256,30 @@ def mix(
     ...
 
 
+def model_quant_error(
+    *,
+    model: FilePath,
+    scheme: Names,
+    imatrix: FilePath | None = None,
+    calib_tokens: ArrayLike | FilePath | None = None,
+    calib_sample: str | tuple[int, int] = '',
+    calib_seed: int = 0,
+    calib_text: str | None = None,
+    calib_text_file: FilePath | None = None,
+    calib_tokenizer: FilePath | None = None,
+    calib_ctx: int = 256,
+    calib_chunks: int = 64,
+    summary: bool = False,
+    threads: int | None = 0,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """`lowp quant-error --model DIR --scheme S --json`: each matrix of the Hugging Face model as
+    eval's weights makes it from each scheme (a name or a list; ':gptq' calibrated on the calib_
+    tokens), against the model's.
+    """
+    ...
+
+
 def plan(
     *,
     model: str,
@@ -356,6 +380,33 @@ def quantize(
     """The array quantized by `scheme` and dequantized, as float32 of its shape; rows are the last
     axis. imatrix: one importance per column, as ggml_quantize_chunk's imatrix argument, for the
     llama.cpp types (iq2_xxs, iq2_xs and iq1_s need it).
+    """
+    ...
+
+
+def quantize_model(
+    *,
+    model: FilePath,
+    weights: Names,
+    out: FilePath,
+    dtype: str = 'F32',
+    imatrix: FilePath | None = None,
+    calib_tokens: ArrayLike | FilePath | None = None,
+    calib_sample: str | tuple[int, int] = '',
+    calib_seed: int = 0,
+    calib_text: str | None = None,
+    calib_text_file: FilePath | None = None,
+    calib_tokenizer: FilePath | None = None,
+    calib_ctx: int = 256,
+    calib_chunks: int = 64,
+    summary: bool = False,
+    threads: int | None = 0,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """`lowp quantize --model DIR --weights RULES --out OUT --json`: the Hugging Face model written to
+    `out` (.safetensors, whole or not at all) with its matrices as eval's weights rules make them
+    (':gptq' calibrated on the calib_ tokens, as eval's), dequantized to dtype (F32, F16, BF16);
+    the norms and biases as stored. Returns each changed matrix's error.
     """
     ...
 

@@ -27,6 +27,7 @@ from lowp import _lowp, _stub
 
 DATA = os.environ.get("LOWP_TEST_DATA", os.path.join(os.path.dirname(__file__), "../../tests/data"))
 STORIES = os.path.join(DATA, "stories260K", "stories260K.f32.safetensors")
+STORIES3M = os.path.join(DATA, "stories3M-hf")
 MODEL = os.path.join(DATA, "stories260K-hf")
 SOURCE_STUB = os.path.join(os.path.dirname(__file__), "..", "lowp", "__init__.pyi")
 X = np.float32(np.linspace(-3, 3, 256)).reshape(4, 64)
@@ -142,6 +143,8 @@ REQUIRED = {
     "plan": {"model": "llama-3.1-8b", "mode": "inference"},
     "training_plan": {"model": "llama-3.1-8b", "mode": "pretrain"},
     "forward": {"model": None, "tokens": TOKENS},
+    "quantize_model": {"model": STORIES3M, "weights": "int4-g128", "out": "/nonexistent/x"},
+    "model_quant_error": {"model": STORIES3M, "scheme": "int4-g128"},
 }
 EVERY_PARAMETER = [(name, p) for name in sorted(_lowp._signatures)
                    for p in inspect.signature(getattr(lowp, name)).parameters]

@@ -111,3 +111,24 @@ def test_plan_takes_calibrated_formats_with_eval():
     assert gptq["weight_bytes"] == rtn["weight_bytes"]
     assert gptq["error"] is None and gptq["relative_rmse"] is None
     assert gptq["end_to_end"]["kl_mean"] < rtn["end_to_end"]["kl_mean"]
+
+
+def test_quantize_model_writes_what_eval_measures(tmp_path):
+    model = os.path.join(DATA, "stories3M-hf")
+    out = str(tmp_path / "gptq.safetensors")
+    written = lowp.quantize_model(model=model, weights="int4-g128:gptq", out=out, calib_chunks=2,
+                                  summary=True)
+    assert written["aggregates"][0]["scheme"] == "int4-g128:gptq"
+    r = lowp.eval(model=model, weights="int4-g128:gptq", weights_file=out, calib_chunks=2,
+                  sample="2:64")
+    calibrated, read_back = r["candidates"]
+    assert read_back["kl_mean"] == calibrated["kl_mean"] > 0
+    errors = lowp.model_quant_error(model=model, scheme=["int4-g128", "int4-g128:gptq"],
+                                    calib_chunks=2, summary=True)
+    rtn, gptq = errors["aggregates"]
+    assert gptq["sqnr_db"] < rtn["sqnr_db"]  # GPTQ lowers the outputs' error, not the weights'
+    with pytest.raises(ValueError, match="weights.*folds its scales"):
+        lowp.quantize_model(model=model, weights="int4-g128:awq", out=str(tmp_path / "x"))
+    with pytest.raises(ValueError, match="scheme"):
+        lowp.model_quant_error(model=model, scheme="bogus")
+    assert not os.path.exists(tmp_path / "x")

@@ -134,6 +134,17 @@ absl::Status AsSchemes(const absl::Status& status) {
   return OptionError("schemes", why);
 }
 
+// Each candidate's imatrix and, where its rules calibrate, the calibration
+// tokens (read once; faults name imatrix and calib_...).
+absl::Status Equip(std::vector<EvalCandidate>& candidates, const std::string& imatrix,
+                   const TokenOptions& calibration, int threads, const Checkpoint& model,
+                   const std::string& path) {
+  absl::StatusOr<std::shared_ptr<const ImportanceMap>> importance = OpenImportance(imatrix);
+  if (!importance.ok()) return importance.status();
+  for (EvalCandidate& c : candidates) c.importance = *importance;
+  return SetCalibration(candidates, calibration, threads, model, path);
+}
+
 // The one candidate `weights` names, its rules' tokens and imatrix set.
 absl::StatusOr<EvalCandidate> OneCandidate(const QuantizeModelOptions& o,
                                            const Checkpoint& model) {
@@ -153,17 +164,9 @@ absl::StatusOr<EvalCandidate> OneCandidate(const QuantizeModelOptions& o,
                                   "writing those is not done yet (lowp eval measures it)"));
     }
   }
-  absl::StatusOr<std::shared_ptr<const ImportanceMap>> importance = OpenImportance(o.imatrix);
-  if (!importance.ok()) return importance.status();
-  (*candidates)[0].importance = *importance;
-  if (Calibrates((*candidates)[0])) {
-    if (absl::Status s = CheckCalibrationOptions(o.calibration, model.config()); !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = SetCalibration(*candidates, o.calibration, o.threads, model, o.model);
-        !s.ok()) {
-      return s;
-    }
+  if (absl::Status s = Equip(*candidates, o.imatrix, o.calibration, o.threads, model, o.model);
+      !s.ok()) {
+    return s;
   }
   return std::move((*candidates)[0]);
 }
@@ -259,18 +262,9 @@ absl::StatusOr<QuantErrorResult> ModelQuantError(const ModelQuantErrorOptions& o
   }
   absl::StatusOr<std::vector<EvalCandidate>> candidates = MakeCandidates(sites);
   if (!candidates.ok()) return AsSchemes(candidates.status());
-  absl::StatusOr<std::shared_ptr<const ImportanceMap>> importance = OpenImportance(o.imatrix);
-  if (!importance.ok()) return importance.status();
-  for (EvalCandidate& c : *candidates) c.importance = *importance;
-  if (std::any_of(candidates->begin(), candidates->end(),
-                  [](const EvalCandidate& c) { return Calibrates(c); })) {
-    if (absl::Status s = CheckCalibrationOptions(o.calibration, model->config()); !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = SetCalibration(*candidates, o.calibration, o.threads, *model, o.model);
-        !s.ok()) {
-      return s;
-    }
+  if (absl::Status s = Equip(*candidates, o.imatrix, o.calibration, o.threads, *model, o.model);
+      !s.ok()) {
+    return s;
   }
   QuantErrorResult r;
   r.imatrix = o.imatrix;

@@ -230,6 +230,31 @@ int SchemesCommand(const std::vector<std::string>& argv) {
 
 namespace {
 
+// What quant-error --model and quantize --model share: --model, --imatrix,
+// --summary, --threads and the --calib- tokens read into `o`, then `run`
+// with a progress line, its reports printed.
+template <class Options>
+int RunOnModel(const Args& args, Output output, Options& o,
+               absl::StatusOr<api::QuantErrorResult> (*run)(const Options&)) {
+  o.model = *args.Value("model");
+  o.imatrix = args.Value("imatrix").value_or("");
+  o.summary = args.Has("summary");
+  absl::StatusOr<int> threads = ParseThreads(args);
+  if (!threads.ok()) return Fail(threads.status());
+  o.threads = *threads;
+  if (absl::Status s = ReadTokenOptions(args, "calib-", o.calibration, /*text_by_default=*/true);
+      !s.ok()) {
+    return Fail(s);
+  }
+  std::optional<Progress> line;
+  o.progress = ProgressLine(line, args.Has("quiet"));
+  absl::StatusOr<api::QuantErrorResult> result = run(o);
+  line.reset();
+  if (!result.ok()) return Fail(result.status());
+  PrintReports(*result, output);
+  return 0;
+}
+
 // lowp quant-error --model DIR --scheme S[,S...].
 int ModelQuantErrorCommand(const Args& args, Output output) {
   for (const char* excluded : {"reference", "tensors", "relative-floor"}) {
@@ -243,26 +268,10 @@ int ModelQuantErrorCommand(const Args& args, Output output) {
         "quant-error --model takes no FILES or --histogram; see --help"));
   }
   api::ModelQuantErrorOptions o;
-  o.model = *args.Value("model");
   absl::StatusOr<std::vector<std::string>> schemes = SchemeNames(args);
   if (!schemes.ok()) return Fail(schemes.status());
   o.schemes = *schemes;
-  o.imatrix = args.Value("imatrix").value_or("");
-  o.summary = args.Has("summary");
-  absl::StatusOr<int> threads = ParseThreads(args);
-  if (!threads.ok()) return Fail(threads.status());
-  o.threads = *threads;
-  if (absl::Status s = ReadTokenOptions(args, "calib-", o.calibration, /*text_by_default=*/true);
-      !s.ok()) {
-    return Fail(s);
-  }
-  std::optional<Progress> line;
-  o.progress = ProgressLine(line, args.Has("quiet"));
-  absl::StatusOr<api::QuantErrorResult> result = api::ModelQuantError(o);
-  line.reset();
-  if (!result.ok()) return Fail(result.status());
-  PrintReports(*result, output);
-  return 0;
+  return RunOnModel(args, output, o, api::ModelQuantError);
 }
 
 }  // namespace
@@ -334,7 +343,6 @@ int QuantizeModelCommand(const Args& args, Output output) {
         "--tensors; see --help"));
   }
   api::QuantizeModelOptions o;
-  o.model = *args.Value("model");
   std::optional<std::string> weights = args.Value("weights");
   if (!weights) return Fail(absl::InvalidArgumentError("--weights is required with --model"));
   o.weights = *weights;
@@ -342,22 +350,7 @@ int QuantizeModelCommand(const Args& args, Output output) {
   if (!out_path) return Fail(absl::InvalidArgumentError("--out is required"));
   o.output = *out_path;
   o.dtype = args.Value("dtype").value_or("F32");
-  o.imatrix = args.Value("imatrix").value_or("");
-  o.summary = args.Has("summary");
-  absl::StatusOr<int> threads = ParseThreads(args);
-  if (!threads.ok()) return Fail(threads.status());
-  o.threads = *threads;
-  if (absl::Status s = ReadTokenOptions(args, "calib-", o.calibration, /*text_by_default=*/true);
-      !s.ok()) {
-    return Fail(s);
-  }
-  std::optional<Progress> line;
-  o.progress = ProgressLine(line, args.Has("quiet"));
-  absl::StatusOr<api::QuantErrorResult> result = api::QuantizeModel(o);
-  line.reset();
-  if (!result.ok()) return Fail(result.status());
-  PrintReports(*result, output);
-  return 0;
+  return RunOnModel(args, output, o, api::QuantizeModel);
 }
 
 }  // namespace

@@ -292,6 +292,20 @@ void ThreadsParam(Function<State>& f, Get get) {
              [get](State& s, const Arg& a) { get(s) = Threads(a); });
 }
 
+// What quantize_model and model_quant_error share: imatrix, the calib_
+// tokens, summary, threads, quiet.
+template <class Options>
+void ModelRunParams(Function<Options>& f, const Options& d) {
+  f.Optional(kKeyword, "imatrix", "FilePath | None", py::none(),
+             [](Options& o, const Arg& a) { o.imatrix = Path(a); });
+  TokenParams(
+      f, "calib_", [](Options& o) -> api::TokenOptions& { return o.calibration; }, d.calibration);
+  f.Optional(kKeyword, "summary", "bool", py::bool_(d.summary),
+             [](Options& o, const Arg& a) { o.summary = Bool(a); });
+  ThreadsParam(f, [](Options& o) -> int& { return o.threads; });
+  QuietParam(f);
+}
+
 // ------------------------------------------------------- values and codes
 
 // The options of a conversion: `to` (or `fmt`), rounding, overflow,
@@ -1041,14 +1055,7 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
     f.Required(kKeyword, "out", "FilePath", [](O& o, const Arg& a) { o.output = Path(a); });
     f.Optional(kKeyword, "dtype", "str", py::str(d.dtype),
                [](O& o, const Arg& a) { o.dtype = Text(a); });
-    f.Optional(kKeyword, "imatrix", "FilePath | None", py::none(),
-               [](O& o, const Arg& a) { o.imatrix = Path(a); });
-    TokenParams(
-        f, "calib_", [](O& o) -> api::TokenOptions& { return o.calibration; }, d.calibration);
-    f.Optional(kKeyword, "summary", "bool", py::bool_(d.summary),
-               [](O& o, const Arg& a) { o.summary = Bool(a); });
-    ThreadsParam(f, [](O& o) -> int& { return o.threads; });
-    QuietParam(f);
+    ModelRunParams(f, d);
     f.Rename("output", "out");
     f.Define(m, sig, [](O& o, const Call&) {
       return Run<api::QuantErrorResult>([&] { return api::QuantizeModel(o); });
@@ -1064,14 +1071,7 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
         "the calib_ tokens), against the model's.");
     f.Required(kKeyword, "model", "FilePath", [](O& o, const Arg& a) { o.model = Path(a); });
     f.Required(kKeyword, "scheme", "Names", [](O& o, const Arg& a) { o.schemes = Names(a); });
-    f.Optional(kKeyword, "imatrix", "FilePath | None", py::none(),
-               [](O& o, const Arg& a) { o.imatrix = Path(a); });
-    TokenParams(
-        f, "calib_", [](O& o) -> api::TokenOptions& { return o.calibration; }, d.calibration);
-    f.Optional(kKeyword, "summary", "bool", py::bool_(d.summary),
-               [](O& o, const Arg& a) { o.summary = Bool(a); });
-    ThreadsParam(f, [](O& o) -> int& { return o.threads; });
-    QuietParam(f);
+    ModelRunParams(f, d);
     f.Rename("schemes", "scheme");
     f.Define(m, sig, [](O& o, const Call&) {
       return Run<api::QuantErrorResult>([&] { return api::ModelQuantError(o); });

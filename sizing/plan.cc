@@ -223,7 +223,7 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
   // a calibrated candidate is sized as its scheme and measured end to end only.
   std::vector<std::unique_ptr<Scheme>> schemes;
   std::vector<size_t> measured_candidate;
-  std::vector<std::string> sized_as;
+  std::vector<std::pair<std::string, Calibration>> sized_as;  // the scheme, how calibrated
   for (const std::string& format : o.formats) {
     absl::StatusOr<std::pair<std::string, Calibration>> split = SplitCalibration(format);
     if (!split.ok()) return Invalid(absl::StrCat("formats ", format), split.status().message());
@@ -237,7 +237,7 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
                                   "casts (fp32, bf16, fp16, fp8_e4m3fn, ...); quantized storage "
                                   "is for `mode` inference, lora or qlora"));
     }
-    sized_as.push_back(split->first);
+    sized_as.push_back(*split);
     if (split->second.active()) continue;
     measured_candidate.push_back(sized_as.size() - 1);
     schemes.push_back(*std::move(scheme));
@@ -255,8 +255,8 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
   for (size_t i = 0; i < o.formats.size(); ++i) {
     PlanCandidate c;
     c.format = o.formats[i];
-    c.calibrated = sized_as[i] != c.format;
-    if (absl::Status s = SizeCandidate(model, o, kv, sized_as[i], c); !s.ok()) return s;
+    c.calibrated = sized_as[i].second.active();
+    if (absl::Status s = SizeCandidate(model, o, kv, sized_as[i].first, c); !s.ok()) return s;
     c.saving_vs_bf16 =
         1.0 - static_cast<double>(c.weight_bytes) / static_cast<double>(reference_weight_bytes);
     plan.candidates.push_back(std::move(c));

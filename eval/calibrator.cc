@@ -60,6 +60,88 @@ class StageInputs final : public LinearInputs {
   int threads_;
 };
 
+// GPTQ inside one run of the layer: when the input of a stage whose
+// matrices are targets reaches its first product (LinearInputs are called
+// before the product reads the weights), the stage's Hessian is gathered
+// from it, GPTQ quantizes the stage's targets (one factor of H per column
+// order they ask for) and their views are set to the stored values, so the
+// stage's products and every later stage run on them: each stage sees the
+// inputs the quantized stages before it give, as GPTQ's sequential mode
+// does, in one forward of the layer instead of one per stage.
+class StageQuantizer final : public LinearInputs {
+ public:
+  StageQuantizer(int64_t layer, LayerWeights& w, std::span<const LayerWeights::Entry> entries,
+                 std::span<const LayerCalibrator::Target> targets, LayerStorage& storage,
+                 int threads)
+      : layer_(layer),
+        w_(w),
+        entries_(entries),
+        targets_(targets),
+        storage_(storage),
+        threads_(threads) {}
+
+  void Add(int64_t layer, Site site, int64_t expert, std::span<const float> in,
+           int64_t cols) override {
+    if (!status_.ok() || layer != layer_ || expert >= 0) return;
+    std::optional<Stage> stage;
+    for (Stage s : {Stage::kQkv, Stage::kO, Stage::kGateUp, Stage::kDown}) {
+      if (InputSite(s) == site) stage = s;
+    }
+    if (!stage.has_value()) return;  // k and v: q's input, already taken
+    status_ = Quantize(*stage, in, cols);
+  }
+
+  const absl::Status& status() const { return status_; }
+
+ private:
+  absl::Status Quantize(Stage stage, std::span<const float> in, int64_t cols) {
+    std::vector<const LayerCalibrator::Target*> here;
+    for (const LayerCalibrator::Target& t : targets_) {
+      if (StageOf(w_, entries_[t.entry].matrix) == stage) here.push_back(&t);
+    }
+    if (here.empty()) return absl::OkStatus();
+    std::optional<GptqFactor> factors[2];  // in column order, by descending H_jj
+    {
+      Hessian h(cols);
+      h.Add(in, threads_);
+      for (const LayerCalibrator::Target* t : here) {
+        GptqOptions options;
+        options.act_order = t->calibration.act_order;
+        std::optional<GptqFactor>& factor = factors[options.act_order ? 1 : 0];
+        if (factor.has_value()) continue;
+        absl::StatusOr<GptqFactor> made =
+            FactorHessian(entries_[t->entry].matrix->name, h, options);
+        if (!made.ok()) return made.status();
+        factor = *std::move(made);
+      }
+    }  // H freed: the factors hold what GPTQ needs
+    for (const LayerCalibrator::Target* t : here) {
+      Matrix& m = *entries_[t->entry].matrix;
+      TensorContext context;
+      if (t->scheme->NeedsTensorPass()) t->scheme->Observe(m.values, m.cols, context);
+      GptqOptions options;
+      options.act_order = t->calibration.act_order;
+      options.threads = threads_;
+      absl::StatusOr<GptqResult> q = Gptq(m.name, m.values, m.rows, m.cols,
+                                          *factors[options.act_order ? 1 : 0], *t->scheme,
+                                          context, options);
+      if (!q.ok()) return q.status();
+      std::span<float> out = storage_.Buffer(t->entry, q->values.size());
+      std::copy(q->values.begin(), q->values.end(), out.begin());
+      m.values = out;
+    }
+    return absl::OkStatus();
+  }
+
+  int64_t layer_;
+  LayerWeights& w_;
+  std::span<const LayerWeights::Entry> entries_;
+  std::span<const LayerCalibrator::Target> targets_;
+  LayerStorage& storage_;
+  int threads_;
+  absl::Status status_;
+};
+
 // Gathers the Hessians of every stage's input in one run (AWQ).
 class AllInputs final : public LinearInputs {
  public:
@@ -133,48 +215,21 @@ absl::Status LayerCalibrator::Layer(int64_t layer, LayerWeights& w, std::span<co
     ReleaseScratch();
     return absl::OkStatus();
   }
-  for (Stage stage : {Stage::kQkv, Stage::kO, Stage::kGateUp, Stage::kDown}) {
-    std::vector<const Target*> here;
-    for (const Target& t : targets) {
-      const Matrix* m = entries[t.entry].matrix;
-      if (StageOf(w, m) == Stage::kNone) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("GPTQ of '", m->name,
-                         "': only a dense layer's q, k, v, o, gate, up and down "
-                         "projections are calibrated (not a mixture of experts' "
-                         "matrices yet)"));
-      }
-      if (StageOf(w, m) == stage) here.push_back(&t);
-    }
-    if (here.empty()) continue;
-    const int64_t cols = entries[here[0]->entry].matrix->cols;
-    StageInputs inputs(layer, InputSite(stage), cols, threads);
-    scratch_ = hidden_;
-    if (absl::Status s = Run(layer, w, scratch_, &inputs, threads); !s.ok()) return s;
-    // One factor of the stage's H per column order its targets ask for.
-    std::optional<GptqFactor> factors[2];
-    for (const Target* t : here) {
-      Matrix& m = *entries[t->entry].matrix;
-      TensorContext context;
-      if (t->scheme->NeedsTensorPass()) t->scheme->Observe(m.values, m.cols, context);
-      GptqOptions options;
-      options.act_order = t->calibration.act_order;
-      options.threads = threads;
-      std::optional<GptqFactor>& factor = factors[options.act_order ? 1 : 0];
-      if (!factor.has_value()) {
-        absl::StatusOr<GptqFactor> made = FactorHessian(m.name, inputs.hessian(), options);
-        if (!made.ok()) return made.status();
-        factor = *std::move(made);
-      }
-      absl::StatusOr<GptqResult> q =
-          Gptq(m.name, m.values, m.rows, m.cols, *factor, *t->scheme, context, options);
-      if (!q.ok()) return q.status();
-      std::span<float> out = storage.Buffer(t->entry, q->values.size());
-      std::copy(q->values.begin(), q->values.end(), out.begin());
-      m.values = out;
+  for (const Target& t : targets) {
+    const Matrix* m = entries[t.entry].matrix;
+    if (StageOf(w, m) == Stage::kNone) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GPTQ of '", m->name,
+                       "': only a dense layer's q, k, v, o, gate, up and down "
+                       "projections are calibrated (not a mixture of experts' "
+                       "matrices yet)"));
     }
   }
-  if (absl::Status s = Run(layer, w, hidden_, nullptr, threads); !s.ok()) return s;
+  // One run of the layer: each stage's matrices quantized as its input
+  // reaches them, before the product reads them.
+  StageQuantizer quantizer(layer, w, entries, targets, storage, threads);
+  if (absl::Status s = Run(layer, w, hidden_, &quantizer, threads); !s.ok()) return s;
+  if (!quantizer.status().ok()) return quantizer.status();
   ++next_layer_;
   ReleaseScratch();
   return absl::OkStatus();

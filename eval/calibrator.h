@@ -5,13 +5,15 @@
 //
 // The calibrator keeps the calibration tokens' hidden state at the variant's
 // current layer: one more stream, [calibration tokens, hidden_size] float32
-// in memory (the layer's scratch is freed after each layer). For layer L it runs the layer on that state once per stage
-// whose matrices it calibrates, in the order the layer computes them
-// (q, k and v; o; gate and up; down), each time with every matrix before the
-// stage already as the variant stores it, and gathers the stage's input
-// Hessian (calib/hessian.h) over every calibration row; GPTQ (calib/gptq.h)
-// then quantizes the stage's matrices from it. Last, the layer with all its
-// matrices quantized moves the state on to layer L + 1. The calibration runs
+// in memory (the layer's scratch is freed after each layer). For GPTQ it runs
+// layer L once on that state: as the run reaches each stage whose matrices it
+// calibrates (q, k and v; o; gate and up; down, in the order the layer
+// computes them), the stage's input Hessian (calib/hessian.h) is gathered
+// over every calibration row and GPTQ (calib/gptq.h) quantizes the stage's
+// matrices before the run multiplies by them, so every stage sees the inputs
+// the quantized stages before it give, and the run leaves the state at layer
+// L + 1. AWQ and SmoothQuant run the layer twice: once for every input's
+// statistics, once with the folded, quantized layer. The calibration runs
 // the float32 forward pass without the candidate's other emulation
 // (activations, KV cache, compute): the weights are chosen for the inputs
 // the quantized weights give.

@@ -142,8 +142,10 @@ struct Emulation {
 // `cols` values, one per token (per token routed to the expert, for
 // Mixtral's experts, whose index is `expert`; -1 otherwise). q, k and v
 // report the same input each. What an importance matrix is made of
-// (eval/imatrix.h). Called from the thread running the layer; for Mixtral's
-// experts from several threads at once.
+// (eval/imatrix.h). Called from the thread running the layer, before the
+// product reads the matrix (the GPTQ calibrator quantizes a stage's matrices
+// there, eval/calibrator.h); for Mixtral's experts from several threads at
+// once.
 class LinearInputs {
  public:
   virtual ~LinearInputs() = default;

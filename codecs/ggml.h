@@ -133,6 +133,10 @@ int CodeCount(Type type);
 // InvalidArgument for such a type or an element, code or block size out of
 // range.
 absl::Status SetCode(Type type, std::span<uint8_t> block, int element, int code);
+// Every element's code of one block at once (codes[e] for element e, as
+// SetCode writes each): InvalidArgument as SetCode's, or for a code count
+// other than the block's.
+absl::Status SetCodes(Type type, std::span<uint8_t> block, std::span<const uint8_t> codes);
 
 // IEEE binary16 conversions as ggml's GGML_FP32_TO_FP16 (nearest-even,
 // overflow to infinity, NaN to a quiet NaN of the same sign) and

@@ -67,19 +67,10 @@ int CodeCount(Type type) {
   }
 }
 
-absl::Status SetCode(Type type, std::span<uint8_t> block, int element, int code) {
-  const TypeInfo& info = Info(type);
-  if (CodeCount(type) == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(info.name, " does not choose its codes one element at a time"));
-  }
-  if (static_cast<int64_t>(block.size()) != info.bytes || element < 0 || element >= info.block ||
-      code < 0 || code >= CodeCount(type)) {
-    return absl::InvalidArgumentError(absl::StrCat(info.name, ": element ", element, " code ", code,
-                                                   " of a ", block.size(),
-                                                   "-byte block is out of range"));
-  }
-  const int e = element, c = code;
+namespace {
+
+// Writes code c of element e into `block` (sizes checked by the caller).
+void PutCode(Type type, std::span<uint8_t> block, int e, int c) {
   switch (type) {
     case Type::kQ4_0:
       SetNibble32(At(block, offsetof(BlockQ4_0, qs)), e, c);
@@ -141,6 +132,50 @@ absl::Status SetCode(Type type, std::span<uint8_t> block, int element, int code)
     default:
       break;
   }
+}
+
+// InvalidArgument for a type without element codes or a block of the wrong size.
+absl::Status CheckBlock(Type type, std::span<const uint8_t> block) {
+  const TypeInfo& info = Info(type);
+  if (CodeCount(type) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(info.name, " does not choose its codes one element at a time"));
+  }
+  if (static_cast<int64_t>(block.size()) != info.bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(info.name, ": a ", block.size(), "-byte block is not ", info.bytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status SetCode(Type type, std::span<uint8_t> block, int element, int code) {
+  if (absl::Status s = CheckBlock(type, block); !s.ok()) return s;
+  const TypeInfo& info = Info(type);
+  if (element < 0 || element >= info.block || code < 0 || code >= CodeCount(type)) {
+    return absl::InvalidArgumentError(absl::StrCat(info.name, ": element ", element, " code ", code,
+                                                   " of a block is out of range"));
+  }
+  PutCode(type, block, element, code);
+  return absl::OkStatus();
+}
+
+absl::Status SetCodes(Type type, std::span<uint8_t> block, std::span<const uint8_t> codes) {
+  if (absl::Status s = CheckBlock(type, block); !s.ok()) return s;
+  const TypeInfo& info = Info(type);
+  const int count = CodeCount(type);
+  if (static_cast<int64_t>(codes.size()) != info.block) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(info.name, ": ", codes.size(), " codes for a block of ", info.block));
+  }
+  for (size_t e = 0; e < codes.size(); ++e) {
+    if (codes[e] >= count) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(info.name, ": code ", codes[e], " of element ", e, " is out of range"));
+    }
+  }
+  for (size_t e = 0; e < codes.size(); ++e) PutCode(type, block, static_cast<int>(e), codes[e]);
   return absl::OkStatus();
 }
 

@@ -152,14 +152,13 @@ class CodecScheme final : public Scheme {
            static_cast<uint64_t>(t->bytes) * 8;
   }
 
-  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(int64_t rows, int64_t cols,
-                                                         const TensorContext& context,
-                                                         int threads) const override {
+  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(
+      int64_t rows, int64_t cols, const TensorContext& context) const override {
     const ggml::TypeInfo* t = Applied(cols);
     if (t == nullptr || ggml::CodeCount(t->type) == 0) {
-      return Scheme::BlockRounderFor(rows, cols, context, threads);
+      return Scheme::BlockRounderFor(rows, cols, context);
     }
-    return MakeGgmlRounder(t->type, rows, cols, threads);
+    return MakeGgmlRounder(t->type, rows, cols);
   }
 
   void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,

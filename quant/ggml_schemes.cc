@@ -113,10 +113,9 @@ class GgmlScheme final : public Scheme {
            static_cast<uint64_t>(info_.block_bits);
   }
 
-  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(int64_t rows, int64_t cols,
-                                                         const TensorContext&,
-                                                         int threads) const override {
-    return MakeGgmlRounder(CodecType(), rows, cols, threads);
+  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(
+      int64_t rows, int64_t cols, const TensorContext&) const override {
+    return MakeGgmlRounder(CodecType(), rows, cols);
   }
 
   void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,

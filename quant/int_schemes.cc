@@ -62,10 +62,8 @@ class IntScheme : public Scheme {
 
   bool NeedsTensorPass() const override { return granularity_ == Granularity::kTensor; }
 
-  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(int64_t rows, int64_t cols,
-                                                                const TensorContext& context,
-                                                                int threads) const override {
-    (void)threads;
+  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(
+      int64_t rows, int64_t cols, const TensorContext& context) const override {
     return std::make_unique<IntRounder>(*this, rows, cols, context);
   }
 
@@ -160,22 +158,27 @@ class IntScheme : public Scheme {
               rows, cols,
               scheme.granularity_ == Granularity::kGroup ? std::min(scheme.group_, cols) : cols),
           scheme_(scheme),
-          context_(context) {}
+          context_(context),
+          scale_(static_cast<size_t>(rows)),
+          zero_(static_cast<size_t>(scheme.asymmetric_ ? rows : 0)) {}
 
-    void Choose(int64_t first, std::span<const float> values,
+    void Choose(int64_t first, int64_t row0, std::span<const float> values,
                 std::span<const float> importance) override {
-      (void)first, (void)importance;
-      StoredChunk stored =
-          scheme_.Stored(values, static_cast<int64_t>(values.size()) / rows(), context_);
-      scale_ = std::move(stored.scales);
-      zero_ = std::move(stored.offsets);
+      (void)importance;
+      const StoredChunk stored = scheme_.Stored(values, Width(first), context_);
+      std::copy(stored.scales.begin(), stored.scales.end(), scale_.begin() + row0);
+      std::copy(stored.offsets.begin(), stored.offsets.end(), zero_.begin() + row0);
     }
 
     bool Permutable() const override { return true; }
 
-    void Round(int64_t col, std::span<const float> in, std::span<float> out) override {
+    void Round(int64_t col, int64_t row0, std::span<const float> in,
+               std::span<float> out) override {
       (void)col;
-      QuantizeIntBlocks(in, 1, 1, scale_, zero_, scheme_.params_, out);
+      const std::span<const float> zero =
+          zero_.empty() ? std::span<const float>() : std::span<const float>(zero_).subspan(row0, in.size());
+      QuantizeIntBlocks(in, 1, 1, std::span<const float>(scale_).subspan(row0, in.size()), zero,
+                        scheme_.params_, out);
     }
 
    private:

@@ -122,10 +122,9 @@ class MxScheme : public Scheme {
            r * static_cast<uint64_t>(BlocksPerRow(cols, kMxBlock)) * kMxScaleBits;
   }
 
-  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(int64_t rows, int64_t cols,
-                                                                const TensorContext& context,
-                                                                int threads) const override {
-    (void)context, (void)threads;
+  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(
+      int64_t rows, int64_t cols, const TensorContext& context) const override {
+    (void)context;
     return std::make_unique<MxRounder>(*this, rows, cols);
   }
 
@@ -201,38 +200,43 @@ class MxScheme : public Scheme {
         : BlockRounder(rows, cols, std::min(kMxBlock, cols)),
           scheme_(scheme),
           multiplier_(static_cast<size_t>(rows)),
-          unscale_(static_cast<size_t>(rows)),
-          scaled_(static_cast<size_t>(rows)) {}
+          unscale_(static_cast<size_t>(rows)) {}
 
-    void Choose(int64_t first, std::span<const float> values,
+    void Choose(int64_t first, int64_t row0, std::span<const float> values,
                 std::span<const float> importance) override {
-      (void)first, (void)importance;
-      const StoredChunk stored =
-          scheme_.Stored(values, static_cast<int64_t>(values.size()) / rows(), TensorContext{});
+      (void)importance;
+      const StoredChunk stored = scheme_.Stored(values, Width(first), TensorContext{});
       const float pre = scheme_.is_int_ ? std::ldexp(1.0f, kMxInt8FractionBits) : 1.0f;
-      for (size_t r = 0; r < multiplier_.size(); ++r) {  // one block per row: X = 2^e
-        const float x = stored.scales[r];
-        multiplier_[r] = std::ldexp(1.0f, -std::ilogb(x));
-        unscale_[r] = x / pre;
+      for (size_t k = 0; k < stored.scales.size(); ++k) {  // one block per row: X = 2^e
+        const float x = stored.scales[k];
+        multiplier_[row0 + k] = std::ldexp(1.0f, -std::ilogb(x));
+        unscale_[row0 + k] = x / pre;
       }
     }
 
-    void Round(int64_t col, std::span<const float> in, std::span<float> out) override {
+    void Round(int64_t col, int64_t row0, std::span<const float> in,
+               std::span<float> out) override {
       (void)col;
+      thread_local std::vector<float> scaled;
+      thread_local std::vector<uint8_t> codes;
+      scaled.resize(in.size());
+      const std::span<const float> multiplier =
+          std::span<const float>(multiplier_).subspan(row0, in.size());
+      const std::span<const float> unscale =
+          std::span<const float>(unscale_).subspan(row0, in.size());
       const bool is_int = scheme_.is_int_;
       const float pre = is_int ? std::ldexp(1.0f, kMxInt8FractionBits) : 1.0f;
       const float limit =
           is_int ? static_cast<float>(kMxInt8Max) : static_cast<float>(scheme_.max_elem_);
       const float min_normal = is_int ? 0.0f : static_cast<float>(scheme_.element_.min_normal());
-      (void)ScaleBlocks(in, 1, 1, multiplier_, pre, limit, /*clamp=*/is_int, scaled_);
-      RoundTripSaturating(scheme_.element_, scaled_, out, codes_);
-      (void)UnscaleBlocks(in, out, 1, 1, unscale_, min_normal, out);
+      (void)ScaleBlocks(in, 1, 1, multiplier, pre, limit, /*clamp=*/is_int, scaled);
+      RoundTripSaturating(scheme_.element_, scaled, out, codes);
+      (void)UnscaleBlocks(in, out, 1, 1, unscale, min_normal, out);
     }
 
    private:
     const MxScheme& scheme_;
-    std::vector<float> multiplier_, unscale_, scaled_;
-    std::vector<uint8_t> codes_;
+    std::vector<float> multiplier_, unscale_;  // per row
   };
 
   Format element_;

@@ -178,10 +178,9 @@ class Nf4Scheme final : public Scheme {
 
   bool NeedsTensorPass() const override { return double_quant_; }
 
-  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(int64_t rows, int64_t cols,
-                                                                const TensorContext& context,
-                                                                int threads) const override {
-    (void)context, (void)threads;
+  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(
+      int64_t rows, int64_t cols, const TensorContext& context) const override {
+    (void)context;
     if (double_quant_) {
       return absl::InvalidArgumentError(
           "nf4:double-quant quantizes each block's absmax in groups of 256 blocks along the "
@@ -254,17 +253,19 @@ class Nf4Scheme final : public Scheme {
         : BlockRounder(rows, cols, std::min(kNf4Block, cols)),
           absmax_(static_cast<size_t>(rows)) {}
 
-    void Choose(int64_t first, std::span<const float> values,
+    void Choose(int64_t first, int64_t row0, std::span<const float> values,
                 std::span<const float> importance) override {
-      (void)first, (void)importance;
-      const int64_t n = static_cast<int64_t>(values.size()) / rows();
-      BlockAbsMax(values, n, n, absmax_);  // one block per row
+      (void)importance;
+      const int64_t n = Width(first);
+      BlockAbsMax(values, n, n,  // one block per row
+                  std::span<float>(absmax_).subspan(row0, values.size() / static_cast<size_t>(n)));
     }
 
-    void Round(int64_t col, std::span<const float> in, std::span<float> out) override {
+    void Round(int64_t col, int64_t row0, std::span<const float> in,
+               std::span<float> out) override {
       (void)col;
       for (size_t r = 0; r < in.size(); ++r) {
-        const float amax = absmax_[r];
+        const float amax = absmax_[row0 + r];
         const float inverse = amax != 0.0f ? 1.0f / amax : 0.0f;
         out[r] = kNf4Values[QuantizeNf4(in[r] * inverse)] * amax;
       }

@@ -76,10 +76,8 @@ class Nvfp4Scheme : public Scheme {
 
   bool NeedsTensorPass() const override { return true; }
 
-  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(int64_t rows, int64_t cols,
-                                                                const TensorContext& context,
-                                                                int threads) const override {
-    (void)threads;
+  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(
+      int64_t rows, int64_t cols, const TensorContext& context) const override {
     return std::make_unique<Nvfp4Rounder>(*this, rows, cols, context);
   }
 
@@ -171,40 +169,43 @@ class Nvfp4Scheme : public Scheme {
           scheme_(scheme),
           context_(context),
           encode_(static_cast<size_t>(rows)),
-          decode_(static_cast<size_t>(rows)),
-          scaled_(static_cast<size_t>(rows)) {
+          decode_(static_cast<size_t>(rows)) {
       constexpr float kFloatMax = std::numeric_limits<float>::max();
       float global_encode = std::min(kE4m3Max * kE2m1Max / context.absmax, kFloatMax);
       if (global_encode == 0) global_encode = 1;
       global_decode_ = 1.0f / global_encode;
     }
 
-    void Choose(int64_t first, std::span<const float> values,
+    void Choose(int64_t first, int64_t row0, std::span<const float> values,
                 std::span<const float> importance) override {
-      (void)first, (void)importance;
+      (void)importance;
       constexpr float kFloatMax = std::numeric_limits<float>::max();
-      const StoredChunk stored =
-          scheme_.Stored(values, static_cast<int64_t>(values.size()) / rows(), context_);
-      for (size_t r = 0; r < encode_.size(); ++r) {  // one block per row
-        const float s = stored.scales[r];
-        encode_[r] = std::min(1.0f / (s * global_decode_), kFloatMax);
-        decode_[r] = s * global_decode_;
+      const StoredChunk stored = scheme_.Stored(values, Width(first), context_);
+      for (size_t k = 0; k < stored.scales.size(); ++k) {  // one block per row
+        const float s = stored.scales[k];
+        encode_[row0 + k] = std::min(1.0f / (s * global_decode_), kFloatMax);
+        decode_[row0 + k] = s * global_decode_;
       }
     }
 
-    void Round(int64_t col, std::span<const float> in, std::span<float> out) override {
+    void Round(int64_t col, int64_t row0, std::span<const float> in,
+               std::span<float> out) override {
       (void)col;
-      for (size_t r = 0; r < in.size(); ++r) scaled_[r] = in[r] * encode_[r];
-      RoundTripSaturating(scheme_.e2m1_, scaled_, out, codes_);
-      for (size_t r = 0; r < in.size(); ++r) out[r] = SaturateToFloat(out[r] * decode_[r]);
+      thread_local std::vector<float> scaled;
+      thread_local std::vector<uint8_t> codes;
+      scaled.resize(in.size());
+      const float* encode = encode_.data() + row0;
+      const float* decode = decode_.data() + row0;
+      for (size_t r = 0; r < in.size(); ++r) scaled[r] = in[r] * encode[r];
+      RoundTripSaturating(scheme_.e2m1_, scaled, out, codes);
+      for (size_t r = 0; r < in.size(); ++r) out[r] = SaturateToFloat(out[r] * decode[r]);
     }
 
    private:
     const Nvfp4Scheme& scheme_;
     TensorContext context_;
     float global_decode_ = 1;
-    std::vector<float> encode_, decode_, scaled_;
-    std::vector<uint8_t> codes_;
+    std::vector<float> encode_, decode_;  // per row
   };
 
   // Apply's rule without the codes, through the block kernels, from the

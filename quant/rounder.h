@@ -15,9 +15,15 @@
 // types, the nearest of the values ggml's decoder gives the element's
 // possible codes. The matrix the caller ends with is one the scheme stores
 // exactly; for ggml's types Bytes() holds its blocks.
+//
+// Rows are independent but in groups of block_rows() (a 2-D block's
+// height, 1 for every other layout): a caller may walk the columns for
+// several ranges of rows, each starting at a multiple of block_rows(), at
+// once on different threads.
 #ifndef LOWP_QUANT_ROUNDER_H_
 #define LOWP_QUANT_ROUNDER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -35,18 +41,23 @@ class BlockRounder {
   // Columns whose parameters are chosen together: an integer group, ggml's
   // block or super-block, the whole row for a channel or tensor scale.
   int64_t block_cols() const { return block_cols_; }
+  // Rows whose parameters are chosen together (see above).
+  int64_t block_rows() const { return block_rows_; }
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
 
-  // Chooses the parameters of columns [first, first + n) of every row (n =
-  // block_cols, or what is left of the row) from `values` ([rows, n]) with
-  // `importance` (n weights, one per column, or empty). `first` is a
-  // multiple of block_cols, blocks in order.
-  virtual void Choose(int64_t first, std::span<const float> values,
+  // Chooses the parameters of columns [first, first + n) (n = block_cols,
+  // or what is left of the row) of rows [row0, row0 + values.size() / n)
+  // from `values` (those rows' n values each) with `importance` (n weights,
+  // one per column, or empty). `first` is a multiple of block_cols, blocks
+  // in order.
+  virtual void Choose(int64_t first, int64_t row0, std::span<const float> values,
                       std::span<const float> importance) = 0;
-  // Rounds column `col` of every row (`in`, rows values) into `out`: col
-  // lies in the block Choose last chose, each column once, in order.
-  virtual void Round(int64_t col, std::span<const float> in, std::span<float> out) = 0;
+  // Rounds column `col` of rows [row0, row0 + in.size()) into `out`: col
+  // lies in the block Choose last chose for those rows, each column once, in
+  // order.
+  virtual void Round(int64_t col, int64_t row0, std::span<const float> in,
+                     std::span<float> out) = 0;
 
   // Whether the blocks may be any columns (GPTQ's act_order with g_idx), not
   // only consecutive ones (ggml's layouts).
@@ -57,18 +68,21 @@ class BlockRounder {
   virtual std::span<const uint8_t> Bytes() const { return {}; }
 
  protected:
-  BlockRounder(int64_t rows, int64_t cols, int64_t block_cols)
-      : rows_(rows), cols_(cols), block_cols_(block_cols) {}
+  BlockRounder(int64_t rows, int64_t cols, int64_t block_cols, int64_t block_rows = 1)
+      : rows_(rows), cols_(cols), block_cols_(block_cols), block_rows_(block_rows) {}
+
+  // The width of the block that starts at column `first`.
+  int64_t Width(int64_t first) const { return std::min(block_cols_, cols_ - first); }
 
  private:
-  int64_t rows_, cols_, block_cols_;
+  int64_t rows_, cols_, block_cols_, block_rows_;
 };
 
 // The rounder of ggml's type `type` (one whose codes CodeCount counts) for
-// [rows, cols] matrices; cols must be a multiple of its block. Choose runs
-// on up to `threads` threads (0: all). Values handed to Choose must be finite.
+// [rows, cols] matrices; cols must be a multiple of its block. Values handed
+// to Choose must be finite.
 absl::StatusOr<std::unique_ptr<BlockRounder>> MakeGgmlRounder(ggml::Type type, int64_t rows,
-                                                              int64_t cols, int threads);
+                                                              int64_t cols);
 
 }  // namespace lowp
 

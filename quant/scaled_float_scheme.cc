@@ -107,10 +107,8 @@ class ScaledFloatScheme : public Scheme {
 
   bool NeedsTensorPass() const override { return layout_.kind == ScaleLayout::kTensor; }
 
-  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(int64_t rows, int64_t cols,
-                                                                const TensorContext& context,
-                                                                int threads) const override {
-    (void)threads;
+  absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(
+      int64_t rows, int64_t cols, const TensorContext& context) const override {
     return std::make_unique<ScaledFloatRounder>(*this, rows, cols, context);
   }
 
@@ -215,21 +213,21 @@ class ScaledFloatScheme : public Scheme {
    public:
     ScaledFloatRounder(const ScaledFloatScheme& scheme, int64_t rows, int64_t cols,
                        const TensorContext& context)
-        : BlockRounder(rows, cols, std::min(scheme.layout_.Width(cols), cols)),
+        : BlockRounder(rows, cols, std::min(scheme.layout_.Width(cols), cols),
+                       scheme.layout_.Height()),
           scheme_(scheme),
           context_(context),
-          row_scale_(static_cast<size_t>(rows)),
-          scaled_(static_cast<size_t>(rows)) {}
+          row_scale_(static_cast<size_t>(rows)) {}
 
-    void Choose(int64_t first, std::span<const float> values,
+    void Choose(int64_t first, int64_t row0, std::span<const float> values,
                 std::span<const float> importance) override {
-      (void)first, (void)importance;
-      const StoredChunk stored =
-          scheme_.Stored(values, static_cast<int64_t>(values.size()) / rows(), context_);
+      (void)importance;
+      const int64_t n = Width(first);
+      const StoredChunk stored = scheme_.Stored(values, n, context_);
       // One scale per row of this block (a 2-D block's for each of its rows).
       const int64_t height = scheme_.layout_.Height();
-      for (int64_t r = 0; r < rows(); ++r) {
-        row_scale_[static_cast<size_t>(r)] = stored.scales[static_cast<size_t>(r / height)];
+      for (int64_t k = 0; k < static_cast<int64_t>(values.size()) / n; ++k) {
+        row_scale_[static_cast<size_t>(row0 + k)] = stored.scales[static_cast<size_t>(k / height)];
       }
     }
 
@@ -240,21 +238,25 @@ class ScaledFloatScheme : public Scheme {
              scheme_.layout_.kind == ScaleLayout::kChannel;
     }
 
-    void Round(int64_t col, std::span<const float> in, std::span<float> out) override {
+    void Round(int64_t col, int64_t row0, std::span<const float> in,
+               std::span<float> out) override {
       (void)col;
+      thread_local std::vector<float> scaled;
+      thread_local std::vector<uint8_t> codes;
+      scaled.resize(in.size());
+      const float* row_scale = row_scale_.data() + row0;
       for (size_t r = 0; r < in.size(); ++r) {
-        const float s = row_scale_[r];
-        scaled_[r] = s == 0 ? std::copysign(0.0f, in[r]) : in[r] / s;
+        const float s = row_scale[r];
+        scaled[r] = s == 0 ? std::copysign(0.0f, in[r]) : in[r] / s;
       }
-      RoundTripSaturating(scheme_.element_, scaled_, out, codes_);
-      for (size_t r = 0; r < in.size(); ++r) out[r] = SaturateToFloat(out[r] * row_scale_[r]);
+      RoundTripSaturating(scheme_.element_, scaled, out, codes);
+      for (size_t r = 0; r < in.size(); ++r) out[r] = SaturateToFloat(out[r] * row_scale[r]);
     }
 
    private:
     const ScaledFloatScheme& scheme_;
     TensorContext context_;
-    std::vector<float> row_scale_, scaled_;
-    std::vector<uint8_t> codes_;
+    std::vector<float> row_scale_;  // per row
   };
 
   // Apply's rule without the codes, through the block kernels: the division,

@@ -42,10 +42,9 @@ double Scheme::BitsPerWeight(int64_t rows, int64_t cols) const {
   return elements == 0 ? 0 : static_cast<double>(StorageBits(rows, cols)) / elements;
 }
 
-absl::StatusOr<std::unique_ptr<BlockRounder>> Scheme::BlockRounderFor(int64_t rows, int64_t cols,
-                                                               const TensorContext& context,
-                                                               int threads) const {
-  (void)rows, (void)cols, (void)context, (void)threads;
+absl::StatusOr<std::unique_ptr<BlockRounder>> Scheme::BlockRounderFor(
+    int64_t rows, int64_t cols, const TensorContext& context) const {
+  (void)rows, (void)cols, (void)context;
   return absl::InvalidArgumentError(absl::StrCat(
       "scheme '", name_, "' does not choose its codes one element at a time once a block's "
       "scales are set, so GPTQ cannot round it; GPTQ takes the integer schemes, the scaled "

@@ -133,12 +133,12 @@ class Scheme {
     return false;
   }
   // GPTQ's hold on the scheme for [rows, cols] matrices (quant/rounder.h),
-  // `context` gathered over the whole tensor when NeedsTensorPass; Choose
-  // runs on up to `threads` threads. InvalidArgument naming the scheme when
-  // its codes are not chosen one element at a time once a block's scales
-  // are (casts, lookup grids, rotations) or the shape does not fit.
+  // `context` gathered over the whole tensor when NeedsTensorPass.
+  // InvalidArgument naming the scheme when its codes are not chosen one
+  // element at a time once a block's scales are (casts, lookup grids,
+  // rotations) or the shape does not fit.
   virtual absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(
-      int64_t rows, int64_t cols, const TensorContext& context, int threads) const;
+      int64_t rows, int64_t cols, const TensorContext& context) const;
 
   // Adds what whole rows `in` contribute to the tensor's context.
   virtual void Observe(std::span<const float> in, int64_t cols, TensorContext& context) const;

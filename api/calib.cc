@@ -53,7 +53,8 @@ absl::StatusOr<GptqArrayResult> GptqArray(const TensorView& weight, const Tensor
   g.damp = options.damp;
   g.act_order = options.act_order;
   g.threads = options.threads;
-  absl::StatusOr<GptqResult> q = Gptq("weight", *w, rows, cols, h, **scheme, context, g);
+  absl::StatusOr<GptqResult> q =
+      Gptq("weight", *w, rows, cols, std::move(h), **scheme, context, g);
   if (!q.ok()) return q.status();
   return GptqArrayResult{std::move(q->values), std::move(q->bytes), std::move(q->order)};
 }

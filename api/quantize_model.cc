@@ -19,6 +19,7 @@
 #include "io/input_files.h"
 #include "io/safetensors.h"
 #include "kernels/convert.h"
+#include "kernels/thread_pool.h"
 #include "model/checkpoint.h"
 
 namespace lowp::api {
@@ -59,6 +60,7 @@ using MatrixSink = std::function<absl::Status(std::span<const float>)>;
 absl::Status RunVariant(const Checkpoint& model, WeightVariant& variant, int threads,
                         const ProgressFn& progress, const std::string& label,
                         const MatrixSink* sink) {
+  threads = ResolveThreads(threads);  // the layers' products and GPTQ run on the pool
   const ModelConfig& config = model.config();
   const PassOptions pass{.first = true};
   const size_t steps = static_cast<size_t>(config.num_layers) + 2;

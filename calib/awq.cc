@@ -52,7 +52,7 @@ void QuantizeScaled(std::span<const float> weight, std::span<const float> scale,
   const int64_t rows = static_cast<int64_t>(weight.size()) / n;
   const int64_t chunk = std::max<int64_t>(scheme.ChunkRows(n), 1);
   const size_t chunks = static_cast<size_t>((rows + chunk - 1) / chunk);
-  ParallelFor(chunks, threads, [&](size_t c) {
+  ParallelFor(chunks, ResolveThreads(threads), [&](size_t c) {
     const int64_t r0 = static_cast<int64_t>(c) * chunk, r1 = std::min(rows, r0 + chunk);
     TensorContext here = context;
     here.first_element = r0 * n;

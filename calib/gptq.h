@@ -8,22 +8,31 @@
 // As the paper's reference implementation (gptq.py, fasterquant) does:
 //   - a column no input reaches (H_jj = 0) gets H_jj = 1 and weight 0;
 //   - dampening: H += damp * mean(diag H) * I;
-//   - U = the upper Cholesky factor of H^-1 (H^-1 = U^T U), from one
-//     Cholesky of H with its indices reversed and a triangular inverse;
 //   - with act_order, the columns are taken by descending H_jj (ties in
 //     column order), and a group is consecutive columns of that order, as
 //     GPTQ checkpoints store it with g_idx;
-//   - columns in batches of `batch`: within a batch each column's error
-//     e = (w - q) / U_jj updates the batch's later columns at once
-//     (w_k -= e U_jk), the columns after the batch once per batch
-//     (W[:, after] -= E U[batch, after]).
-// What differs, on purpose: W, U and the errors are kept in double (the
-// reference: float32), and a block's scales are chosen (BlockRounder::Choose,
-// the scheme's own search, weighted by the columns' mean square input:
-// the importance matrix GPTQ's inputs imply) from the block's weights as
-// every earlier column's error has updated them, when the loop reaches its
-// first column (the reference's find_params sees the batch's columns before
-// the updates of the batch's earlier columns).
+//   - columns in batches of `batch`: within a batch each column's rounding
+//     updates the batch's later columns at once, the columns after the
+//     batch once per batch (one matrix product).
+// What differs, on purpose:
+//   - the arithmetic is the paper's in the form that needs one Cholesky of H
+//     and no inverse (QuIP's LDLQ, Chee et al. 2023, shows the two equal):
+//     with H = (I + A) D (I + A)^T, A strictly upper triangular (from
+//     Cholesky of H with its indices reversed), column k is rounded from
+//     w_k + sum over i < k of (w_i - q_i) A_ik, w the weight as given.
+//     The paper's updates (w'_k -= e_i U_ik, e_i = (w'_i - q_i) / U_ii,
+//     H^-1 = U^T U) add up to the same sums: I + A is the inverse of U with
+//     its rows divided by their diagonal (tests/gptq_test.cc checks the
+//     codes against the paper's loop);
+//   - H is factored where it lies (the Hessian's own storage, permuted in
+//     place), and W, A and the errors are kept in double (the reference:
+//     float32);
+//   - a block's scales are chosen (BlockRounder::Choose, the scheme's own
+//     search, weighted by the columns' mean square input: the importance
+//     matrix GPTQ's inputs imply) from the block's weights as every earlier
+//     column's error has updated them, when the loop reaches its first
+//     column (the reference's find_params sees the batch's columns before
+//     the updates of the batch's earlier columns).
 #ifndef LOWP_CALIB_GPTQ_H_
 #define LOWP_CALIB_GPTQ_H_
 
@@ -51,19 +60,23 @@ struct GptqResult {
   std::vector<int32_t> order;  // the column order GPTQ took (act_order), else empty
 };
 
-// H made ready for the column loop: the column order, the dead columns, U
+// H made ready for the column loop: the column order, the dead columns, A
 // and the columns' mean squares (in that order). The same for every matrix
 // that multiplies these inputs (q, k and v; gate and up): made once per
 // stage. InvalidArgument naming `name` for no calibration rows, over 65536
 // columns, a dampening out of range or non-finite inputs; FailedPrecondition
-// when H is not positive definite after dampening.
+// when H is not positive definite after dampening. The rvalue form factors
+// H in its own storage (the Hessian is left without a matrix), the other a
+// copy.
 struct GptqFactor {
   std::vector<int32_t> order;
   std::vector<uint8_t> dead;
-  std::vector<double> u;          // [n, n] row-major, upper
+  std::vector<double> a;          // [n, n] row-major: A_ik for k > i (nothing else read)
   std::vector<float> importance;  // per column, in `order`
   bool act_order = false;
 };
+absl::StatusOr<GptqFactor> FactorHessian(const std::string& name, Hessian&& h,
+                                         const GptqOptions& options);
 absl::StatusOr<GptqFactor> FactorHessian(const std::string& name, const Hessian& h,
                                          const GptqOptions& options);
 
@@ -74,13 +87,15 @@ absl::StatusOr<GptqFactor> FactorHessian(const std::string& name, const Hessian&
 // does not fit, non-finite weights or H, or no calibration rows; H must be
 // positive definite after dampening (FailedPrecondition otherwise).
 absl::StatusOr<GptqResult> Gptq(const std::string& name, std::span<const float> w, int64_t rows,
-                                int64_t cols, const Hessian& h, const Scheme& scheme,
+                                int64_t cols, Hessian h, const Scheme& scheme,
                                 const TensorContext& context, const GptqOptions& options);
 // The same from a factor of the inputs' H (options.act_order and damp are
-// the factor's).
+// the factor's), the quantized weight into `out` when given ([rows, cols],
+// not overlapping `w`; result.values is then empty).
 absl::StatusOr<GptqResult> Gptq(const std::string& name, std::span<const float> w, int64_t rows,
                                 int64_t cols, const GptqFactor& factor, const Scheme& scheme,
-                                const TensorContext& context, const GptqOptions& options);
+                                const TensorContext& context, const GptqOptions& options,
+                                std::span<float> out = {});
 
 }  // namespace lowp
 

@@ -12,7 +12,9 @@ namespace lowp {
 namespace {
 
 // Rows of H per OpenBLAS call.
-constexpr int64_t kBlockRows = 64;
+constexpr int64_t kBlockRows = 256;
+// Input rows per pass over H: what the double copy of the rows holds.
+constexpr int64_t kChunkRows = 1024;
 
 }  // namespace
 
@@ -24,9 +26,19 @@ Hessian::Hessian(int64_t dim)
 
 void Hessian::Add(std::span<const float> rows, int threads) {
   const int64_t n = static_cast<int64_t>(rows.size()) / dim_;
-  if (n == 0) return;
+  threads = ResolveThreads(threads);
   BlasSetup();
-  x_.assign(rows.begin(), rows.begin() + n * dim_);
+  for (int64_t first = 0; first < n; first += kChunkRows) {
+    AddChunk(rows.subspan(static_cast<size_t>(first * dim_),
+                          static_cast<size_t>(std::min(kChunkRows, n - first) * dim_)),
+             threads);
+  }
+  x_ = std::vector<double>();
+}
+
+void Hessian::AddChunk(std::span<const float> rows, int threads) {
+  const int64_t n = static_cast<int64_t>(rows.size()) / dim_;
+  x_.assign(rows.begin(), rows.end());
   const int64_t blocks = (dim_ + kBlockRows - 1) / kBlockRows;
   // Block b: H[i0:i1, i0:] += X[:, i0:i1]^T X[:, i0:], the upper triangle's
   // rows i0..i1 (and a few entries below the diagonal, never read).

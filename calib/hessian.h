@@ -1,14 +1,15 @@
 // The second moment of a linear layer's inputs, GPTQ's Hessian of the
 // layer's squared output error: H = sum over calibration rows x of x x^T,
 // accumulated in double (each product of two float32 values is exact there)
-// over as many rows as given, in the order given. The sums are split into
-// blocks of H fixed by its size, each one OpenBLAS call on one thread, so H
-// does not depend on the thread count.
+// over as many rows as given, in the order given, 1024 rows at a time. The
+// sums are split into blocks of H fixed by its size, each one OpenBLAS call
+// on one thread, so H does not depend on the thread count.
 #ifndef LOWP_CALIB_HESSIAN_H_
 #define LOWP_CALIB_HESSIAN_H_
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace lowp {
@@ -20,7 +21,7 @@ class Hessian {
   // Adds rows of `dim` values ([rows, dim], row-major). Rows with a
   // non-finite value are added all the same: H then holds them, and GPTQ
   // refuses it (CheckFinite).
-  void Add(std::span<const float> rows, int threads);
+  void Add(std::span<const float> rows, int threads);  // threads: 0 for all
 
   int64_t dim() const { return dim_; }
   // The rows added so far.
@@ -35,13 +36,20 @@ class Hessian {
   // Each column's max |x| over the rows (SmoothQuant's), 0 before any row.
   const std::vector<float>& AbsMax() const { return abs_max_; }
 
+  // Moves H out: [dim, dim] row-major, its upper triangle set (the lower
+  // one not). The Hessian holds no matrix after (GPTQ factors H in place,
+  // calib/gptq.h).
+  std::vector<double> ReleaseMatrix() { return std::move(h_); }
+
  private:
+  void AddChunk(std::span<const float> rows, int threads);
+
   int64_t dim_;
   int64_t count_ = 0;
   std::vector<double> h_;        // [dim, dim], upper triangle
   std::vector<double> abs_sum_;  // per column, sum |x| in row order
   std::vector<float> abs_max_;   // per column, max |x| (NaN rows leave it alone)
-  std::vector<double> x_;        // the rows being added, in double
+  std::vector<double> x_;        // the rows being added (up to 1024), in double
 };
 
 }  // namespace lowp

@@ -100,21 +100,24 @@ class StageQuantizer final : public LinearInputs {
       if (StageOf(w_, entries_[t.entry].matrix) == stage) here.push_back(&t);
     }
     if (here.empty()) return absl::OkStatus();
-    std::optional<GptqFactor> factors[2];  // in column order, by descending H_jj
-    {
-      Hessian h(cols);
-      h.Add(in, threads_);
-      for (const LayerCalibrator::Target* t : here) {
-        GptqOptions options;
-        options.act_order = t->calibration.act_order;
-        std::optional<GptqFactor>& factor = factors[options.act_order ? 1 : 0];
-        if (factor.has_value()) continue;
-        absl::StatusOr<GptqFactor> made =
-            FactorHessian(entries_[t->entry].matrix->name, h, options);
-        if (!made.ok()) return made.status();
-        factor = *std::move(made);
-      }
-    }  // H freed: the factors hold what GPTQ needs
+    // One factor of H per column order the targets ask for (in column
+    // order, by descending H_jj); the last one made takes H's storage.
+    bool wanted[2] = {false, false};
+    for (const LayerCalibrator::Target* t : here) wanted[t->calibration.act_order ? 1 : 0] = true;
+    std::optional<GptqFactor> factors[2];
+    Hessian h(cols);
+    h.Add(in, threads_);
+    for (int k = 0; k < 2; ++k) {
+      if (!wanted[k]) continue;
+      GptqOptions options;
+      options.act_order = k == 1;
+      const std::string& name = entries_[here[0]->entry].matrix->name;
+      absl::StatusOr<GptqFactor> made = k == 0 && wanted[1]
+                                            ? FactorHessian(name, h, options)
+                                            : FactorHessian(name, std::move(h), options);
+      if (!made.ok()) return made.status();
+      factors[k] = *std::move(made);
+    }
     for (const LayerCalibrator::Target* t : here) {
       Matrix& m = *entries_[t->entry].matrix;
       TensorContext context;
@@ -122,12 +125,11 @@ class StageQuantizer final : public LinearInputs {
       GptqOptions options;
       options.act_order = t->calibration.act_order;
       options.threads = threads_;
+      std::span<float> out = storage_.Buffer(t->entry, m.values.size());
       absl::StatusOr<GptqResult> q = Gptq(m.name, m.values, m.rows, m.cols,
                                           *factors[options.act_order ? 1 : 0], *t->scheme,
-                                          context, options);
+                                          context, options, out);
       if (!q.ok()) return q.status();
-      std::span<float> out = storage_.Buffer(t->entry, q->values.size());
-      std::copy(q->values.begin(), q->values.end(), out.begin());
       m.values = out;
     }
     return absl::OkStatus();

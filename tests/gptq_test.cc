@@ -5,6 +5,7 @@
 #include "calib/gptq.h"
 #include "calib/smooth.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -272,6 +273,43 @@ TEST(Gptq, GgmlBlocksDecodeToTheValuesGptqGives) {
     ASSERT_TRUE(ggml::Decode(type->type, got->bytes, decoded).ok());
     for (size_t i = 0; i < decoded.size(); ++i) {
       ASSERT_EQ(decoded[i], got->values[i]) << name << " element " << i;
+    }
+  }
+}
+
+// GPTQ runs tiles of rows side by side: rows (and 2-D blocks of rows) are
+// independent, so a matrix gives what its slices of rows give alone, and the
+// thread count changes no bit.
+TEST(Gptq, RowsAreIndependentAndThreadsChangeNoBit) {
+  const int64_t rows = 640, cols = 256, slice = 128;
+  const std::vector<float> x = Inputs(400, cols, 51);
+  const std::vector<float> w = Weights(rows, cols, 52);
+  Hessian h(cols);
+  h.Add(x, 2);
+  for (const char* name : {"q4_K", "int4-g32", "fp8_e4m3fn-b128x128", "nvfp4"}) {
+    auto scheme = *ParseScheme(name);
+    const TensorContext context = ContextOf(w, cols, *scheme);
+    GptqOptions one, two;
+    one.threads = 1;
+    two.threads = 2;
+    absl::StatusOr<GptqResult> a = Gptq(name, w, rows, cols, h, *scheme, context, one);
+    absl::StatusOr<GptqResult> b = Gptq(name, w, rows, cols, h, *scheme, context, two);
+    ASSERT_TRUE(a.ok() && b.ok()) << name;
+    EXPECT_EQ(a->values, b->values) << name;
+    EXPECT_EQ(a->bytes, b->bytes) << name;
+    for (int64_t r0 = 0; r0 < rows; r0 += slice) {
+      const std::vector<float> part(w.begin() + r0 * cols, w.begin() + (r0 + slice) * cols);
+      absl::StatusOr<GptqResult> alone = Gptq(name, part, slice, cols, h, *scheme, context, two);
+      ASSERT_TRUE(alone.ok()) << name;
+      for (int64_t i = 0; i < slice * cols; ++i) {
+        ASSERT_EQ(alone->values[i], a->values[r0 * cols + i]) << name << " row " << r0 + i / cols;
+      }
+      if (!a->bytes.empty()) {
+        const size_t row_bytes = a->bytes.size() / rows;
+        EXPECT_TRUE(std::equal(alone->bytes.begin(), alone->bytes.end(),
+                               a->bytes.begin() + r0 * row_bytes))
+            << name << " rows from " << r0;
+      }
     }
   }
 }

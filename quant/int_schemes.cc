@@ -167,7 +167,9 @@ class IntScheme : public Scheme {
       (void)importance;
       const StoredChunk stored = scheme_.Stored(values, Width(first), context_);
       std::copy(stored.scales.begin(), stored.scales.end(), scale_.begin() + row0);
-      std::copy(stored.offsets.begin(), stored.offsets.end(), zero_.begin() + row0);
+      if (!zero_.empty()) {  // asymmetric
+        std::copy(stored.offsets.begin(), stored.offsets.end(), zero_.begin() + row0);
+      }
     }
 
     bool Permutable() const override { return true; }

@@ -28,17 +28,18 @@ void Hessian::Add(std::span<const float> rows, int threads) {
   const int64_t n = static_cast<int64_t>(rows.size()) / dim_;
   threads = ResolveThreads(threads);
   BlasSetup();
+  std::vector<double> x;  // a chunk of the rows, in double
   for (int64_t first = 0; first < n; first += kChunkRows) {
-    AddChunk(rows.subspan(static_cast<size_t>(first * dim_),
-                          static_cast<size_t>(std::min(kChunkRows, n - first) * dim_)),
-             threads);
+    const std::span<const float> chunk =
+        rows.subspan(static_cast<size_t>(first * dim_),
+                     static_cast<size_t>(std::min(kChunkRows, n - first) * dim_));
+    x.assign(chunk.begin(), chunk.end());
+    AddChunk(x, threads);
   }
-  x_ = std::vector<double>();
 }
 
-void Hessian::AddChunk(std::span<const float> rows, int threads) {
-  const int64_t n = static_cast<int64_t>(rows.size()) / dim_;
-  x_.assign(rows.begin(), rows.end());
+void Hessian::AddChunk(std::span<const double> x, int threads) {
+  const int64_t n = static_cast<int64_t>(x.size()) / dim_;
   const int64_t blocks = (dim_ + kBlockRows - 1) / kBlockRows;
   // Block b: H[i0:i1, i0:] += X[:, i0:i1]^T X[:, i0:], the upper triangle's
   // rows i0..i1 (and a few entries below the diagonal, never read).
@@ -46,13 +47,13 @@ void Hessian::AddChunk(std::span<const float> rows, int threads) {
     const int64_t i0 = static_cast<int64_t>(b) * kBlockRows;
     const int64_t i1 = std::min(dim_, i0 + kBlockRows);
     cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(i1 - i0),
-                static_cast<int>(dim_ - i0), static_cast<int>(n), 1.0, x_.data() + i0,
-                static_cast<int>(dim_), x_.data() + i0, static_cast<int>(dim_), 1.0,
+                static_cast<int>(dim_ - i0), static_cast<int>(n), 1.0, x.data() + i0,
+                static_cast<int>(dim_), x.data() + i0, static_cast<int>(dim_), 1.0,
                 h_.data() + i0 * dim_ + i0, static_cast<int>(dim_));
   });
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t j = 0; j < dim_; ++j) {
-      const double a = std::fabs(x_[static_cast<size_t>(r * dim_ + j)]);
+      const double a = std::fabs(x[static_cast<size_t>(r * dim_ + j)]);
       abs_sum_[static_cast<size_t>(j)] += a;
       float& m = abs_max_[static_cast<size_t>(j)];
       m = std::max(m, static_cast<float>(a));  // exact: a is a float32 value

@@ -42,14 +42,13 @@ class Hessian {
   std::vector<double> ReleaseMatrix() { return std::move(h_); }
 
  private:
-  void AddChunk(std::span<const float> rows, int threads);
+  void AddChunk(std::span<const double> x, int threads);  // rows of dim_ values
 
   int64_t dim_;
   int64_t count_ = 0;
   std::vector<double> h_;        // [dim, dim], upper triangle
   std::vector<double> abs_sum_;  // per column, sum |x| in row order
   std::vector<float> abs_max_;   // per column, max |x| (NaN rows leave it alone)
-  std::vector<double> x_;        // the rows being added (up to 1024), in double
 };
 
 }  // namespace lowp

@@ -5,11 +5,13 @@
 #include <numeric>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/inputs.h"
 #include "api/json.h"
 #include "api/quant.h"
+#include "api/quantize_model.h"
 #include "mix/sensitivity.h"
 #include "formats/option_error.h"
 #include "io/bundled.h"
@@ -20,6 +22,12 @@ namespace lowp::api {
 
 absl::StatusOr<MixResult> Mix(const MixOptions& o) {
   if (absl::Status s = CheckThreads(o.threads); !s.ok()) return s;
+  if (!o.out.empty() && !absl::EndsWith(o.out, ".gguf") && !absl::EndsWith(o.out, ".safetensors")) {
+    return OptionError("out", absl::StrCat("'", o.out, "': want a .gguf or .safetensors file"));
+  }
+  if (o.out.empty() && !o.tokenizer.empty()) {
+    return OptionError("tokenizer", "is for the GGUF file --out writes");
+  }
   const MixBudgetOptions budget{o.bits_per_weight, o.bytes, o.device, o.job};
   if (absl::Status s = CheckMixBudget(budget); !s.ok()) return s;
   if (o.random_mixes < 0 || o.random_mixes > kMaxRandomMixes) {
@@ -84,13 +92,27 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
       LlamaQuantizeArguments(result.groups, result.rows[0].schemes);
   if (!command.ok()) {
     result.llama_quantize_error = std::string(command.status().message());
-    return result;
+  } else {
+    result.llama_quantize = *std::move(command);
+    if (!result.imatrix.empty()) {
+      // The same importance in llama-quantize (it reads both formats).
+      result.llama_quantize.options.insert(result.llama_quantize.options.begin(),
+                                           {"--imatrix", result.imatrix});
+    }
   }
-  result.llama_quantize = *std::move(command);
-  if (!result.imatrix.empty()) {
-    // The same importance in llama-quantize (it reads both formats).
-    result.llama_quantize.options.insert(result.llama_quantize.options.begin(),
-                                         {"--imatrix", result.imatrix});
+  if (!o.out.empty()) {
+    QuantizeModelOptions q;
+    q.model = path;
+    q.weights = absl::StrJoin(result.rules, ",");
+    q.output = o.out;
+    q.tokenizer = o.tokenizer;
+    q.imatrix = o.imatrix;
+    q.calibration = o.calibration;
+    q.summary = true;
+    q.threads = o.threads;
+    absl::StatusOr<QuantErrorResult> written = QuantizeModel(q);
+    if (!written.ok()) return written.status();
+    result.written = o.out;
   }
   return result;
 }
@@ -119,6 +141,7 @@ nlohmann::json ToJson(const MixResult& r) {
   }
   j["rules"] = rules;
   j["weights_option"] = absl::StrJoin(r.rules, ",");
+  if (!r.written.empty()) j["written"] = r.written;
   if (r.llama_quantize_error.empty()) {
     if (!r.imatrix.empty()) j["imatrix"] = r.imatrix;
     j["llama_quantize"] = {{"options", r.llama_quantize.options},

@@ -84,6 +84,12 @@ struct MixOptions {
   TokenOptions calibration = DefaultCalibrationOptions();
   int threads = 0;
   std::function<void(int64_t done, int64_t total, const std::string& what)> progress;
+  // When set, the chosen mix is written there as `lowp quantize --model`
+  // writes its rules (api/quantize_model.h): a .gguf file llama.cpp runs
+  // (each matrix the mix's own bytes; `tokenizer` as quantize's) or a
+  // .safetensors file of the dequantized model.
+  std::string out;
+  std::string tokenizer;
 };
 
 struct MixResult : MixTable {
@@ -97,6 +103,7 @@ struct MixResult : MixTable {
   // llama-quantize's command, or why there is none (a type it lacks).
   LlamaQuantizeCommand llama_quantize;
   std::string llama_quantize_error;
+  std::string written;                   // MixOptions::out, once written
   std::vector<MixRow> rows;              // rows[0] the chosen mix
   // Over the random mixes (NaN with fewer than 3): Spearman's rank
   // correlation of predicted and measured KL, and the median of
@@ -108,7 +115,8 @@ struct MixResult : MixTable {
 // Errors name the option: model, tensors, bits_per_weight / bytes / device
 // (none or two given, below the smallest assignment, above float32; an
 // unknown device, a job the memory model rejects), types (unknown,
-// or not applying to a matrix's rows), baselines, random_mixes, the tokens'.
+// or not applying to a matrix's rows), baselines, random_mixes, the tokens',
+// out (not .gguf or .safetensors; the writer's own errors as quantize's).
 absl::StatusOr<MixResult> Mix(const MixOptions& options);
 nlohmann::json ToJson(const MixResult& result);
 

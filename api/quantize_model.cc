@@ -10,9 +10,13 @@
 #include <utility>
 #include <vector>
 
+#include <filesystem>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "eval/candidates.h"
+#include "eval/gguf_export.h"
 #include "eval/variant.h"
 #include "formats/format.h"
 #include "formats/option_error.h"
@@ -21,6 +25,8 @@
 #include "kernels/convert.h"
 #include "kernels/thread_pool.h"
 #include "model/checkpoint.h"
+#include "model/gguf_layout.h"
+#include "tokenizer/tokenizer.h"
 
 namespace lowp::api {
 namespace {
@@ -173,12 +179,69 @@ absl::StatusOr<EvalCandidate> OneCandidate(const QuantizeModelOptions& o,
   return std::move((*candidates)[0]);
 }
 
+// The GGUF output of QuantizeModel.
+absl::StatusOr<QuantErrorResult> QuantizeToGguf(const QuantizeModelOptions& o) {
+  if (o.dtype != "F32") {
+    return OptionError("dtype", absl::StrCat("'", o.dtype, "' is for safetensors output; a GGUF "
+                                             "file stores each matrix in its llama.cpp type"));
+  }
+  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(o.model, {});
+  if (!model.ok()) return model.status();
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
+      LoadTokenizer(o.tokenizer.empty() ? o.model : o.tokenizer);
+  if (!tokenizer.ok()) {
+    return OptionError(o.tokenizer.empty() ? "model" : "tokenizer",
+                       absl::StrCat(tokenizer.status().message(),
+                                    " (llama.cpp loads no GGUF without a vocabulary)"));
+  }
+  absl::StatusOr<LlamaCppVocab> vocab = (*tokenizer)->LlamaCppVocabulary();
+  if (!vocab.ok()) return OptionError("tokenizer", vocab.status().message());
+  absl::StatusOr<EvalCandidate> candidate = OneCandidate(o, *model);
+  if (!candidate.ok()) return candidate.status();
+  absl::StatusOr<std::unique_ptr<WeightVariant>> variant = WeightVariant::FromRules(
+      o.weights, candidate->weight_rules, *model, candidate->importance, candidate->calibration);
+  if (!variant.ok()) return variant.status();
+  const int threads = ResolveThreads(o.threads);
+  if (absl::Status s = (*variant)->Prepare(threads); !s.ok()) return s;
+  GgufExportOptions options;
+  options.name = std::filesystem::path(o.model).filename().string();
+  if (options.name.empty()) options.name = std::filesystem::path(o.model).parent_path().filename();
+  // A recipe given alone names the file's type as llama-quantize does.
+  if (candidate->weight_rules.size() == 1 && candidate->weight_rules[0].pattern.empty() &&
+      candidate->weight_rules[0].scheme != nullptr) {
+    options.file_type = LlamaCppRecipeFileType(candidate->weight_rules[0].scheme->name());
+  }
+  options.threads = threads;
+  options.progress = o.progress;
+  absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(o.output);
+  if (!out.ok()) return out.status();
+  if (absl::Status s = WriteGgufModel(*model, **variant, candidate->weight_rules,
+                                      candidate->importance != nullptr, *std::move(vocab), options,
+                                      **out);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = model->CheckIntact(); !s.ok()) return s;
+  if (absl::Status s = (*variant)->CheckIntact(); !s.ok()) return s;
+  if (absl::Status s = (*out)->Commit(); !s.ok()) return s;
+  QuantErrorResult r;
+  r.imatrix = o.imatrix;
+  const WeightReport report = (*variant)->Report();
+  if (!o.summary) r.results = report.tensors;
+  r.aggregates.push_back(report.total);
+  return r;
+}
+
 }  // namespace
 
 absl::StatusOr<QuantErrorResult> QuantizeModel(const QuantizeModelOptions& o) {
   const InputScope scope;  // the output never replaces an input
   if (absl::Status s = CheckThreads(o.threads); !s.ok()) return s;
   if (o.output.empty()) return OptionError("output", "is required", " ");
+  if (absl::EndsWith(o.output, ".gguf")) return QuantizeToGguf(o);
+  if (!o.tokenizer.empty()) {
+    return OptionError("tokenizer", "is for GGUF output (a .gguf file), which holds a vocabulary");
+  }
   absl::StatusOr<DType> dtype = ParseDType(o.dtype);
   if (!dtype.ok() || (*dtype != DType::kF32 && *dtype != DType::kF16 && *dtype != DType::kBF16)) {
     return OptionError("dtype", absl::StrCat("'", o.dtype, "': want F32, F16 or BF16"), " ");

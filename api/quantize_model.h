@@ -21,7 +21,14 @@ struct QuantizeModelOptions {
   // own names (safetensors; not a GGUF file).
   std::string model;
   std::string weights;  // eval's --weights grammar, one candidate
-  std::string output;   // a .safetensors file, written whole or not at all
+  // A .safetensors file (the matrices dequantized, in `dtype`) or a .gguf
+  // file (llama.cpp's model file: each matrix in its llama.cpp type, as
+  // the candidate's own bytes; eval/gguf_export.h), written whole or not
+  // at all.
+  std::string output;
+  // The tokenizer a GGUF file's vocabulary is written from: the model
+  // directory's (tokenizer.model, tokenizer.json or tok*.bin) when empty.
+  std::string tokenizer;
   // Every matrix is written in this type: F32 (every dequantized value
   // exactly), F16 or BF16 (nearest-even). The other tensors (norms, biases)
   // are copied as stored.

@@ -82,8 +82,8 @@ const char kQuantizeHelp[] =
     "quantized tensor as quant-error does. OUT appears only when complete.\n"
     "--imatrix: as quant-error's.\n"
     "\n"
-    "       lowp quantize --model DIR --weights RULES --out OUT.safetensors\n"
-    "                     [--dtype F32|F16|BF16] [--imatrix FILE] [--calib-text FILE\n"
+    "       lowp quantize --model DIR --weights RULES --out OUT.safetensors|OUT.gguf\n"
+    "                     [--dtype F32|F16|BF16] [--tokenizer FILE] [--imatrix FILE] [--calib-text FILE\n"
     "                     [--calib-ctx N] [--calib-chunks N] | --calib-tokens F]\n"
     "                     [--json | --csv] [--summary] [--threads N] [--quiet]\n"
     "\n"
@@ -92,7 +92,15 @@ const char kQuantizeHelp[] =
     "on the --calib- tokens, default the bundled calibration text), dequantized, a\n"
     "layer at a time: the model eval measured, for any tool that reads\n"
     "safetensors. Every matrix is stored as --dtype, the norms and biases as DIR\n"
-    "stores them. Prints the error of each matrix the rules change.\n";
+    "stores them. Prints the error of each matrix the rules change.\n"
+    "OUT.gguf: llama.cpp's model file instead, each matrix in its llama.cpp type as\n"
+    "the rules' own bytes (not rounded again: a GPTQ result stays one), laid out\n"
+    "as convert_hf_to_gguf.py does (llama.cpp's names, q/k rows permuted for\n"
+    "llama/mistral/mixtral, Gemma's norms plus 1, experts merged, norms F32,\n"
+    "matrices no rule takes in DIR's F16/BF16, else F32), with the vocabulary of\n"
+    "DIR's tokenizer (or --tokenizer FILE) and general.file_type as llama-quantize\n"
+    "sets it for a recipe. Schemes llama.cpp has no type for (int4-g128, OCP\n"
+    "mxfp4, nvfp4, rotations) are refused by name.\n";
 
 const char kRangeHelp[] =
     "usage: lowp range FILES... [--formats F[,F...]] [--fraction P]\n"
@@ -350,14 +358,15 @@ int QuantizeModelCommand(const Args& args, Output output) {
   if (!out_path) return Fail(absl::InvalidArgumentError("--out is required"));
   o.output = *out_path;
   o.dtype = args.Value("dtype").value_or("F32");
+  o.tokenizer = args.Value("tokenizer").value_or("");
   return RunOnModel(args, output, o, api::QuantizeModel);
 }
 
 }  // namespace
 
 int QuantizeCommand(const std::vector<std::string>& argv) {
-  std::vector<std::string> values = {"scheme",  "out",   "tensors", "dtype",
-                                     "threads", "imatrix", "model", "weights"};
+  std::vector<std::string> values = {"scheme",  "out",   "tensors", "dtype",   "threads",
+                                     "imatrix", "model", "weights", "tokenizer"};
   for (std::string& name : TokenOptionNames("calib-")) values.push_back(std::move(name));
   absl::StatusOr<Args> args = Args::Parse(argv, values, {"json", "csv", "summary", "quiet"});
   if (!args.ok()) return Fail(args.status());
@@ -367,7 +376,8 @@ int QuantizeCommand(const std::vector<std::string>& argv) {
     return QuantizeModelCommand(*args, *output);
   }
   for (const std::string& name : values) {
-    if ((name == "weights" || name.rfind("calib-", 0) == 0) && args->Value(name)) {
+    if ((name == "weights" || name == "tokenizer" || name.rfind("calib-", 0) == 0) &&
+        args->Value(name)) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--", name, " needs --model")));
     }
   }

@@ -131,6 +131,8 @@ class StageQuantizer final : public LinearInputs {
                                           context, options, out);
       if (!q.ok()) return q.status();
       m.values = out;
+      m.stored_type = t->scheme->GgmlLayout(m.cols);
+      if (storage_.keep_bytes) storage_.Bytes(t->entry) = std::move(q->bytes);
     }
     return absl::OkStatus();
   }

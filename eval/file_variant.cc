@@ -66,11 +66,16 @@ class FileVariant : public WeightVariant {
         Keep(LayerKey(request.layer, j), std::move(report));
       }
       m.values = theirs[j].matrix->values;
+      m.stored_type = theirs[j].matrix->stored_type;
     }
     return out;
   }
 
   bool Changes(Table) const override { return true; }
+
+  const ggml::TypeInfo* HeadType() const override {
+    return StoredGgmlType(file_.TableView(Table::kLmHead));
+  }
 
   absl::Status CheckIntact() const override { return file_.CheckIntact(); }
 

@@ -140,6 +140,10 @@ class RuleVariant : public WeightVariant {
   absl::StatusOr<LayerWeights> Layer(const LayerRequest& request) override {
     LayerWeights out = request.reference;
     std::vector<LayerWeights::Entry> entries = out.Matrices(reference_.config());
+    const bool keep_bytes = request.storage.keep_bytes;
+    if (keep_bytes) {
+      for (size_t j = 0; j < entries.size(); ++j) request.storage.Bytes(j);
+    }
     MeasureOptions options;
     options.threads = request.threads;
     options.importance = importance_;
@@ -164,6 +168,11 @@ class RuleVariant : public WeightVariant {
       std::span<float> q = request.storage.Buffer(j, m.values.size());
       size_t written = 0;
       QuantReport report;
+      std::vector<uint8_t>* bytes = keep_bytes ? &request.storage.Bytes(j) : nullptr;
+      const ByteSink to_bytes = [bytes](std::span<const uint8_t> piece) {
+        bytes->insert(bytes->end(), piece.begin(), piece.end());
+        return absl::OkStatus();
+      };
       absl::Status s = QuantizeTensor(
           view, scheme, options,
           [&](std::span<const float> piece) {
@@ -171,9 +180,10 @@ class RuleVariant : public WeightVariant {
             written += piece.size();
             return absl::OkStatus();
           },
-          &report);
+          &report, bytes != nullptr ? &to_bytes : nullptr);
       if (!s.ok()) return s;
       m.values = q;
+      m.stored_type = scheme.GgmlLayout(m.cols);
       if (request.pass.first) {
         Keep(LayerKey(request.layer, j), *rule->scheme, choice, std::move(report));
       }
@@ -214,6 +224,35 @@ class RuleVariant : public WeightVariant {
     for (const absl::Status& s : errors) {
       if (!s.ok()) return s;
     }
+    return absl::OkStatus();
+  }
+
+  const ggml::TypeInfo* HeadType() const override {
+    const TableScheme& t = tables_[1];
+    return t.scheme != nullptr ? t.scheme->GgmlLayout(reference_.config().hidden_size) : nullptr;
+  }
+
+  absl::Status TableBytes(Table table, int threads, const ByteSink& bytes) override {
+    const TableScheme& t = tables_[static_cast<int>(table)];
+    if (t.scheme == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(reference_.TableName(table), ": no rule of '", spec(), "' changes it"));
+    }
+    MeasureOptions options;
+    options.threads = threads;
+    options.importance = importance_;
+    options.release = [this](std::span<const uint8_t> b) {
+      reference_.set().Release(b, /*keep_cached=*/false);
+    };
+    QuantReport report;
+    absl::Status s = QuantizeTensor(
+        reference_.TableView(table), *t.scheme, options,
+        [](std::span<const float>) { return absl::OkStatus(); }, &report, &bytes);
+    if (!s.ok()) return s;
+    report.tensor = t.view.name;
+    report.dtype = "F32";
+    const bool head = table == Table::kLmHead && !reference_.config().tie_word_embeddings;
+    Keep(head ? kHeadKey : kEmbeddingKey, *t.rule, t.choice, std::move(report));
     return absl::OkStatus();
   }
 

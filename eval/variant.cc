@@ -1,5 +1,7 @@
 #include "eval/variant.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace lowp {
 
 WeightReport WeightVariant::Report() const {
@@ -11,6 +13,12 @@ WeightReport WeightVariant::Report() const {
   }
   r.total.scheme = scheme_names_ == "mixed" ? "" : scheme_names_;
   return r;
+}
+
+absl::Status WeightVariant::TableBytes(
+    Table, int, const std::function<absl::Status(std::span<const uint8_t>)>&) {
+  return absl::UnimplementedError(
+      absl::StrCat("'", spec_, "' is no rule list: its tables have no bytes of lowp's making"));
 }
 
 }  // namespace lowp

@@ -20,6 +20,7 @@
 #define LOWP_EVAL_VARIANT_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -104,6 +105,17 @@ class WeightVariant {
                                                           std::span<const float> reference_rows,
                                                           int threads, const PassOptions& pass) = 0;
   virtual int64_t HeadChunkRows() const { return 1; }
+  // The llama.cpp type lm_head's rows are stored in where the variant
+  // changes them (Matrix::stored_type's meaning); null when none.
+  virtual const ggml::TypeInfo* HeadType() const { return nullptr; }
+  // The stored bytes of a table the variant changes (Changes(table)), the
+  // whole table quantized as EmbeddingRows / HeadRows quantize it, handed to
+  // `bytes` in pieces of whole rows, in order; the table's statistics kept
+  // as a first pass keeps them. For a scheme with a llama.cpp layout
+  // (Scheme::GgmlLayout; InvalidArgument naming the table for another);
+  // Unimplemented for a variant that is not made by rules.
+  virtual absl::Status TableBytes(Table table, int threads,
+                                  const std::function<absl::Status(std::span<const uint8_t>)>& bytes);
   // The first decoder layer whose weights differ from the reference's (0
   // when the embedding does; the layer count when only lm_head does): a
   // stream of this variant equals the reference's, bit for bit, before it

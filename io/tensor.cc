@@ -431,4 +431,14 @@ absl::Status ReadCodes(const TensorView& tensor, int64_t first, std::span<float>
 }
 
 }  // namespace
+const ggml::TypeInfo* StoredGgmlType(const TensorView& t) {
+  switch (t.dtype) {
+    case DType::kGgml: return t.ggml;
+    case DType::kF32: return &ggml::Info(ggml::Type::kF32);
+    case DType::kF16: return &ggml::Info(ggml::Type::kF16);
+    case DType::kBF16: return &ggml::Info(ggml::Type::kBF16);
+    default: return nullptr;
+  }
+}
+
 }  // namespace lowp

@@ -121,6 +121,10 @@ uint64_t TypeBytes(const TensorView& tensor, int64_t elements);
 // bytes (safetensors' rule: F4 needs an even count, F6 a multiple of 4).
 absl::StatusOr<uint64_t> DTypeStorageBytes(DType dtype, uint64_t count, absl::string_view what);
 
+// The llama.cpp type a tensor is stored in: its ggml type for GGUF blocks,
+// F32/F16/BF16 for those dtypes; null for any other (FP8, integers...).
+const ggml::TypeInfo* StoredGgmlType(const TensorView& tensor);
+
 }  // namespace lowp
 
 #endif  // LOWP_IO_TENSOR_H_

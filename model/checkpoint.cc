@@ -379,7 +379,14 @@ absl::StatusOr<LayerWeights> Checkpoint::ReadLayer(int64_t layer, LayerStorage& 
     }
     return std::span<const float>(out);
   };
-  return WalkLayer(config_, layer, read);
+  absl::StatusOr<LayerWeights> w = WalkLayer(config_, layer, read);
+  if (!w.ok()) return w;
+  for (const LayerWeights::Entry& e : w->Matrices(config_)) {
+    const Found* f = Find(e.matrix->name);
+    if (f == nullptr) continue;
+    e.matrix->stored_type = StoredGgmlType(*f->view);
+  }
+  return w;
 }
 
 std::vector<TensorView> Checkpoint::MatrixShapes() const {

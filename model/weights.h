@@ -27,6 +27,11 @@ struct Matrix {
   int64_t cols = 0;
   std::span<const float> values;
   std::span<const float> bias;
+  // The llama.cpp type the values are stored in, as llama.cpp's CPU backend
+  // would multiply them (what --activations ggml quantizes the input for):
+  // a GGUF tensor's type, F32/F16/BF16 for a tensor of that dtype, a rule's
+  // llama.cpp type (Scheme::GgmlLayout); null for any other.
+  const ggml::TypeInfo* stored_type = nullptr;
 };
 
 struct Expert {
@@ -60,9 +65,17 @@ struct LayerWeights {
 // faulted in and zeroed again).
 struct LayerStorage {
   std::vector<std::vector<float>> buffers;
+  // When set, a variant also keeps the stored bytes of each matrix it
+  // quantizes into a type with a llama.cpp layout (Scheme::GgmlLayout):
+  // bytes[index] for buffer `index`, empty for a matrix it left as it was
+  // (what a GGUF file of the variant holds).
+  bool keep_bytes = false;
+  std::vector<std::vector<uint8_t>> bytes;
 
   // Buffer `index` resized to `size` (never shrunk).
   std::span<float> Buffer(size_t index, size_t size);
+  // Bytes `index`, emptied.
+  std::vector<uint8_t>& Bytes(size_t index);
 };
 
 // The architectures the forward pass runs (model_type), for messages.

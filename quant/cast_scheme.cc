@@ -32,9 +32,17 @@ class CastScheme : public Scheme {
     return static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * format_.bits;
   }
 
+  // IEEE half, bfloat16 and single are ggml's F16, BF16 and F32, element by
+  // element in the same little-endian bits.
+  const ggml::TypeInfo* GgmlLayout(int64_t) const override {
+    if (format_.name == "fp16") return &ggml::Info(ggml::Type::kF16);
+    if (format_.name == "bf16") return &ggml::Info(ggml::Type::kBF16);
+    if (format_.name == "fp32") return &ggml::Info(ggml::Type::kF32);
+    return nullptr;
+  }
+
   void Apply(std::span<const float> in, int64_t cols, const TensorContext& context,
              std::span<float> out, SchemeCounts& counts, StoredChunk* stored) const override {
-    (void)cols;
     thread_local std::vector<uint8_t> codes;
     RunOptions run;
     run.first_index = static_cast<uint64_t>(context.first_element);
@@ -54,6 +62,9 @@ class CastScheme : public Scheme {
       (void)UnpackCodes(format_, codes, 0, &unpacked);
       unpacked.resize(in.size());  // a trailing odd 4-bit code's padding nibble
       stored->codes.insert(stored->codes.end(), unpacked.begin(), unpacked.end());
+      if (GgmlLayout(cols) != nullptr) {
+        stored->bytes.insert(stored->bytes.end(), codes.begin(), codes.end());
+      }
     }
   }
 

@@ -132,6 +132,11 @@ class CodecScheme final : public Scheme {
     return std::string(t->name);
   }
 
+  const ggml::TypeInfo* GgmlLayout(int64_t cols) const override {
+    const ggml::TypeInfo* t = Applied(cols);
+    return t != nullptr ? t : &ggml::Info(ggml::Type::kF16);
+  }
+
   bool NeedsImportance(int64_t cols) const override {
     const ggml::TypeInfo* t = Applied(cols);
     return t != nullptr && t->needs_importance;

@@ -108,6 +108,8 @@ class GgmlScheme final : public Scheme {
 
   bool UsesImportance(int64_t) const override { return info_.type != GgmlType::kQ8_0; }
 
+  const ggml::TypeInfo* GgmlLayout(int64_t) const override { return &ggml::Info(CodecType()); }
+
   uint64_t StorageBits(int64_t rows, int64_t cols) const override {
     return static_cast<uint64_t>(rows) * static_cast<uint64_t>(BlocksPerRow(cols, kGgmlBlock)) *
            static_cast<uint64_t>(info_.block_bits);
@@ -134,6 +136,22 @@ class GgmlScheme final : public Scheme {
         const size_t at = static_cast<size_t>(r * cols + start);
         Block(in.subspan(at, n), n < kGgmlBlock, out.subspan(at, n), counts, stored);
       }
+    }
+    // The bytes: the codec's encoder is ggml's quantizer too (the same
+    // blocks), each row padded with zeros to whole blocks, non-finite
+    // inputs as zeros (as the blocks above take them).
+    const int64_t padded = BlocksPerRow(cols, kGgmlBlock) * kGgmlBlock;
+    const ggml::TypeInfo& info = ggml::Info(CodecType());
+    std::vector<float> row(static_cast<size_t>(padded));
+    for (int64_t r = 0; r < rows; ++r) {
+      std::fill(row.begin(), row.end(), 0.0f);
+      for (int64_t c = 0; c < cols; ++c) {
+        const float x = in[static_cast<size_t>(r * cols + c)];
+        row[static_cast<size_t>(c)] = std::isfinite(x) ? x : 0.0f;
+      }
+      const size_t at = stored->bytes.size();
+      stored->bytes.resize(at + static_cast<size_t>(ggml::RowBytes(info, padded)));
+      (void)ggml::Encode(CodecType(), row, std::span<uint8_t>(stored->bytes).subspan(at));
     }
   }
 

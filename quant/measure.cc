@@ -128,7 +128,8 @@ class Driver {
   // into reports[s] for schemes_[s] in chunk order and handing each batch's
   // output to sink (if any, for a single scheme) in order.
   absl::Status Run(const std::function<absl::Status(std::span<const float>)>* sink,
-                   std::span<QuantReport> reports, std::span<const TensorContext> given = {}) {
+                   std::span<QuantReport> reports, std::span<const TensorContext> given = {},
+                   const ByteSink* bytes_sink = nullptr) {
     const size_t n_schemes = schemes_.size();
     const int64_t rows = tensor_.rows(), total_chunks = (rows + chunk_rows_ - 1) / chunk_rows_;
     const int threads = ResolveThreads(options_.threads);
@@ -146,8 +147,10 @@ class Driver {
       }
     }
     std::vector<float> batch_out;
+    std::vector<std::vector<uint8_t>> chunk_bytes;
     for (int64_t first = 0; first < total_chunks; first += batch_chunks_) {
       const int64_t count = std::min(batch_chunks_, total_chunks - first);
+      if (bytes_sink != nullptr) chunk_bytes.assign(static_cast<size_t>(count), {});
       std::vector<ChunkResult> results(static_cast<size_t>(count) * n_schemes);
       std::vector<absl::Status> status(static_cast<size_t>(count));
       if (sink != nullptr) batch_out.resize(Elements(first, count));
@@ -171,7 +174,13 @@ class Driver {
           }
           TensorContext chunk_context = contexts[s];
           chunk_context.first_element = (row_offset_ + (first + i) * chunk_rows_) * cols_;
-          schemes_[s]->Apply(in, cols_, chunk_context, dst, r.counts);
+          if (bytes_sink != nullptr) {
+            StoredChunk stored;
+            schemes_[s]->Apply(in, cols_, chunk_context, dst, r.counts, &stored);
+            chunk_bytes[index] = std::move(stored.bytes);
+          } else {
+            schemes_[s]->Apply(in, cols_, chunk_context, dst, r.counts);
+          }
           ComparePairs(in, dst, compare_, r.stats);
           if (chunk_context.importance != nullptr) {
             AddWeighted(in, dst, cols_, chunk_context.first_element / cols_, chunk_context, r);
@@ -198,6 +207,9 @@ class Driver {
       Release(first, count);
       if (sink != nullptr) {
         if (absl::Status s = (*sink)(batch_out); !s.ok()) return s;
+      }
+      for (const std::vector<uint8_t>& bytes : chunk_bytes) {
+        if (absl::Status s = (*bytes_sink)(bytes); !s.ok()) return s;
       }
     }
     return absl::OkStatus();
@@ -276,7 +288,7 @@ class Driver {
 absl::Status Measure(const TensorView& tensor, std::span<const Scheme* const> schemes,
                      const MeasureOptions& options,
                      const std::function<absl::Status(std::span<const float>)>* sink,
-                     std::span<QuantReport> reports) {
+                     std::span<QuantReport> reports, const ByteSink* bytes = nullptr) {
   for (size_t s = 0; s < schemes.size(); ++s) {
     QuantReport& report = reports[s];
     report = QuantReport{};
@@ -303,7 +315,7 @@ absl::Status Measure(const TensorView& tensor, std::span<const Scheme* const> sc
         schemes[s]->StorageBits(tensor.rows(), std::max<int64_t>(1, tensor.cols()));
   }
   Driver driver(tensor, schemes, options);
-  absl::Status status = driver.Run(sink, reports);
+  absl::Status status = driver.Run(sink, reports, {}, bytes);
   if (!status.ok()) {
     return absl::Status(status.code(), absl::StrCat("tensor '", tensor.name, "' in ", tensor.file,
                                                     ": ", status.message()));
@@ -467,10 +479,14 @@ absl::StatusOr<QuantReport> MeasureTensor(const TensorView& tensor, const Scheme
 absl::Status QuantizeTensor(const TensorView& tensor, const Scheme& scheme,
                             const MeasureOptions& options,
                             const std::function<absl::Status(std::span<const float>)>& sink,
-                            QuantReport* report) {
+                            QuantReport* report, const ByteSink* bytes) {
   QuantReport local;
   const Scheme* one[] = {&scheme};
-  return Measure(tensor, one, options, &sink, {report != nullptr ? report : &local, 1});
+  if (bytes != nullptr && scheme.GgmlLayout(tensor.cols()) == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor.name, "': ", scheme.name(),
+                                                   " has no llama.cpp layout to store"));
+  }
+  return Measure(tensor, one, options, &sink, {report != nullptr ? report : &local, 1}, bytes);
 }
 
 QuantReport StartReport(const TensorView& tensor, const Scheme& scheme) {

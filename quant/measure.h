@@ -131,11 +131,15 @@ absl::StatusOr<QuantReport> CompareTensors(const TensorView& original, const Ten
 
 // Quantizes a floating tensor and hands its dequantized values to `sink` in
 // order, in pieces (a few MiB each); also fills `report`, as MeasureTensor.
-// The first error from `sink` stops the run and is returned.
+// With `bytes`, the stored bytes too (ggml's blocks row after row, in
+// pieces of whole rows, in order), for a scheme with a llama.cpp layout
+// (Scheme::GgmlLayout; InvalidArgument naming the tensor for another). The
+// first error from a sink stops the run and is returned.
+using ByteSink = std::function<absl::Status(std::span<const uint8_t>)>;
 absl::Status QuantizeTensor(const TensorView& tensor, const Scheme& scheme,
                             const MeasureOptions& options,
                             const std::function<absl::Status(std::span<const float>)>& sink,
-                            QuantReport* report);
+                            QuantReport* report, const ByteSink* bytes = nullptr);
 
 // Quantizing a tensor in windows of rows (the evaluator's lm_head, a chunk
 // of the vocabulary at a time, and embedding rows by token):

@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "codecs/ggml.h"
 
 namespace lowp {
 
@@ -131,6 +132,15 @@ class Scheme {
   virtual bool UsesImportance(int64_t cols) const {
     (void)cols;
     return false;
+  }
+  // The llama.cpp type rows of `cols` elements are stored as, whose bytes
+  // (ggml's blocks, row after row) Apply records in StoredChunk::bytes; null
+  // for a scheme with no llama.cpp layout (lowp's own, OCP MX, NVFP4 with its
+  // tensor scale, rotations, casts to formats ggml lacks). A GGUF file holds
+  // only schemes that have one.
+  virtual const ggml::TypeInfo* GgmlLayout(int64_t cols) const {
+    (void)cols;
+    return nullptr;
   }
   // GPTQ's hold on the scheme for [rows, cols] matrices (quant/rounder.h),
   // `context` gathered over the whole tensor when NeedsTensorPass.

@@ -126,6 +126,7 @@ absl::Status HfPipeline::AddPreTokenizer(const Json& j) {
       absl::StatusOr<Regex> r = Regex::Compile(kGpt2Pattern, false, where);
       if (!r.ok()) return r.status();
       step.pattern.push_back(*r);
+      step.source = kGpt2Pattern;
     }
   } else if (type == "Split" || type == "Digits") {
     step.kind = Kind::kSplit;
@@ -140,6 +141,7 @@ absl::Status HfPipeline::AddPreTokenizer(const Json& j) {
       absl::StatusOr<Regex> r = PatternField(j, where);
       if (!r.ok()) return r.status();
       step.pattern.push_back(*r);
+      if (const Json& p = j["pattern"]; p.contains("Regex")) step.source = p["Regex"].get<std::string>();
       absl::StatusOr<std::string> behavior = StringField(j, "behavior", where, "Isolated");
       if (!behavior.ok()) return behavior.status();
       static const std::pair<const char*, Behavior> kBehaviors[] = {
@@ -409,6 +411,28 @@ absl::StatusOr<std::vector<std::string>> HfPipeline::Words(absl::string_view tex
     pieces = std::move(next);
   }
   return pieces;
+}
+
+std::string HfPipeline::LlamaCppPre() const {
+  // The Hugging Face patterns of the pre-tokenizers llama.cpp's
+  // llama-vocab.cpp implements (its own spellings of them differ only in
+  // how the case-insensitive contractions are written).
+  static constexpr std::pair<const char*, const char*> kSplits[] = {
+      {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+       "llama-bpe"},
+      {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+       "qwen2"},
+  };
+  if (!normalizers_.empty()) return "";
+  const std::vector<Step>& p = pre_tokenizers_;
+  if (p.size() == 1 && p[0].kind == Kind::kByteLevel && p[0].source == kGpt2Pattern) return "gpt-2";
+  if (p.size() == 2 && p[0].kind == Kind::kSplit && p[0].behavior == Behavior::kIsolated &&
+      !p[0].invert && p[1].kind == Kind::kByteLevel && p[1].source.empty()) {
+    for (const auto& [pattern, name] : kSplits) {
+      if (p[0].source == pattern) return name;
+    }
+  }
+  return "";
 }
 
 }  // namespace lowp

@@ -51,6 +51,10 @@ class HfPipeline {
   const std::string& description() const { return description_; }
   // Whether a ByteLevel pre-tokenizer maps the words' bytes to GPT-2's
   // characters.
+  // The name llama.cpp gives this pre-tokenizer (tokenizer.ggml.pre) when
+  // it is one llama.cpp implements: "llama-bpe" (Llama 3's split), "qwen2"
+  // (Qwen2's), "gpt-2" (ByteLevel's own regex); empty for any other.
+  std::string LlamaCppPre() const;
   bool byte_level() const {
     for (const Step& s : pre_tokenizers_) {
       if (s.kind == Kind::kByteLevel) return true;
@@ -65,6 +69,7 @@ class HfPipeline {
     Kind kind = Kind::kPrepend;
     std::string text{};            // Prepend's string, Replace's content, Metaspace's replacement
     std::vector<Regex> pattern{};  // Replace's, Split's (one), ByteLevel's with use_regex
+    std::string source{};          // Split's and ByteLevel's regex as written
     Behavior behavior = Behavior::kIsolated;
     bool invert = false;
     bool add_prefix_space = false;  // ByteLevel

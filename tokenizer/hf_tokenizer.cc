@@ -174,6 +174,7 @@ class HfTokenizer final : public Tokenizer {
                                 absl::CHexEscape(b), "\") refers to \"", absl::CHexEscape(missing),
                                 "\", which is not in the vocabulary"));
       }
+      t->merge_texts_.push_back(absl::StrCat(a, " ", b));
       // The first of two equal merges keeps its rank, as in tokenizers.
       t->merges_.try_emplace(Key(ia->second, ib->second), PairMerge{double(rank), iab->second});
       ++rank;
@@ -243,6 +244,45 @@ class HfTokenizer final : public Tokenizer {
 
   std::string Piece(int32_t id) const override {
     return id >= 0 && static_cast<size_t>(id) < pieces_.size() ? pieces_[id] : std::string();
+  }
+
+  // As convert_hf_to_gguf.py's _set_vocab_gpt2: model "gpt2", the
+  // pre-tokenizer's llama.cpp name, every id's string (an id the file does
+  // not use "[PAD{id}]", UNUSED), added tokens CONTROL when special else
+  // USER_DEFINED, the merges in rank order as "a b", no scores. Only
+  // byte-level BPE with a pre-tokenizer llama.cpp implements: another is
+  // InvalidArgument naming it (llama.cpp would tokenize differently).
+  absl::StatusOr<LlamaCppVocab> LlamaCppVocabulary() const override {
+    if (!pipeline_.byte_level()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path_, ": a BPE tokenizer.json without ByteLevel (", pipeline_.description(),
+          "); llama.cpp's converter writes such a model's vocabulary from its tokenizer.model"));
+    }
+    LlamaCppVocab v;
+    v.model = "gpt2";
+    v.pre = pipeline_.LlamaCppPre();
+    if (v.pre.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path_, ": its pre-tokenizer (", pipeline_.description(),
+                       ") is none llama.cpp implements that lowp recognizes (Llama 3's, Qwen2's, "
+                       "GPT-2's)"));
+    }
+    for (size_t id = 0; id < pieces_.size(); ++id) {
+      const bool used = has_[id];
+      v.tokens.push_back(used ? pieces_[id] : absl::StrCat("[PAD", id, "]"));
+      v.types.push_back(static_cast<int32_t>(used ? LlamaTokenType::kNormal : LlamaTokenType::kUnused));
+    }
+    for (const AddedToken& a : added_) {
+      v.types[static_cast<size_t>(a.id)] = static_cast<int32_t>(
+          a.special ? LlamaTokenType::kControl : LlamaTokenType::kUserDefined);
+    }
+    v.merges = merge_texts_;
+    v.bos = info_.bos;
+    v.eos = info_.eos;
+    v.add_bos = info_.add_bos;
+    v.add_eos = add_eos_;
+    v.chat_template = chat_template_;
+    return v;
   }
 
  private:
@@ -365,6 +405,8 @@ class HfTokenizer final : public Tokenizer {
   absl::Status SetSpecialTokens(const Json& j, const std::string& directory) {
     absl::StatusOr<SpecialTokenConfig> special = ReadSpecialTokenConfig(directory);
     if (!special.ok()) return special.status();
+    add_eos_ = special->add_eos;
+    chat_template_ = special->chat_template;
     // The template's first special token, if the post-processor has one.
     std::optional<std::string> template_bos;
     std::function<void(const Json&)> visit = [&](const Json& p) {
@@ -412,7 +454,10 @@ class HfTokenizer final : public Tokenizer {
   std::vector<bool> has_;
   absl::flat_hash_map<std::string, int32_t> ids_;
   absl::flat_hash_map<uint64_t, PairMerge> merges_;
+  std::vector<std::string> merge_texts_;  // "a b", in rank order
   std::vector<AddedToken> added_;
+  std::optional<bool> add_eos_;
+  std::string chat_template_;
   static constexpr size_t kNotSearched = absl::string_view::npos - 1;
   HfPipeline pipeline_;
   int32_t unk_ = -1;

@@ -23,7 +23,9 @@
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "io/mapped_file.h"
 #include "tokenizer/bpe_merge.h"
 #include "tokenizer/special_tokens.h"
@@ -144,6 +146,43 @@ class Llama2cTokenizer final : public Tokenizer {
       return PairMerge{-static_cast<double>(scores_[*id]), *id};
     });
     return ids;
+  }
+
+  // As convert-llama2c-to-ggml: ids 0, 1, 2 are <unk> (UNKNOWN), <s> and
+  // </s> (CONTROL) whatever the file spells them; an empty piece CONTROL,
+  // "<0xXX>" BYTE, the rest NORMAL with ' ' written as U+2581; the scores as
+  // stored; unk 0, BOS and EOS as this tokenizer takes them.
+  absl::StatusOr<LlamaCppVocab> LlamaCppVocabulary() const override {
+    LlamaCppVocab v;
+    v.model = "llama";
+    v.scores = scores_;
+    for (size_t id = 0; id < pieces_.size(); ++id) {
+      const std::string& p = pieces_[id];
+      static constexpr const char* kFixed[] = {"<unk>", "<s>", "</s>"};
+      LlamaTokenType type = LlamaTokenType::kNormal;
+      std::string text;
+      if (id < 3) {
+        text = kFixed[id];
+        type = id == 0 ? LlamaTokenType::kUnknown : LlamaTokenType::kControl;
+      } else if (p.empty()) {
+        type = LlamaTokenType::kControl;
+      } else {
+        // The converter's test, sscanf(text, "<0x%02hhX>") == 1: "<0x" and
+        // a hex digit.
+        if (p.size() > 3 && p.starts_with("<0x") &&
+            absl::ascii_isxdigit(static_cast<unsigned char>(p[3]))) {
+          type = LlamaTokenType::kByte;
+        }
+        text = absl::StrReplaceAll(p, {{" ", "\xe2\x96\x81"}});
+      }
+      v.tokens.push_back(std::move(text));
+      v.types.push_back(static_cast<int32_t>(type));
+    }
+    v.unk = 0;
+    v.bos = info_.bos;
+    v.eos = info_.eos;
+    v.add_bos = info_.add_bos;
+    return v;
   }
 
   std::string Piece(int32_t id) const override {

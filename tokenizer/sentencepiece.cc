@@ -45,6 +45,8 @@ class SentencePieceTokenizer final : public Tokenizer {
     absl::StatusOr<bool> add_bos = AddBos(*special, t->info_.bos, true, file);
     if (!add_bos.ok()) return add_bos.status();
     t->info_.add_bos = *add_bos;
+    t->add_eos_ = special->add_eos;
+    t->chat_template_ = special->chat_template;
     return std::unique_ptr<Tokenizer>(std::move(t));
   }
 
@@ -63,8 +65,35 @@ class SentencePieceTokenizer final : public Tokenizer {
 
   std::string Piece(int32_t id) const override { return sp_.Piece(id); }
 
+  // As convert_hf_to_gguf.py's _create_vocab_sentencepiece: each piece, its
+  // score and its type by libsentencepiece's IsUnknown, IsControl, IsUnused,
+  // IsByte (in that order; NORMAL otherwise), "default" pre-tokenizer;
+  // BOS and EOS, add_bos/add_eos and chat_template as the model and
+  // tokenizer_config.json give them.
+  absl::StatusOr<LlamaCppVocab> LlamaCppVocabulary() const override {
+    LlamaCppVocab v;
+    v.model = "llama";
+    v.pre = "default";
+    const int n = sp_.size();
+    for (int id = 0; id < n; ++id) {
+      v.tokens.push_back(sp_.Piece(id));
+      v.scores.push_back(sp_.Score(id));
+      v.types.push_back(sp_.Type(id));
+    }
+    v.bos = info_.bos;
+    v.eos = info_.eos;
+    // The converter's SpecialVocab finds unk and pad ids only through a
+    // tokenizer.json; llama.cpp takes SentencePiece's unk from the types.
+    v.add_bos = info_.add_bos;
+    v.add_eos = add_eos_;
+    v.chat_template = chat_template_;
+    return v;
+  }
+
  private:
   SentencePieceModel sp_;
+  std::optional<bool> add_eos_;
+  std::string chat_template_;
 };
 
 }  // namespace

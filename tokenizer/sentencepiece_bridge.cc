@@ -42,4 +42,18 @@ std::string SentencePieceModel::Piece(int id) const {
   return id >= 0 && id < size() ? impl_->sp.IdToPiece(id) : std::string();
 }
 
+float SentencePieceModel::Score(int id) const {
+  return id >= 0 && id < size() ? impl_->sp.GetScore(id) : 0.0f;
+}
+
+int SentencePieceModel::Type(int id) const {
+  if (id < 0 || id >= size()) return 0;
+  const sentencepiece::SentencePieceProcessor& sp = impl_->sp;
+  if (sp.IsUnknown(id)) return 2;
+  if (sp.IsControl(id)) return 3;
+  if (sp.IsUnused(id)) return 5;
+  if (sp.IsByte(id)) return 6;
+  return 1;  // normal, or user defined (libsentencepiece does not tell them apart)
+}
+
 }  // namespace lowp

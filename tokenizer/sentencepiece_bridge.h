@@ -23,6 +23,10 @@ class SentencePieceModel {
   int bos() const;
   int eos() const;
   std::string Piece(int id) const;
+  float Score(int id) const;
+  // SentencePiece's piece types: 1 normal, 2 unknown, 3 control, 4 user
+  // defined, 5 unused, 6 byte (ModelProto's SentencePiece.Type).
+  int Type(int id) const;
 
  private:
   struct Impl;

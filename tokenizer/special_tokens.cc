@@ -66,11 +66,19 @@ absl::StatusOr<SpecialTokenConfig> ReadSpecialTokenConfig(const std::string& dir
     const Json& c = **tc;
     const std::string path = (std::filesystem::path(directory) / "tokenizer_config.json").string();
     out.tokenizer_config = path;
-    if (auto it = c.find("add_bos_token"); it != c.end() && !it->is_null()) {
-      if (!it->is_boolean()) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ": add_bos_token is not a boolean"));
+    for (auto [key, field] : {std::pair{"add_bos_token", &out.add_bos},
+                              std::pair{"add_eos_token", &out.add_eos}}) {
+      if (auto it = c.find(key); it != c.end() && !it->is_null()) {
+        if (!it->is_boolean()) {
+          return absl::InvalidArgumentError(absl::StrCat(path, ": ", key, " is not a boolean"));
+        }
+        *field = it->get<bool>();
       }
-      out.add_bos = it->get<bool>();
+    }
+    // A list of named templates (some models ship one) is not written:
+    // llama.cpp's converter takes those from other files.
+    if (auto it = c.find("chat_template"); it != c.end() && it->is_string()) {
+      out.chat_template = it->get<std::string>();
     }
     absl::StatusOr<std::optional<std::string>> bos = TokenText(c, "bos_token", path);
     if (!bos.ok()) return bos.status();

@@ -16,6 +16,8 @@ namespace lowp {
 struct SpecialTokenConfig {
   std::string tokenizer_config;                   // its path, when there is one
   std::optional<bool> add_bos;                    // tokenizer_config.json add_bos_token
+  std::optional<bool> add_eos;                    // tokenizer_config.json add_eos_token
+  std::string chat_template;                      // tokenizer_config.json chat_template (a string)
   std::optional<std::string> bos_text, eos_text;  // tokenizer_config.json bos_token, eos_token
   int32_t bos_id = -1, eos_id = -1;               // config.json (the first of a list)
 };

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "tokenizer/llama_cpp_vocab.h"
 
 namespace lowp {
 
@@ -52,6 +53,10 @@ class Tokenizer {
   // The vocabulary's string for `id` (as the file writes it: "▁the",
   // "Ġthe", "<0x0A>"); empty outside the vocabulary.
   virtual std::string Piece(int32_t id) const = 0;
+  // The vocabulary as llama.cpp's converter for this kind writes it
+  // (tokenizer/llama_cpp_vocab.h); InvalidArgument naming the file when
+  // llama.cpp cannot hold it.
+  virtual absl::StatusOr<LlamaCppVocab> LlamaCppVocabulary() const = 0;
 
  protected:
   TokenizerInfo info_;

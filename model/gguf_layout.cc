@@ -1,0 +1,158 @@
+#include "model/gguf_layout.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace lowp {
+namespace {
+
+constexpr uint32_t kQuantizationVersion = 2;  // GGML_QNT_VERSION
+
+// llama-quantize's recipe names and the llama_ftype each writes
+// (tools/quantize/quantize.cpp QUANT_OPTIONS, include/llama.h).
+constexpr std::pair<absl::string_view, uint32_t> kRecipes[] = {
+    {"F32", 0},      {"F16", 1},     {"Q4_0", 2},     {"Q4_1", 3},     {"Q8_0", 7},
+    {"Q5_0", 8},     {"Q5_1", 9},    {"Q2_K", 10},    {"Q3_K_S", 11},  {"Q3_K_M", 12},
+    {"Q3_K", 12},    {"Q3_K_L", 13}, {"Q4_K_S", 14},  {"Q4_K_M", 15},  {"Q4_K", 15},
+    {"Q5_K_S", 16},  {"Q5_K_M", 17}, {"Q5_K", 17},    {"Q6_K", 18},    {"IQ2_XXS", 19},
+    {"IQ2_XS", 20},  {"Q2_K_S", 21}, {"IQ3_XS", 22},  {"IQ3_XXS", 23}, {"IQ1_S", 24},
+    {"IQ4_NL", 25},  {"IQ3_S", 26},  {"IQ3_M", 27},   {"IQ2_S", 28},   {"IQ2_M", 29},
+    {"IQ4_XS", 30},  {"IQ1_M", 31},  {"BF16", 32},    {"TQ1_0", 36},   {"TQ2_0", 37},
+    {"MXFP4_MOE", 38},
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> LlamaCppArchitecture(const ModelConfig& c) {
+  const std::string& t = c.model_type;
+  auto refuse = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat(c.name, ": ", why));
+  };
+  if (t != "llama" && t != "mistral" && t != "mixtral" && t != "qwen2" && t != "qwen3" &&
+      t != "gemma" && t != "gemma2") {
+    return refuse(absl::StrCat("model_type ", t, " has no GGUF layout in lowp (llama, mistral, ",
+                               "mixtral, qwen2, qwen3, gemma, gemma2)"));
+  }
+  if (!c.rope_scaling.type.empty() && c.rope_scaling.type != "linear" &&
+      !(c.rope_scaling.type == "llama3" && t == "llama")) {
+    return refuse(absl::StrCat("rope_scaling ", c.rope_scaling.type, " is not written for ", t));
+  }
+  if ((t == "gemma" || t == "gemma2") && c.rope_theta != 10000) {
+    return refuse(absl::StrCat("rope_theta ", c.rope_theta, ": llama.cpp's ", t,
+                               " has no key for it and takes 10000"));
+  }
+  if (t == "mistral" || t == "mixtral") return std::string("llama");
+  return t;
+}
+
+bool LlamaCppPermutesQk(const ModelConfig& config) {
+  const std::string& t = config.model_type;
+  return t == "llama" || t == "mistral" || t == "mixtral";
+}
+
+absl::Status AddLlamaCppModelKeys(const ModelConfig& c, absl::string_view name,
+                                  uint32_t file_type, GgufWriter& out) {
+  absl::StatusOr<std::string> arch = LlamaCppArchitecture(c);
+  if (!arch.ok()) return arch.status();
+  const std::string& a = *arch;
+  auto key = [&a](absl::string_view suffix) { return absl::StrCat(a, ".", suffix); };
+  auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
+  out.AddString("general.architecture", a);
+  out.AddString("general.type", "model");
+  out.AddString("general.name", name);
+  const bool gemma = a == "gemma" || a == "gemma2";
+  if (gemma) {  // GemmaModel / Gemma2Model.set_gguf_parameters: their own list
+    out.AddU32(key("context_length"), u32(c.max_position_embeddings));
+    out.AddU32(key("embedding_length"), u32(c.hidden_size));
+    out.AddU32(key("block_count"), u32(c.num_layers));
+    out.AddU32(key("feed_forward_length"), u32(c.intermediate_size));
+    out.AddU32(key("attention.head_count"), u32(c.num_heads));
+    out.AddU32(key("attention.head_count_kv"), u32(c.num_kv_heads));
+    out.AddF32(key("attention.layer_norm_rms_epsilon"), static_cast<float>(c.rms_norm_eps));
+    out.AddU32(key("attention.key_length"), u32(c.head_dim));
+    out.AddU32(key("attention.value_length"), u32(c.head_dim));
+    out.AddU32("general.file_type", file_type);
+    if (a == "gemma2") {
+      out.AddF32(key("attn_logit_softcapping"), static_cast<float>(c.attn_logit_softcapping));
+      out.AddF32(key("final_logit_softcapping"), static_cast<float>(c.final_logit_softcapping));
+      out.AddU32(key("attention.sliding_window"), u32(c.sliding_window));
+    }
+  } else {  // TextModel.set_gguf_parameters, then LlamaModel's extras
+    out.AddU32(key("block_count"), u32(c.num_layers));
+    if (c.max_position_embeddings > 0) {
+      out.AddU32(key("context_length"), u32(c.max_position_embeddings));
+    }
+    out.AddU32(key("embedding_length"), u32(c.hidden_size));
+    out.AddU32(key("feed_forward_length"), u32(c.intermediate_size));
+    out.AddU32(key("attention.head_count"), u32(c.num_heads));
+    out.AddU32(key("attention.head_count_kv"), u32(c.num_kv_heads));
+    if (c.rope_scaling.type == "linear") {
+      out.AddString(key("rope.scaling.type"), "linear");
+      out.AddF32(key("rope.scaling.factor"), static_cast<float>(c.rope_scaling.factor));
+    }
+    out.AddF32(key("rope.freq_base"), static_cast<float>(c.rope_theta));
+    out.AddF32(key("attention.layer_norm_rms_epsilon"), static_cast<float>(c.rms_norm_eps));
+    if (c.num_experts > 0) {
+      out.AddU32(key("expert_count"), u32(c.num_experts));
+      out.AddU32(key("expert_used_count"), u32(c.experts_per_token));
+    }
+    // The converter writes these from a config's head_dim; written here
+    // where llama.cpp's default (embedding_length / head_count) is not it.
+    if (c.head_dim * c.num_heads != c.hidden_size) {
+      out.AddU32(key("attention.key_length"), u32(c.head_dim));
+      out.AddU32(key("attention.value_length"), u32(c.head_dim));
+    }
+    out.AddU32("general.file_type", file_type);
+    if (a == "llama") {
+      out.AddU32(key("vocab_size"), u32(c.vocab_size));
+      out.AddU32(key("rope.dimension_count"), u32(c.head_dim));
+    }
+  }
+  out.AddU32("general.quantization_version", kQuantizationVersion);
+  return absl::OkStatus();
+}
+
+std::optional<uint32_t> LlamaCppRecipeFileType(absl::string_view recipe) {
+  const std::string upper = absl::AsciiStrToUpper(recipe);
+  for (const auto& [name, type] : kRecipes) {
+    if (upper == name) return type;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint32_t> LlamaCppTypeFileType(ggml::Type type) {
+  using T = ggml::Type;
+  switch (type) {
+    case T::kF32: return 0;
+    case T::kF16: return 1;
+    case T::kQ4_0: return 2;
+    case T::kQ4_1: return 3;
+    case T::kQ8_0: return 7;
+    case T::kQ5_0: return 8;
+    case T::kQ5_1: return 9;
+    case T::kQ2_K: return 10;
+    case T::kQ3_K: return 12;
+    case T::kQ4_K: return 15;
+    case T::kQ5_K: return 17;
+    case T::kQ6_K: return 18;
+    case T::kIQ2_XXS: return 19;
+    case T::kIQ2_XS: return 20;
+    case T::kIQ3_XXS: return 23;
+    case T::kIQ1_S: return 24;
+    case T::kIQ4_NL: return 25;
+    case T::kIQ3_S: return 26;
+    case T::kIQ2_S: return 28;
+    case T::kIQ4_XS: return 30;
+    case T::kIQ1_M: return 31;
+    case T::kBF16: return 32;
+    case T::kTQ1_0: return 36;
+    case T::kTQ2_0: return 37;
+    case T::kMXFP4: return 38;
+    case T::kNVFP4: return 39;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace lowp

@@ -25,9 +25,6 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
   if (!o.out.empty() && !absl::EndsWith(o.out, ".gguf") && !absl::EndsWith(o.out, ".safetensors")) {
     return OptionError("out", absl::StrCat("'", o.out, "': want a .gguf or .safetensors file"));
   }
-  if (o.out.empty() && !o.tokenizer.empty()) {
-    return OptionError("tokenizer", "is for the GGUF file --out writes");
-  }
   const MixBudgetOptions budget{o.bits_per_weight, o.bytes, o.device, o.job};
   if (absl::Status s = CheckMixBudget(budget); !s.ok()) return s;
   if (o.random_mixes < 0 || o.random_mixes > kMaxRandomMixes) {
@@ -105,7 +102,7 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
     q.model = path;
     q.weights = absl::StrJoin(result.rules, ",");
     q.output = o.out;
-    q.tokenizer = o.tokenizer;
+    q.tokenizer = o.verify.tokenizer;
     q.imatrix = o.imatrix;
     q.calibration = o.calibration;
     q.summary = true;

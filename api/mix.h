@@ -86,10 +86,10 @@ struct MixOptions {
   std::function<void(int64_t done, int64_t total, const std::string& what)> progress;
   // When set, the chosen mix is written there as `lowp quantize --model`
   // writes its rules (api/quantize_model.h): a .gguf file llama.cpp runs
-  // (each matrix the mix's own bytes; `tokenizer` as quantize's) or a
-  // .safetensors file of the dequantized model.
+  // (each matrix the mix's own bytes; the vocabulary of verify.tokenizer
+  // when given, else the model's) or a .safetensors file of the dequantized
+  // model.
   std::string out;
-  std::string tokenizer;
 };
 
 struct MixResult : MixTable {

@@ -23,7 +23,7 @@ const char kMixHelp[] =
     "                [--tune-text FILE [--tune-ctx N] [--tune-chunks N] | --tune-tokens F |\n"
     "                 --tune-sample N:LEN] [--baselines LIST|none] [--random-mixes K]\n"
     "                [--random-seed S] [--imatrix FILE] [--calib-text FILE [--calib-ctx N]\n"
-    "                 [--calib-chunks N] | --calib-tokens F] [--out FILE [--tokenizer F]]\n"
+    "                 [--calib-chunks N] | --calib-tokens F] [--out FILE]\n"
     "                [--json] [--threads N] [--quiet]\n"
     "\n"
     "Chooses a type for every matrix of the model (the embedding, each layer's\n"
@@ -58,7 +58,8 @@ const char kMixHelp[] =
     "  iq2_xs, iq1_s and the IQ1/IQ2/IQ3_XXS/Q2_K_S baselines.\n"
     "--out FILE: writes the chosen mix as lowp quantize --model does: FILE.gguf is\n"
     "  llama.cpp's model file with each matrix the mix's own bytes (calibrated types\n"
-    "  included; --tokenizer as quantize's), FILE.safetensors the dequantized model.\n"
+    "  included; the vocabulary of the model's tokenizer, or of --tokenizer with\n"
+    "  --text), FILE.safetensors the dequantized model.\n"
     "--model: default the bundled stories3M-hf (llama, 3.3 M parameters, rows of\n"
     "  256 and 768, so llama.cpp's super-block types apply).\n"
     "Tokens: the verification's as eval takes them (default --sample 16:256,\n"
@@ -150,7 +151,7 @@ int MixCommand(const std::vector<std::string>& argv) {
   std::vector<std::string> values = {"model",     "tensors",      "bits-per-weight", "bytes",
                                      "device",    "types",        "baselines",
                                      "random-mixes", "random-seed", "threads", "imatrix",
-                                     "out",       "tokenizer"};
+                                     "out"};
   for (const std::string& name : JobValueOptions()) values.push_back(name);
   for (const std::string& prefix :
        {std::string(), std::string("tune-"), std::string("calib-")}) {
@@ -187,7 +188,6 @@ int MixCommand(const std::vector<std::string>& argv) {
   o.device = args->Value("device").value_or("");
   o.imatrix = args->Value("imatrix").value_or("");
   o.out = args->Value("out").value_or("");
-  o.tokenizer = args->Value("tokenizer").value_or("");
   if (absl::Status s = ReadJobOptions(*args, &o.job); !s.ok()) return Fail(s);
   if (o.device.empty()) {
     for (const std::string& name : JobValueOptions()) {

@@ -92,8 +92,8 @@ absl::StatusOr<std::vector<std::pair<std::string, std::shared_ptr<const Scheme>>
     const std::string& field, const std::string& list) {
   std::vector<std::pair<std::string, std::shared_ptr<const Scheme>>> out;
   for (const std::string& item : Items(list)) {
-    if (item.empty()) {
-      out.push_back({"", nullptr});
+    if (item.empty() || (field == "activations" && item == kGgmlActivations)) {
+      out.push_back({item, nullptr});  // "ggml": Emulation::ggml_products
       continue;
     }
     absl::StatusOr<std::shared_ptr<const Scheme>> s = SchemeFor(field, item);
@@ -218,6 +218,7 @@ absl::StatusOr<std::vector<EvalCandidate>> MakeCandidates(const SiteLists& o) {
           e.kv = kv_name;
           e.compute = c_name;
           e.emulation.activations = a;
+          e.emulation.ggml_products = a_name == kGgmlActivations;
           e.emulation.kv = kv_item.scheme;
           e.emulation.kv_rotation = kv_item.rotation;
           e.emulation.compute = c;

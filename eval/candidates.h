@@ -65,6 +65,9 @@ const std::vector<std::string>& DefaultEvalWeights();
 // only ones (the float32 weights are the reference).
 absl::StatusOr<std::vector<EvalCandidate>> MakeCandidates(const SiteLists& sites);
 constexpr size_t kMaxCandidates = 256;
+// --activations' item for llama.cpp's CPU conversion of each product's input
+// (Emulation::ggml_products).
+inline constexpr char kGgmlActivations[] = "ggml";
 
 // Whether any of the candidate's weight rules calibrates (":gptq").
 bool Calibrates(const EvalCandidate& candidate);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "codecs/ggml_vec_dot.h"
 #include "kernels/thread_pool.h"
 
 namespace lowp {
@@ -22,6 +23,17 @@ absl::Status RunHead(const HeadRun& run, const Batch& batch, int64_t first_seque
     if (s.candidate == nullptr && s.inputs != nullptr) {
       s.inputs->Add(c.num_layers, Site::kLogits, -1,
                     std::span<const float>(s.hidden).first(static_cast<size_t>(rows * D)), D);
+    }
+    if (EmulationOf(s).ggml_products) {  // lm_head's input as llama.cpp converts it
+      const ggml::TypeInfo* type = s.variant != nullptr && s.variant->Changes(Table::kLmHead)
+                                       ? s.variant->HeadType()
+                                       : StoredGgmlType(run.reference.TableView(Table::kLmHead));
+      std::optional<ggml::Type> vec_dot;
+      if (type != nullptr) vec_dot = ggml::VecDotType(type->type);
+      if (vec_dot.has_value()) {
+        std::span<float> x = std::span<float>(s.hidden).first(static_cast<size_t>(rows * D));
+        ggml::RoundForVecDot(*vec_dot, x, D, x);
+      }
     }
     s.reference_logits.assign(static_cast<size_t>(rows), LogitStats());
     s.logits.assign(static_cast<size_t>(rows), CandidateStats());

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "codecs/ggml_vec_dot.h"
 #include "kernels/convert.h"
 #include "kernels/hadamard.h"
 #include "kernels/nn.h"
@@ -240,11 +241,28 @@ class LayerPass {
  private:
   // out[rows, m.rows] = in[rows, m.cols] m^T + bias, rounded at `site`.
   void Linear(const Matrix& m, std::span<const float> in, std::vector<float>& out, Site site) {
+    in = ForVecDot(m, in, buf_.vec_dot);
     if (inputs_ != nullptr) inputs_->Add(layer_, site, -1, in, m.cols);
     out.resize(static_cast<size_t>(b_.rows * m.rows));
     LinearProduct(b_.blocks, in.data(), m.cols, m.values.data(), m.rows, m.cols,
                   m.bias.empty() ? nullptr : m.bias.data(), out.data(), m.rows, threads_);
     sites_.RoundAll(site, out, m.rows, threads_);
+  }
+
+  // `in` as llama.cpp's CPU backend converts a product's input for m's
+  // stored type (Emulation::ggml_products), in `buffer`; else `in`.
+  std::span<const float> ForVecDot(const Matrix& m, std::span<const float> in,
+                                   std::vector<float>& buffer) const {
+    if (!e_.ggml_products || m.stored_type == nullptr) return in;
+    const std::optional<ggml::Type> type = ggml::VecDotType(m.stored_type->type);
+    if (!type.has_value() || *type == ggml::Type::kF32) return in;
+    buffer.resize(in.size());
+    const int64_t rows = static_cast<int64_t>(in.size()) / m.cols;
+    ForRows(rows, m.cols, threads_, [&](int64_t first, int64_t end) {
+      const size_t at = static_cast<size_t>(first * m.cols), n = static_cast<size_t>((end - first) * m.cols);
+      ggml::RoundForVecDot(*type, in.subspan(at, n), m.cols, std::span<float>(buffer).subspan(at, n));
+    });
+    return buffer;
   }
 
   void AddResidual(std::span<float> x, std::span<const float> branch) {
@@ -492,7 +510,15 @@ class LayerPass {
     const RowBlock all[] = {{0, count}};
     Census local;
     const int64_t expert = &x - w_.experts.data();
+    std::vector<float> converted;
     auto linear = [&](const Matrix& m, std::span<const float> a, std::vector<float>& o, Site site) {
+      if (e_.ggml_products && m.stored_type != nullptr) {  // ForVecDot, on this thread
+        if (const std::optional<ggml::Type> t = ggml::VecDotType(m.stored_type->type)) {
+          converted.resize(a.size());
+          ggml::RoundForVecDot(*t, a, m.cols, converted);
+          a = converted;
+        }
+      }
       if (inputs_ != nullptr) inputs_->Add(layer_, site, expert, a, m.cols);
       o.resize(static_cast<size_t>(count * m.rows));
       LinearProduct(all, a.data(), m.cols, m.values.data(), m.rows, m.cols, nullptr, o.data(),

@@ -131,9 +131,15 @@ struct Emulation {
   std::optional<Format> compute;
   // llama.cpp's rotation of the KV cache (PR #21038, kernels/hadamard.h).
   KvRotation kv_rotation;
+  // The input of each product with a matrix that has a stored_type as
+  // llama.cpp's CPU backend converts it for that type's vec_dot_type
+  // (codecs/ggml_vec_dot.h: q8_0, q8_1, q8_K, f16, bf16), lm_head's
+  // included; instead of `activations` ("--activations ggml").
+  bool ggml_products = false;
 
   bool empty() const {
-    return !activations && !kv && !compute.has_value() && kv_rotation.mode == KvRotation::kNone;
+    return !activations && !kv && !compute.has_value() && kv_rotation.mode == KvRotation::kNone &&
+           !ggml_products;
   }
 };
 
@@ -169,7 +175,7 @@ struct LayerKv {
 // The scratch arrays of the forward pass, kept between calls so that each
 // layer reuses their memory. One per run of calls that do not overlap.
 struct ForwardBuffers {
-  std::vector<float> normed, in, q, k, v, attn, branch, gate, up, act_in;
+  std::vector<float> normed, in, q, k, v, attn, branch, gate, up, act_in, vec_dot;
   std::vector<int64_t> positions;  // per row of the batch
 };
 

@@ -1045,9 +1045,11 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
     Function<O> f(
         "quantize_model", kDict,
         "`lowp quantize --model DIR --weights RULES --out OUT --json`: the Hugging Face model "
-        "written to `out` (.safetensors, whole or not at all) with its matrices as eval's weights "
-        "rules make them (':gptq' calibrated on the calib_ tokens, as eval's), dequantized to "
-        "dtype (F32, F16, BF16); the norms and biases as stored. Returns each changed matrix's "
+        "written to `out` (whole or not at all) with its matrices as eval's weights rules make "
+        "them (':gptq' calibrated on the calib_ tokens, as eval's): a .safetensors file "
+        "dequantized to dtype (F32, F16, BF16), the norms and biases as stored, or a .gguf file "
+        "llama.cpp runs, each matrix in its llama.cpp type as the rules' own bytes, with the "
+        "vocabulary of the model's tokenizer (or `tokenizer`). Returns each changed matrix's "
         "error.");
     f.Required(kKeyword, "model", "FilePath", [](O& o, const Arg& a) { o.model = Path(a); });
     f.Required(kKeyword, "weights", "Names",
@@ -1055,6 +1057,8 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
     f.Required(kKeyword, "out", "FilePath", [](O& o, const Arg& a) { o.output = Path(a); });
     f.Optional(kKeyword, "dtype", "str", py::str(d.dtype),
                [](O& o, const Arg& a) { o.dtype = Text(a); });
+    f.Optional(kKeyword, "tokenizer", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.tokenizer = Path(a); });
     ModelRunParams(f, d);
     f.Rename("output", "out");
     f.Define(m, sig, [](O& o, const Call&) {
@@ -1087,7 +1091,9 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
         "device (with the serving job beside the weights: seq, batch, kv (None: fp16), "
         "prefill_tokens, buffers, headroom), verified beside llama.cpp's recipes (baselines, "
         "or 'none') and random_mixes. The verification's tokens as eval takes them, the "
-        "tuning's with tune_ before each.");
+        "tuning's with tune_ before each. With `out`, the mix is written there as "
+        "quantize_model writes rules (.gguf, with the vocabulary of `tokenizer` or the model's, "
+        "or .safetensors).");
     ModelParams(
         f, [](O& o) -> std::string& { return o.model; },
         [](O& o) -> std::vector<std::string>& { return o.tensors; });
@@ -1117,6 +1123,8 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
                [](O& o, const Arg& a) { o.imatrix = Path(a); });
     TokenParams(
         f, "calib_", [](O& o) -> api::TokenOptions& { return o.calibration; }, d.calibration);
+    f.Optional(kKeyword, "out", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.out = Path(a); });
     ThreadsParam(f, [](O& o) -> int& { return o.threads; });
     f.Define(m, sig,
              [](O& o, const Call&) { return Run<api::MixResult>([&] { return api::Mix(o); }); });

@@ -245,13 +245,16 @@ def mix(
     calib_tokenizer: FilePath | None = None,
     calib_ctx: int = 256,
     calib_chunks: int = 64,
+    out: FilePath | None = None,
     threads: int | None = 0,
 ) -> dict[str, Any]:
     """`lowp mix --json`: the type of each matrix of a model (None: the bundled stories3M-hf) of least
     predicted KL within a budget, one of bits_per_weight, bytes (or '4.2GB') or device (with the
     serving job beside the weights: seq, batch, kv (None: fp16), prefill_tokens, buffers,
     headroom), verified beside llama.cpp's recipes (baselines, or 'none') and random_mixes. The
-    verification's tokens as eval takes them, the tuning's with tune_ before each.
+    verification's tokens as eval takes them, the tuning's with tune_ before each. With `out`, the
+    mix is written there as quantize_model writes rules (.gguf, with the vocabulary of `tokenizer`
+    or the model's, or .safetensors).
     """
     ...
 
@@ -390,6 +393,7 @@ def quantize_model(
     weights: Names,
     out: FilePath,
     dtype: str = 'F32',
+    tokenizer: FilePath | None = None,
     imatrix: FilePath | None = None,
     calib_tokens: ArrayLike | FilePath | None = None,
     calib_sample: str | tuple[int, int] = '',
@@ -404,9 +408,11 @@ def quantize_model(
     quiet: bool = False,
 ) -> dict[str, Any]:
     """`lowp quantize --model DIR --weights RULES --out OUT --json`: the Hugging Face model written to
-    `out` (.safetensors, whole or not at all) with its matrices as eval's weights rules make them
-    (':gptq' calibrated on the calib_ tokens, as eval's), dequantized to dtype (F32, F16, BF16);
-    the norms and biases as stored. Returns each changed matrix's error.
+    `out` (whole or not at all) with its matrices as eval's weights rules make them (':gptq'
+    calibrated on the calib_ tokens, as eval's): a .safetensors file dequantized to dtype (F32,
+    F16, BF16), the norms and biases as stored, or a .gguf file llama.cpp runs, each matrix in its
+    llama.cpp type as the rules' own bytes, with the vocabulary of the model's tokenizer (or
+    `tokenizer`). Returns each changed matrix's error.
     """
     ...
 

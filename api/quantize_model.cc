@@ -22,6 +22,7 @@
 #include "formats/option_error.h"
 #include "io/input_files.h"
 #include "io/safetensors.h"
+#include "io/tensor_set.h"
 #include "kernels/convert.h"
 #include "kernels/thread_pool.h"
 #include "model/checkpoint.h"
@@ -164,6 +165,19 @@ absl::StatusOr<EvalCandidate> OneCandidate(const QuantizeModelOptions& o,
     return OptionError("weights", absl::StrCat("'", o.weights, "': want the rules of one model "
                                                "(a scheme, a recipe or PATTERN=SCHEME items)"));
   }
+  // A rule that takes no matrix is a typo, not a choice: refused rather
+  // than written as a model it leaves unchanged.
+  const std::vector<TensorView> matrices = model.MatrixShapes();
+  for (const WeightRule& r : (*candidates)[0].weight_rules) {
+    if (r.pattern.empty()) continue;
+    const bool takes = std::any_of(matrices.begin(), matrices.end(), [&](const TensorView& m) {
+      return MatchesPattern(r.pattern, m.name);
+    });
+    if (!takes) {
+      return OptionError("weights", absl::StrCat("'", r.pattern, "' names no matrix of ", o.model,
+                                                 " (names as ", matrices.front().name, ")"));
+    }
+  }
   for (const WeightRule& r : (*candidates)[0].weight_rules) {
     if (r.scheme != nullptr && r.calibration.folds()) {
       return OptionError(
@@ -179,6 +193,22 @@ absl::StatusOr<EvalCandidate> OneCandidate(const QuantizeModelOptions& o,
   return std::move((*candidates)[0]);
 }
 
+// OK when every matrix of `model` is stored under its own name, rows in
+// order (a Hugging Face checkpoint, not a GGUF file's permuted q and k).
+absl::Status CheckOwnLayout(const Checkpoint& model, const std::string& path) {
+  for (const TensorView& m : model.MatrixShapes()) {
+    const Checkpoint::Found* found = model.Find(m.name);
+    if (found == nullptr || found->view->name != m.name || !found->row_of.empty()) {
+      return OptionError("model", absl::StrCat(path, " stores ", m.name,
+                                               found == nullptr ? " nowhere"
+                                                                : " under another name or order",
+                                               ": quantize --model reads Hugging Face "
+                                               "safetensors checkpoints"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The GGUF output of QuantizeModel.
 absl::StatusOr<QuantErrorResult> QuantizeToGguf(const QuantizeModelOptions& o) {
   if (o.dtype != "F32") {
@@ -187,6 +217,7 @@ absl::StatusOr<QuantErrorResult> QuantizeToGguf(const QuantizeModelOptions& o) {
   }
   absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(o.model, {});
   if (!model.ok()) return model.status();
+  if (absl::Status s = CheckOwnLayout(*model, o.model); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
       LoadTokenizer(o.tokenizer.empty() ? o.model : o.tokenizer);
   if (!tokenizer.ok()) {
@@ -202,7 +233,7 @@ absl::StatusOr<QuantErrorResult> QuantizeToGguf(const QuantizeModelOptions& o) {
       o.weights, candidate->weight_rules, *model, candidate->importance, candidate->calibration);
   if (!variant.ok()) return variant.status();
   const int threads = ResolveThreads(o.threads);
-  if (absl::Status s = (*variant)->Prepare(threads); !s.ok()) return s;
+  if (absl::Status s = (*variant)->PrepareForTableBytes(threads); !s.ok()) return s;
   GgufExportOptions options;
   options.name = std::filesystem::path(o.model).filename().string();
   if (options.name.empty()) options.name = std::filesystem::path(o.model).parent_path().filename();
@@ -257,15 +288,8 @@ absl::StatusOr<QuantErrorResult> QuantizeModel(const QuantizeModelOptions& o) {
   const std::vector<TensorView> matrices = model->MatrixShapes();
   std::vector<SafetensorsWriter::Entry> entries;
   std::set<std::string> made;
+  if (absl::Status s = CheckOwnLayout(*model, o.model); !s.ok()) return s;
   for (const TensorView& m : matrices) {
-    const Checkpoint::Found* found = model->Find(m.name);
-    if (found == nullptr || found->view->name != m.name || !found->row_of.empty()) {
-      return OptionError("model", absl::StrCat(o.model, " stores ", m.name,
-                                               found == nullptr ? " nowhere"
-                                                                : " under another name or order",
-                                               ": quantize --model writes Hugging Face "
-                                               "safetensors checkpoints"));
-    }
     entries.push_back({m.name, *dtype, m.shape});
     made.insert(m.name);
   }

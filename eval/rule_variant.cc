@@ -86,7 +86,10 @@ class RuleVariant : public WeightVariant {
   // A calibrated variant's calibration runs through every layer.
   int64_t FirstChangedLayer() const override { return calibrator_ != nullptr ? 0 : first_changed_; }
 
-  absl::Status Prepare(int threads) override {
+  absl::Status Prepare(int threads) override { return Prepare(threads, true); }
+  absl::Status PrepareForTableBytes(int threads) override { return Prepare(threads, false); }
+
+  absl::Status Prepare(int threads, bool embedding_statistics) {
     for (const WeightRule& r : rules_) {
       if (r.scheme != nullptr && r.calibration.active() && calibrator_ == nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -126,7 +129,7 @@ class RuleVariant : public WeightVariant {
     // An untied embedding is not otherwise read whole: its statistics in a
     // pass of their own (a tied one's come with lm_head's chunks).
     const TableScheme& e = tables_[0];
-    if (e.scheme != nullptr && !reference_.config().tie_word_embeddings) {
+    if (embedding_statistics && e.scheme != nullptr && !reference_.config().tie_word_embeddings) {
       absl::StatusOr<QuantReport> r =
           MeasureTensor(reference_.TableView(Table::kEmbedding), *e.scheme, options);
       if (!r.ok()) return r.status();

@@ -84,6 +84,10 @@ class WeightVariant {
   // schemes, and the statistics of an untied embedding it changes (one pass
   // over it).
   virtual absl::Status Prepare(int threads) = 0;
+  // Prepare for a caller that makes each table it changes whole through
+  // TableBytes (which keeps the table's statistics): the same, without the
+  // untied embedding's statistics pass.
+  virtual absl::Status PrepareForTableBytes(int threads) { return Prepare(threads); }
   // The request's layer from the reference's: the views of what it changes
   // point into the request's storage (the caller's: variants run one after
   // another share one, so that memory holds one variant's layer). In the

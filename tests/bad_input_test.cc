@@ -384,6 +384,30 @@ TEST_F(BadInput, SignalsDuringAWriteLeaveNoTemporaryAndTheOldOutput) {
   }
 }
 
+// A GGUF model file interrupted while GPTQ calibrates its layers: no
+// temporary, no output, the exit status the signal's.
+TEST_F(BadInput, SignalsDuringAGgufModelWriteLeaveNothing) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    const pid_t pid =
+        Spawn({"quantize", "--model", LOWP_TEST_DATA_DIR "/stories3M-hf", "--weights",
+               "q4_K:gptq", "--calib-chunks", "8", "--threads", "1", "--out", Path("m.gguf")});
+    bool seen = false;
+    for (int i = 0; i < 50000 && !seen; ++i) {
+      for (const auto& entry : fs::directory_iterator(dir_)) {
+        seen = seen || entry.path().filename().string().starts_with("m.gguf.lowp-");
+      }
+      if (!seen) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    EXPECT_TRUE(seen) << "no temporary seen";
+    kill(pid, sig);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "signal " << sig;
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+    EXPECT_EQ(Files(), std::vector<std::string>{}) << "signal " << sig;
+  }
+}
+
 // ---------------------------------------------------------------- numbers
 
 TEST_F(BadInput, ConvertAtEveryChunkBoundaryEqualsTheReference) {

@@ -158,6 +158,10 @@ TEST(GgufExport, RefusesWhatLlamaCppCannotHoldAndLeavesNothing) {
   EXPECT_THAT(api::QuantizeModel(q).status().message(), HasSubstr("no llama.cpp type"));
   q.weights = "q4_0:rotate=hadamard";
   EXPECT_THAT(api::QuantizeModel(q).status().message(), HasSubstr("no llama.cpp type"));
+  q.weights = "*.mlp.gate.weight=q4_0";  // a typo: no matrix is called that
+  s = api::QuantizeModel(q).status();
+  EXPECT_EQ(OptionOf(s).value_or(""), "weights");
+  EXPECT_THAT(s.message(), HasSubstr("names no matrix"));
   q.weights = "q4_0";
   q.dtype = "BF16";
   EXPECT_EQ(OptionOf(api::QuantizeModel(q).status()).value_or(""), "dtype");

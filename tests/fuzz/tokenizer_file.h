@@ -75,6 +75,20 @@ inline int FuzzTokenizerFile(const char* name, absl::string_view file, absl::str
     if (info.add_bos) Check(!ids->empty() && (*ids)[0] == info.bos, "BOS not first");
     if (!ids->empty()) (*t)->Piece((*ids)[0]);
   }
+  // The vocabulary a GGUF file would hold: one entry per id, each
+  // special id inside it, or an error naming the file.
+  absl::StatusOr<LlamaCppVocab> v = (*t)->LlamaCppVocabulary();
+  if (!v.ok()) {
+    CheckError(v.status(), name);
+    return 0;
+  }
+  const size_t n = v->tokens.size();
+  Check(n == static_cast<size_t>(info.vocab_size), "a llama.cpp vocabulary of another size");
+  Check(v->types.size() == n && (v->scores.empty() || v->scores.size() == n),
+        "llama.cpp's arrays of different sizes");
+  for (int32_t id : {v->bos, v->eos, v->unk, v->pad}) {
+    Check(id < static_cast<int64_t>(n), "a special id outside the llama.cpp vocabulary");
+  }
   return 0;
 }
 

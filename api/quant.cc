@@ -290,7 +290,7 @@ absl::StatusOr<QuantErrorResult> Quantize(const QuantizeOptions& o) {
                                                  t.type_name(), " blocks, which a safetensors file",
                                                  " cannot hold: select it with --tensors"));
     }
-    if (!q && t.scales != nullptr) {
+    if (!q && (t.scales != nullptr || t.packed != nullptr)) {
       return OptionError("tensors", absl::StrCat("tensor \"", t.name, "\" of ", t.file, " is ",
                                                  t.type_name(), " (codes and scales), which the",
                                                  " output cannot copy: select it with --tensors"));

@@ -296,7 +296,7 @@ absl::StatusOr<QuantErrorResult> QuantizeModel(const QuantizeModelOptions& o) {
   std::vector<const TensorView*> copied;
   for (const TensorView& t : model->set().tensors()) {
     if (made.contains(t.name)) continue;
-    if (t.dtype == DType::kGgml || t.scales != nullptr) {
+    if (t.dtype == DType::kGgml || t.scales != nullptr || t.packed != nullptr) {
       return OptionError("model", absl::StrCat("tensor \"", t.name, "\" of ", t.file, " is ",
                                                t.type_name(), ", which the output cannot copy"));
     }

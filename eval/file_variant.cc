@@ -124,7 +124,7 @@ class FileVariant : public WeightVariant {
     r.dtype = "F32";
     r.shape = stored.shape;
     r.elements = static_cast<uint64_t>(stored.elements());
-    r.storage_bits = static_cast<uint64_t>(stored.bytes.size()) * 8;
+    r.storage_bits = stored.stored_bytes() * 8;  // codes, scales and zero points
     return r;
   }
   QuantReport Start(Table table) const {

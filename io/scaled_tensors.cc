@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -55,8 +57,8 @@ absl::Status ReadBlock(const Json& value, const std::string& source, absl::strin
   return absl::OkStatus();
 }
 
-// compressed-tensors: the first config group whose weights are floats gives
-// the block structure or group size.
+// compressed-tensors: the first config group whose weights are 8-bit floats
+// gives the block structure or group size of the FP8 weights.
 absl::Status ReadCompressedTensors(const Json& config, CheckpointQuantization& q) {
   auto groups = config.find("config_groups");
   if (groups == config.end() || groups->is_null()) return absl::OkStatus();
@@ -67,6 +69,10 @@ absl::Status ReadCompressedTensors(const Json& config, CheckpointQuantization& q
     if (weights == group.end() || !weights->is_object()) continue;
     auto type = weights->find("type");
     if (type == weights->end() || *type != "float") continue;
+    if (auto bits = weights->find("num_bits");
+        bits != weights->end() && bits->is_number_integer() && *bits != 8) {
+      continue;  // NVFP4 / MXFP4: io/packed_tensors.h
+    }
     const std::string field = absl::StrCat("config_groups.", name, ".weights");
     if (auto block = weights->find("block_structure");
         block != weights->end() && !block->is_null()) {
@@ -80,6 +86,230 @@ absl::Status ReadCompressedTensors(const Json& config, CheckpointQuantization& q
       q.group = *g;
     }
     return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+// Optional typed fields of an object: absent or null leaves `out` as it is.
+absl::Status OptionalString(const Json& object, const char* key, const std::string& source,
+                            const std::string& field, std::string& out) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_string() || it->get_ref<const std::string&>().size() > 256) {
+    return FieldError(source, field, "must be a string (of at most 256 bytes)");
+  }
+  out = it->get<std::string>();
+  return absl::OkStatus();
+}
+
+absl::Status OptionalBool(const Json& object, const char* key, const std::string& source,
+                          const std::string& field, bool& out) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_boolean()) return FieldError(source, field, "must be true or false");
+  out = it->get<bool>();
+  return absl::OkStatus();
+}
+
+// An integer in [low, high]; absent or null leaves `out` as it is.
+absl::Status OptionalInteger(const Json& object, const char* key, const std::string& source,
+                             const std::string& field, int64_t low, int64_t high, int64_t& out) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_number_integer() || (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(high)) ||
+      it->get<int64_t>() < low || it->get<int64_t>() > high) {
+    return FieldError(source, field, absl::StrCat("must be an integer from ", low, " to ", high));
+  }
+  out = it->get<int64_t>();
+  return absl::OkStatus();
+}
+
+// `key` or its older spelling `alias` (AutoAWQ's w_bit, q_group_size): an
+// integer in [low, high]; both given must agree.
+absl::Status IntegerOrAlias(const Json& config, const char* key, const char* alias,
+                            const std::string& source, int64_t low, int64_t high, int64_t& out) {
+  int64_t a = 0, b = 0;
+  const bool has_a = config.contains(key) && !config[key].is_null();
+  const bool has_b = config.contains(alias) && !config[alias].is_null();
+  if (absl::Status s = OptionalInteger(config, key, source, key, low, high, a); !s.ok()) return s;
+  if (absl::Status s = OptionalInteger(config, alias, source, alias, low, high, b); !s.ok()) {
+    return s;
+  }
+  if (has_a && has_b && a != b) {
+    return FieldError(source, key, absl::StrCat(a, " disagrees with quantization_config.", alias,
+                                                " ", b));
+  }
+  if (has_a) out = a;
+  if (has_b && !has_a) out = b;
+  return absl::OkStatus();
+}
+
+constexpr int64_t kMaxGroupSize = int64_t{1} << 24;
+
+// bits (or w_bit), one of `allowed`, and group_size (or q_group_size), -1
+// (one group) or positive, into q; errors name the field.
+absl::Status ReadBitsAndGroup(const Json& config, absl::string_view method,
+                              std::initializer_list<int64_t> allowed, absl::string_view spelled,
+                              CheckpointQuantization& q) {
+  int64_t bits = 0, group = 0;
+  if (absl::Status s = IntegerOrAlias(config, "bits", "w_bit", q.source, 1, 64, bits); !s.ok()) {
+    return s;
+  }
+  if (std::find(allowed.begin(), allowed.end(), bits) == allowed.end()) {
+    return FieldError(q.source, "bits",
+                      bits == 0 ? absl::StrCat("is missing: ", method, " checkpoints have ",
+                                               spelled, " bits")
+                                : absl::StrCat(bits, ": ", method, " checkpoints have ", spelled,
+                                               " bits"));
+  }
+  if (absl::Status s = IntegerOrAlias(config, "group_size", "q_group_size", q.source, -1,
+                                      kMaxGroupSize, group);
+      !s.ok()) {
+    return s;
+  }
+  if (group == 0) {
+    return FieldError(q.source, "group_size", "must be -1 (one group) or a positive integer");
+  }
+  q.bits = static_cast<int>(bits);
+  q.group_size = group;
+  return absl::OkStatus();
+}
+
+// quant_method "gptq" (AutoGPTQ, GPTQModel, optimum).
+absl::Status ReadGptq(const Json& config, CheckpointQuantization& q) {
+  if (absl::Status s = ReadBitsAndGroup(config, "GPTQ", {2, 3, 4, 8}, "2, 3, 4 or 8", q);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = OptionalBool(config, "desc_act", q.source, "desc_act", q.desc_act);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = OptionalBool(config, "sym", q.source, "sym", q.sym); !s.ok()) return s;
+  q.checkpoint_format = "gptq";
+  if (absl::Status s = OptionalString(config, "checkpoint_format", q.source, "checkpoint_format",
+                                      q.checkpoint_format);
+      !s.ok()) {
+    return s;
+  }
+  if (q.checkpoint_format != "gptq" && q.checkpoint_format != "gptq_v2") {
+    return FieldError(q.source, "checkpoint_format",
+                      absl::StrCat("\"", q.checkpoint_format,
+                                   "\" is not one lowp reads (it reads \"gptq\" and \"gptq_v2\")"));
+  }
+  bool marlin = false;
+  if (absl::Status s = OptionalBool(config, "is_marlin_format", q.source, "is_marlin_format", marlin);
+      !s.ok()) {
+    return s;
+  }
+  if (marlin) return FieldError(q.source, "is_marlin_format", "true: marlin's layout is not read");
+  std::string pack_dtype = "int32";
+  if (absl::Status s = OptionalString(config, "pack_dtype", q.source, "pack_dtype", pack_dtype);
+      !s.ok()) {
+    return s;
+  }
+  if (pack_dtype != "int32") {
+    return FieldError(q.source, "pack_dtype",
+                      absl::StrCat("\"", pack_dtype, "\": only int32 words are read"));
+  }
+  return absl::OkStatus();
+}
+
+// quant_method "awq" (AutoAWQ): the GEMM layout only.
+absl::Status ReadAwq(const Json& config, CheckpointQuantization& q) {
+  if (absl::Status s = ReadBitsAndGroup(config, "AWQ", {4}, "4", q); !s.ok()) return s;
+  q.version = "gemm";
+  if (absl::Status s = OptionalString(config, "version", q.source, "version", q.version);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::AsciiStrToLower(q.version) != "gemm") {
+    return FieldError(q.source, "version",
+                      absl::StrCat("\"", q.version,
+                                   "\" is not a layout lowp reads (it reads AutoAWQ's \"gemm\")"));
+  }
+  if (absl::Status s = OptionalBool(config, "zero_point", q.source, "zero_point", q.zero_point);
+      !s.ok()) {
+    return s;
+  }
+  if (!q.zero_point) {
+    return FieldError(q.source, "zero_point",
+                      "false: AutoAWQ's GEMM layout always stores zero points");
+  }
+  std::string backend = "autoawq";
+  if (absl::Status s = OptionalString(config, "backend", q.source, "backend", backend); !s.ok()) {
+    return s;
+  }
+  if (absl::AsciiStrToLower(backend) != "autoawq") {
+    return FieldError(q.source, "backend",
+                      absl::StrCat("\"", backend, "\": only AutoAWQ's packing is read"));
+  }
+  return absl::OkStatus();
+}
+
+constexpr size_t kMaxConfigGroups = 1024;
+constexpr size_t kMaxIgnored = size_t{1} << 16;
+
+// compressed-tensors: each config group's format and weights (for the
+// packed formats), the top-level format and the ignore list.
+absl::Status ReadCompressedTensorsGroups(const Json& config, CheckpointQuantization& q) {
+  if (absl::Status s = OptionalString(config, "format", q.source, "format", q.format); !s.ok()) {
+    return s;
+  }
+  if (auto ignore = config.find("ignore"); ignore != config.end() && !ignore->is_null()) {
+    if (!ignore->is_array() || ignore->size() > kMaxIgnored) {
+      return FieldError(q.source, "ignore", "must be a list of module names");
+    }
+    for (const Json& name : *ignore) {
+      if (!name.is_string()) return FieldError(q.source, "ignore", "must be a list of strings");
+      q.ignore.push_back(name.get<std::string>());
+    }
+  }
+  auto groups = config.find("config_groups");
+  if (groups == config.end() || groups->is_null()) return absl::OkStatus();
+  if (!groups->is_object()) return FieldError(q.source, "config_groups", "must be an object");
+  if (groups->size() > kMaxConfigGroups) {
+    return FieldError(q.source, "config_groups", "holds more than 1024 groups");
+  }
+  for (const auto& [name, group] : groups->items()) {
+    const std::string field = absl::StrCat("config_groups.", name);
+    if (!group.is_object()) return FieldError(q.source, field, "must be an object");
+    CompressedTensorsGroup g;
+    g.name = name;
+    g.format = q.format;
+    if (absl::Status s = OptionalString(group, "format", q.source, field + ".format", g.format);
+        !s.ok()) {
+      return s;
+    }
+    auto weights = group.find("weights");
+    if (weights == group.end() || weights->is_null()) continue;  // activations only
+    if (!weights->is_object()) return FieldError(q.source, field + ".weights", "must be an object");
+    const std::string w = field + ".weights";
+    int64_t bits = 0, size = 0;
+    if (absl::Status s = OptionalInteger(*weights, "num_bits", q.source, w + ".num_bits", 1, 64, bits);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = OptionalInteger(*weights, "group_size", q.source, w + ".group_size", -1,
+                                         kMaxGroupSize, size);
+        !s.ok()) {
+      return s;
+    }
+    g.num_bits = static_cast<int>(bits);
+    g.group_size = size;
+    for (const auto& [key, out] : {std::pair<const char*, std::string*>{"type", &g.type},
+                                   {"strategy", &g.strategy}}) {
+      if (absl::Status s = OptionalString(*weights, key, q.source, absl::StrCat(w, ".", key), *out);
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (absl::Status s = OptionalBool(*weights, "symmetric", q.source, w + ".symmetric",
+                                      g.symmetric);
+        !s.ok()) {
+      return s;
+    }
+    q.groups.push_back(std::move(g));
   }
   return absl::OkStatus();
 }
@@ -104,13 +334,24 @@ bool CheckpointQuantization::scaled_fp8() const {
 }
 
 absl::StatusOr<CheckpointQuantization> ReadCheckpointQuantization(const std::string& directory) {
-  CheckpointQuantization q;
-  q.source = (std::filesystem::path(directory.empty() ? "." : directory) / "config.json").string();
+  const std::string source =
+      (std::filesystem::path(directory.empty() ? "." : directory) / "config.json").string();
   std::error_code ec;
-  if (!std::filesystem::exists(q.source, ec)) return q;
-  absl::StatusOr<std::string> text = ReadRegularFile(q.source, kMaxConfigBytes);
+  if (!std::filesystem::exists(source, ec)) {
+    CheckpointQuantization q;
+    q.source = source;
+    return q;
+  }
+  absl::StatusOr<std::string> text = ReadRegularFile(source, kMaxConfigBytes);
   if (!text.ok()) return text.status();
-  absl::StatusOr<Json> json = ParseStrictJson(*text, q.source);
+  return ParseCheckpointQuantization(*text, source);
+}
+
+absl::StatusOr<CheckpointQuantization> ParseCheckpointQuantization(absl::string_view text,
+                                                                   const std::string& source) {
+  CheckpointQuantization q;
+  q.source = source;
+  absl::StatusOr<Json> json = ParseStrictJson(text, q.source);
   if (!json.ok()) return json.status();
   if (!json->is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(q.source, ": not a JSON object"));
@@ -133,6 +374,11 @@ absl::StatusOr<CheckpointQuantization> ReadCheckpointQuantization(const std::str
     }
   } else if (q.method == "compressed-tensors") {
     if (absl::Status s = ReadCompressedTensors(*config, q); !s.ok()) return s;
+    if (absl::Status s = ReadCompressedTensorsGroups(*config, q); !s.ok()) return s;
+  } else if (q.method == "gptq") {
+    if (absl::Status s = ReadGptq(*config, q); !s.ok()) return s;
+  } else if (q.method == "awq") {
+    if (absl::Status s = ReadAwq(*config, q); !s.ok()) return s;
   }
   return q;
 }

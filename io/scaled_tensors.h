@@ -26,17 +26,46 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "io/tensor.h"
 
 namespace lowp {
+
+// One compressed-tensors config group's weights ("config_groups": {"group_0":
+// {"format": ..., "weights": {...}}}), for the packed formats
+// (io/packed_tensors.h).
+struct CompressedTensorsGroup {
+  std::string name;      // "group_0"
+  std::string format;    // the group's "format", else the top-level one
+  int num_bits = 0;      // 0: not given
+  std::string type;      // "int" or "float"; empty: not given
+  bool symmetric = true;
+  std::string strategy;  // "group", "channel", "tensor", "tensor_group", ...; empty: not given
+  int64_t group_size = 0;  // 0: none given (null); -1 as written
+};
 
 // What a checkpoint's config.json says of its quantization.
 struct CheckpointQuantization {
   std::string method;       // quant_method ("fp8", "compressed-tensors", ...); empty: none
   int64_t block_rows = 0;   // weight_block_size / block_structure; 0: none given
   int64_t block_cols = 0;
-  int64_t group = 0;        // compressed-tensors' group_size; 0: none given
+  int64_t group = 0;        // compressed-tensors' group_size (FP8 groups); 0: none given
   std::string source;       // the config.json, for messages
+
+  // GPTQ ("gptq") and AutoAWQ ("awq"): bits (or w_bit) and group_size (or
+  // q_group_size, -1: one group spanning the input axis); 0 when not given.
+  int bits = 0;
+  int64_t group_size = 0;
+  bool desc_act = false;          // GPTQ act-order (g_idx not k / group_size)
+  bool sym = true;                // GPTQ; absent means true, as AutoGPTQ reads it
+  std::string checkpoint_format;  // GPTQ: "gptq" (v1, zeros stored minus one) or "gptq_v2"
+  std::string version;            // AWQ: "gemm" (the only one read)
+  bool zero_point = true;         // AWQ
+  // compressed-tensors: the top-level "format", the groups whose weights
+  // are quantized, and "ignore" (module names or "re:" patterns).
+  std::string format;
+  std::vector<CompressedTensorsGroup> groups;
+  std::vector<std::string> ignore;
 
   // A method whose weights are FP8 codes with scales: "fp8",
   // "compressed-tensors", "modelopt".
@@ -45,8 +74,14 @@ struct CheckpointQuantization {
 
 // The quantization_config of `directory`/config.json: none when the file or
 // the key is absent; InvalidArgument naming the file and the field when the
-// file is not JSON or the block or group sizes are not positive integers.
+// file is not JSON or a field read has the wrong type or is out of range
+// (block or group sizes not positive integers up to 2^20; GPTQ bits not 2,
+// 3, 4 or 8; AWQ bits not 4; an unknown GPTQ checkpoint_format or AWQ
+// version).
 absl::StatusOr<CheckpointQuantization> ReadCheckpointQuantization(const std::string& directory);
+// The same from config.json's text; `source` names it in messages.
+absl::StatusOr<CheckpointQuantization> ParseCheckpointQuantization(absl::string_view text,
+                                                                   const std::string& source);
 
 // Pairs every F8_E4M3 / F8_E5M2 tensor with its NAME_scale_inv or NAME_scale
 // tensor, sets its `scales` and removes the scale tensors from `tensors`.

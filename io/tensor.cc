@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "formats/format.h"
 #include "formats/reference.h"
+#include "io/packed_tensors.h"
 #include "kernels/convert.h"
 
 namespace lowp {
@@ -25,7 +26,7 @@ struct DTypeInfo {
   size_t bits;
 };
 
-constexpr std::array<DTypeInfo, 20> kDTypes = {{
+constexpr std::array<DTypeInfo, 21> kDTypes = {{
     {DType::kBool, "BOOL", 1, false, 8},
     {DType::kU8, "U8", 1, false, 8},
     {DType::kI8, "I8", 1, false, 8},
@@ -46,6 +47,7 @@ constexpr std::array<DTypeInfo, 20> kDTypes = {{
     {DType::kF6E2M3, "F6_E2M3", 0, true, 6},
     {DType::kF6E3M2, "F6_E3M2", 0, true, 6},
     {DType::kGgml, "GGML", 0, true, 0},
+    {DType::kPacked, "PACKED", 0, true, 0},
 }};
 
 const DTypeInfo& Info(DType dtype) {
@@ -196,11 +198,15 @@ absl::string_view DTypeName(DType dtype) { return Info(dtype).name; }
 
 absl::StatusOr<DType> ParseDType(absl::string_view name) {
   for (const DTypeInfo& info : kDTypes) {
-    if (info.name == name && info.dtype != DType::kGgml) return info.dtype;
+    if (info.name == name && info.dtype != DType::kGgml && info.dtype != DType::kPacked) {
+      return info.dtype;
+    }
   }
   std::string valid;
   for (const DTypeInfo& info : kDTypes) {
-    if (info.dtype != DType::kGgml) absl::StrAppend(&valid, valid.empty() ? "" : " ", info.name);
+    if (info.dtype != DType::kGgml && info.dtype != DType::kPacked) {
+      absl::StrAppend(&valid, valid.empty() ? "" : " ", info.name);
+    }
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown dtype \"", name, "\" (valid: ", valid, ")"));
@@ -213,7 +219,10 @@ size_t DTypeBits(DType dtype) { return Info(dtype).bits; }
 absl::StatusOr<uint64_t> DTypeStorageBytes(DType dtype, uint64_t count, absl::string_view what) {
   const uint64_t bits = DTypeBits(dtype);
   if (bits == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": ggml blocks have no element size"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, dtype == DType::kPacked ? ": a packed weight (GPTQ, AWQ, compressed-tensors)"
+                                      : ": ggml blocks",
+        " has no element size"));
   }
   if (count > std::numeric_limits<uint64_t>::max() / bits) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", count, " elements of ",
@@ -232,13 +241,14 @@ bool IsFloating(DType dtype) { return Info(dtype).floating; }
 std::vector<DType> AllDTypes() {
   std::vector<DType> all;
   for (const DTypeInfo& info : kDTypes) {
-    if (info.dtype != DType::kGgml) all.push_back(info.dtype);
+    if (info.dtype != DType::kGgml && info.dtype != DType::kPacked) all.push_back(info.dtype);
   }
   return all;
 }
 
 std::string TensorView::type_name() const {
   if (dtype == DType::kGgml && ggml != nullptr) return std::string(ggml->name);
+  if (packed != nullptr) return packed->type_name;
   if (scales != nullptr) {
     return absl::StrCat(DTypeName(dtype), "*", DTypeName(scales->dtype), "[", scales->layout, "]");
   }
@@ -246,6 +256,7 @@ std::string TensorView::type_name() const {
 }
 
 uint64_t TensorView::stored_bytes() const {
+  if (packed != nullptr) return packed->stored_bytes();
   return bytes.size() + (scales != nullptr ? scales->bytes.size() : 0);
 }
 
@@ -273,6 +284,9 @@ float TensorScales::At(int64_t row, int64_t col, int64_t cols) const {
 }
 
 uint64_t TypeBytes(const TensorView& tensor, int64_t elements) {
+  if (tensor.packed != nullptr) {
+    return (static_cast<uint64_t>(elements) * static_cast<uint64_t>(tensor.packed->bits) + 7) / 8;
+  }
   if (tensor.dtype == DType::kGgml) {
     if (tensor.ggml == nullptr) return 0;
     return static_cast<uint64_t>(elements) / static_cast<uint64_t>(tensor.ggml->block) *
@@ -282,6 +296,7 @@ uint64_t TypeBytes(const TensorView& tensor, int64_t elements) {
 }
 
 std::span<const uint8_t> ElementBytes(const TensorView& tensor, int64_t first, int64_t count) {
+  if (tensor.packed != nullptr) return PackedElementBytes(*tensor.packed, first, count);
   uint64_t begin, end;
   if (tensor.dtype == DType::kGgml) {
     if (tensor.ggml == nullptr) return {};
@@ -334,6 +349,9 @@ absl::Status ReadCodes(const TensorView& tensor, int64_t first, std::span<float>
 }  // namespace
 
 absl::Status ReadAsFloat32(const TensorView& tensor, int64_t first, std::span<float> out) {
+  if (tensor.packed != nullptr || tensor.dtype == DType::kPacked) {
+    return ReadPacked(tensor, first, out);
+  }
   if (absl::Status s = ReadCodes(tensor, first, out); !s.ok() || tensor.scales == nullptr) {
     return s;
   }
@@ -425,6 +443,7 @@ absl::Status ReadCodes(const TensorView& tensor, int64_t first, std::span<float>
     case DType::kF6E2M3:
     case DType::kF6E3M2:
     case DType::kGgml:
+    case DType::kPacked:
       break;  // handled above
   }
   return absl::InternalError("unknown dtype");

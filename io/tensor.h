@@ -39,14 +39,17 @@ enum class DType : uint8_t {
   kF6E2M3,  // OCP fp6 e2m3 / e3m2, four per three bytes: element i in bits
   kF6E3M2,  //   [6i, 6i + 6) of the little-endian bit stream
   kGgml,    // blocks of a ggml type (GGUF files): TensorView::ggml says which
+  kPacked,  // a weight composed of packed integer or FP4 codes, scales and zero
+            // points (GPTQ, AWQ, compressed-tensors): TensorView::packed says how
 };
 
-absl::string_view DTypeName(DType dtype);                  // "F32"; "GGML" for kGgml
-absl::StatusOr<DType> ParseDType(absl::string_view name);  // "F32" -> kF32 (never kGgml)
-size_t DTypeBytes(DType dtype);  // 1, 2, 4 or 8; 0 for the sub-byte dtypes and kGgml
-size_t DTypeBits(DType dtype);   // 4, 6, 8, 16, 32 or 64; 0 for kGgml
-bool IsFloating(DType dtype);                              // F8.., F16, BF16, F32, F64, kGgml
-// All element dtypes (every one but kGgml), for tests and listings.
+absl::string_view DTypeName(DType dtype);  // "F32"; "GGML" for kGgml, "PACKED" for kPacked
+// "F32" -> kF32 (never kGgml or kPacked, which no file names).
+absl::StatusOr<DType> ParseDType(absl::string_view name);
+size_t DTypeBytes(DType dtype);  // 1, 2, 4 or 8; 0 for the sub-byte dtypes, kGgml and kPacked
+size_t DTypeBits(DType dtype);   // 4, 6, 8, 16, 32 or 64; 0 for kGgml and kPacked
+bool IsFloating(DType dtype);    // F8.., F16, BF16, F32, F64, kGgml, kPacked
+// All element dtypes (every one but kGgml and kPacked), for tests and listings.
 std::vector<DType> AllDTypes();
 
 // A weight stored as codes and scales (an FP8 checkpoint's weight with its
@@ -69,6 +72,8 @@ struct TensorScales {
   float At(int64_t row, int64_t col, int64_t cols) const;
 };
 
+struct PackedWeight;  // io/packed_tensors.h
+
 struct TensorView {
   std::string name;
   DType dtype = DType::kF32;
@@ -80,11 +85,16 @@ struct TensorView {
   // Set when the codes are multiplied by scales (ReadAsFloat32 applies
   // them); null for a tensor stored as its values.
   std::shared_ptr<const TensorScales> scales;
+  // For kPacked: the parts and their layout (ReadAsFloat32 decodes them);
+  // `bytes` are then the packed codes.
+  std::shared_ptr<const PackedWeight> packed;
 
   // "F32", the ggml type's name ("q4_K") for blocks, "F8_E4M3*F32[b128x128]"
-  // for codes with scales.
+  // for codes with scales, the layout for a packed weight ("gptq-int4-g128",
+  // "awq-int4-g128", "ct-int4-g128-asym", "ct-nvfp4": io/packed_tensors.h).
   std::string type_name() const;
-  // Bytes stored: the element data, and the scales' when there are some.
+  // Bytes stored: the element data, and the scales' when there are some;
+  // every part of a packed weight.
   uint64_t stored_bytes() const;
 
   int64_t elements() const;  // product of shape (1 for a scalar)
@@ -103,17 +113,20 @@ absl::StatusOr<int64_t> ShapeElements(std::span<const int64_t> shape, absl::stri
 // F8/F16/BF16/F32 and integers up to 2^24 in magnitude, nearest-even for F64
 // and larger integers; BOOL is 0 or 1; ggml blocks as ggml's to_float
 // decodes them (whole blocks are decoded, the range need not be aligned);
-// codes with scales as code value * scale, rounded once to float32.
+// codes with scales as code value * scale, rounded once to float32; packed
+// weights as their layout dequantizes them (io/packed_tensors.h).
 // InvalidArgument if the range is outside the tensor or a ggml type lowp
 // cannot decode.
 absl::Status ReadAsFloat32(const TensorView& tensor, int64_t first, std::span<float> out);
 
 // The bytes that hold elements [first, first + count) (whole blocks for
-// ggml types), for releasing pages. Clipped to the tensor.
+// ggml types; for packed weights, PackedElementBytes), for releasing pages.
+// Clipped to the tensor.
 std::span<const uint8_t> ElementBytes(const TensorView& tensor, int64_t first, int64_t count);
 
 // Bytes of `elements` elements of the tensor's type (whole blocks for ggml;
-// sub-byte dtypes rounded up to a whole byte).
+// sub-byte dtypes rounded up to a whole byte; a packed weight's codes at its
+// bits per element, rounded up).
 uint64_t TypeBytes(const TensorView& tensor, int64_t elements);
 
 // Bytes of `count` elements of `dtype` (not kGgml), or InvalidArgument naming

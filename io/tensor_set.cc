@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "io/gguf.h"
 #include "io/npy.h"
+#include "io/packed_tensors.h"
 #include "io/safetensors.h"
 #include "io/scaled_tensors.h"
 #include "nlohmann/json.hpp"
@@ -156,9 +157,10 @@ absl::StatusOr<TensorSet> TensorSet::OpenAll(const std::vector<std::string>& pat
     first = false;
     for (auto& file : set->files_) all.files_.push_back(std::move(file));
   }
-  // FP8 weights with their scale tensors (io/scaled_tensors.h), whichever
-  // files they are in; the config.json beside the first safetensors file
-  // says how the checkpoint was quantized.
+  // Packed weights from their parts (io/packed_tensors.h) and FP8 weights
+  // with their scale tensors (io/scaled_tensors.h), whichever files they are
+  // in; the config.json beside the first safetensors file says how the
+  // checkpoint was quantized.
   const auto safetensors = std::find_if(paths.begin(), paths.end(), [](const std::string& p) {
     return absl::EndsWith(p, ".safetensors") || absl::EndsWith(p, ".safetensors.index.json");
   });
@@ -166,7 +168,7 @@ absl::StatusOr<TensorSet> TensorSet::OpenAll(const std::vector<std::string>& pat
     absl::StatusOr<CheckpointQuantization> quantization =
         ReadCheckpointQuantization(Directory(*safetensors));
     if (!quantization.ok()) return quantization.status();
-    if (absl::Status s = AttachScales(all.tensors_, *quantization); !s.ok()) return s;
+    if (absl::Status s = AttachQuantizedParts(all.tensors_, *quantization); !s.ok()) return s;
   }
   return all;
 }
@@ -181,6 +183,10 @@ absl::StatusOr<TensorSet> TensorSet::FromViews(std::vector<TensorView> views) {
     if (v.dtype == DType::kGgml) {
       return absl::InvalidArgumentError(
           absl::StrCat("tensor \"", v.name, "\": ggml blocks come only from GGUF files"));
+    }
+    if (v.dtype == DType::kPacked || v.packed != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor \"", v.name, "\": packed weights come only from checkpoints and their config"));
     }
     absl::StatusOr<int64_t> elements = ShapeElements(v.shape, v.name);
     if (!elements.ok()) return elements.status();

@@ -26,8 +26,10 @@ class TensorSet {
   // Opens `path` by its name: "*.safetensors", "*.safetensors.index.json"
   // (every shard it names, checked against the index), "*.gguf", "*.npy"
   // (one tensor named after the file's stem). FP8 weights of a safetensors
-  // checkpoint come with their scales (io/scaled_tensors.h; the config.json
-  // beside the file, if any, says the layout). Errors name the file and,
+  // checkpoint come with their scales (io/scaled_tensors.h) and GPTQ, AWQ
+  // and compressed-tensors weights are composed from their packed parts
+  // (io/packed_tensors.h); the config.json beside the file, if any, says the
+  // layout. Errors name the file and,
   // where one is at fault, the tensor.
   static absl::StatusOr<TensorSet> Open(const std::string& path);
   // Several paths into one set; a tensor name seen twice is an error.

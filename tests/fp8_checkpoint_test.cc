@@ -26,51 +26,25 @@
 #include "io/safetensors.h"
 #include "io/tensor_set.h"
 #include "quant/scheme.h"
+#include "tests/checkpoint_files.h"
 
 namespace lowp {
 namespace {
 
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string t = ::testing::TempDir() + "/fp8_checkpoint_XXXXXX";
-    path_ = mkdtemp(t.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string operator/(absl::string_view name) const { return absl::StrCat(path_, "/", name); }
-
- private:
-  std::string path_;
-};
-
-struct Tensor {
-  std::string name;
-  DType dtype;
-  std::vector<int64_t> shape;
-  std::vector<uint8_t> bytes;
-};
+using testing::Bytes;
+using testing::TempDir;
+using testing::Tensor;
 
 void WriteCheckpoint(const std::string& path, const std::vector<Tensor>& tensors) {
-  std::vector<SafetensorsWriter::Entry> entries;
-  for (const Tensor& t : tensors) entries.push_back({t.name, t.dtype, t.shape});
-  auto writer = SafetensorsWriter::Create(path, entries);
-  ASSERT_TRUE(writer.ok()) << writer.status();
-  for (const Tensor& t : tensors) ASSERT_TRUE((*writer)->Write(t.bytes).ok());
-  ASSERT_TRUE((*writer)->Finish().ok());
+  ASSERT_TRUE(testing::WriteSafetensors(path, tensors).ok());
 }
 
 void WriteText(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
-template <typename T>
-std::vector<uint8_t> Bytes(const std::vector<T>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(T));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
 
 // n random codes of magnitude 0..122, either sign: finite in e4m3 and e5m2
 // (whose 0x7C is Inf), seeded.

@@ -2,6 +2,7 @@
 // targets (tests/fuzz/corpus/<target>/, tests/fuzz/regressions/<target>/)
 // through the same target functions the fuzzers run, in the ordinary build:
 // a crash the fuzzers once found stays fixed everywhere, clang or not.
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "io/imatrix.h"
 #include "gtest/gtest.h"
 #include "io/npy.h"
+#include "io/packed_tensors.h"
 #include "io/safetensors.h"
 #include "quant/scheme.h"
 #include "model/config.h"
@@ -36,6 +38,7 @@ int FuzzTokenizer(const uint8_t* data, size_t size);
 int FuzzTokenizerJson(const uint8_t* data, size_t size);
 int FuzzSentencePiece(const uint8_t* data, size_t size);
 int FuzzImatrix(const uint8_t* data, size_t size);
+int FuzzPacked(const uint8_t* data, size_t size);
 namespace {
 
 // Whether a model fuzz input (4-byte config length, config.json,
@@ -54,6 +57,23 @@ bool ModelLoads(const std::vector<uint8_t>& bytes) {
   return set.ok() && Checkpoint::Open(*config, *std::move(set)).ok();
 }
 
+// Whether a packed fuzz input (4-byte config length, config.json,
+// safetensors) composes its packed weights.
+bool PackedComposes(const std::vector<uint8_t>& bytes) {
+  if (bytes.size() < 4) return false;
+  const uint32_t n = bytes[0] | bytes[1] << 8 | bytes[2] << 16 | uint32_t{bytes[3]} << 24;
+  if (n > bytes.size() - 4) return false;
+  absl::StatusOr<CheckpointQuantization> q = ParseCheckpointQuantization(
+      absl::string_view(reinterpret_cast<const char*>(bytes.data() + 4), n), "seed");
+  if (!q.ok()) return false;
+  absl::StatusOr<ParsedSafetensors> parsed =
+      ParseSafetensors(std::span<const uint8_t>(bytes).subspan(4 + n), "seed");
+  if (!parsed.ok()) return false;
+  return AttachQuantizedParts(parsed->tensors, *q).ok() &&
+         std::any_of(parsed->tensors.begin(), parsed->tensors.end(),
+                     [](const TensorView& t) { return t.packed != nullptr; });
+}
+
 // Whether the parser of `target` accepts `bytes`: for names, as a format or
 // a scheme; for args, whether the command exits with 0.
 bool Accepts(const std::string& target, const std::vector<uint8_t>& bytes) {
@@ -66,6 +86,7 @@ bool Accepts(const std::string& target, const std::vector<uint8_t>& bytes) {
   if (target == "model") return ModelLoads(bytes);
   if (target == "gguf") return ParseGguf(bytes, "seed.gguf").ok();
   if (target == "imatrix") return ParseImatrix(bytes, "seed.imatrix").ok();
+  if (target == "packed") return PackedComposes(bytes);
   if (target == "sentencepiece") {  // the model: four bytes of length, then it
     if (bytes.size() < 4) return false;
     const uint32_t n = bytes[0] | bytes[1] << 8 | bytes[2] << 16 | uint32_t{bytes[3]} << 24;
@@ -120,6 +141,7 @@ TEST(FuzzCorpusReplayTest, SentencePiece) {
   EXPECT_GE(Replay("sentencepiece", FuzzSentencePiece), 10);
 }
 TEST(FuzzCorpusReplayTest, Imatrix) { EXPECT_GE(Replay("imatrix", FuzzImatrix), 20); }
+TEST(FuzzCorpusReplayTest, Packed) { EXPECT_GE(Replay("packed", FuzzPacked), 6); }
 
 }  // namespace
 }  // namespace lowp::fuzz

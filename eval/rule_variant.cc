@@ -168,7 +168,10 @@ class RuleVariant : public WeightVariant {
         target_choices.push_back(std::move(choice));
         continue;
       }
-      std::span<float> q = request.storage.Buffer(j, m.values.size());
+      // A writer of bytes alone needs no values; a calibrating variant does
+      // (it runs the layer on the quantized matrices).
+      const bool values = !(keep_bytes && request.storage.bytes_only && calibrator_ == nullptr);
+      std::span<float> q = values ? request.storage.Buffer(j, m.values.size()) : std::span<float>();
       size_t written = 0;
       QuantReport report;
       std::vector<uint8_t>* bytes = keep_bytes ? &request.storage.Bytes(j) : nullptr;
@@ -179,13 +182,13 @@ class RuleVariant : public WeightVariant {
       absl::Status s = QuantizeTensor(
           view, scheme, options,
           [&](std::span<const float> piece) {
-            std::copy(piece.begin(), piece.end(), q.begin() + static_cast<ptrdiff_t>(written));
+            if (values) std::copy(piece.begin(), piece.end(), q.begin() + static_cast<ptrdiff_t>(written));
             written += piece.size();
             return absl::OkStatus();
           },
           &report, bytes != nullptr ? &to_bytes : nullptr);
       if (!s.ok()) return s;
-      m.values = q;
+      if (values) m.values = q;
       m.stored_type = scheme.GgmlLayout(m.cols);
       if (request.pass.first) {
         Keep(LayerKey(request.layer, j), *rule->scheme, choice, std::move(report));

@@ -70,6 +70,11 @@ struct LayerStorage {
   // bytes[index] for buffer `index`, empty for a matrix it left as it was
   // (what a GGUF file of the variant holds).
   bool keep_bytes = false;
+  // With keep_bytes, a writer that reads only the bytes: a variant may then
+  // leave the values of the matrices it quantizes as the reference's (it
+  // does unless it needs them itself: a calibrating variant runs the layer
+  // on them), saving a layer's float32 copy.
+  bool bytes_only = false;
   std::vector<std::vector<uint8_t>> bytes;
 
   // Buffer `index` resized to `size` (never shrunk).

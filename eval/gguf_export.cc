@@ -210,6 +210,7 @@ class Exporter {
             for (float& x : v) x += 1.0f;
           }
           s = EncodeFloat(v, F32(), bytes);
+          if (s.ok() && it.heads > 0) PermuteRows(bytes, static_cast<int64_t>(v.size()), it.heads);
         } else if (it.kind == Item::Kind::kMatrix) {
           s = MatrixBytes(*entries[it.entry].matrix, it.entry, *it.type, storage, bytes);
           if (s.ok() && it.heads > 0) PermuteRows(bytes, entries[it.entry].matrix->rows, it.heads);
@@ -315,17 +316,15 @@ class Exporter {
     for (size_t j = 0; j < 4; ++j) {
       if (absl::Status s = matrix(absl::StrCat(attn[j], ".weight"), j, heads[j]); !s.ok()) return s;
       if (!entries[j].matrix->bias.empty()) {
-        if (permute && heads[j] > 0) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(config_.name, ": biases on q or k of a llama-architecture model are "
-                                         "not written (their order would need the rope permutation)"));
-        }
         vec(absl::StrCat(attn[j], ".bias"), entries[j].matrix->bias,
             [j](const LayerWeights& l) {
               const Matrix* ms[] = {&l.q, &l.k, &l.v, &l.o};
               return ms[j]->bias;
             },
             false);
+        // q's and k's biases take their rows' rope order (the converter's
+        // permute of "q_proj.bias" / "k_proj.bias").
+        if (permute) layer_.back().heads = heads[j];
       }
     }
     vec("attn_q_norm.weight", w.q_norm, [](const LayerWeights& l) { return l.q_norm; }, true);

@@ -39,6 +39,26 @@ absl::StatusOr<std::string> LlamaCppArchitecture(const ModelConfig& c) {
       !(c.rope_scaling.type == "llama3" && t == "llama")) {
     return refuse(absl::StrCat("rope_scaling ", c.rope_scaling.type, " is not written for ", t));
   }
+  // What llama.cpp's architectures cannot express, refused rather than
+  // written as a model that runs differently there: a sliding window on
+  // llama's and qwen2's (llama.cpp attends to the whole context), Gemma 2's
+  // query scaling other than its head size (or its 27B's hidden / heads,
+  // which llama.cpp takes from the layer count).
+  if (c.sliding_window > 0 && t != "gemma2" &&
+      (c.max_position_embeddings == 0 || c.sliding_window < c.max_position_embeddings)) {
+    return refuse(absl::StrCat("sliding_window ", c.sliding_window, ": llama.cpp's ",
+                               t == "qwen2" ? "qwen2" : "llama",
+                               " architecture attends to the whole context, so the file would "
+                               "run as another model"));
+  }
+  if (t == "gemma2" && c.query_pre_attn_scalar > 0 &&
+      c.query_pre_attn_scalar != static_cast<double>(c.head_dim) &&
+      !(c.num_layers == 46 &&
+        c.query_pre_attn_scalar == static_cast<double>(c.hidden_size / c.num_heads))) {
+    return refuse(absl::StrCat("query_pre_attn_scalar ", c.query_pre_attn_scalar,
+                               ": llama.cpp's gemma2 scales queries by head_dim (", c.head_dim,
+                               ") but for its 27B"));
+  }
   if ((t == "gemma" || t == "gemma2") && c.rope_theta != 10000) {
     return refuse(absl::StrCat("rope_theta ", c.rope_theta, ": llama.cpp's ", t,
                                " has no key for it and takes 10000"));

@@ -179,10 +179,27 @@ TEST(GgufExport, RefusesWhatLlamaCppCannotHoldAndLeavesNothing) {
   s = api::QuantizeModel(q).status();
   EXPECT_EQ(OptionOf(s).value_or(""), "model");
   EXPECT_THAT(s.message(), HasSubstr("vocabulary"));
+  // A sliding window llama.cpp's llama architecture would not apply.
+  const std::string windowed = dir + "/windowed";
+  std::filesystem::create_directories(windowed);
+  for (const char* f : {"model.safetensors", "tok512.bin"}) {
+    std::filesystem::copy_file(kData + "/stories3M-hf/" + f, windowed + "/" + f);
+  }
+  {
+    std::ifstream in(kData + "/stories3M-hf/config.json");
+    std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = config.find("\"model_type\": \"llama\"");
+    ASSERT_NE(at, std::string::npos);
+    config.replace(at, 21, "\"model_type\": \"mistral\", \"sliding_window\": 64");
+    std::ofstream(windowed + "/config.json") << config;
+  }
+  q.model = windowed;
+  s = api::QuantizeModel(q).status();
+  EXPECT_THAT(s.message(), HasSubstr("sliding_window 64"));
   EXPECT_FALSE(std::filesystem::exists(out));
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir),
                           std::filesystem::directory_iterator()),
-            1);  // bare/ alone: no temporary left
+            2);  // bare/ and windowed/ alone: no temporary left
 }
 
 }  // namespace

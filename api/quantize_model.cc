@@ -95,6 +95,7 @@ absl::Status RunVariant(const Checkpoint& model, WeightVariant& variant, int thr
     }
   }
   LayerStorage reference_storage, storage;
+  storage.values_unused = sink == nullptr;  // statistics alone (quant-error --model)
   for (int64_t layer = 0; layer < config.num_layers; ++layer) {
     step(absl::StrCat("layer ", layer));
     absl::StatusOr<LayerWeights> reference = model.ReadLayer(layer, reference_storage, threads);

@@ -188,7 +188,7 @@ class Exporter {
     }
     LayerStorage reference_storage, storage;
     storage.keep_bytes = true;
-    storage.bytes_only = true;
+    storage.values_unused = true;
     Bytes bytes;
     for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
       step(absl::StrCat("layer ", layer));

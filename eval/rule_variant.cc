@@ -168,9 +168,10 @@ class RuleVariant : public WeightVariant {
         target_choices.push_back(std::move(choice));
         continue;
       }
-      // A writer of bytes alone needs no values; a calibrating variant does
-      // (it runs the layer on the quantized matrices).
-      const bool values = !(keep_bytes && request.storage.bytes_only && calibrator_ == nullptr);
+      // A caller of bytes or statistics alone needs no values; a
+      // calibrating variant does (it runs the layer on the quantized
+      // matrices).
+      const bool values = !(request.storage.values_unused && calibrator_ == nullptr);
       std::span<float> q = values ? request.storage.Buffer(j, m.values.size()) : std::span<float>();
       size_t written = 0;
       QuantReport report;

@@ -70,11 +70,12 @@ struct LayerStorage {
   // bytes[index] for buffer `index`, empty for a matrix it left as it was
   // (what a GGUF file of the variant holds).
   bool keep_bytes = false;
-  // With keep_bytes, a writer that reads only the bytes: a variant may then
-  // leave the values of the matrices it quantizes as the reference's (it
-  // does unless it needs them itself: a calibrating variant runs the layer
-  // on them), saving a layer's float32 copy.
-  bool bytes_only = false;
+  // Set by a caller that reads no values of the matrices a variant
+  // quantizes (a writer of their bytes, a report of their statistics): the
+  // variant may then leave those values as the reference's (it does unless
+  // it needs them itself: a calibrating variant runs the layer on them),
+  // saving a layer's float32 copy.
+  bool values_unused = false;
   std::vector<std::vector<uint8_t>> bytes;
 
   // Buffer `index` resized to `size` (never shrunk).

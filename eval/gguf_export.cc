@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "formats/format.h"
@@ -266,6 +267,9 @@ class Exporter {
       }
       return t;
     }
+    // A router no rule takes is F32, as the converter forces it (llama.cpp
+    // would otherwise round the router's input to the stored type's).
+    if (absl::EndsWith(name, "block_sparse_moe.gate.weight")) return &F32();
     const Checkpoint::Found* f = model_.Find(name);
     const DType d = f != nullptr ? f->view->dtype : DType::kF32;
     return &ggml::Info(d == DType::kF16    ? ggml::Type::kF16

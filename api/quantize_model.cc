@@ -194,6 +194,17 @@ absl::StatusOr<EvalCandidate> OneCandidate(const QuantizeModelOptions& o,
   return std::move((*candidates)[0]);
 }
 
+// What QuantizeModel reports once its output is written: the error of each
+// matrix the rules changed and over them all.
+QuantErrorResult Reported(const QuantizeModelOptions& o, const WeightVariant& variant) {
+  QuantErrorResult r;
+  r.imatrix = o.imatrix;
+  const WeightReport report = variant.Report();
+  if (!o.summary) r.results = report.tensors;
+  r.aggregates.push_back(report.total);
+  return r;
+}
+
 // OK when every matrix of `model` is stored under its own name, rows in
 // order (a Hugging Face checkpoint, not a GGUF file's permuted q and k).
 absl::Status CheckOwnLayout(const Checkpoint& model, const std::string& path) {
@@ -256,12 +267,7 @@ absl::StatusOr<QuantErrorResult> QuantizeToGguf(const QuantizeModelOptions& o) {
   if (absl::Status s = model->CheckIntact(); !s.ok()) return s;
   if (absl::Status s = (*variant)->CheckIntact(); !s.ok()) return s;
   if (absl::Status s = (*out)->Commit(); !s.ok()) return s;
-  QuantErrorResult r;
-  r.imatrix = o.imatrix;
-  const WeightReport report = (*variant)->Report();
-  if (!o.summary) r.results = report.tensors;
-  r.aggregates.push_back(report.total);
-  return r;
+  return Reported(o, **variant);
 }
 
 }  // namespace
@@ -329,13 +335,7 @@ absl::StatusOr<QuantErrorResult> QuantizeModel(const QuantizeModelOptions& o) {
   if (absl::Status s = model->CheckIntact(); !s.ok()) return s;
   if (absl::Status s = (*variant)->CheckIntact(); !s.ok()) return s;
   if (absl::Status s = (*out)->Finish(); !s.ok()) return s;
-
-  QuantErrorResult r;
-  r.imatrix = o.imatrix;
-  const WeightReport report = (*variant)->Report();
-  if (!o.summary) r.results = report.tensors;
-  r.aggregates.push_back(report.total);
-  return r;
+  return Reported(o, **variant);
 }
 
 absl::StatusOr<QuantErrorResult> ModelQuantError(const ModelQuantErrorOptions& o) {

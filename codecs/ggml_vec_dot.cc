@@ -107,9 +107,7 @@ std::optional<Type> VecDotType(Type type) {
   }
 }
 
-void RoundForVecDot(Type vec_dot_type, std::span<const float> in, int64_t cols,
-                    std::span<float> out) {
-  (void)cols;  // every conversion works on blocks that rows hold whole
+void RoundForVecDot(Type vec_dot_type, std::span<const float> in, std::span<float> out) {
   switch (vec_dot_type) {
     case Type::kQ8_0:
     case Type::kQ8_1:

@@ -35,11 +35,10 @@ namespace lowp::ggml {
 // emulate (q1_0, q2_0, the integer types).
 std::optional<Type> VecDotType(Type type);
 
-// Rows of `cols` values of `in` as the conversion to `vec_dot_type` leaves
-// them, into `out` (same size; may be `in`). cols must be a multiple of the
-// type's block.
-void RoundForVecDot(Type vec_dot_type, std::span<const float> in, int64_t cols,
-                    std::span<float> out);
+// Rows of `in` as the conversion to `vec_dot_type` leaves them, into `out`
+// (same size; may be `in`). Rows must be whole blocks of the type (32 for
+// q8_0 and q8_1, 256 for q8_K), as every row a weight of that type takes is.
+void RoundForVecDot(Type vec_dot_type, std::span<const float> in, std::span<float> out);
 
 }  // namespace lowp::ggml
 

@@ -239,7 +239,7 @@ class Exporter {
       if (it.table != Table::kLmHead || it.kind != Item::Kind::kTable) continue;
       if (absl::Status s = WriteGlobal(it, sink); !s.ok()) return s;
     }
-    return writer_.Finish(out);
+    return writer_.Finish();
   }
 
  private:

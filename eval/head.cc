@@ -32,7 +32,7 @@ absl::Status RunHead(const HeadRun& run, const Batch& batch, int64_t first_seque
       if (type != nullptr) vec_dot = ggml::VecDotType(type->type);
       if (vec_dot.has_value()) {
         std::span<float> x = std::span<float>(s.hidden).first(static_cast<size_t>(rows * D));
-        ggml::RoundForVecDot(*vec_dot, x, D, x);
+        ggml::RoundForVecDot(*vec_dot, x, x);
       }
     }
     s.reference_logits.assign(static_cast<size_t>(rows), LogitStats());

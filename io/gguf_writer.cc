@@ -209,10 +209,9 @@ absl::Status GgufWriter::WriteTensorBytes(OutputFile& out, std::span<const uint8
   return absl::OkStatus();
 }
 
-absl::Status GgufWriter::Finish(OutputFile& out) {
+absl::Status GgufWriter::Finish() {
   // Tensors of no bytes (a dimension of 0) take none and need no call.
   while (next_ < tensors_.size() && written_ == 0 && TensorBytes(next_) == 0) ++next_;
-  (void)out;
   if (!header_written_ || next_ != tensors_.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "GGUF: tensor \"", next_ < tensors_.size() ? tensors_[next_].name : "", "\" got ",
@@ -234,7 +233,7 @@ absl::Status GgufWriter::Write(OutputFile& out) {
   for (const Tensor& t : tensors_) {
     if (absl::Status s = WriteTensorBytes(out, t.bytes); !s.ok()) return s;
   }
-  return Finish(out);
+  return Finish();
 }
 
 }  // namespace lowp

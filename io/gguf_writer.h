@@ -73,7 +73,7 @@ class GgufWriter {
   // all get their bytes.
   absl::Status WriteHeader(OutputFile& out);
   absl::Status WriteTensorBytes(OutputFile& out, std::span<const uint8_t> bytes);
-  absl::Status Finish(OutputFile& out);
+  absl::Status Finish();
 
  private:
   struct Tensor {

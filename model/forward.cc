@@ -260,7 +260,7 @@ class LayerPass {
     const int64_t rows = static_cast<int64_t>(in.size()) / m.cols;
     ForRows(rows, m.cols, threads_, [&](int64_t first, int64_t end) {
       const size_t at = static_cast<size_t>(first * m.cols), n = static_cast<size_t>((end - first) * m.cols);
-      ggml::RoundForVecDot(*type, in.subspan(at, n), m.cols, std::span<float>(buffer).subspan(at, n));
+      ggml::RoundForVecDot(*type, in.subspan(at, n), std::span<float>(buffer).subspan(at, n));
     });
     return buffer;
   }
@@ -515,7 +515,7 @@ class LayerPass {
       if (e_.ggml_products && m.stored_type != nullptr) {  // ForVecDot, on this thread
         if (const std::optional<ggml::Type> t = ggml::VecDotType(m.stored_type->type)) {
           converted.resize(a.size());
-          ggml::RoundForVecDot(*t, a, m.cols, converted);
+          ggml::RoundForVecDot(*t, a, converted);
           a = converted;
         }
       }

@@ -38,7 +38,7 @@ TEST(GgmlVecDot, EqualsTheCpuBackendsConversionBitForBit) {
     ASSERT_EQ(x.size(), 2560u);
     ASSERT_EQ(want.size(), x.size());
     std::vector<float> got(x.size());
-    ggml::RoundForVecDot(t, x, 256, got);
+    ggml::RoundForVecDot(t, x, got);
     int differ = 0;
     for (size_t i = 0; i < x.size(); ++i) {
       if (std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(want[i]) && ++differ <= 3) {
@@ -48,7 +48,7 @@ TEST(GgmlVecDot, EqualsTheCpuBackendsConversionBitForBit) {
     EXPECT_EQ(differ, 0);
     // In place too.
     std::vector<float> same = x;
-    ggml::RoundForVecDot(t, same, 256, same);
+    ggml::RoundForVecDot(t, same, same);
     EXPECT_EQ(same, got);
   }
 }

@@ -269,7 +269,7 @@ class HfTokenizer final : public Tokenizer {
     }
     for (size_t id = 0; id < pieces_.size(); ++id) {
       const bool used = has_[id];
-      v.tokens.push_back(used ? pieces_[id] : absl::StrCat("[PAD", id, "]"));
+      v.tokens.push_back(used ? pieces_[id] : LlamaCppVocab::PadToken(static_cast<int64_t>(id)));
       v.types.push_back(static_cast<int32_t>(used ? LlamaTokenType::kNormal : LlamaTokenType::kUnused));
     }
     for (const AddedToken& a : added_) {
@@ -277,11 +277,7 @@ class HfTokenizer final : public Tokenizer {
           a.special ? LlamaTokenType::kControl : LlamaTokenType::kUserDefined);
     }
     v.merges = merge_texts_;
-    v.bos = info_.bos;
-    v.eos = info_.eos;
-    v.add_bos = info_.add_bos;
-    v.add_eos = add_eos_;
-    v.chat_template = chat_template_;
+    SpecialTokensInto(v);
     return v;
   }
 
@@ -456,8 +452,6 @@ class HfTokenizer final : public Tokenizer {
   absl::flat_hash_map<uint64_t, PairMerge> merges_;
   std::vector<std::string> merge_texts_;  // "a b", in rank order
   std::vector<AddedToken> added_;
-  std::optional<bool> add_eos_;
-  std::string chat_template_;
   static constexpr size_t kNotSearched = absl::string_view::npos - 1;
   HfPipeline pipeline_;
   int32_t unk_ = -1;

@@ -179,9 +179,7 @@ class Llama2cTokenizer final : public Tokenizer {
       v.types.push_back(static_cast<int32_t>(type));
     }
     v.unk = 0;
-    v.bos = info_.bos;
-    v.eos = info_.eos;
-    v.add_bos = info_.add_bos;
+    SpecialTokensInto(v);  // llama2.c reads no add_eos or chat template
     return v;
   }
 

@@ -6,11 +6,13 @@ namespace lowp {
 
 void LlamaCppVocab::PadTo(int64_t size) {
   for (int64_t id = static_cast<int64_t>(tokens.size()); id < size; ++id) {
-    tokens.push_back(absl::StrCat("[PAD", id, "]"));
+    tokens.push_back(PadToken(id));
     if (!scores.empty()) scores.push_back(-10000.0f);
     types.push_back(static_cast<int32_t>(LlamaTokenType::kUnused));
   }
 }
+
+std::string LlamaCppVocab::PadToken(int64_t id) { return absl::StrCat("[PAD", id, "]"); }
 
 void LlamaCppVocab::AddTo(GgufWriter& out) const {
   out.AddString("tokenizer.ggml.model", model);

@@ -40,6 +40,8 @@ struct LlamaCppVocab {
   // a model whose vocab_size exceeds its tokenizer's: "[PAD{i}]", score
   // -10000, UNUSED. Nothing when it has that many or more.
   void PadTo(int64_t size);
+  // The converter's text of an id no token holds: "[PAD{id}]".
+  static std::string PadToken(int64_t id);
 
   // The tokenizer.ggml.* keys (and tokenizer.chat_template) in the order
   // convert_hf_to_gguf.py writes them: model, pre, tokens, scores,

@@ -80,20 +80,14 @@ class SentencePieceTokenizer final : public Tokenizer {
       v.scores.push_back(sp_.Score(id));
       v.types.push_back(sp_.Type(id));
     }
-    v.bos = info_.bos;
-    v.eos = info_.eos;
     // The converter's SpecialVocab finds unk and pad ids only through a
     // tokenizer.json; llama.cpp takes SentencePiece's unk from the types.
-    v.add_bos = info_.add_bos;
-    v.add_eos = add_eos_;
-    v.chat_template = chat_template_;
+    SpecialTokensInto(v);
     return v;
   }
 
  private:
   SentencePieceModel sp_;
-  std::optional<bool> add_eos_;
-  std::string chat_template_;
 };
 
 }  // namespace

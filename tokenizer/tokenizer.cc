@@ -69,4 +69,12 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path
       "with --tokenizer"));
 }
 
+void Tokenizer::SpecialTokensInto(LlamaCppVocab& v) const {
+  v.bos = info_.bos;
+  v.eos = info_.eos;
+  v.add_bos = info_.add_bos;
+  v.add_eos = add_eos_;
+  v.chat_template = chat_template_;
+}
+
 }  // namespace lowp

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,13 @@ class Tokenizer {
   virtual absl::StatusOr<LlamaCppVocab> LlamaCppVocabulary() const = 0;
 
  protected:
+  // BOS, EOS, add_bos (info_), add_eos and the chat template into `v`: the
+  // special-token keys every kind's llama.cpp vocabulary takes alike.
+  void SpecialTokensInto(LlamaCppVocab& v) const;
+
   TokenizerInfo info_;
+  std::optional<bool> add_eos_;  // tokenizer_config.json's, where the kind reads it
+  std::string chat_template_;
 };
 
 // Where the special tokens come from when the tokenizer's file does not say:

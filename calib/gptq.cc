@@ -326,6 +326,8 @@ absl::StatusOr<GptqResult> Gptq(const std::string& name, std::span<const float> 
   const std::span<const uint8_t> bytes = rounder.Bytes();
   result.bytes.assign(bytes.begin(), bytes.end());
   if (f.act_order) result.order = order;
+  result.parameters = rounder.Parameters();
+  result.parameters.column_order = result.order;
   return result;
 }
 

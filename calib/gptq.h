@@ -58,6 +58,9 @@ struct GptqResult {
   std::vector<float> values;   // [rows, cols]: the quantized weight, as dequantized
   std::vector<uint8_t> bytes;  // ggml's blocks, row after row (ggml types only; columns in order)
   std::vector<int32_t> order;  // the column order GPTQ took (act_order), else empty
+  // The scales and zero points of a scheme with a CodeLayout
+  // (BlockRounder::Parameters), column_order = order.
+  StoredChunk parameters;
 };
 
 // H made ready for the column loop: the column order, the dead columns, A

@@ -132,7 +132,11 @@ class StageQuantizer final : public LinearInputs {
       if (!q.ok()) return q.status();
       m.values = out;
       m.stored_type = t->scheme->GgmlLayout(m.cols);
-      if (storage_.keep_bytes) storage_.Bytes(t->entry) = std::move(q->bytes);
+      if (storage_.keep_stored) {
+        StoredChunk& kept = storage_.Stored(t->entry);
+        kept = std::move(q->parameters);
+        kept.bytes = std::move(q->bytes);
+      }
     }
     return absl::OkStatus();
   }

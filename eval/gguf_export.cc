@@ -188,7 +188,7 @@ class Exporter {
       if (absl::Status s = WriteGlobal(it, sink); !s.ok()) return s;
     }
     LayerStorage reference_storage, storage;
-    storage.keep_bytes = true;
+    storage.keep_stored = true;
     storage.values_unused = true;
     Bytes bytes;
     for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
@@ -392,8 +392,8 @@ class Exporter {
                            const LayerStorage& storage, Bytes& out) const {
     const uint64_t want = static_cast<uint64_t>(m.rows) *
                           static_cast<uint64_t>(ggml::RowBytes(type, m.cols));
-    if (entry < storage.bytes.size() && !storage.bytes[entry].empty()) {
-      const Bytes& b = storage.bytes[entry];
+    if (entry < storage.stored.size() && !storage.stored[entry].bytes.empty()) {
+      const Bytes& b = storage.stored[entry].bytes;
       if (b.size() != want) {
         return absl::InternalError(absl::StrCat(m.name, ": ", b.size(), " bytes made for ",
                                                 type.name, "'s ", want));

@@ -16,6 +16,14 @@
 namespace lowp {
 namespace {
 
+// A chunk's stored form appended to the matrix's so far.
+void Append(const StoredChunk& piece, StoredChunk& to) {
+  to.bytes.insert(to.bytes.end(), piece.bytes.begin(), piece.bytes.end());
+  to.scales.insert(to.scales.end(), piece.scales.begin(), piece.scales.end());
+  to.offsets.insert(to.offsets.end(), piece.offsets.begin(), piece.offsets.end());
+  to.tensor_scale = piece.tensor_scale;
+}
+
 using variant_parts::CompareInto;
 using variant_parts::F32View;
 using variant_parts::kEmbeddingKey;
@@ -143,9 +151,9 @@ class RuleVariant : public WeightVariant {
   absl::StatusOr<LayerWeights> Layer(const LayerRequest& request) override {
     LayerWeights out = request.reference;
     std::vector<LayerWeights::Entry> entries = out.Matrices(reference_.config());
-    const bool keep_bytes = request.storage.keep_bytes;
-    if (keep_bytes) {
-      for (size_t j = 0; j < entries.size(); ++j) request.storage.Bytes(j);
+    const bool keep_stored = request.storage.keep_stored;
+    if (keep_stored) {
+      for (size_t j = 0; j < entries.size(); ++j) request.storage.Stored(j);
     }
     MeasureOptions options;
     options.threads = request.threads;
@@ -175,19 +183,19 @@ class RuleVariant : public WeightVariant {
       std::span<float> q = values ? request.storage.Buffer(j, m.values.size()) : std::span<float>();
       size_t written = 0;
       QuantReport report;
-      std::vector<uint8_t>* bytes = keep_bytes ? &request.storage.Bytes(j) : nullptr;
-      const ByteSink to_bytes = [bytes](std::span<const uint8_t> piece) {
-        bytes->insert(bytes->end(), piece.begin(), piece.end());
+      const auto to_values = [&](std::span<const float> piece) {
+        if (values) std::copy(piece.begin(), piece.end(), q.begin() + static_cast<ptrdiff_t>(written));
+        written += piece.size();
         return absl::OkStatus();
       };
-      absl::Status s = QuantizeTensor(
-          view, scheme, options,
-          [&](std::span<const float> piece) {
-            if (values) std::copy(piece.begin(), piece.end(), q.begin() + static_cast<ptrdiff_t>(written));
-            written += piece.size();
-            return absl::OkStatus();
-          },
-          &report, bytes != nullptr ? &to_bytes : nullptr);
+      StoredChunk* kept = keep_stored ? &request.storage.Stored(j) : nullptr;
+      const StoredSink to_stored = [kept](StoredChunk& piece) {
+        Append(piece, *kept);
+        return absl::OkStatus();
+      };
+      absl::Status s = kept != nullptr
+                           ? QuantizeTensor(view, scheme, options, to_values, &report, to_stored)
+                           : QuantizeTensor(view, scheme, options, to_values, &report);
       if (!s.ok()) return s;
       if (values) m.values = q;
       m.stored_type = scheme.GgmlLayout(m.cols);
@@ -381,6 +389,11 @@ absl::StatusOr<std::unique_ptr<WeightVariant>> WeightVariant::FromRules(
                                                         std::move(calibration)));
 }
 
+int64_t DecoderLayerOf(absl::string_view name) {
+  const int64_t layer = LayerOf(name);
+  return layer == kNoLayer ? -1 : layer;
+}
+
 std::vector<RuleMatch> MatricesByRule(const Checkpoint& reference,
                                       std::span<const WeightRule> rules, bool with_importance) {
   const std::vector<TensorView> shapes = reference.MatrixShapes();
@@ -390,7 +403,7 @@ std::vector<RuleMatch> MatricesByRule(const Checkpoint& reference,
   for (const TensorView& m : shapes) {
     const WeightRule* rule = RuleFor(rules, m.name, LayerOf(m.name) != kNoLayer);
     if (rule == nullptr || rule->scheme == nullptr) continue;
-    out.push_back({m, &SchemeForTensor(*rule->scheme, m, model)});
+    out.push_back({m, &SchemeForTensor(*rule->scheme, m, model), rule});
   }
   return out;
 }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "model/checkpoint.h"
 #include "model/weights.h"
 #include "quant/measure.h"
@@ -150,9 +151,14 @@ class WeightVariant {
 struct RuleMatch {
   TensorView matrix;  // name and shape, no bytes
   const Scheme* scheme = nullptr;
+  const WeightRule* rule = nullptr;  // the rule that takes it (its calibration)
 };
 std::vector<RuleMatch> MatricesByRule(const Checkpoint& reference,
                                       std::span<const WeightRule> rules, bool with_importance);
+
+// The decoder layer of a tensor named "model.layers.N.<...>"; -1 for any
+// other name.
+int64_t DecoderLayerOf(absl::string_view name);
 
 }  // namespace lowp
 

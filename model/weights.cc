@@ -34,10 +34,10 @@ std::span<float> LayerStorage::Buffer(size_t index, size_t size) {
   return std::span<float>(b.data(), size);
 }
 
-std::vector<uint8_t>& LayerStorage::Bytes(size_t index) {
-  if (bytes.size() <= index) bytes.resize(index + 1);
-  bytes[index].clear();
-  return bytes[index];
+StoredChunk& LayerStorage::Stored(size_t index) {
+  if (stored.size() <= index) stored.resize(index + 1);
+  stored[index] = StoredChunk();
+  return stored[index];
 }
 
 std::string ForwardModelTypes() { return absl::StrJoin(kForwardTypes, ", "); }

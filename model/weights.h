@@ -65,23 +65,26 @@ struct LayerWeights {
 // faulted in and zeroed again).
 struct LayerStorage {
   std::vector<std::vector<float>> buffers;
-  // When set, a variant also keeps the stored bytes of each matrix it
-  // quantizes into a type with a llama.cpp layout (Scheme::GgmlLayout):
-  // bytes[index] for buffer `index`, empty for a matrix it left as it was
-  // (what a GGUF file of the variant holds).
-  bool keep_bytes = false;
+  // When set, a variant also keeps the stored form of each matrix it
+  // quantizes (what a checkpoint of the variant holds): stored[index] for
+  // buffer `index`, its `bytes` for a type with a llama.cpp layout
+  // (Scheme::GgmlLayout), its scales, zero points, tensor scale and column
+  // order for a scheme with a CodeLayout (Scheme::Codes); codes are never
+  // kept (they follow from the values and these). Empty for a matrix it
+  // left as it was.
+  bool keep_stored = false;
   // Set by a caller that reads no values of the matrices a variant
   // quantizes (a writer of their bytes, a report of their statistics): the
   // variant may then leave those values as the reference's (it does unless
   // it needs them itself: a calibrating variant runs the layer on them),
   // saving a layer's float32 copy.
   bool values_unused = false;
-  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<StoredChunk> stored;
 
   // Buffer `index` resized to `size` (never shrunk).
   std::span<float> Buffer(size_t index, size_t size);
-  // Bytes `index`, emptied.
-  std::vector<uint8_t>& Bytes(size_t index);
+  // Stored form `index`, emptied.
+  StoredChunk& Stored(size_t index);
 };
 
 // The architectures the forward pass runs (model_type), for messages.

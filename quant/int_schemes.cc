@@ -62,6 +62,17 @@ class IntScheme : public Scheme {
 
   bool NeedsTensorPass() const override { return granularity_ == Granularity::kTensor; }
 
+  CodeLayout Codes() const override {
+    CodeLayout c;
+    c.kind = CodeLayout::Kind::kInt;
+    c.bits = bits_;
+    c.asymmetric = asymmetric_;
+    c.per_tensor = granularity_ == Granularity::kTensor;
+    c.block_cols = granularity_ == Granularity::kGroup ? group_ : 0;
+    c.scale = scale_format_.name;
+    return c;
+  }
+
   absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(
       int64_t rows, int64_t cols, const TensorContext& context) const override {
     return std::make_unique<IntRounder>(*this, rows, cols, context);
@@ -160,12 +171,15 @@ class IntScheme : public Scheme {
           scheme_(scheme),
           context_(context),
           scale_(static_cast<size_t>(rows)),
-          zero_(static_cast<size_t>(scheme.asymmetric_ ? rows : 0)) {}
+          zero_(static_cast<size_t>(scheme.asymmetric_ ? rows : 0)) {
+      KeepParameters(scheme.asymmetric_);
+    }
 
     void Choose(int64_t first, int64_t row0, std::span<const float> values,
                 std::span<const float> importance) override {
       (void)importance;
       const StoredChunk stored = scheme_.Stored(values, Width(first), context_);
+      Record(first, row0, stored);
       std::copy(stored.scales.begin(), stored.scales.end(), scale_.begin() + row0);
       if (!zero_.empty()) {  // asymmetric
         std::copy(stored.offsets.begin(), stored.offsets.end(), zero_.begin() + row0);

@@ -129,7 +129,7 @@ class Driver {
   // output to sink (if any, for a single scheme) in order.
   absl::Status Run(const std::function<absl::Status(std::span<const float>)>* sink,
                    std::span<QuantReport> reports, std::span<const TensorContext> given = {},
-                   const ByteSink* bytes_sink = nullptr) {
+                   const StoredSink* stored_sink = nullptr) {
     const size_t n_schemes = schemes_.size();
     const int64_t rows = tensor_.rows(), total_chunks = (rows + chunk_rows_ - 1) / chunk_rows_;
     const int threads = ResolveThreads(options_.threads);
@@ -147,10 +147,10 @@ class Driver {
       }
     }
     std::vector<float> batch_out;
-    std::vector<std::vector<uint8_t>> chunk_bytes;
+    std::vector<StoredChunk> chunk_stored;
     for (int64_t first = 0; first < total_chunks; first += batch_chunks_) {
       const int64_t count = std::min(batch_chunks_, total_chunks - first);
-      if (bytes_sink != nullptr) chunk_bytes.assign(static_cast<size_t>(count), {});
+      if (stored_sink != nullptr) chunk_stored.assign(static_cast<size_t>(count), {});
       std::vector<ChunkResult> results(static_cast<size_t>(count) * n_schemes);
       std::vector<absl::Status> status(static_cast<size_t>(count));
       if (sink != nullptr) batch_out.resize(Elements(first, count));
@@ -174,10 +174,10 @@ class Driver {
           }
           TensorContext chunk_context = contexts[s];
           chunk_context.first_element = (row_offset_ + (first + i) * chunk_rows_) * cols_;
-          if (bytes_sink != nullptr) {
-            StoredChunk stored;
+          if (stored_sink != nullptr) {
+            StoredChunk& stored = chunk_stored[index];
             schemes_[s]->Apply(in, cols_, chunk_context, dst, r.counts, &stored);
-            chunk_bytes[index] = std::move(stored.bytes);
+            stored.codes = {};  // they follow from the values
           } else {
             schemes_[s]->Apply(in, cols_, chunk_context, dst, r.counts);
           }
@@ -208,8 +208,8 @@ class Driver {
       if (sink != nullptr) {
         if (absl::Status s = (*sink)(batch_out); !s.ok()) return s;
       }
-      for (const std::vector<uint8_t>& bytes : chunk_bytes) {
-        if (absl::Status s = (*bytes_sink)(bytes); !s.ok()) return s;
+      for (StoredChunk& stored : chunk_stored) {
+        if (absl::Status s = (*stored_sink)(stored); !s.ok()) return s;
       }
     }
     return absl::OkStatus();
@@ -288,7 +288,7 @@ class Driver {
 absl::Status Measure(const TensorView& tensor, std::span<const Scheme* const> schemes,
                      const MeasureOptions& options,
                      const std::function<absl::Status(std::span<const float>)>* sink,
-                     std::span<QuantReport> reports, const ByteSink* bytes = nullptr) {
+                     std::span<QuantReport> reports, const StoredSink* stored = nullptr) {
   for (size_t s = 0; s < schemes.size(); ++s) {
     QuantReport& report = reports[s];
     report = QuantReport{};
@@ -315,7 +315,7 @@ absl::Status Measure(const TensorView& tensor, std::span<const Scheme* const> sc
         schemes[s]->StorageBits(tensor.rows(), std::max<int64_t>(1, tensor.cols()));
   }
   Driver driver(tensor, schemes, options);
-  absl::Status status = driver.Run(sink, reports, {}, bytes);
+  absl::Status status = driver.Run(sink, reports, {}, stored);
   if (!status.ok()) {
     return absl::Status(status.code(), absl::StrCat("tensor '", tensor.name, "' in ", tensor.file,
                                                     ": ", status.message()));
@@ -482,11 +482,24 @@ absl::Status QuantizeTensor(const TensorView& tensor, const Scheme& scheme,
                             QuantReport* report, const ByteSink* bytes) {
   QuantReport local;
   const Scheme* one[] = {&scheme};
-  if (bytes != nullptr && scheme.GgmlLayout(tensor.cols()) == nullptr) {
+  if (bytes == nullptr) {
+    return Measure(tensor, one, options, &sink, {report != nullptr ? report : &local, 1});
+  }
+  if (scheme.GgmlLayout(tensor.cols()) == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor.name, "': ", scheme.name(),
                                                    " has no llama.cpp layout to store"));
   }
-  return Measure(tensor, one, options, &sink, {report != nullptr ? report : &local, 1}, bytes);
+  const StoredSink to_bytes = [bytes](StoredChunk& stored) { return (*bytes)(stored.bytes); };
+  return Measure(tensor, one, options, &sink, {report != nullptr ? report : &local, 1}, &to_bytes);
+}
+
+absl::Status QuantizeTensor(const TensorView& tensor, const Scheme& scheme,
+                            const MeasureOptions& options,
+                            const std::function<absl::Status(std::span<const float>)>& sink,
+                            QuantReport* report, const StoredSink& stored) {
+  QuantReport local;
+  const Scheme* one[] = {&scheme};
+  return Measure(tensor, one, options, &sink, {report != nullptr ? report : &local, 1}, &stored);
 }
 
 QuantReport StartReport(const TensorView& tensor, const Scheme& scheme) {

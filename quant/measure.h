@@ -140,6 +140,14 @@ absl::Status QuantizeTensor(const TensorView& tensor, const Scheme& scheme,
                             const MeasureOptions& options,
                             const std::function<absl::Status(std::span<const float>)>& sink,
                             QuantReport* report, const ByteSink* bytes = nullptr);
+// The same with the stored form of each chunk of rows (Scheme::Apply's,
+// codes left out: they follow from the values) handed to `stored`, chunk by
+// chunk in order (a chunk's tensor_scale is the tensor's).
+using StoredSink = std::function<absl::Status(StoredChunk&)>;
+absl::Status QuantizeTensor(const TensorView& tensor, const Scheme& scheme,
+                            const MeasureOptions& options,
+                            const std::function<absl::Status(std::span<const float>)>& sink,
+                            QuantReport* report, const StoredSink& stored);
 
 // Quantizing a tensor in windows of rows (the evaluator's lm_head, a chunk
 // of the vocabulary at a time, and embedding rows by token):

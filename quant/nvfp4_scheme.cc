@@ -76,6 +76,17 @@ class Nvfp4Scheme : public Scheme {
 
   bool NeedsTensorPass() const override { return true; }
 
+  CodeLayout Codes() const override {
+    CodeLayout c;
+    c.kind = CodeLayout::Kind::kNvfp4;
+    c.bits = 4;
+    c.per_tensor = false;
+    c.block_cols = kNvfp4Block;
+    c.element = e2m1_.name;
+    c.scale = e4m3_.name;
+    return c;
+  }
+
   absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(
       int64_t rows, int64_t cols, const TensorContext& context) const override {
     return std::make_unique<Nvfp4Rounder>(*this, rows, cols, context);
@@ -151,6 +162,7 @@ class Nvfp4Scheme : public Scheme {
     counts.subnormal += subnormal;
 
     if (stored != nullptr) {  // appended: a tensor pass calls Apply chunk by chunk
+      stored->tensor_scale = global_decode;
       for (size_t i = 0; i < n; ++i) stored->codes.push_back((bytes[i / 2] >> ((i % 2) * 4)) & 0xF);
       stored->scales.insert(stored->scales.end(), block_scale.begin(), block_scale.end());
     }
@@ -174,6 +186,7 @@ class Nvfp4Scheme : public Scheme {
       float global_encode = std::min(kE4m3Max * kE2m1Max / context.absmax, kFloatMax);
       if (global_encode == 0) global_encode = 1;
       global_decode_ = 1.0f / global_encode;
+      KeepParameters(false, global_decode_);
     }
 
     void Choose(int64_t first, int64_t row0, std::span<const float> values,
@@ -181,6 +194,7 @@ class Nvfp4Scheme : public Scheme {
       (void)importance;
       constexpr float kFloatMax = std::numeric_limits<float>::max();
       const StoredChunk stored = scheme_.Stored(values, Width(first), context_);
+      Record(first, row0, stored);
       for (size_t k = 0; k < stored.scales.size(); ++k) {  // one block per row
         const float s = stored.scales[k];
         encode_[row0 + k] = std::min(1.0f / (s * global_decode_), kFloatMax);

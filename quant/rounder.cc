@@ -168,6 +168,25 @@ class GgmlRounder final : public BlockRounder {
 
 }  // namespace
 
+void BlockRounder::KeepParameters(bool offsets, float tensor_scale) {
+  const size_t blocks = static_cast<size_t>((rows_ + block_rows_ - 1) / block_rows_ *
+                                            ((cols_ + block_cols_ - 1) / block_cols_));
+  parameters_.scales.assign(blocks, 0.0f);
+  parameters_.offsets.assign(offsets ? blocks : 0, 0.0f);
+  parameters_.tensor_scale = tensor_scale;
+}
+
+void BlockRounder::Record(int64_t first, int64_t row0, const StoredChunk& stored) {
+  if (parameters_.scales.empty()) return;
+  const int64_t per_row = (cols_ + block_cols_ - 1) / block_cols_;
+  const int64_t block = first / block_cols_, row_block = row0 / block_rows_;
+  for (size_t k = 0; k < stored.scales.size(); ++k) {
+    const size_t at = static_cast<size_t>((row_block + static_cast<int64_t>(k)) * per_row + block);
+    parameters_.scales[at] = stored.scales[k];
+    if (!parameters_.offsets.empty()) parameters_.offsets[at] = stored.offsets[k];
+  }
+}
+
 absl::StatusOr<std::unique_ptr<BlockRounder>> MakeGgmlRounder(ggml::Type type, int64_t rows,
                                                               int64_t cols) {
   const ggml::TypeInfo& info = ggml::Info(type);

@@ -31,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "codecs/ggml.h"
+#include "quant/scheme.h"
 
 namespace lowp {
 
@@ -67,6 +68,14 @@ class BlockRounder {
   // (empty for a scheme without a real layout).
   virtual std::span<const uint8_t> Bytes() const { return {}; }
 
+  // The parameters Choose has set so far, for writers of the scheme's
+  // CodeLayout (Scheme::Codes): StoredChunk's scales and offsets (codes and
+  // bytes empty), one per block, [row blocks, column blocks] row-major,
+  // the column blocks in the order Choose took them (act-order's), and
+  // NVFP4's tensor_scale. Empty for a rounder that keeps none (ggml's: its
+  // Bytes).
+  const StoredChunk& Parameters() const { return parameters_; }
+
  protected:
   BlockRounder(int64_t rows, int64_t cols, int64_t block_cols, int64_t block_rows = 1)
       : rows_(rows), cols_(cols), block_cols_(block_cols), block_rows_(block_rows) {}
@@ -74,8 +83,16 @@ class BlockRounder {
   // The width of the block that starts at column `first`.
   int64_t Width(int64_t first) const { return std::min(block_cols_, cols_ - first); }
 
+  // For a constructor: Parameters() kept (with zero points when `offsets`).
+  void KeepParameters(bool offsets, float tensor_scale = 0);
+  // For Choose: `stored` (Scheme::Stored of the block's values; one scale
+  // per row block) as the parameters of the block at `first`, rows from
+  // row0. Blocks of different rows may be recorded from different threads.
+  void Record(int64_t first, int64_t row0, const StoredChunk& stored);
+
  private:
   int64_t rows_, cols_, block_cols_, block_rows_;
+  StoredChunk parameters_;
 };
 
 // The rounder of ggml's type `type` (one whose codes CodeCount counts) for

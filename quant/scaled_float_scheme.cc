@@ -107,6 +107,19 @@ class ScaledFloatScheme : public Scheme {
 
   bool NeedsTensorPass() const override { return layout_.kind == ScaleLayout::kTensor; }
 
+  CodeLayout Codes() const override {
+    CodeLayout c;
+    c.kind = CodeLayout::Kind::kScaledFloat;
+    c.per_tensor = layout_.kind == ScaleLayout::kTensor;
+    c.block_rows = layout_.Height();
+    c.block_cols = layout_.kind == ScaleLayout::kGroup || layout_.kind == ScaleLayout::kBlock2D
+                       ? layout_.cols
+                       : 0;
+    c.element = element_.name;
+    c.scale = scale_format_.name;
+    return c;
+  }
+
   absl::StatusOr<std::unique_ptr<BlockRounder>> BlockRounderFor(
       int64_t rows, int64_t cols, const TensorContext& context) const override {
     return std::make_unique<ScaledFloatRounder>(*this, rows, cols, context);
@@ -217,13 +230,16 @@ class ScaledFloatScheme : public Scheme {
                        scheme.layout_.Height()),
           scheme_(scheme),
           context_(context),
-          row_scale_(static_cast<size_t>(rows)) {}
+          row_scale_(static_cast<size_t>(rows)) {
+      KeepParameters(false);
+    }
 
     void Choose(int64_t first, int64_t row0, std::span<const float> values,
                 std::span<const float> importance) override {
       (void)importance;
       const int64_t n = Width(first);
       const StoredChunk stored = scheme_.Stored(values, n, context_);
+      Record(first, row0, stored);
       // One scale per row of this block (a 2-D block's for each of its rows).
       const int64_t height = scheme_.layout_.Height();
       for (int64_t k = 0; k < static_cast<int64_t>(values.size()) / n; ++k) {

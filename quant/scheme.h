@@ -58,6 +58,30 @@ struct StoredChunk {
   // The storage bytes, for schemes stored in a real layout (the llama.cpp
   // types of codecs/ggml.h: ggml's blocks, row after row); else empty.
   std::vector<uint8_t> bytes;
+  // NVFP4's per-tensor decode scale (the multiplier of every block scale);
+  // 0 for other schemes.
+  float tensor_scale = 0;
+  // GPTQ's act-order: blocks are consecutive columns of this order (the
+  // first block_cols columns it lists are block 0...) and `scales` follow
+  // it; empty when blocks are consecutive columns.
+  std::vector<int32_t> column_order;
+};
+
+// How a scheme's codes and scales make its values, for writers of layouts
+// other than ggml's (compressed-tensors, GPTQ checkpoints): kNone for a
+// scheme they cannot hold (ggml's own types, MX, NF4, rotations, casts).
+struct CodeLayout {
+  enum class Kind : uint8_t { kNone, kInt, kScaledFloat, kNvfp4 };
+  Kind kind = Kind::kNone;
+  // kInt: codes -(2^(b-1) - 1)..2^(b-1) - 1 times the scale, or (asymmetric)
+  // 0..2^b - 1 minus an integer zero point, times the scale.
+  int bits = 0;
+  bool asymmetric = false;
+  bool per_tensor = false;   // one scale for the tensor
+  int64_t block_rows = 1;    // rows that share a scale (2-D blocks)
+  int64_t block_cols = 0;    // columns that share a scale; 0: the whole row
+  std::string element;       // kScaledFloat's catalog format ("fp8_e4m3fn")
+  std::string scale;         // the scales' format: "fp16", "bf16", "fp32", "ue8m0", "fp8_e4m3fn"
 };
 
 // A tensor-wide quantity some schemes need before quantizing any chunk (a
@@ -142,6 +166,8 @@ class Scheme {
     (void)cols;
     return nullptr;
   }
+  // The code layout a writer of other checkpoints maps (CodeLayout).
+  virtual CodeLayout Codes() const { return {}; }
   // GPTQ's hold on the scheme for [rows, cols] matrices (quant/rounder.h),
   // `context` gathered over the whole tensor when NeedsTensorPass.
   // InvalidArgument naming the scheme when its codes are not chosen one

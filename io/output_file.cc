@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -26,17 +27,19 @@ namespace {
 constexpr int kTempSlots = 64;
 struct TempSlot {
   std::atomic<bool> used{false};
+  bool directory = false;  // removed (rmdir) after every file
   char path[PATH_MAX + 32];
 };
 TempSlot temp_slots[kTempSlots];
 std::mutex temp_mutex;
 
-int RegisterTemp(const std::string& path) {
+int RegisterTemp(const std::string& path, bool directory = false) {
   if (path.size() >= sizeof(TempSlot::path)) return -1;
   std::lock_guard<std::mutex> lock(temp_mutex);
   for (int i = 0; i < kTempSlots; ++i) {
     if (temp_slots[i].used.load(std::memory_order_relaxed)) continue;
     std::memcpy(temp_slots[i].path, path.c_str(), path.size() + 1);
+    temp_slots[i].directory = directory;
     temp_slots[i].used.store(true, std::memory_order_release);
     return i;
   }
@@ -50,8 +53,15 @@ void UnregisterTemp(int slot) {
 }
 
 void OnTerminatingSignal(int sig) {
-  for (TempSlot& slot : temp_slots) {
-    if (slot.used.load(std::memory_order_acquire)) unlink(slot.path);
+  for (bool directories : {false, true}) {
+    for (TempSlot& slot : temp_slots) {
+      if (!slot.used.load(std::memory_order_acquire) || slot.directory != directories) continue;
+      if (directories) {
+        rmdir(slot.path);
+      } else {
+        unlink(slot.path);
+      }
+    }
   }
   _exit(128 + sig);
 }
@@ -253,6 +263,109 @@ absl::Status OutputFile::Commit() {
   const int dir = ::open(Directory(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     ::fsync(dir);  // the rename itself made durable; some file systems refuse, harmlessly
+    ::close(dir);
+  }
+  return absl::OkStatus();
+}
+
+
+absl::StatusOr<std::unique_ptr<OutputDirectory>> OutputDirectory::Create(const std::string& path,
+                                                                         absl::string_view what) {
+  std::unique_ptr<OutputDirectory> out(new OutputDirectory());
+  out->path_ = path;
+  out->what_ = std::string(what);
+  auto fail = [&](absl::string_view why, int error) {
+    return absl::Status(absl::ErrnoToStatusCode(error),
+                        absl::StrCat(what, " ", path, ": ", why, " (", std::strerror(error), ")"));
+  };
+  std::string target = path;
+  while (target.size() > 1 && target.back() == '/') target.pop_back();
+  if (target.empty() || target.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " \"", path.substr(0, path.find('\0')), "\": ",
+        target.empty() ? "empty directory name" : "a name cannot hold a NUL byte"));
+  }
+  struct stat st;
+  if (::lstat(target.c_str(), &st) == 0) {
+    // Only an empty directory can be replaced whole (rename(2)).
+    bool empty = S_ISDIR(st.st_mode);
+    if (empty) {
+      std::error_code ec;
+      empty = std::filesystem::is_empty(target, ec) && !ec;
+    }
+    if (!empty) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " ", path, ": exists", S_ISDIR(st.st_mode) ? " and is not empty" : "",
+          "; a model directory is written new, whole or not at all"));
+    }
+  } else if (errno != ENOENT) {
+    return fail("cannot stat", errno);
+  }
+  out->target_ = target;
+  for (int attempt = 0; attempt < 100 && out->temp_.empty(); ++attempt) {
+    std::string temp = absl::StrCat(target, ".lowp-", RandomSuffix());
+    const int slot = RegisterTemp(temp, /*directory=*/true);
+    if (::mkdir(temp.c_str(), 0777) == 0) {
+      out->temp_ = std::move(temp);
+      out->slots_.push_back(slot);
+      break;
+    }
+    const int error = errno;
+    UnregisterTemp(slot);
+    if (error != EEXIST) return fail("cannot create a temporary directory beside it", error);
+  }
+  if (out->temp_.empty()) return fail("cannot create a temporary directory beside it", EEXIST);
+  return out;
+}
+
+std::string OutputDirectory::Add(const std::string& name) {
+  std::string file = absl::StrCat(temp_, "/", name);
+  slots_.push_back(RegisterTemp(file));
+  files_.push_back(file);
+  return file;
+}
+
+void OutputDirectory::Discard() {
+  if (temp_.empty()) return;
+  for (const std::string& file : files_) ::unlink(file.c_str());
+  ::rmdir(temp_.c_str());
+  temp_.clear();
+  for (int slot : slots_) UnregisterTemp(slot);
+  slots_.clear();
+}
+
+OutputDirectory::~OutputDirectory() { Discard(); }
+
+absl::Status OutputDirectory::Commit() {
+  if (temp_.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what_, " ", path_, ": committed after it failed or was committed"));
+  }
+  for (const std::string& file : files_) {
+    struct stat st;
+    if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      const std::string missing = file.substr(temp_.size() + 1);
+      Discard();
+      return absl::InternalError(absl::StrCat(what_, " ", path_, ": ", missing, " was not written"));
+    }
+  }
+  if (int fd = ::open(temp_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+  if (::rename(temp_.c_str(), target_.c_str()) != 0) {
+    const int error = errno;
+    Discard();
+    return absl::Status(absl::ErrnoToStatusCode(error),
+                        absl::StrCat(what_, " ", path_, ": cannot rename the temporary directory "
+                                     "into place (", std::strerror(error), ")"));
+  }
+  temp_.clear();
+  for (int slot : slots_) UnregisterTemp(slot);
+  slots_.clear();
+  const int dir = ::open(Directory(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
     ::close(dir);
   }
   return absl::OkStatus();

@@ -60,6 +60,40 @@ class OutputFile {
   std::vector<uint8_t> buffer_;
 };
 
+// A new directory written whole or not at all (a Hugging Face model: config,
+// weights, tokenizer files): its files are written into a temporary
+// directory beside the target, `TARGET.lowp-XXXXXX`, renamed into place by
+// Commit. The target must not exist or be an empty directory (what rename
+// can replace); on any error, on destruction without Commit() and on the
+// signals RemoveOutputsOnSignals takes, the temporary and every file Add
+// named in it are removed.
+class OutputDirectory {
+ public:
+  static absl::StatusOr<std::unique_ptr<OutputDirectory>> Create(const std::string& path,
+                                                                 absl::string_view what = "output");
+  ~OutputDirectory();
+  OutputDirectory(const OutputDirectory&) = delete;
+  OutputDirectory& operator=(const OutputDirectory&) = delete;
+
+  // The path of file `name` (no slash) in the temporary directory, to write
+  // with OutputFile or SafetensorsWriter; Commit fails unless it was
+  // written.
+  std::string Add(const std::string& name);
+  // Every added file is there: the directory takes the target's place.
+  absl::Status Commit();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  OutputDirectory() = default;
+  void Discard();
+
+  std::string path_, what_, target_;
+  std::string temp_;  // empty once committed or discarded
+  std::vector<std::string> files_;
+  std::vector<int> slots_;  // in the signal handler's table
+};
+
 // For programs: on SIGINT, SIGTERM and SIGHUP remove every OutputFile's
 // temporary and exit with status 128 + the signal's number. A library never
 // takes these signals by itself (Python, for one, has its own handlers).

@@ -229,6 +229,7 @@ nlohmann::json ToJson(const QuantErrorResult& r) {
   }
   j["skipped"] = r.skipped;
   if (!r.imatrix.empty()) j["imatrix"] = r.imatrix;
+  if (!r.notes.empty()) j["notes"] = r.notes;
   if (r.reference) {
     for (size_t i = 0; i < r.results.size() && i < r.matches.size(); ++i) {
       j["results"][i]["reference"] = r.matches[i].reference;

@@ -65,6 +65,9 @@ struct QuantErrorResult {
   float relative_floor = 1e-3f;
   bool histogram = false;
   std::string imatrix;  // the file used, "" for none
+  // What a written file holds that differs from what was measured, and why
+  // (quantize --model --format compressed-tensors with NVFP4).
+  std::vector<std::string> notes;
 };
 
 // Errors name the field (scheme, tensors, relative_floor, threads) or the

@@ -1,6 +1,7 @@
 #include "api/quantize_model.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -10,17 +11,17 @@
 #include <utility>
 #include <vector>
 
-#include <filesystem>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "eval/candidates.h"
+#include "eval/checkpoint_export.h"
 #include "eval/gguf_export.h"
 #include "eval/variant.h"
 #include "formats/format.h"
 #include "formats/option_error.h"
 #include "io/input_files.h"
+#include "io/output_file.h"
 #include "io/safetensors.h"
 #include "io/tensor_set.h"
 #include "kernels/convert.h"
@@ -270,12 +271,75 @@ absl::StatusOr<QuantErrorResult> QuantizeToGguf(const QuantizeModelOptions& o) {
   return Reported(o, **variant);
 }
 
+// The quantized Hugging Face checkpoint output of QuantizeModel.
+absl::StatusOr<QuantErrorResult> QuantizeToCheckpoint(const QuantizeModelOptions& o,
+                                                      CheckpointFormat format) {
+  if (o.dtype != "F32") {
+    return OptionError("dtype", absl::StrCat("'", o.dtype, "' is for dequantized output; ",
+                                             o.format, " stores codes and scales"));
+  }
+  if (!o.tokenizer.empty()) {
+    return OptionError("tokenizer", absl::StrCat("is for GGUF output; ", o.format,
+                                                 " copies the model's tokenizer files"));
+  }
+  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(o.model, {});
+  if (!model.ok()) return model.status();
+  if (absl::Status s = CheckOwnLayout(*model, o.model); !s.ok()) return s;
+  absl::StatusOr<EvalCandidate> candidate = OneCandidate(o, *model);
+  if (!candidate.ok()) return candidate.status();
+  absl::StatusOr<std::unique_ptr<WeightVariant>> variant = WeightVariant::FromRules(
+      o.weights, candidate->weight_rules, *model, candidate->importance, candidate->calibration);
+  if (!variant.ok()) return variant.status();
+  const int threads = ResolveThreads(o.threads);
+  if (absl::Status s = (*variant)->Prepare(threads); !s.ok()) return s;
+  CheckpointExportOptions options;
+  options.format = format;
+  options.model_dir = std::filesystem::is_directory(o.model)
+                          ? o.model
+                          : std::filesystem::path(o.model).parent_path().string();
+  options.metadata = model->set().metadata();
+  options.metadata.emplace("format", "pt");  // what transformers asks of a safetensors file
+  options.metadata["lowp.weights"] = o.weights;
+  if (candidate->calibration != nullptr) {
+    options.metadata["lowp.calibration"] = candidate->calibration->source;
+  }
+  options.threads = threads;
+  options.progress = o.progress;
+  absl::StatusOr<std::unique_ptr<OutputDirectory>> out = OutputDirectory::Create(o.output);
+  if (!out.ok()) return out.status();
+  absl::StatusOr<std::vector<std::string>> notes = WriteQuantizedCheckpoint(
+      *model, **variant, candidate->weight_rules, candidate->importance != nullptr, options,
+      **out);
+  if (!notes.ok()) return notes.status();
+  if (absl::Status s = model->CheckIntact(); !s.ok()) return s;
+  if (absl::Status s = (*variant)->CheckIntact(); !s.ok()) return s;
+  if (absl::Status s = (*out)->Commit(); !s.ok()) return s;
+  QuantErrorResult r = Reported(o, **variant);
+  r.notes = *std::move(notes);
+  return r;
+}
+
 }  // namespace
 
 absl::StatusOr<QuantErrorResult> QuantizeModel(const QuantizeModelOptions& o) {
   const InputScope scope;  // the output never replaces an input
   if (absl::Status s = CheckThreads(o.threads); !s.ok()) return s;
   if (o.output.empty()) return OptionError("output", "is required", " ");
+  if (!o.format.empty() && o.format != "gguf" && o.format != "safetensors") {
+    absl::StatusOr<CheckpointFormat> format = ParseCheckpointFormat(o.format);
+    if (!format.ok()) {
+      return OptionError("format", absl::StrCat("'", o.format, "': want compressed-tensors or "
+                                                "gptq (a model directory), gguf or safetensors"));
+    }
+    return QuantizeToCheckpoint(o, *format);
+  }
+  if (o.format == "gguf" && !absl::EndsWith(o.output, ".gguf")) {
+    return OptionError("output", absl::StrCat(o.output, ": a GGUF file's name ends in .gguf"));
+  }
+  if (o.format == "safetensors" && absl::EndsWith(o.output, ".gguf")) {
+    return OptionError("format", absl::StrCat("safetensors, but the output ", o.output,
+                                              " ends in .gguf"));
+  }
   if (absl::EndsWith(o.output, ".gguf")) return QuantizeToGguf(o);
   if (!o.tokenizer.empty()) {
     return OptionError("tokenizer", "is for GGUF output (a .gguf file), which holds a vocabulary");

@@ -21,11 +21,16 @@ struct QuantizeModelOptions {
   // own names (safetensors; not a GGUF file).
   std::string model;
   std::string weights;  // eval's --weights grammar, one candidate
-  // A .safetensors file (the matrices dequantized, in `dtype`) or a .gguf
+  // A .safetensors file (the matrices dequantized, in `dtype`), a .gguf
   // file (llama.cpp's model file: each matrix in its llama.cpp type, as
-  // the candidate's own bytes; eval/gguf_export.h), written whole or not
-  // at all.
+  // the candidate's own bytes; eval/gguf_export.h) or, with `format`, a new
+  // model directory; written whole or not at all.
   std::string output;
+  // "compressed-tensors" or "gptq": `output` is a new directory holding the
+  // quantized checkpoint vLLM and transformers load, each matrix as the
+  // candidate's own codes and scales (eval/checkpoint_export.h). Empty:
+  // the output's extension decides (.gguf, else safetensors).
+  std::string format;
   // The tokenizer a GGUF file's vocabulary is written from: the model
   // directory's (tokenizer.model, tokenizer.json or tok*.bin) when empty.
   std::string tokenizer;

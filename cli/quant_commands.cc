@@ -82,8 +82,9 @@ const char kQuantizeHelp[] =
     "quantized tensor as quant-error does. OUT appears only when complete.\n"
     "--imatrix: as quant-error's.\n"
     "\n"
-    "       lowp quantize --model DIR --weights RULES --out OUT.safetensors|OUT.gguf\n"
-    "                     [--dtype F32|F16|BF16] [--tokenizer FILE] [--imatrix FILE] [--calib-text FILE\n"
+    "       lowp quantize --model DIR --weights RULES --out OUT.safetensors|OUT.gguf|OUTDIR\n"
+    "                     [--format compressed-tensors|gptq] [--dtype F32|F16|BF16]\n"
+    "                     [--tokenizer FILE] [--imatrix FILE] [--calib-text FILE\n"
     "                     [--calib-ctx N] [--calib-chunks N] | --calib-tokens F]\n"
     "                     [--json | --csv] [--summary] [--threads N] [--quiet]\n"
     "\n"
@@ -100,7 +101,16 @@ const char kQuantizeHelp[] =
     "matrices no rule takes in DIR's F16/BF16, else F32), with the vocabulary of\n"
     "DIR's tokenizer (or --tokenizer FILE) and general.file_type as llama-quantize\n"
     "sets it for a recipe. Schemes llama.cpp has no type for (int4-g128, OCP\n"
-    "mxfp4, nvfp4, rotations) are refused by name.\n";
+    "mxfp4, nvfp4, rotations) are refused by name.\n"
+    "--format compressed-tensors --out OUTDIR: a new model directory vLLM loads,\n"
+    "each decoder matrix as the rules' own codes and scales (llm-compressor's\n"
+    "layouts: intN-gG/-channel/-tensor packed, with zero points when asymmetric\n"
+    "and weight_g_idx for :gptq=actorder; fp8_e4m3fn-tensor/-channel/-gG/-bRxC;\n"
+    "nvfp4), a config group per scheme in config.json's quantization_config,\n"
+    "DIR's tokenizer files copied. --format gptq: AutoGPTQ's layout (v1, what vLLM\n"
+    "and transformers read), one intN-gG or intN-channel scheme with fp16 scales\n"
+    "for every decoder matrix. The embedding and lm_head stay as DIR stores them;\n"
+    "a rule that takes them, or a scheme the format has no layout for, is refused.\n";
 
 const char kRangeHelp[] =
     "usage: lowp range FILES... [--formats F[,F...]] [--fraction P]\n"
@@ -180,6 +190,7 @@ void PrintReports(const api::QuantErrorResult& r, Output output) {
   }
   PrintRows(rows, output);
   PrintSkipped(r.skipped);
+  for (const std::string& note : r.notes) std::fprintf(stderr, "lowp: note: %s\n", note.c_str());
   if (!r.unmatched.empty()) {
     std::fprintf(stderr, "lowp: %zu tensor(s) have no counterpart in the reference: %s\n",
                  r.unmatched.size(), Printable(absl::StrJoin(r.unmatched, ", ")).c_str());
@@ -359,14 +370,15 @@ int QuantizeModelCommand(const Args& args, Output output) {
   o.output = *out_path;
   o.dtype = args.Value("dtype").value_or("F32");
   o.tokenizer = args.Value("tokenizer").value_or("");
+  o.format = args.Value("format").value_or("");
   return RunOnModel(args, output, o, api::QuantizeModel);
 }
 
 }  // namespace
 
 int QuantizeCommand(const std::vector<std::string>& argv) {
-  std::vector<std::string> values = {"scheme",  "out",   "tensors", "dtype",   "threads",
-                                     "imatrix", "model", "weights", "tokenizer"};
+  std::vector<std::string> values = {"scheme", "out",     "tensors",   "dtype", "threads",
+                                     "imatrix", "model", "weights", "tokenizer", "format"};
   for (std::string& name : TokenOptionNames("calib-")) values.push_back(std::move(name));
   absl::StatusOr<Args> args = Args::Parse(argv, values, {"json", "csv", "summary", "quiet"});
   if (!args.ok()) return Fail(args.status());
@@ -376,7 +388,8 @@ int QuantizeCommand(const std::vector<std::string>& argv) {
     return QuantizeModelCommand(*args, *output);
   }
   for (const std::string& name : values) {
-    if ((name == "weights" || name == "tokenizer" || name.rfind("calib-", 0) == 0) &&
+    if ((name == "weights" || name == "tokenizer" || name == "format" ||
+         name.rfind("calib-", 0) == 0) &&
         args->Value(name)) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--", name, " needs --model")));
     }

@@ -1049,8 +1049,9 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
         "them (':gptq' calibrated on the calib_ tokens, as eval's): a .safetensors file "
         "dequantized to dtype (F32, F16, BF16), the norms and biases as stored, or a .gguf file "
         "llama.cpp runs, each matrix in its llama.cpp type as the rules' own bytes, with the "
-        "vocabulary of the model's tokenizer (or `tokenizer`). Returns each changed matrix's "
-        "error.");
+        "vocabulary of the model's tokenizer (or `tokenizer`); with format 'compressed-tensors' "
+        "or 'gptq', a new model directory vLLM and transformers load, each matrix as the rules' "
+        "own codes and scales. Returns each changed matrix's error.");
     f.Required(kKeyword, "model", "FilePath", [](O& o, const Arg& a) { o.model = Path(a); });
     f.Required(kKeyword, "weights", "Names",
                [](O& o, const Arg& a) { o.weights = NameList(a); });
@@ -1059,6 +1060,8 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
                [](O& o, const Arg& a) { o.dtype = Text(a); });
     f.Optional(kKeyword, "tokenizer", "FilePath | None", py::none(),
                [](O& o, const Arg& a) { o.tokenizer = Path(a); });
+    f.Optional(kKeyword, "format", "str | None", py::none(),
+               [](O& o, const Arg& a) { o.format = Text(a); });
     ModelRunParams(f, d);
     f.Rename("output", "out");
     f.Define(m, sig, [](O& o, const Call&) {

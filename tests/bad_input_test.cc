@@ -21,6 +21,7 @@
 #include <iterator>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -384,27 +385,35 @@ TEST_F(BadInput, SignalsDuringAWriteLeaveNoTemporaryAndTheOldOutput) {
   }
 }
 
-// A GGUF model file interrupted while GPTQ calibrates its layers: no
-// temporary, no output, the exit status the signal's.
-TEST_F(BadInput, SignalsDuringAGgufModelWriteLeaveNothing) {
-  for (int sig : {SIGINT, SIGTERM}) {
-    const pid_t pid =
-        Spawn({"quantize", "--model", LOWP_TEST_DATA_DIR "/stories3M-hf", "--weights",
-               "q4_K:gptq", "--calib-chunks", "8", "--threads", "1", "--out", Path("m.gguf")});
-    bool seen = false;
-    for (int i = 0; i < 50000 && !seen; ++i) {
-      for (const auto& entry : fs::directory_iterator(dir_)) {
-        seen = seen || entry.path().filename().string().starts_with("m.gguf.lowp-");
+// A GGUF model file and a compressed-tensors model directory interrupted
+// while GPTQ calibrates their layers: no temporary, no output, the exit
+// status the signal's.
+TEST_F(BadInput, SignalsDuringAModelWriteLeaveNothing) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> outputs = {
+      {"m.gguf", {"--weights", "q4_K:gptq"}},
+      {"m-ct", {"--weights", "int4-g128:gptq", "--format", "compressed-tensors"}}};
+  for (const auto& [out, options] : outputs) {
+    for (int sig : {SIGINT, SIGTERM}) {
+      std::vector<std::string> command = {"quantize", "--model",
+                                          LOWP_TEST_DATA_DIR "/stories3M-hf", "--calib-chunks",
+                                          "8", "--threads", "1", "--out", Path(out)};
+      command.insert(command.end(), options.begin(), options.end());
+      const pid_t pid = Spawn(command);
+      bool seen = false;
+      for (int i = 0; i < 50000 && !seen; ++i) {
+        for (const auto& entry : fs::directory_iterator(dir_)) {
+          seen = seen || entry.path().filename().string().starts_with(out + ".lowp-");
+        }
+        if (!seen) std::this_thread::sleep_for(std::chrono::microseconds(200));
       }
-      if (!seen) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      EXPECT_TRUE(seen) << out << ": no temporary seen";
+      kill(pid, sig);
+      int status = 0;
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      ASSERT_TRUE(WIFEXITED(status)) << out << " signal " << sig;
+      EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+      EXPECT_EQ(Files(), std::vector<std::string>{}) << out << " signal " << sig;
     }
-    EXPECT_TRUE(seen) << "no temporary seen";
-    kill(pid, sig);
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status)) << "signal " << sig;
-    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
-    EXPECT_EQ(Files(), std::vector<std::string>{}) << "signal " << sig;
   }
 }
 

@@ -394,6 +394,7 @@ def quantize_model(
     out: FilePath,
     dtype: str = 'F32',
     tokenizer: FilePath | None = None,
+    format: str | None = None,
     imatrix: FilePath | None = None,
     calib_tokens: ArrayLike | FilePath | None = None,
     calib_sample: str | tuple[int, int] = '',
@@ -412,7 +413,9 @@ def quantize_model(
     calibrated on the calib_ tokens, as eval's): a .safetensors file dequantized to dtype (F32,
     F16, BF16), the norms and biases as stored, or a .gguf file llama.cpp runs, each matrix in its
     llama.cpp type as the rules' own bytes, with the vocabulary of the model's tokenizer (or
-    `tokenizer`). Returns each changed matrix's error.
+    `tokenizer`); with format 'compressed-tensors' or 'gptq', a new model directory vLLM and
+    transformers load, each matrix as the rules' own codes and scales. Returns each changed
+    matrix's error.
     """
     ...
 

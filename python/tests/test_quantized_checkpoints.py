@@ -4,7 +4,10 @@ g_idx), AutoAWQ's GEMM layout and compressed-tensors' pack-quantized, each
 written here by a packer that follows the layouts' specifications (not
 lowp's code) from the codes and scales of lowp's own int4-g128 and
 uint4-g128-asym rules (README's scheme table, reproduced in NumPy). Read
-back, each must give the rule's own candidate's KL exactly."""
+back, each must give the rule's own candidate's KL exactly. And the other
+way: the checkpoints lowp writes (quantize_model with format
+'compressed-tensors' or 'gptq') hold, tensor for tensor, what that packer
+makes from the same rule."""
 import json
 import os
 import struct
@@ -200,3 +203,57 @@ def test_compressed_tensors_pack_quantized(tmp_path):
               "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights,
                                             "input_activations": None, "format": "pack-quantized"}}}
     same_kl("int4-g128", checkpoint(tmp_path, "ct", config, linear))
+
+
+def spec_tensors(fmt, weights, w):
+    """What the packer above writes for lowp's rule `weights` on w [N, K]."""
+    n, k = w.shape
+    if weights == "int4-g128":
+        q, scale = int4_g128(w)
+        if fmt == "gptq":
+            return {"qweight": pack((q + 8).T, 4, 0),
+                    "qzeros": pack(np.full((k // 128, n), 7, np.uint32), 4, 1),  # z - 1
+                    "scales": scale.T, "g_idx": np.arange(k, dtype=np.int32) // 128}
+        return {"weight_packed": pack(q + 8, 4, 1), "weight_scale": scale,
+                "weight_shape": np.array([n, k], np.int64)}
+    q, scale, zero = uint4_g128_asym(w)
+    if fmt == "gptq":
+        return {"qweight": pack(q.T, 4, 0), "qzeros": pack(zero.T - 1, 4, 1), "scales": scale.T,
+                "g_idx": np.arange(k, dtype=np.int32) // 128}
+    return {"weight_packed": pack(q, 4, 1), "weight_scale": scale,
+            "weight_zero_point": pack(zero, 4, 0), "weight_shape": np.array([n, k], np.int64)}
+
+
+@pytest.mark.parametrize("fmt", ["compressed-tensors", "gptq"])
+@pytest.mark.parametrize("weights", ["int4-g128", "uint4-g128-asym"])
+def test_written_checkpoints_hold_the_specifications_packing(tmp_path, fmt, weights):
+    out = tmp_path / "model"
+    lowp.quantize_model(model=MODEL, weights=weights, out=str(out), format=fmt, summary=True)
+    got = read_safetensors(str(out / "model.safetensors"))
+    src = read_safetensors(os.path.join(MODEL, "model.safetensors"))
+    expected = {}
+    for name, w in src.items():
+        prefix = name[:-len(".weight")]
+        if name.endswith(".weight") and prefix.endswith(LINEAR):
+            for suffix, t in spec_tensors(fmt, weights, w.astype(np.float32)).items():
+                expected[prefix + "." + suffix] = t
+        else:
+            expected[name] = w
+    assert sorted(got) == sorted(expected)
+    for name, want in expected.items():
+        assert got[name].dtype == want.dtype, name
+        np.testing.assert_array_equal(got[name], want, err_msg=name)
+    with open(out / "config.json") as f:
+        config = json.load(f)["quantization_config"]
+    assert config["quant_method"] == ("gptq" if fmt == "gptq" else "compressed-tensors")
+    same_kl(weights, str(out / "model.safetensors"))
+
+
+def test_written_checkpoint_refusals(tmp_path):
+    out = str(tmp_path / "model")
+    with pytest.raises(ValueError, match="format"):
+        lowp.quantize_model(model=MODEL, weights="int4-g128", out=out, format="awq")
+    with pytest.raises(ValueError, match="no GPTQ layout"):
+        lowp.quantize_model(model=MODEL, weights="q4_K", out=out, format="gptq")
+    assert not os.path.exists(out)
+    assert os.listdir(tmp_path) == []

@@ -1,6 +1,7 @@
 #include "io/packed_tensors.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -465,6 +466,10 @@ absl::StatusOr<PackedWeight> Builder::CompressedNvfp4(const CompressedTensorsGro
   if (absl::Status s = Dtype(**global, {DType::kF32}); !s.ok()) return s;
   if ((*global)->elements() != 1 || (*global)->shape.size() > 1) {
     return Fail(**global, "expected shape [1] or []: one global scale");
+  }
+  // Each group scale is divided by it.
+  if (const float g = FloatAt(PartOf(**global), 0); !(std::isfinite(g) && g > 0)) {
+    return Fail(**global, absl::StrCat("holds ", g, "; a global scale must be finite and positive"));
   }
   if (const TensorView* z = found_.Get("weight_zero_point"); z != nullptr) {
     return Fail(*z, "NVFP4 has no zero points");

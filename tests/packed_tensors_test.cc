@@ -14,6 +14,7 @@
 #include <fstream>
 #include <numeric>
 #include <random>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -795,6 +796,13 @@ TEST(PackedTensorsTest, CompressedTensorsDisagreements) {
     WriteNvfp4(ckpt, 4, 32);
     ckpt.Remove("model.layers.3.self_attn.o_proj.weight_global_scale");
     ExpectRefused(ckpt, kNvfp4Config, {"o_proj.weight_packed", "o_proj.weight_global_scale"});
+  }
+  for (float bad : {0.0f, -1.0f, std::numeric_limits<float>::infinity()}) {
+    TestCheckpoint ckpt;  // a global scale the reader would divide by into inf or NaN
+    WriteNvfp4(ckpt, 4, 32);
+    ckpt.Find("model.layers.3.self_attn.o_proj.weight_global_scale")->bytes =
+        Bytes(std::vector<float>{bad});
+    ExpectRefused(ckpt, kNvfp4Config, {"o_proj.weight_global_scale", "finite and positive"});
   }
   {
     TestCheckpoint ckpt;  // NVFP4 scales that are not FP8

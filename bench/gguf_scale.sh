@@ -9,6 +9,8 @@
 #   lowp quantize --model M --weights SCHEME --out Q.gguf     (the file llama.cpp runs)
 # SCHEME Q4_K_M unless given; the vocabulary is Llama 2's tokenizer.model
 # padded to the shape's 128,256 tokens (the weights are random anyway).
+# FORMAT=compressed-tensors or FORMAT=gptq writes that model directory
+# instead of the GGUF file (SCHEME then one it holds, e.g. int4-g128).
 # Prints one JSON object per run (to OUT if given). Needs about 22 GB of disk.
 #
 # usage: bench/gguf_scale.sh BUILD_DIR [OUT.jsonl] [SCHEME]
@@ -37,12 +39,19 @@ run() {
   read -r kib seconds user <"$dir/time"
   bytes=0
   [ -f "$dir/out.gguf" ] && bytes=$(stat -c %s "$dir/out.gguf")
-  rm -f "$dir/out.gguf"
+  [ -d "$dir/out" ] && bytes=$(stat -c %s "$dir/out/model.safetensors")
+  rm -rf "$dir/out.gguf" "$dir/out"
   printf '{"case": "%s", "scheme": "%s", "layers": %s, "max_rss_bytes": %s, "seconds": %s, "user_seconds": %s, "model_bytes": %s, "output_bytes": %s}\n' \
     "$name" "$scheme" "$layers" "$((kib * 1024))" "$seconds" "$user" \
     "$(stat -c %s "$model/model.safetensors")" "$bytes" >>"$out"
 }
 
 run quantize-alone quant-error --model "$model" --scheme "$scheme" --summary --quiet
-run gguf quantize --model "$model" --weights "$scheme" --out "$dir/out.gguf" \
-  --tokenizer "$here/tests/data/llama2-tokenizer/tokenizer.model" --summary --quiet
+format=${FORMAT:-gguf}
+if [ "$format" = gguf ]; then
+  run gguf quantize --model "$model" --weights "$scheme" --out "$dir/out.gguf" \
+    --tokenizer "$here/tests/data/llama2-tokenizer/tokenizer.model" --summary --quiet
+else
+  run "$format" quantize --model "$model" --weights "$scheme" --format "$format" \
+    --out "$dir/out" --summary --quiet
+fi

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "io/packed_writer.h"
 #include "io/safetensors.h"
 #include "kernels/convert.h"
+#include "kernels/thread_pool.h"
 #include "nlohmann/json.hpp"
 
 namespace lowp {
@@ -64,7 +66,7 @@ struct Planned {
 absl::StatusOr<DType> ScaleDType(const std::string& format) {
   if (format == "fp16") return DType::kF16;
   if (format == "bf16") return DType::kBF16;
-  if (format == "fp32" || format == "ue8m0") return DType::kF32;  // powers of two: exact
+  if (format == "fp32" || format == "e8m0fnu") return DType::kF32;  // powers of two: exact
   return absl::InvalidArgumentError(format);
 }
 
@@ -201,6 +203,7 @@ struct Codes {
 
 absl::Status Disagree(const std::string& name, int64_t at, int64_t cols, float value,
                       absl::string_view why) {
+  if (!std::isfinite(value)) why = "is not finite: no code holds it";
   return absl::InternalError(
       absl::StrCat(name, ": element ", at / cols, ",", at % cols, " (", value, ") ", why));
 }
@@ -246,18 +249,37 @@ GlobalScale DividingGlobalScale(float g, std::span<const float> block_scales) {
   return best;
 }
 
+// Runs body(n0, n1) over row ranges on `threads` threads; the first error
+// in row order.
+absl::Status ForRows(int64_t rows, int threads,
+                     const std::function<absl::Status(int64_t, int64_t)>& body) {
+  constexpr int64_t kRows = 64;
+  const size_t ranges = static_cast<size_t>((rows + kRows - 1) / kRows);
+  std::vector<absl::Status> status(ranges);
+  ParallelFor(ranges, threads, [&](size_t i) {
+    const int64_t n0 = static_cast<int64_t>(i) * kRows;
+    status[i] = body(n0, std::min(rows, n0 + kRows));
+  });
+  for (const absl::Status& st : status) {
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
 // The codes of `values` under the stored scales (and zero points) the
 // variant chose: each element's code is the one its scale maps it to, and
 // is checked to give the element back exactly (InternalError naming it if
 // not: the values and the scales disagree).
-absl::StatusOr<Codes> CodesOf(const std::string& name, const Planned& p,
-                              std::span<const float> values, const StoredChunk& stored) {
+// `out`'s vectors are reused (a layer's matrices take the same memory).
+absl::Status CodesOf(const std::string& name, const Planned& p, std::span<const float> values,
+                     const StoredChunk& stored, int threads, Codes& out) {
   const PackSpec& s = p.spec;
   const int64_t N = s.rows, K = s.cols;
-  Codes out;
-  for (int64_t i = 0; i < N * K; ++i) {
-    if (!std::isfinite(values[i])) return Disagree(name, i, K, values[i], "is not finite");
-  }
+  out.codes.resize(static_cast<size_t>(N * K));
+  out.zeros.clear();
+  out.g_idx.clear();
+  out.global_scale = 1;
+  out.inexact_blocks = 0;
   if (p.codes.kind == CodeLayout::Kind::kInt) {
     const int64_t G = (K + s.group_cols - 1) / s.group_cols;
     const int64_t per_row = s.per_tensor ? 1 : G;
@@ -273,34 +295,56 @@ absl::StatusOr<Codes> CodesOf(const std::string& name, const Planned& p,
         group[stored.column_order[i]] = static_cast<int32_t>(i / s.group_cols);
       }
     }
-    if (s.g_idx) out.g_idx = group;
-    const int bits = s.bits;
-    const int32_t half = 1 << (bits - 1), top = (1 << bits) - 1;
+    if (s.g_idx) out.g_idx.assign(group.begin(), group.end());
+    const int32_t half = 1 << (s.bits - 1), top = (1 << s.bits) - 1;
     const bool asym = !s.symmetric;
-    out.codes.resize(static_cast<size_t>(N * K));
-    for (int64_t n = 0; n < N; ++n) {
-      for (int64_t k = 0; k < K; ++k) {
-        const size_t b = static_cast<size_t>(n * per_row + (s.per_tensor ? 0 : group[k]));
-        const float scale = stored.scales[b];
-        const int32_t z = asym ? static_cast<int32_t>(stored.offsets[b]) : 0;
-        const float x = values[n * K + k];
-        const int32_t q = scale == 0 ? z : static_cast<int32_t>(std::nearbyint(x / scale)) + z;
-        const bool in_range = asym ? q >= 0 && q <= top : q >= -(half - 1) && q <= half - 1;
-        if (!in_range || static_cast<float>(q - z) * scale != x) {
-          return Disagree(name, n * K + k, K, x, "is no code of its group's scale");
+    // Columns in runs that share a group (act-order's groups are not runs).
+    const bool runs = stored.column_order.empty() || s.per_tensor || G == 1;
+    const int64_t run = s.per_tensor ? K : runs ? s.group_cols : 1;
+    const float lo = asym ? 0.0f : static_cast<float>(1 - half);
+    const float hi = static_cast<float>(asym ? top : half - 1);
+    const int32_t offset = asym ? 0 : half;
+    absl::Status st = ForRows(N, threads, [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n) {
+        const float* x = values.data() + n * K;
+        int32_t* code = out.codes.data() + n * K;
+        bool bad = false;
+        for (int64_t k0 = 0; k0 < K; k0 += run) {
+          const size_t b = static_cast<size_t>(n * per_row + (s.per_tensor ? 0 : group[k0]));
+          const float scale = stored.scales[b];
+          const float zero = asym ? stored.offsets[b] : 0.0f;
+          // x * (1 / s) is within a few ulps of the integer x / s: rounded
+          // (half to even by the float32 magic number, |x / s| < 2^22), the
+          // same integer; checked all the same.
+          const float inverse = scale == 0 ? 0.0f : 1.0f / scale;
+          constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+          for (int64_t k = k0, k1 = std::min(K, k0 + run); k < k1; ++k) {
+            float q = (x[k] * inverse + kMagic) - kMagic + zero;
+            q = q >= lo && q <= hi ? q : lo - 1;  // out of range, or NaN
+            bad |= q < lo || (q - zero) * scale != x[k];
+            code[k] = static_cast<int32_t>(q) + offset;
+          }
         }
-        out.codes[n * K + k] = asym ? q : q + half;
+        if (!bad) continue;
+        for (int64_t k = 0; k < K; ++k) {
+          const size_t b = static_cast<size_t>(n * per_row + (s.per_tensor ? 0 : group[k]));
+          const float zero = asym ? stored.offsets[b] : 0.0f;
+          const float q = static_cast<float>(code[k] - offset);
+          if (q < lo || (q - zero) * stored.scales[b] != x[k]) {
+            return Disagree(name, n * K + k, K, x[k], "is no code of its group's scale");
+          }
+        }
       }
-    }
+      return absl::OkStatus();
+    });
+    if (!st.ok()) return st;
     out.scales.assign(stored.scales.begin(), stored.scales.end());
     if (s.per_tensor) out.scales.resize(1);
     if (asym) {
-      out.zeros.resize(stored.offsets.size());
-      for (size_t i = 0; i < out.zeros.size(); ++i)
-        out.zeros[i] = static_cast<int32_t>(stored.offsets[i]);
+      out.zeros.assign(stored.offsets.begin(), stored.offsets.end());
       if (s.per_tensor) out.zeros.resize(1);
     }
-    return out;
+    return absl::OkStatus();
   }
 
   // Floating elements: x / d rounded to the element format, d the element's
@@ -308,42 +352,50 @@ absl::StatusOr<Codes> CodesOf(const std::string& name, const Planned& p,
   const bool nvfp4 = p.codes.kind == CodeLayout::Kind::kNvfp4;
   const int64_t width = s.group_cols, height = s.block_rows > 0 ? s.block_rows : 1;
   const int64_t col_blocks = (K + width - 1) / width;
-  auto scale_index = [&](int64_t n, int64_t k) -> size_t {
-    if (s.per_tensor) return static_cast<size_t>(n);  // the tensor's, once per row
-    return static_cast<size_t>((n / height) * col_blocks + k / width);
-  };
   const size_t want = s.per_tensor ? static_cast<size_t>(N)
                                    : static_cast<size_t>((N + height - 1) / height * col_blocks);
   if (stored.scales.size() != want) {
     return absl::InternalError(
         absl::StrCat(name, ": ", stored.scales.size(), " scales kept for ", want));
   }
-  const float g = nvfp4 ? stored.tensor_scale : 1.0f;
-  std::vector<float> scaled(static_cast<size_t>(N * K)), multiplier(scaled.size());
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t k = 0; k < K; ++k) {
-      const float d = stored.scales[scale_index(n, k)] * g;
-      const float x = values[n * K + k];
-      multiplier[n * K + k] = d;
-      scaled[n * K + k] = d == 0 ? std::copysign(0.0f, x) : x / d;
-    }
-  }
   absl::StatusOr<Format> element = FindFormat(p.codes.element);
   if (!element.ok()) return element.status();
-  std::vector<uint8_t> bytes(StorageBytes(*element, scaled.size()));
-  std::vector<float> decoded(scaled.size());
+  const float g = nvfp4 ? stored.tensor_scale : 1.0f;
   ConvertOptions saturate;
   saturate.overflow = Overflow::kSaturate;
-  if (absl::Status st = EncodeArray(*element, scaled, bytes, saturate); !st.ok()) return st;
-  if (absl::Status st = DecodeArray(*element, bytes, decoded); !st.ok()) return st;
-  out.codes.resize(scaled.size());
-  for (size_t i = 0; i < scaled.size(); ++i) {
-    if (decoded[i] * multiplier[i] != values[i]) {
-      return Disagree(name, static_cast<int64_t>(i), K, values[i],
-                      "is no code of its block's scale");
+  absl::Status st = ForRows(N, threads, [&](int64_t n0, int64_t n1) {
+    thread_local std::vector<float> scaled, multiplier, decoded;
+    thread_local std::vector<uint8_t> bytes;
+    const size_t count = static_cast<size_t>((n1 - n0) * K);
+    scaled.resize(count);
+    multiplier.resize(count);
+    decoded.resize(count);
+    bytes.resize(StorageBytes(*element, count));
+    for (int64_t n = n0; n < n1; ++n) {
+      for (int64_t k = 0; k < K; ++k) {
+        const size_t at = s.per_tensor ? static_cast<size_t>(n)
+                                       : static_cast<size_t>((n / height) * col_blocks + k / width);
+        const float d = stored.scales[at] * g;
+        const float x = values[n * K + k];
+        const size_t i = static_cast<size_t>((n - n0) * K + k);
+        multiplier[i] = d;
+        scaled[i] = d == 0 ? std::copysign(0.0f, x) : x / d;
+      }
     }
-    out.codes[i] = nvfp4 ? (bytes[i / 2] >> ((i % 2) * 4)) & 0xF : bytes[i];
-  }
+    if (absl::Status e = EncodeArray(*element, scaled, bytes, saturate, {.threads = 1}); !e.ok()) {
+      return e;
+    }
+    if (absl::Status e = DecodeArray(*element, bytes, decoded, {.threads = 1}); !e.ok()) return e;
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t at = n0 * K + static_cast<int64_t>(i);
+      if (decoded[i] * multiplier[i] != values[at]) {
+        return Disagree(name, at, K, values[at], "is no code of its block's scale");
+      }
+      out.codes[at] = nvfp4 ? (bytes[i / 2] >> ((i % 2) * 4)) & 0xF : bytes[i];
+    }
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
   if (s.per_tensor) {
     out.scales = {stored.scales[0]};
   } else {
@@ -354,7 +406,7 @@ absl::StatusOr<Codes> CodesOf(const std::string& name, const Planned& p,
     out.global_scale = global.value;
     out.inexact_blocks = out.scales.size() - global.exact;
   }
-  return out;
+  return absl::OkStatus();
 }
 
 class Exporter {
@@ -436,7 +488,7 @@ class Exporter {
     };
     step("the embedding, norms and lm_head");
     for (const TensorView* t : by_layer[0]) {
-      if (absl::Status s = w.Write(t->bytes); !s.ok()) return s;
+      if (absl::Status s = Copy(*t, w); !s.ok()) return s;
     }
     LayerStorage reference_storage, storage;
     storage.keep_stored = true;
@@ -458,7 +510,7 @@ class Exporter {
         auto it = planned_.find(t->name);
         auto j = entry_of.find(t->name);
         if (it == planned_.end() || j == entry_of.end()) {
-          if (absl::Status s = w.Write(t->bytes); !s.ok()) return s;
+          if (absl::Status s = Copy(*t, w); !s.ok()) return s;
           continue;
         }
         const Matrix& m = *matrices[j->second].matrix;
@@ -475,10 +527,25 @@ class Exporter {
   }
 
  private:
+  // A tensor copied as stored, its pages dropped as written (an embedding
+  // of a GB stays out of the resident set).
+  absl::Status Copy(const TensorView& t, SafetensorsWriter& w) const {
+    constexpr size_t kPiece = size_t{64} << 20;
+    for (size_t at = 0; at < t.bytes.size(); at += kPiece) {
+      const std::span<const uint8_t> piece =
+          t.bytes.subspan(at, std::min(kPiece, t.bytes.size() - at));
+      if (absl::Status s = w.Write(piece); !s.ok()) return s;
+      model_.set().Release(piece);
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status WriteMatrix(const Matrix& m, const Planned& p, const StoredChunk& stored,
                            SafetensorsWriter& w) {
-    absl::StatusOr<Codes> codes = CodesOf(m.name, p, m.values, stored);
-    if (!codes.ok()) return codes.status();
+    if (absl::Status s = CodesOf(m.name, p, m.values, stored, options_.threads, codes_); !s.ok()) {
+      return s;
+    }
+    const Codes* codes = &codes_;
     if (p.codes.kind == CodeLayout::Kind::kNvfp4) {
       nvfp4_blocks_ += codes->scales.size();
       nvfp4_inexact_ += codes->inexact_blocks;
@@ -608,6 +675,7 @@ class Exporter {
   const CheckpointExportOptions& options_;
   OutputDirectory& out_;
   std::map<std::string, Planned> planned_;
+  Codes codes_;  // the matrix being written's
   size_t nvfp4_blocks_ = 0, nvfp4_inexact_ = 0;
 
  public:

@@ -81,7 +81,9 @@ struct CodeLayout {
   int64_t block_rows = 1;    // rows that share a scale (2-D blocks)
   int64_t block_cols = 0;    // columns that share a scale; 0: the whole row
   std::string element;       // kScaledFloat's catalog format ("fp8_e4m3fn")
-  std::string scale;         // the scales' format: "fp16", "bf16", "fp32", "ue8m0", "fp8_e4m3fn"
+  // The scales' catalog format: "fp16", "bf16", "fp32", "e8m0fnu" (:scale=ue8m0),
+  // "fp8_e4m3fn" (NVFP4's block scales).
+  std::string scale;
 };
 
 // A tensor-wide quantity some schemes need before quantizing any chunk (a

@@ -97,7 +97,7 @@ TEST(CheckpointExport, ReadBackGivesTheCandidatesKl) {
       {"compressed-tensors", "int8"},  // one scale per tensor
       {"compressed-tensors", "int3-g128:scale=bf16"},
       {"compressed-tensors", "fp8_e4m3fn-b128x128:gptq"},
-      {"compressed-tensors", "fp8_e4m3fn-channel"},
+      {"compressed-tensors", "fp8_e4m3fn-channel:scale=ue8m0"},
       {"compressed-tensors", "fp8_e4m3fn-g64:scale=bf16"},
       {"compressed-tensors", "*.mlp.*=int8-channel,*.self_attn.*=fp8_e4m3fn-tensor"},
       {"gptq", "int4-g128:gptq=actorder"},

@@ -56,6 +56,8 @@ absl::Status CheckModel(const ModelConfig& m, absl::string_view source) {
       {"max_position_embeddings", m.max_position_embeddings, m.learned_positions ? 1 : 0},
       {"num_local_experts", m.num_experts, 0},
       {"num_experts_per_tok", m.experts_per_token, m.num_experts > 0 ? 1 : 0},
+      {"moe_intermediate_size", m.moe_intermediate_size, 0},
+      {"decoder_sparse_step", m.decoder_sparse_step, 1},
   };
   for (const Field& f : fields) {
     if (absl::Status s = CheckRange(source, f.name, f.value, f.min); !s.ok()) return s;
@@ -80,6 +82,7 @@ absl::Status CheckModel(const ModelConfig& m, absl::string_view source) {
   const double hidden = static_cast<double>(m.hidden_size);
   const double widest =
       std::max({hidden, static_cast<double>(m.intermediate_size),
+                static_cast<double>(m.moe_intermediate_size),
                 static_cast<double>(m.num_heads) * static_cast<double>(m.head_dim)});
   const double experts = static_cast<double>(std::max<int64_t>(m.num_experts, 1));
   const double estimate =
@@ -94,6 +97,18 @@ absl::Status CheckModel(const ModelConfig& m, absl::string_view source) {
 }
 
 }  // namespace
+
+bool MoeLayer(const ModelConfig& model, int64_t layer) {
+  if (model.num_experts <= 0) return false;
+  for (int64_t l : model.mlp_only_layers) {
+    if (l == layer) return false;
+  }
+  return model.decoder_sparse_step > 0 && (layer + 1) % model.decoder_sparse_step == 0;
+}
+
+int64_t ExpertWidth(const ModelConfig& model) {
+  return model.moe_intermediate_size > 0 ? model.moe_intermediate_size : model.intermediate_size;
+}
 
 bool SlidingLayer(const ModelConfig& model, int64_t layer) {
   if (model.sliding_window <= 0) return false;

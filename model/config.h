@@ -58,6 +58,13 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   int64_t num_experts = 0;  // 0: a dense MLP
   int64_t experts_per_token = 0;
+  // Qwen3-MoE: each expert's width (0: intermediate_size, Mixtral's), the
+  // router's top-k weights renormalized to sum to 1 (Mixtral always), and
+  // which layers have experts (MoeLayer).
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = true;
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;
   bool gated_mlp = true;           // gate, up, down (SwiGLU, GeGLU); else up, down
   bool attention_bias = false;     // biases on q, k, v (Qwen2)
   bool output_bias = false;        // a bias on o_proj too (attention_bias of llama, qwen3, gemma)
@@ -92,6 +99,13 @@ struct ModelConfig {
 
 // Whether decoder layer `layer` attends through the sliding window.
 bool SlidingLayer(const ModelConfig& model, int64_t layer);
+
+// Whether decoder layer `layer`'s MLP is a mixture of experts (Qwen3-MoE:
+// not in mlp_only_layers and (layer + 1) a multiple of
+// decoder_sparse_step); the others are dense, intermediate_size wide.
+bool MoeLayer(const ModelConfig& model, int64_t layer);
+// The width of one expert's MLP.
+int64_t ExpertWidth(const ModelConfig& model);
 
 // The layer a tensor belongs to, for parameter counts by component.
 enum class Component { kEmbedding, kAttention, kMlp, kRouter, kNorm, kLmHead };

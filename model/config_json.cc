@@ -108,6 +108,27 @@ class FieldReader {
     return n.value_or(0);
   }
 
+  // An array of layer indices (integers 0 to 2^40); empty when absent or
+  // null.
+  std::vector<int64_t> LayerList(const std::string& key) {
+    std::string where;
+    const Json* value = Find(key, &where);
+    std::vector<int64_t> out;
+    if (value == nullptr || value->is_null()) return out;
+    if (!value->is_array()) {
+      Fail(where, absl::StrCat("is ", Described(*value), ", not an array of layer indices"));
+      return out;
+    }
+    for (const Json& v : *value) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxDimension) {
+        Fail(where, absl::StrCat("holds ", v.dump(), ", not a layer index"));
+        return {};
+      }
+      out.push_back(v.get<int64_t>());
+    }
+    return out;
+  }
+
   // A boolean; `fallback` when absent, null or bad.
   bool Bool(const std::string& key, bool fallback) {
     std::string where;
@@ -205,6 +226,10 @@ struct Family {
   bool qk_norm = false;
   int norms_per_layer = 2;
   bool mixture_of_experts = false;
+  // Qwen3-MoE's fields (num_experts, moe_intermediate_size, norm_topk_prob,
+  // decoder_sparse_step, mlp_only_layers) rather than Mixtral's
+  // (num_local_experts, experts intermediate_size wide, always renormalized).
+  bool qwen_moe = false;
   // The config class defaults head_dim to a constant (Gemma: 256, Qwen3:
   // 128), not to hidden_size / num_attention_heads, so a config without it
   // is ambiguous and is refused rather than guessed.
@@ -250,6 +275,15 @@ constexpr Family kFamilies[] = {
      .default_window = 4096,
      .sliding_layers = SlidingLayers::kEven},
     {.model_type = "mixtral", .mixture_of_experts = true, .default_rope_theta = 1e6},
+    {.model_type = "qwen3_moe",
+     .reads_attention_bias = true,
+     .qk_norm = true,
+     .mixture_of_experts = true,
+     .qwen_moe = true,
+     .requires_head_dim = true,
+     .default_window = 4096,
+     .window_gated = true,
+     .sliding_layers = SlidingLayers::kFrom},
 };
 
 // The forward-pass fields of a config.json (ModelConfig's last group).
@@ -364,7 +398,15 @@ absl::StatusOr<ModelConfig> ReadFields(FieldReader& fields, absl::string_view so
   // (Qwen2's fixed biases leave it out).
   m.output_bias = family->reads_attention_bias && m.attention_bias;
   if (absl::string_view(family->model_type) == "llama") m.mlp_bias = fields.Bool("mlp_bias", false);
-  if (family->mixture_of_experts) {
+  if (family->qwen_moe) {
+    // Qwen3MoeConfig's defaults where a key is absent.
+    m.num_experts = fields.OptionalSize("num_experts").value_or(128);
+    m.experts_per_token = fields.OptionalSize("num_experts_per_tok").value_or(8);
+    m.moe_intermediate_size = fields.OptionalSize("moe_intermediate_size").value_or(768);
+    m.norm_topk_prob = fields.Bool("norm_topk_prob", false);
+    m.decoder_sparse_step = fields.OptionalSize("decoder_sparse_step").value_or(1);
+    m.mlp_only_layers = fields.LayerList("mlp_only_layers");
+  } else if (family->mixture_of_experts) {
     m.num_experts = fields.Size("num_local_experts");
     m.experts_per_token = fields.Size("num_experts_per_tok");
   }

@@ -42,7 +42,7 @@ TensorSpec Linear(std::string name, Component component, int64_t rows, int64_t c
 void AddMlp(const ModelConfig& model, const std::string& prefix, int64_t count,
             std::vector<TensorSpec>& out) {
   const int64_t hidden = model.hidden_size;
-  const int64_t inter = model.intermediate_size;
+  const int64_t inter = count > 1 ? ExpertWidth(model) : model.intermediate_size;
   if (model.gated_mlp) {
     out.push_back(
         Linear(prefix + "gate_proj", Component::kMlp, inter, hidden, Split::kRows, "gate", count));
@@ -154,7 +154,7 @@ std::vector<TensorSpec> LayerTensors(const ModelConfig& model) {
   }
 
   if (model.num_experts > 0) {
-    // Mixtral's router is one small matrix every device applies in full.
+    // The router is one small matrix every device applies in full.
     out.push_back(
         Tensor("gate", Component::kRouter, model.num_experts, hidden, Split::kReplicated));
     AddMlp(model, "experts.", model.num_experts, out);

@@ -224,7 +224,7 @@ class LayerPass {
     std::span<const float> mlp_norm =
         c_.norms_per_layer == 4 ? w_.pre_feedforward_norm : w_.post_attention_norm;
     Norm(c_, sites_, x, D, mlp_norm, buf_.normed, Site::kMlpNorm, threads_);
-    if (c_.num_experts > 0) {
+    if (!w_.experts.empty()) {
       Moe(buf_.normed, buf_.branch);
     } else {
       std::span<const float> in =
@@ -451,8 +451,11 @@ class LayerPass {
     }
   }
 
-  // Mixtral's experts, sequence by sequence on the pool (each sequence's
-  // products on its own thread, as the activations' per-call scales are).
+  // A mixture of experts (Mixtral, Qwen3-MoE): the softmax of the router's
+  // logits, the top k (ties to the lower index), their weights renormalized
+  // to sum to 1 unless norm_topk_prob is false (Qwen3-MoE's default);
+  // sequence by sequence on the pool (each sequence's products on its own
+  // thread, as the activations' per-call scales are).
   void Moe(std::span<const float> m, std::vector<float>& out) {
     const int64_t E = c_.num_experts, k = c_.experts_per_token, D = c_.hidden_size;
     std::vector<float> router;
@@ -460,7 +463,7 @@ class LayerPass {
     std::span<const float> in =
         QuantizePerSequence(e_.activations.get(), b_, m, D, buf_.in, threads_);
     out.assign(static_cast<size_t>(b_.rows * D), 0.0f);
-    const int workers = Workers(threads_, b_.rows * k * 3 * D * c_.intermediate_size);
+    const int workers = Workers(threads_, b_.rows * k * 3 * D * ExpertWidth(c_));
     ParallelFor(b_.sequences.size(), workers, [&](size_t s) {
       const SequenceRows& seq = b_.sequences[s];
       const int64_t n = seq.rows;
@@ -480,6 +483,7 @@ class LayerPass {
                          [&](int64_t a, int64_t b) { return p[a] > p[b]; });
         double top = 0;
         for (int64_t j = 0; j < k; ++j) top += p[order[j]];
+        if (!c_.norm_topk_prob) top = 1;
         for (int64_t j = 0; j < k; ++j) {
           tokens[order[j]].push_back(t);
           gains[order[j]].push_back(static_cast<float>(p[order[j]] / top));

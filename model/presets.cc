@@ -62,6 +62,22 @@ const std::vector<ModelConfig>& ModelPresets() {
       list->push_back(qwen);
     }
 
+    // Qwen3's mixtures of experts (Qwen/Qwen3-30B-A3B and -235B-A22B
+    // config.json): 128 experts, 8 per token, head_dim 128, QK-norm; every
+    // layer sparse; intermediate_size is unused there (no dense layer).
+    for (ModelConfig qwen : {llama("qwen3-30b-a3b", 2048, 6144, 48, 32, 4, 151936, 40960),
+                             llama("qwen3-235b-a22b", 4096, 12288, 94, 64, 4, 151936, 40960)}) {
+      qwen.model_type = "qwen3_moe";
+      qwen.head_dim = 128;
+      qwen.qk_norm = true;
+      qwen.num_experts = 128;
+      qwen.experts_per_token = 8;
+      qwen.moe_intermediate_size = qwen.hidden_size == 2048 ? 768 : 1536;
+      qwen.norm_topk_prob = true;
+      qwen.rope_theta = 1e6;
+      list->push_back(qwen);
+    }
+
     // GPT-3 175B as Korthikanti et al. 2022 size it: LayerNorm with biases,
     // biases on every linear, a 4h non-gated MLP, learned positions, an
     // output layer tied to the embedding, dropout in training.

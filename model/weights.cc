@@ -8,15 +8,16 @@
 namespace lowp {
 namespace {
 
-constexpr const char* kForwardTypes[] = {"llama", "mistral", "qwen2",  "qwen3",
-                                         "gemma", "gemma2",  "mixtral"};
+constexpr const char* kForwardTypes[] = {"llama",  "mistral", "qwen2",   "qwen3",
+                                         "gemma",  "gemma2",  "mixtral", "qwen3_moe"};
 
 }  // namespace
 
 std::vector<LayerWeights::Entry> LayerWeights::Matrices(const ModelConfig& config) {
   std::vector<Entry> out;
+  (void)config;  // a layer's own experts say which MLP it has (MoeLayer)
   for (Matrix* m : {&q, &k, &v, &o}) out.push_back({m, true});
-  if (config.num_experts > 0) {
+  if (!experts.empty()) {
     out.push_back({&router, false});
     for (Expert& e : experts) {
       for (Matrix* m : {&e.gate, &e.up, &e.down}) out.push_back({m, true});

@@ -13,8 +13,9 @@
 namespace lowp {
 namespace {
 
-// Mixtral's per-expert matrices by Hugging Face's names
-// ("model.layers.3.block_sparse_moe.experts.5.w2.weight") as the merged
+// Mixtral's and Qwen3-MoE's per-expert matrices by Hugging Face's names
+// ("model.layers.3.block_sparse_moe.experts.5.w2.weight",
+// "model.layers.3.mlp.experts.5.down_proj.weight") as the merged
 // entry llama.cpp's imatrix keeps ("blk.3.ffn_down_exps.weight") and the
 // expert's index; false for other names.
 bool MergedExpert(absl::string_view name, std::string& merged, int64_t& expert) {
@@ -26,16 +27,19 @@ bool MergedExpert(absl::string_view name, std::string& merged, int64_t& expert) 
     return false;
   }
   rest.remove_prefix(dot + 1);
-  if (!absl::ConsumePrefix(&rest, "block_sparse_moe.experts.")) return false;
+  if (!absl::ConsumePrefix(&rest, "block_sparse_moe.experts.") &&
+      !absl::ConsumePrefix(&rest, "mlp.experts.")) {
+    return false;
+  }
   const size_t dot2 = rest.find('.');
   if (dot2 == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, dot2), &expert)) {
     return false;
   }
   rest.remove_prefix(dot2 + 1);
-  const char* which = rest == "w1.weight"   ? "ffn_gate_exps"
-                      : rest == "w3.weight" ? "ffn_up_exps"
-                      : rest == "w2.weight" ? "ffn_down_exps"
-                                            : nullptr;
+  const char* which = rest == "w1.weight" || rest == "gate_proj.weight" ? "ffn_gate_exps"
+                      : rest == "w3.weight" || rest == "up_proj.weight" ? "ffn_up_exps"
+                      : rest == "w2.weight" || rest == "down_proj.weight" ? "ffn_down_exps"
+                                                                          : nullptr;
   if (which == nullptr) return false;
   merged = absl::StrCat("blk.", layer, ".", which, ".weight");
   return true;

@@ -155,6 +155,14 @@ absl::Status CheckModelLimits(const ModelConfig& m) {
                                                      f.limit));
     }
   }
+  // Every layer's tensors are counted alike (LayerTensors).
+  if (m.num_experts > 0 && (!m.mlp_only_layers.empty() || m.decoder_sparse_step != 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model ", m.name, ": ",
+        m.mlp_only_layers.empty() ? "decoder_sparse_step" : "mlp_only_layers",
+        " mixes dense layers into the experts' ones, which the memory model does not count "
+        "(every layer alike)"));
+  }
   return ValidateModel(m);
 }
 

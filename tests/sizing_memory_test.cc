@@ -85,6 +85,21 @@ TEST(SizingMemoryTest, Llama70BInFp16NeedsTwoDevicesForItsWeights) {
 // In int4 with groups of 128 and fp16 scales (4.125 bits per weight) the
 // linear layers of a 70B model and its bf16 embeddings fit one 80 GB device
 // with an 8K context.
+// The memory model counts every layer alike: a Qwen3-MoE config with dense
+// layers among the experts' is refused naming the field, not counted wrong.
+TEST(SizingMemoryTest, DenseLayersAmongExpertsAreRefused) {
+  ModelConfig m = Model("qwen3-30b-a3b");
+  SizingOptions o;
+  o.mode = Mode::kInference;
+  EXPECT_TRUE(EstimateMemory(m, o, kH100).ok());
+  m.mlp_only_layers = {0};
+  EXPECT_THAT(EstimateMemory(m, o, kH100).status().message(), ::testing::HasSubstr("mlp_only_layers"));
+  m.mlp_only_layers.clear();
+  m.decoder_sparse_step = 2;
+  EXPECT_THAT(EstimateMemory(m, o, kH100).status().message(),
+              ::testing::HasSubstr("decoder_sparse_step"));
+}
+
 TEST(SizingMemoryTest, Llama70BInInt4FitsOneDevice) {
   const ModelConfig m = Model("llama-3.1-70b");
   const ParameterCounts c = CountParameters(m);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -51,6 +52,8 @@ TEST(ModelPresetsTest, TotalsMatchPublishedCounts) {
       {"llama-2-13b", 13'015'864'320},     {"llama-2-70b", 68'976'648'192},
       {"mistral-7b", 7'241'732'096},       {"mixtral-8x7b", 46'702'792'704},
       {"qwen2.5-7b", 7'615'616'512},       {"qwen2.5-72b", 72'706'203'648},
+      // Qwen's model cards: 30.5B and 235B in all.
+      {"qwen3-30b-a3b", 30'532'122'624},   {"qwen3-235b-a22b", 235'093'634'560},
   };
   for (const auto& [name, total] : published) {
     const ParameterCounts counts = CountParameters(Preset(name));
@@ -108,6 +111,54 @@ TEST(ModelPresetsTest, MixtralActiveParameters) {
   EXPECT_EQ(counts.router, 32 * 8 * 4096);
   EXPECT_EQ(counts.active, counts.total - int64_t{32} * 6 * 3 * 4096 * 14336);
   EXPECT_EQ(counts.active, 12'879'925'248);
+}
+
+// Qwen3's mixtures of experts: 8 of 128 experts per token, each 3 matrices
+// of hidden x moe_intermediate_size (the model cards' 3.3B and 22B active).
+TEST(ModelPresetsTest, Qwen3MoeActiveParameters) {
+  for (const auto& [name, layers, hidden, width, active] :
+       {std::tuple<const char*, int64_t, int64_t, int64_t, int64_t>{"qwen3-30b-a3b", 48, 2048, 768,
+                                                                    3'353'032'704},
+        {"qwen3-235b-a22b", 94, 4096, 1536, 22'190'763'520}}) {
+    const ParameterCounts counts = CountParameters(Preset(name));
+    EXPECT_EQ(counts.router, layers * 128 * hidden) << name;
+    EXPECT_EQ(counts.active, counts.total - layers * 120 * 3 * hidden * width) << name;
+    EXPECT_EQ(counts.active, active) << name;
+  }
+}
+
+// Qwen3-MoE's config.json fields: Qwen3MoeConfig's defaults where absent,
+// dense layers by mlp_only_layers and decoder_sparse_step.
+TEST(ParseModelConfigTest, Qwen3MoeFields) {
+  const std::string base = R"({"model_type": "qwen3_moe", "hidden_size": 64,
+      "intermediate_size": 96, "num_hidden_layers": 4, "num_attention_heads": 4, "head_dim": 16,
+      "vocab_size": 100)";
+  absl::StatusOr<ModelConfig> m = ParseModelConfig(base + "}", "c.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->num_experts, 128);
+  EXPECT_EQ(m->experts_per_token, 8);
+  EXPECT_EQ(m->moe_intermediate_size, 768);
+  EXPECT_FALSE(m->norm_topk_prob);
+  EXPECT_TRUE(m->qk_norm);
+  EXPECT_EQ(ExpertWidth(*m), 768);
+  for (int64_t layer = 0; layer < 4; ++layer) EXPECT_TRUE(MoeLayer(*m, layer));
+  m = ParseModelConfig(base + R"(, "num_experts": 8, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32, "norm_topk_prob": true, "decoder_sparse_step": 2,
+      "mlp_only_layers": [3]})", "c.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->norm_topk_prob);
+  EXPECT_FALSE(MoeLayer(*m, 0));
+  EXPECT_TRUE(MoeLayer(*m, 1));
+  EXPECT_FALSE(MoeLayer(*m, 2));
+  EXPECT_FALSE(MoeLayer(*m, 3));  // (3 + 1) % 2 == 0, but listed dense
+  for (const auto& [extra, field] :
+       {std::pair<std::string, std::string>{R"(, "mlp_only_layers": 3})", "mlp_only_layers"},
+        {R"(, "mlp_only_layers": [-1]})", "mlp_only_layers"},
+        {R"(, "decoder_sparse_step": 0})", "decoder_sparse_step"},
+        {R"(, "num_experts": 4, "num_experts_per_tok": 5})", "num_experts_per_tok"}}) {
+    absl::StatusOr<ModelConfig> bad = ParseModelConfig(base + extra, "c.json");
+    EXPECT_THAT(bad.status().message(), HasSubstr(field)) << extra;
+  }
 }
 
 TEST(TensorListsTest, LlamaLayerNamesSplitsAndLora) {

@@ -110,6 +110,16 @@ CASES = {
         final_logit_softcapping=10.0, sliding_window=8, **GELU),
     "mixtral_4x2": config("mixtral", "MixtralForCausalLM", hidden_size=32, intermediate_size=40, head_dim=8,
                           num_local_experts=4, num_experts_per_tok=2, sliding_window=16),
+    # 8 experts of 24, top 3 not renormalized (Qwen3MoeConfig's default); layer 1
+    # dense (mlp_only_layers), layer 2 windowed: QK-norm, routing and window together
+    "qwen3_moe": config("qwen3_moe", "Qwen3MoeForCausalLM", num_hidden_layers=3, head_dim=16,
+                        rope_theta=1000000.0, attention_bias=False, num_experts=8,
+                        num_experts_per_tok=3, moe_intermediate_size=24, norm_topk_prob=False,
+                        decoder_sparse_step=1, mlp_only_layers=[1], use_sliding_window=True,
+                        sliding_window=8, max_window_layers=2),
+    "qwen3_moe_renormalized": config("qwen3_moe", "Qwen3MoeForCausalLM", head_dim=16,
+                                     num_experts=6, num_experts_per_tok=2, moe_intermediate_size=20,
+                                     norm_topk_prob=True, decoder_sparse_step=2),
 }
 
 
@@ -147,6 +157,10 @@ FEATURE_OFF = {
     "gemma2_softcap_window:final": {"final_logit_softcapping": None},
     "gemma2_softcap_window:window": {"sliding_window": None},
     "mixtral_4x2": {"num_experts_per_tok": 4},
+    "qwen3_moe:norm": {"norm_topk_prob": True},
+    "qwen3_moe:window": {"use_sliding_window": False},
+    "qwen3_moe_renormalized:norm": {"norm_topk_prob": False},
+    "qwen3_moe_renormalized:top_k": {"num_experts_per_tok": 6},
 }
 
 

@@ -109,7 +109,7 @@ def load_model(directory):
 
 # ------------------------------------------------------------ the config
 
-FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "mixtral")
+FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "mixtral", "qwen3_moe")
 
 
 class Spec:
@@ -139,12 +139,23 @@ class Spec:
         self.embed_scale = gemma         # embedding * sqrt(hidden)
         self.gelu = gemma                # gelu(tanh) instead of silu
         self.sandwich = self.family == "gemma2"   # four norms per layer
-        self.qk_norm = self.family == "qwen3"
+        self.qk_norm = self.family in ("qwen3", "qwen3_moe")
         self.moe = self.family == "mixtral"
         self.experts = c.get("num_local_experts", 0)
         self.top_k = c.get("num_experts_per_tok", 0)
+        self.renormalize = True
+        self.expert_inter = c["intermediate_size"]
+        self.moe_layers = [self.moe] * self.layers
+        if self.family == "qwen3_moe":  # Qwen3MoeConfig's names and defaults
+            self.experts = c.get("num_experts", 128)
+            self.top_k = c.get("num_experts_per_tok", 8)
+            self.renormalize = c.get("norm_topk_prob", False)
+            self.expert_inter = c.get("moe_intermediate_size", 768)
+            step, dense = c.get("decoder_sparse_step", 1), c.get("mlp_only_layers", [])
+            self.moe_layers = [i not in dense and self.experts > 0 and (i + 1) % step == 0
+                               for i in range(self.layers)]
 
-        bias = bool(c.get("attention_bias", False)) and self.family in ("llama", "qwen3")
+        bias = bool(c.get("attention_bias", False)) and self.family in ("llama", "qwen3", "qwen3_moe")
         self.qkv_bias = bias or self.family == "qwen2"
         self.o_bias = bias
         self.mlp_bias = self.family == "llama" and bool(c.get("mlp_bias", False))
@@ -161,7 +172,7 @@ class Spec:
         """The sliding window of `layer` (None: full causal attention)."""
         if self.family in ("mistral", "mixtral"):
             return c.get("sliding_window")
-        if self.family in ("qwen2", "qwen3"):
+        if self.family in ("qwen2", "qwen3", "qwen3_moe"):
             use = c.get("use_sliding_window", False) and layer >= c.get("max_window_layers", 0)
             return c.get("sliding_window") if use else None
         if self.family == "gemma2":
@@ -196,7 +207,14 @@ def tensor_shapes(config):
         if s.sandwich:
             shapes[p + "pre_feedforward_layernorm.weight"] = ((H,), "norm")
             shapes[p + "post_feedforward_layernorm.weight"] = ((H,), "norm")
-        if s.moe:
+        if s.moe_layers[i] and s.family == "qwen3_moe":
+            linear(p + "mlp.gate", s.experts, H, False)
+            for j in range(s.experts):
+                e = p + f"mlp.experts.{j}."
+                linear(e + "gate_proj", s.expert_inter, H, False)
+                linear(e + "up_proj", s.expert_inter, H, False)
+                linear(e + "down_proj", H, s.expert_inter, False)
+        elif s.moe_layers[i]:
             linear(p + "block_sparse_moe.gate", s.experts, H, False)
             for j in range(s.experts):
                 e = p + f"block_sparse_moe.experts.{j}."
@@ -326,17 +344,21 @@ def mlp(s, weights, p, x):
 
 
 def moe(s, weights, p, x):
-    """Mixtral: softmax router over all experts, the top-k (ties to the
-    lower index: a stable descending sort), weights renormalized."""
+    """Mixtral and Qwen3-MoE: softmax router over all experts, the top-k
+    (ties to the lower index: a stable descending sort), their weights
+    renormalized (Mixtral; Qwen3-MoE when norm_topk_prob) or not."""
     probs = torch.softmax(linear(x, weights, p + "gate"), dim=-1)  # [n, T, E]
     top = torch.sort(probs, dim=-1, descending=True, stable=True).indices[..., :s.top_k]
     chosen = probs.gather(-1, top)
-    dense = torch.zeros_like(probs).scatter(-1, top, chosen / chosen.sum(-1, keepdim=True))
+    if s.renormalize:
+        chosen = chosen / chosen.sum(-1, keepdim=True)
+    dense = torch.zeros_like(probs).scatter(-1, top, chosen)
+    names = ("gate_proj", "up_proj", "down_proj") if s.family == "qwen3_moe" else ("w1", "w3", "w2")
     out = torch.zeros_like(x)
     for j in range(s.experts):
         e = p + f"experts.{j}."
-        h = activation(s, linear(x, weights, e + "w1")) * linear(x, weights, e + "w3")
-        out = out + dense[..., j:j + 1] * linear(h, weights, e + "w2")
+        h = activation(s, linear(x, weights, e + names[0])) * linear(x, weights, e + names[1])
+        out = out + dense[..., j:j + 1] * linear(h, weights, e + names[2])
     return out
 
 
@@ -362,7 +384,10 @@ def forward(config, weights, tokens):
         x = x + a
         pre = p + ("pre_feedforward_layernorm.weight" if s.sandwich else "post_attention_layernorm.weight")
         h = norm(x, pre)
-        m = moe(s, weights, p + "block_sparse_moe.", h) if s.moe else mlp(s, weights, p + "mlp.", h)
+        if not s.moe_layers[i]:
+            m = mlp(s, weights, p + "mlp.", h)
+        else:
+            m = moe(s, weights, p + ("mlp." if s.family == "qwen3_moe" else "block_sparse_moe."), h)
         if s.sandwich:
             m = norm(m, p + "post_feedforward_layernorm.weight")
         x = x + m

@@ -9,8 +9,17 @@
 
 namespace lowp {
 
-std::string ImatrixTensorName(Site site, int64_t layer, bool expert) {
+std::string ImatrixTensorName(Site site, int64_t layer, int64_t expert_index) {
   if (site == Site::kLogits) return "output.weight";
+  const bool expert = expert_index >= 0;
+  if (expert_index == kSharedExpert) {  // llama.cpp's names for Qwen2-MoE's
+    const char* shared = site == Site::kRouter     ? "ffn_gate_inp_shexp"
+                         : site == Site::kGateProj ? "ffn_gate_shexp"
+                         : site == Site::kUpProj   ? "ffn_up_shexp"
+                         : site == Site::kDownProj ? "ffn_down_shexp"
+                                                   : nullptr;
+    return shared == nullptr ? "" : absl::StrCat("blk.", layer, ".", shared, ".weight");
+  }
   const char* base = nullptr;
   switch (site) {
     case Site::kQProj: base = "attn_q"; break;
@@ -32,7 +41,7 @@ ImatrixCollector::ImatrixCollector(const ModelConfig& config, bool process_outpu
 void ImatrixCollector::Add(int64_t layer, Site site, int64_t expert, std::span<const float> in,
                            int64_t cols) {
   if (site == Site::kLogits && !process_output_) return;
-  const std::string name = ImatrixTensorName(site, layer, expert >= 0);
+  const std::string name = ImatrixTensorName(site, layer, expert);
   if (name.empty() || cols <= 0) return;
   const int64_t matrices = expert >= 0 ? std::max<int64_t>(1, config_.num_experts) : 1;
   const int64_t m = expert >= 0 ? expert : 0;

@@ -42,9 +42,10 @@
 namespace lowp {
 
 // llama.cpp's name of the weight a product at `site` of `layer` multiplies
-// ("blk.3.attn_q.weight"; experts: "blk.3.ffn_up_exps.weight"; Site::kLogits:
-// "output.weight"), or empty for a site that is no product.
-std::string ImatrixTensorName(Site site, int64_t layer, bool expert);
+// ("blk.3.attn_q.weight"; `expert` >= 0, a routed expert's:
+// "blk.3.ffn_up_exps.weight"; kSharedExpert: "blk.3.ffn_up_shexp.weight";
+// Site::kLogits: "output.weight"), or empty for a site that is no product.
+std::string ImatrixTensorName(Site site, int64_t layer, int64_t expert);
 
 // Gathers the sums from LinearInputs calls (thread-safe).
 class ImatrixCollector final : public LinearInputs {

@@ -89,17 +89,25 @@ absl::StatusOr<LayerWeights> WalkLayer(const ModelConfig& c, int64_t i, Get&& ge
     l.q_norm = one({a + "q_norm.weight", {head}, Kind::kNorm, "qwen3 normalizes q and k"});
     l.k_norm = one({a + "k_norm.weight", {head}, Kind::kNorm, "qwen3 normalizes q and k"});
   }
-  if (MoeLayer(c, i) && c.model_type == "qwen3_moe") {
+  const bool qwen_moe = c.model_type == "qwen3_moe" || c.model_type == "qwen2_moe";
+  if (MoeLayer(c, i) && qwen_moe) {
     const std::string m = p + "mlp.";
-    const Dim width = Field("moe_intermediate_size", ExpertWidth(c));
-    l.router = matrix(m + "gate", Field("num_experts", c.num_experts), hidden, false);
-    for (int64_t e = 0; e < c.num_experts; ++e) {
-      const std::string x = absl::StrCat(m, "experts.", e, ".");
+    auto expert = [&](const std::string& x, const Dim& width) {
       Expert ex;
       ex.gate = matrix(x + "gate_proj", width, hidden, false);
       ex.up = matrix(x + "up_proj", width, hidden, false);
       ex.down = matrix(x + "down_proj", hidden, width, false);
-      l.experts.push_back(std::move(ex));
+      return ex;
+    };
+    const Dim width = Field("moe_intermediate_size", ExpertWidth(c));
+    l.router = matrix(m + "gate", Field("num_experts", c.num_experts), hidden, false);
+    for (int64_t e = 0; e < c.num_experts; ++e) {
+      l.experts.push_back(expert(absl::StrCat(m, "experts.", e, "."), width));
+    }
+    if (c.shared_expert_intermediate_size > 0) {
+      l.shared = expert(m + "shared_expert.", Field("shared_expert_intermediate_size",
+                                                     c.shared_expert_intermediate_size));
+      l.shared_gate = matrix(m + "shared_expert_gate", Field("one gate", 1), hidden, false);
     }
   } else if (MoeLayer(c, i)) {
     const std::string m = p + "block_sparse_moe.";

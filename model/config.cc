@@ -58,6 +58,7 @@ absl::Status CheckModel(const ModelConfig& m, absl::string_view source) {
       {"num_experts_per_tok", m.experts_per_token, m.num_experts > 0 ? 1 : 0},
       {"moe_intermediate_size", m.moe_intermediate_size, 0},
       {"decoder_sparse_step", m.decoder_sparse_step, 1},
+      {"shared_expert_intermediate_size", m.shared_expert_intermediate_size, 0},
   };
   for (const Field& f : fields) {
     if (absl::Status s = CheckRange(source, f.name, f.value, f.min); !s.ok()) return s;
@@ -83,6 +84,7 @@ absl::Status CheckModel(const ModelConfig& m, absl::string_view source) {
   const double widest =
       std::max({hidden, static_cast<double>(m.intermediate_size),
                 static_cast<double>(m.moe_intermediate_size),
+                static_cast<double>(m.shared_expert_intermediate_size),
                 static_cast<double>(m.num_heads) * static_cast<double>(m.head_dim)});
   const double experts = static_cast<double>(std::max<int64_t>(m.num_experts, 1));
   const double estimate =

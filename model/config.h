@@ -65,6 +65,8 @@ struct ModelConfig {
   bool norm_topk_prob = true;
   int64_t decoder_sparse_step = 1;
   std::vector<int64_t> mlp_only_layers;
+  // Qwen2-MoE's shared expert's width (0: none).
+  int64_t shared_expert_intermediate_size = 0;
   bool gated_mlp = true;           // gate, up, down (SwiGLU, GeGLU); else up, down
   bool attention_bias = false;     // biases on q, k, v (Qwen2)
   bool output_bias = false;        // a bias on o_proj too (attention_bias of llama, qwen3, gemma)

@@ -275,6 +275,13 @@ constexpr Family kFamilies[] = {
      .default_window = 4096,
      .sliding_layers = SlidingLayers::kEven},
     {.model_type = "mixtral", .mixture_of_experts = true, .default_rope_theta = 1e6},
+    {.model_type = "qwen2_moe",
+     .attention_bias = true,
+     .mixture_of_experts = true,
+     .qwen_moe = true,
+     .default_window = 4096,
+     .window_gated = true,
+     .sliding_layers = SlidingLayers::kFrom},
     {.model_type = "qwen3_moe",
      .reads_attention_bias = true,
      .qk_norm = true,
@@ -399,10 +406,16 @@ absl::StatusOr<ModelConfig> ReadFields(FieldReader& fields, absl::string_view so
   m.output_bias = family->reads_attention_bias && m.attention_bias;
   if (absl::string_view(family->model_type) == "llama") m.mlp_bias = fields.Bool("mlp_bias", false);
   if (family->qwen_moe) {
-    // Qwen3MoeConfig's defaults where a key is absent.
-    m.num_experts = fields.OptionalSize("num_experts").value_or(128);
-    m.experts_per_token = fields.OptionalSize("num_experts_per_tok").value_or(8);
-    m.moe_intermediate_size = fields.OptionalSize("moe_intermediate_size").value_or(768);
+    // Qwen3MoeConfig's and Qwen2MoeConfig's defaults where a key is absent.
+    const bool qwen2 = absl::string_view(family->model_type) == "qwen2_moe";
+    m.num_experts = fields.OptionalSize("num_experts").value_or(qwen2 ? 60 : 128);
+    m.experts_per_token = fields.OptionalSize("num_experts_per_tok").value_or(qwen2 ? 4 : 8);
+    m.moe_intermediate_size =
+        fields.OptionalSize("moe_intermediate_size").value_or(qwen2 ? 1408 : 768);
+    if (qwen2) {
+      m.shared_expert_intermediate_size =
+          fields.OptionalSize("shared_expert_intermediate_size").value_or(5632);
+    }
     m.norm_topk_prob = fields.Bool("norm_topk_prob", false);
     m.decoder_sparse_step = fields.OptionalSize("decoder_sparse_step").value_or(1);
     m.mlp_only_layers = fields.LayerList("mlp_only_layers");

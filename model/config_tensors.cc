@@ -39,10 +39,9 @@ TensorSpec Linear(std::string name, Component component, int64_t rows, int64_t c
 // Column-parallel weights (gate, up) split their rows and so their biases;
 // the row-parallel down projection's bias is added after the all-reduce, so
 // every device holds all of it.
-void AddMlp(const ModelConfig& model, const std::string& prefix, int64_t count,
+void AddMlp(const ModelConfig& model, const std::string& prefix, int64_t count, int64_t inter,
             std::vector<TensorSpec>& out) {
   const int64_t hidden = model.hidden_size;
-  const int64_t inter = count > 1 ? ExpertWidth(model) : model.intermediate_size;
   if (model.gated_mlp) {
     out.push_back(
         Linear(prefix + "gate_proj", Component::kMlp, inter, hidden, Split::kRows, "gate", count));
@@ -157,9 +156,14 @@ std::vector<TensorSpec> LayerTensors(const ModelConfig& model) {
     // The router is one small matrix every device applies in full.
     out.push_back(
         Tensor("gate", Component::kRouter, model.num_experts, hidden, Split::kReplicated));
-    AddMlp(model, "experts.", model.num_experts, out);
+    AddMlp(model, "experts.", model.num_experts, ExpertWidth(model), out);
+    if (model.shared_expert_intermediate_size > 0) {  // Qwen2-MoE: every token takes it
+      AddMlp(model, "shared_expert.", 1, model.shared_expert_intermediate_size, out);
+      out.push_back(
+          Tensor("shared_expert_gate", Component::kRouter, 1, hidden, Split::kReplicated));
+    }
   } else {
-    AddMlp(model, "", 1, out);
+    AddMlp(model, "", 1, model.intermediate_size, out);
   }
 
   const int norms = std::clamp(model.norms_per_layer, 0, kMaxNormsPerLayer);

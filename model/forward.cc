@@ -226,6 +226,7 @@ class LayerPass {
     Norm(c_, sites_, x, D, mlp_norm, buf_.normed, Site::kMlpNorm, threads_);
     if (!w_.experts.empty()) {
       Moe(buf_.normed, buf_.branch);
+      if (w_.shared.gate.rows > 0) SharedExpert(buf_.normed, buf_.branch);
     } else {
       std::span<const float> in =
           QuantizePerSequence(e_.activations.get(), b_, buf_.normed, D, buf_.in, threads_);
@@ -240,9 +241,11 @@ class LayerPass {
 
  private:
   // out[rows, m.rows] = in[rows, m.cols] m^T + bias, rounded at `site`.
-  void Linear(const Matrix& m, std::span<const float> in, std::vector<float>& out, Site site) {
+  // `expert`: what LinearInputs is told (-1, or kSharedExpert).
+  void Linear(const Matrix& m, std::span<const float> in, std::vector<float>& out, Site site,
+              int64_t expert = -1) {
     in = ForVecDot(m, in, buf_.vec_dot);
-    if (inputs_ != nullptr) inputs_->Add(layer_, site, -1, in, m.cols);
+    if (inputs_ != nullptr) inputs_->Add(layer_, site, expert, in, m.cols);
     out.resize(static_cast<size_t>(b_.rows * m.rows));
     LinearProduct(b_.blocks, in.data(), m.cols, m.values.data(), m.rows, m.cols,
                   m.bias.empty() ? nullptr : m.bias.data(), out.data(), m.rows, threads_);
@@ -415,13 +418,13 @@ class LayerPass {
 
   // act(gate x) * up x -> down, for the batch's rows of `in` (quantized).
   void Mlp(const Matrix& gate, const Matrix& up, const Matrix& down, std::span<const float> in,
-           std::vector<float>& out) {
-    Linear(gate, in, buf_.gate, Site::kGateProj);
-    Linear(up, in, buf_.up, Site::kUpProj);
+           std::vector<float>& out, int64_t expert = -1) {
+    Linear(gate, in, buf_.gate, Site::kGateProj, expert);
+    Linear(up, in, buf_.up, Site::kUpProj, expert);
     ActMul(buf_.gate, buf_.up, gate.rows, b_.rows, threads_, Census());
     std::span<const float> down_in =
         QuantizePerSequence(e_.activations.get(), b_, buf_.gate, gate.rows, buf_.act_in, threads_);
-    Linear(down, down_in, out, Site::kDownProj);
+    Linear(down, down_in, out, Site::kDownProj, expert);
   }
 
   // gate = act(gate) (rounded at kAct), then gate * up (rounded at kActMul).
@@ -505,6 +508,21 @@ class LayerPass {
         }
       }
     });
+  }
+
+  // Qwen2-MoE's shared expert added to `out`: every token's MLP output
+  // times sigmoid(shared_expert_gate x), the gate a router of one row.
+  void SharedExpert(std::span<const float> m, std::vector<float>& out) {
+    const int64_t D = c_.hidden_size;
+    std::vector<float> gate, shared;
+    Linear(w_.shared_gate, m, gate, Site::kRouter, kSharedExpert);
+    std::span<const float> in =
+        QuantizePerSequence(e_.activations.get(), b_, m, D, buf_.in, threads_);
+    Mlp(w_.shared.gate, w_.shared.up, w_.shared.down, in, shared, kSharedExpert);
+    for (int64_t r = 0; r < b_.rows; ++r) {
+      const float g = 1.0f / (1.0f + std::exp(-gate[static_cast<size_t>(r)]));
+      for (int64_t i = 0; i < D; ++i) out[r * D + i] += g * shared[r * D + i];
+    }
   }
 
   // One expert's MLP over `count` rows on the calling thread.

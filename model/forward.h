@@ -146,12 +146,14 @@ struct Emulation {
 // Receives the input of every linear layer of a decoder layer as it enters
 // the product (after the activations' emulation, if any): `in` holds rows of
 // `cols` values, one per token (per token routed to the expert, for
-// Mixtral's experts, whose index is `expert`; -1 otherwise). q, k and v
+// Mixtral's experts, whose index is `expert`; kSharedExpert for Qwen2-MoE's
+// shared expert and its gate; -1 otherwise). q, k and v
 // report the same input each. What an importance matrix is made of
 // (eval/imatrix.h). Called from the thread running the layer, before the
 // product reads the matrix (the GPTQ calibrator quantizes a stage's matrices
 // there, eval/calibrator.h); for Mixtral's experts from several threads at
 // once.
+inline constexpr int64_t kSharedExpert = -2;
 class LinearInputs {
  public:
   virtual ~LinearInputs() = default;

@@ -8,8 +8,8 @@
 namespace lowp {
 namespace {
 
-constexpr const char* kForwardTypes[] = {"llama",  "mistral", "qwen2",   "qwen3",
-                                         "gemma",  "gemma2",  "mixtral", "qwen3_moe"};
+constexpr const char* kForwardTypes[] = {"llama",  "mistral", "qwen2",     "qwen3",    "gemma",
+                                         "gemma2", "mixtral", "qwen2_moe", "qwen3_moe"};
 
 }  // namespace
 
@@ -21,6 +21,10 @@ std::vector<LayerWeights::Entry> LayerWeights::Matrices(const ModelConfig& confi
     out.push_back({&router, false});
     for (Expert& e : experts) {
       for (Matrix* m : {&e.gate, &e.up, &e.down}) out.push_back({m, true});
+    }
+    if (shared.gate.rows > 0) {
+      for (Matrix* m : {&shared.gate, &shared.up, &shared.down}) out.push_back({m, true});
+      out.push_back({&shared_gate, false});
     }
   } else {
     for (Matrix* m : {&gate, &up, &down}) out.push_back({m, true});

@@ -48,11 +48,15 @@ struct LayerWeights {
   Matrix gate, up, down;                  // a dense MLP
   Matrix router;                          // Mixtral: [num_local_experts, hidden_size]
   std::vector<Expert> experts;
+  // Qwen2-MoE: an expert every token takes, its output times
+  // sigmoid(shared_expert_gate x) ([1, hidden_size]); rows 0 when none.
+  Expert shared;
+  Matrix shared_gate;
 
   // The layer's matrices in checkpoint order (q, k, v, o, then gate, up,
-  // down or the router and each expert's w1, w3, w2). `linear` marks the
-  // linear layers (what a weight scheme without a pattern applies to: not
-  // the router).
+  // down or the router, each expert's w1, w3, w2 and the shared expert's
+  // gate, up, down and its gate). `linear` marks the linear layers (what a
+  // weight scheme without a pattern applies to: not the routers).
   struct Entry {
     Matrix* matrix;
     bool linear;

@@ -159,6 +159,22 @@ TEST(ParseModelConfigTest, Qwen3MoeFields) {
     absl::StatusOr<ModelConfig> bad = ParseModelConfig(base + extra, "c.json");
     EXPECT_THAT(bad.status().message(), HasSubstr(field)) << extra;
   }
+  // Qwen2-MoE: Qwen2MoeConfig's defaults (Qwen1.5-MoE-A2.7B's shape), a
+  // shared expert, biases on q, k and v, no QK-norm; counted as active.
+  std::string qwen2 = base;
+  qwen2.replace(qwen2.find("qwen3_moe"), 9, "qwen2_moe");
+  m = ParseModelConfig(qwen2 + "}", "c.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->num_experts, 60);
+  EXPECT_EQ(m->experts_per_token, 4);
+  EXPECT_EQ(m->moe_intermediate_size, 1408);
+  EXPECT_EQ(m->shared_expert_intermediate_size, 5632);
+  EXPECT_TRUE(m->attention_bias);
+  EXPECT_FALSE(m->qk_norm);
+  const ParameterCounts counts = CountParameters(*m);
+  const int64_t shared = 4 * (3 * 64 * 5632 + 64);  // the MLP and its gate, every layer
+  EXPECT_EQ(counts.total - counts.active, 4 * 56 * 3 * 64 * 1408);
+  EXPECT_GE(counts.active, shared);
 }
 
 TEST(TensorListsTest, LlamaLayerNamesSplitsAndLora) {

@@ -117,6 +117,10 @@ CASES = {
                         num_experts_per_tok=3, moe_intermediate_size=24, norm_topk_prob=False,
                         decoder_sparse_step=1, mlp_only_layers=[1], use_sliding_window=True,
                         sliding_window=8, max_window_layers=2),
+    # Qwen1.5-MoE's layout: biases on q, k, v, a shared expert gated by a sigmoid
+    "qwen2_moe_shared": config("qwen2_moe", "Qwen2MoeForCausalLM", num_experts=6, num_experts_per_tok=2,
+                               moe_intermediate_size=20, shared_expert_intermediate_size=56,
+                               norm_topk_prob=False, use_sliding_window=False),
     "qwen3_moe_renormalized": config("qwen3_moe", "Qwen3MoeForCausalLM", head_dim=16,
                                      num_experts=6, num_experts_per_tok=2, moe_intermediate_size=20,
                                      norm_topk_prob=True, decoder_sparse_step=2),
@@ -160,6 +164,8 @@ FEATURE_OFF = {
     "qwen3_moe:norm": {"norm_topk_prob": True},
     "qwen3_moe:window": {"use_sliding_window": False},
     "qwen3_moe_renormalized:norm": {"norm_topk_prob": False},
+    "qwen2_moe_shared:norm": {"norm_topk_prob": True},
+    "qwen2_moe_shared:shared": {"shared_expert_intermediate_size": 0},
     "qwen3_moe_renormalized:top_k": {"num_experts_per_tok": 6},
 }
 

@@ -109,7 +109,8 @@ def load_model(directory):
 
 # ------------------------------------------------------------ the config
 
-FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "mixtral", "qwen3_moe")
+FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "mixtral", "qwen2_moe",
+            "qwen3_moe")
 
 
 class Spec:
@@ -146,17 +147,20 @@ class Spec:
         self.renormalize = True
         self.expert_inter = c["intermediate_size"]
         self.moe_layers = [self.moe] * self.layers
-        if self.family == "qwen3_moe":  # Qwen3MoeConfig's names and defaults
-            self.experts = c.get("num_experts", 128)
-            self.top_k = c.get("num_experts_per_tok", 8)
+        self.shared_inter = 0
+        if self.family in ("qwen2_moe", "qwen3_moe"):  # Qwen3MoeConfig's names and defaults
+            qwen2 = self.family == "qwen2_moe"
+            self.experts = c.get("num_experts", 60 if qwen2 else 128)
+            self.top_k = c.get("num_experts_per_tok", 4 if qwen2 else 8)
             self.renormalize = c.get("norm_topk_prob", False)
-            self.expert_inter = c.get("moe_intermediate_size", 768)
+            self.expert_inter = c.get("moe_intermediate_size", 1408 if qwen2 else 768)
+            self.shared_inter = c.get("shared_expert_intermediate_size", 5632) if qwen2 else 0
             step, dense = c.get("decoder_sparse_step", 1), c.get("mlp_only_layers", [])
             self.moe_layers = [i not in dense and self.experts > 0 and (i + 1) % step == 0
                                for i in range(self.layers)]
 
         bias = bool(c.get("attention_bias", False)) and self.family in ("llama", "qwen3", "qwen3_moe")
-        self.qkv_bias = bias or self.family == "qwen2"
+        self.qkv_bias = bias or self.family in ("qwen2", "qwen2_moe")
         self.o_bias = bias
         self.mlp_bias = self.family == "llama" and bool(c.get("mlp_bias", False))
 
@@ -172,7 +176,7 @@ class Spec:
         """The sliding window of `layer` (None: full causal attention)."""
         if self.family in ("mistral", "mixtral"):
             return c.get("sliding_window")
-        if self.family in ("qwen2", "qwen3", "qwen3_moe"):
+        if self.family in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe"):
             use = c.get("use_sliding_window", False) and layer >= c.get("max_window_layers", 0)
             return c.get("sliding_window") if use else None
         if self.family == "gemma2":
@@ -207,13 +211,19 @@ def tensor_shapes(config):
         if s.sandwich:
             shapes[p + "pre_feedforward_layernorm.weight"] = ((H,), "norm")
             shapes[p + "post_feedforward_layernorm.weight"] = ((H,), "norm")
-        if s.moe_layers[i] and s.family == "qwen3_moe":
+        if s.moe_layers[i] and s.family in ("qwen2_moe", "qwen3_moe"):
             linear(p + "mlp.gate", s.experts, H, False)
             for j in range(s.experts):
                 e = p + f"mlp.experts.{j}."
                 linear(e + "gate_proj", s.expert_inter, H, False)
                 linear(e + "up_proj", s.expert_inter, H, False)
                 linear(e + "down_proj", H, s.expert_inter, False)
+            if s.shared_inter:
+                e = p + "mlp.shared_expert."
+                linear(e + "gate_proj", s.shared_inter, H, False)
+                linear(e + "up_proj", s.shared_inter, H, False)
+                linear(e + "down_proj", H, s.shared_inter, False)
+                linear(p + "mlp.shared_expert_gate", 1, H, False)
         elif s.moe_layers[i]:
             linear(p + "block_sparse_moe.gate", s.experts, H, False)
             for j in range(s.experts):
@@ -353,12 +363,15 @@ def moe(s, weights, p, x):
     if s.renormalize:
         chosen = chosen / chosen.sum(-1, keepdim=True)
     dense = torch.zeros_like(probs).scatter(-1, top, chosen)
-    names = ("gate_proj", "up_proj", "down_proj") if s.family == "qwen3_moe" else ("w1", "w3", "w2")
+    names = ("w1", "w3", "w2") if s.family == "mixtral" else ("gate_proj", "up_proj", "down_proj")
     out = torch.zeros_like(x)
     for j in range(s.experts):
         e = p + f"experts.{j}."
         h = activation(s, linear(x, weights, e + names[0])) * linear(x, weights, e + names[1])
         out = out + dense[..., j:j + 1] * linear(h, weights, e + names[2])
+    if s.shared_inter:  # Qwen2-MoE: every token's shared expert, gated by a sigmoid
+        gate = torch.sigmoid(linear(x, weights, p + "shared_expert_gate"))
+        out = out + gate * mlp(s, weights, p + "shared_expert.", x)
     return out
 
 
@@ -387,7 +400,7 @@ def forward(config, weights, tokens):
         if not s.moe_layers[i]:
             m = mlp(s, weights, p + "mlp.", h)
         else:
-            m = moe(s, weights, p + ("mlp." if s.family == "qwen3_moe" else "block_sparse_moe."), h)
+            m = moe(s, weights, p + ("block_sparse_moe." if s.family == "mixtral" else "mlp."), h)
         if s.sandwich:
             m = norm(m, p + "post_feedforward_layernorm.weight")
         x = x + m

@@ -229,6 +229,20 @@ nlohmann::json ToJson(const EvalResult& r) {
     for (double v : c.layer_relative_rmse) layers.push_back(JsonNumber(v));
     x["layer_relative_rmse"] = layers;
     x["census"] = CensusJson(c.census);
+    if (!c.routing.empty()) {
+      nlohmann::json routing = nlohmann::json::array();
+      for (const RoutingResult& r : c.routing) {
+        routing.push_back({{"layer", r.layer},
+                           {"tokens", r.tokens},
+                           {"topk_set_agreement", JsonNumber(r.set_agreement)},
+                           {"topk_order_agreement", JsonNumber(r.order_agreement)},
+                           {"top1_changed", JsonNumber(r.top1_changed)},
+                           {"max_load_change", JsonNumber(r.max_load_change)},
+                           {"expert_load", r.load},
+                           {"reference_expert_load", r.reference_load}});
+      }
+      x["routing"] = routing;
+    }
     list.push_back(std::move(x));
   }
   j["candidates"] = list;

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,35 @@ void PrintLlamaCpp(const EvalReport& e) {
   PrintTable(rows, {0});
 }
 
+// A mixture of experts: each candidate's routing against the reference's
+// over its layers with experts (per layer in --json).
+void PrintRouting(const EvalReport& e) {
+  std::vector<Row> rows = {{"candidate", "MoE layers", "top-k set agreement",
+                            "top-k order agreement", "top-1 changed", "largest load change"}};
+  for (const CandidateResult& c : e.candidates) {
+    if (c.routing.empty()) continue;
+    double set = 0, order = 0, changed = 0, load = 0;
+    for (const RoutingResult& r : c.routing) {
+      set += r.set_agreement;
+      order += r.order_agreement;
+      changed += r.top1_changed;
+      load = std::max(load, r.max_load_change);
+    }
+    const double n = static_cast<double>(c.routing.size());
+    rows.push_back({c.candidate.label, std::to_string(c.routing.size()),
+                    api::PercentText(set / n), api::PercentText(order / n),
+                    api::PercentText(changed / n), api::PercentText(load)});
+  }
+  if (rows.size() == 1) return;
+  std::printf(
+      "\nrouting: each token's top-k experts against the reference's, means over the layers\n"
+      "with experts (load change: |tokens an expert takes - the reference's| / tokens, the\n"
+      "largest); the routers stay float32 unless a --weights pattern names them\n"
+      "(*.mlp.gate.weight, *.block_sparse_moe.gate.weight): a plain scheme takes the linear\n"
+      "layers only\n");
+  PrintTable(rows, {0});
+}
+
 void PrintResult(const api::EvalResult& r, Output output, bool layers, bool census) {
   const EvalReport& e = r.report;
   std::vector<Row> rows = {{"candidate", "bits/w", "w SQNR dB", "KL mean", "KL median", "KL p99",
@@ -213,6 +243,7 @@ void PrintResult(const api::EvalResult& r, Output output, bool layers, bool cens
       "          quantized matrices ('-': weights in float32)\n\n");
   PrintTable(rows, {0});
   if (e.scored_from >= 0) PrintLlamaCpp(e);
+  PrintRouting(e);
   if (layers) {
     std::printf("\nrelative RMSE of the hidden state after each layer, ||h_q - h|| / ||h||\n");
     std::vector<Row> table;

@@ -145,6 +145,16 @@ class Evaluator {
       absl::StatusOr<const LayerWeights*> w =
           reader_.Layer(layer, threads_, pass.another_follows);
       if (!w.ok()) return w.status();
+      // A layer with experts: each stream's routes (a stream that does not
+      // run the layer routes as the reference does).
+      const bool moe = !(*w)->experts.empty();
+      for (Stream& s : streams_) {
+        if (moe) {
+          s.routes.assign(static_cast<size_t>(batch.rows * c_.experts_per_token), -1);
+        } else {
+          s.routes.clear();
+        }
+      }
       if (absl::Status s = AddStreams(nullptr, **w, layer, schedule); !s.ok()) return s;
       for (size_t v = 0; v < variants_.size(); ++v) {
         Progress(absl::StrCat(at, ": ", variants_[v]->spec()));
@@ -159,6 +169,12 @@ class Evaluator {
       }
       if (absl::Status s = schedule.Flush(layer); !s.ok()) return s;
       tally_.AddLayerErrors(batch, first_sequence, layer, streams_, threads_);
+      if (moe) {
+        for (Stream& s : streams_) {
+          if (!s.Runs(layer)) s.routes = streams_[0].routes;
+        }
+        tally_.AddRouting(layer, streams_);
+      }
     }
     JoinAt(c_.num_layers);
     Progress(absl::StrCat(where, "lm_head"));

@@ -14,6 +14,23 @@
 
 namespace lowp {
 
+// One layer with experts: a candidate's routing against the reference's,
+// each token's top-k experts (by router weight) on the same token.
+struct RoutingResult {
+  int64_t layer = 0;
+  uint64_t tokens = 0;
+  // Mean over tokens of |candidate's top-k ∩ reference's| / k.
+  double set_agreement = 0;
+  // Share of tokens whose top-k is the reference's in the same order.
+  double order_agreement = 0;
+  // Share of tokens whose first expert is not the reference's.
+  double top1_changed = 0;
+  // Tokens per expert (each token counts once per expert it takes).
+  std::vector<uint64_t> load, reference_load;
+  // max over experts of |load - reference_load| / tokens.
+  double max_load_change = 0;
+};
+
 struct CandidateResult {
   EvalCandidate candidate;
   WeightReport weights;              // the matrices changed (none with float32 weights)
@@ -29,6 +46,9 @@ struct CandidateResult {
   // the layer, over every token.
   std::vector<double> layer_relative_rmse;
   Census census;
+  // Per layer with experts, its routing against the reference's
+  // (eval/routing.h); empty for a dense model.
+  std::vector<RoutingResult> routing;
 };
 
 struct EvalReport {

@@ -50,6 +50,11 @@ absl::Status LayerSchedule::Add(size_t index, Stream& s, const LayerWeights& wei
                                                      groups_[g].sequences.size());
     t.census = &s.census;
     t.inputs = s.inputs;
+    if (!s.routes.empty()) {
+      const size_t k = static_cast<size_t>(config_.experts_per_token);
+      t.routes = std::span<int32_t>(s.routes).subspan(static_cast<size_t>(first_row) * k,
+                                                      static_cast<size_t>(groups_[g].rows) * k);
+    }
     tasks.push_back(t);
   }
   if (side_by_side) {

@@ -26,6 +26,9 @@ struct Stream {
   // lm_head's sums per row: the reference's logits, or a candidate's
   // against the reference's.
   std::vector<LogitStats> reference_logits;
+  // In a layer with experts: the experts each row took, [rows,
+  // experts_per_token] (LayerTask::routes); empty in other layers.
+  std::vector<int32_t> routes;
   std::vector<CandidateStats> logits;
 
   bool Runs(int64_t layer) const { return layer >= first_layer; }

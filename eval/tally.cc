@@ -9,7 +9,11 @@ namespace lowp {
 
 Tally::Tally(const ModelConfig& config, int64_t sequences, int64_t length, size_t candidates,
              int64_t scored_from)
-    : config_(config), sequences_(sequences), length_(length), scored_from_(scored_from) {
+    : config_(config),
+      sequences_(sequences),
+      length_(length),
+      scored_from_(scored_from),
+      routing_(config, candidates) {
   const int64_t L = config.num_layers;
   per_sequence_.assign(candidates, std::vector<SequenceResult>(static_cast<size_t>(sequences)));
   for (auto& r : per_sequence_) {
@@ -104,6 +108,7 @@ EvalReport Tally::Report(std::span<const Stream> streams,
       result.weights = v->Report();
     }
     result.census = streams[k + 1].census;
+    result.routing = routing_.Results(k);
     std::vector<double> kl, dp;
     std::vector<PositionMetrics> scored;
     kl.reserve(report.positions);

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "eval/report.h"
+#include "eval/routing.h"
 #include "eval/stream.h"
 #include "model/batch.h"
 
@@ -41,6 +42,9 @@ class Tally {
                             std::span<const int64_t> next, std::span<const Stream> streams,
                             bool reference_finite, int threads);
 
+  // Each candidate's routing in `layer` against the reference's (the
+  // streams' routes).
+  void AddRouting(int64_t layer, std::span<const Stream> streams) { routing_.Add(layer, streams); }
   // Everything merged in sequence order.
   EvalReport Report(std::span<const Stream> streams, std::span<const EvalCandidate> candidates,
                     int64_t batches) const;
@@ -58,6 +62,7 @@ class Tally {
   std::vector<std::vector<SequenceResult>> per_sequence_;  // [candidate][sequence]
   std::vector<std::vector<PositionMetrics>> metrics_;      // [candidate][position]
   std::vector<double> reference_ce_;                       // per sequence
+  RoutingTally routing_;
 };
 
 }  // namespace lowp

@@ -189,7 +189,7 @@ class LayerPass {
  public:
   LayerPass(const ModelConfig& c, int64_t layer, const LayerWeights& w, const Emulation& e,
             const Batch& b, std::span<LayerKv* const> kv, ForwardBuffers& buf, int threads,
-            Census* census, LinearInputs* inputs)
+            Census* census, LinearInputs* inputs, std::span<int32_t> routes)
       : c_(c),
         layer_(layer),
         w_(w),
@@ -199,7 +199,8 @@ class LayerPass {
         buf_(buf),
         threads_(threads),
         sites_(e, census),
-        inputs_(inputs) {}
+        inputs_(inputs),
+        routes_(routes) {}
 
   // llama.cpp's KV rotation's block sizes for q and k, and for v (0: none).
   void SetKvRotation(int64_t k, int64_t v) {
@@ -490,6 +491,10 @@ class LayerPass {
         for (int64_t j = 0; j < k; ++j) {
           tokens[order[j]].push_back(t);
           gains[order[j]].push_back(static_cast<float>(p[order[j]] / top));
+          if (!routes_.empty()) {
+            routes_[static_cast<size_t>((seq.first_row + t) * k + j)] =
+                static_cast<int32_t>(order[j]);
+          }
         }
       }
       std::vector<float> rows, gate, up, act_in, result;
@@ -576,6 +581,7 @@ class LayerPass {
   const int threads_;
   Sites sites_;
   LinearInputs* const inputs_;
+  const std::span<int32_t> routes_;  // [rows, experts_per_token] or empty
   int64_t rotate_k_ = 0, rotate_v_ = 0;
   std::vector<float> cos_, sin_;  // RopeAngles
 };
@@ -644,8 +650,13 @@ absl::StatusOr<std::pair<int64_t, int64_t>> KvRotationBlocks(const KvRotation& r
 absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerWeights& w,
                           const Emulation& emulation, const Batch& batch, std::span<float> hidden,
                           std::span<LayerKv* const> kv, ForwardBuffers& buffers, int threads,
-                          Census* census, LinearInputs* inputs) {
+                          Census* census, LinearInputs* inputs, std::span<int32_t> routes) {
   const int64_t D = config.hidden_size;
+  if (!routes.empty() && static_cast<int64_t>(routes.size()) !=
+                             batch.rows * std::max<int64_t>(1, config.experts_per_token)) {
+    return absl::InvalidArgumentError(absl::StrCat("layer ", layer, ": ", routes.size(),
+                                                   " route slots for ", batch.rows, " rows"));
+  }
   if (static_cast<int64_t>(hidden.size()) != batch.rows * D ||
       kv.size() != batch.sequences.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -663,7 +674,8 @@ absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerW
   absl::StatusOr<std::pair<int64_t, int64_t>> rotation =
       KvRotationBlocks(emulation.kv_rotation, config.head_dim);
   if (!rotation.ok()) return rotation.status();
-  LayerPass pass(config, layer, w, emulation, batch, kv, buffers, threads, census, inputs);
+  LayerPass pass(config, layer, w, emulation, batch, kv, buffers, threads, census, inputs,
+                 routes);
   pass.SetKvRotation(rotation->first, rotation->second);
   pass.Run(hidden);
   return absl::OkStatus();
@@ -701,7 +713,7 @@ absl::Status RunLayerTasks(const ModelConfig& config, int64_t layer,
   if (!SmallLayer(config) || threads <= 1 || tasks.size() <= 1) {
     for (const LayerTask& t : tasks) {
       if (absl::Status s = ForwardLayer(config, layer, *t.weights, *t.emulation, *t.batch, t.hidden,
-                                        t.kv, buffers, threads, t.census, t.inputs);
+                                        t.kv, buffers, threads, t.census, t.inputs, t.routes);
           !s.ok()) {
         return s;
       }
@@ -714,7 +726,8 @@ absl::Status RunLayerTasks(const ModelConfig& config, int64_t layer,
     const LayerTask& t = tasks[i];
     thread_local ForwardBuffers mine;
     errors[i] = ForwardLayer(config, layer, *t.weights, *t.emulation, *t.batch, t.hidden, t.kv,
-                             mine, 1, t.census != nullptr ? &censuses[i] : nullptr, t.inputs);
+                             mine, 1, t.census != nullptr ? &censuses[i] : nullptr, t.inputs,
+                             t.routes);
   });
   for (size_t i = 0; i < tasks.size(); ++i) {
     if (!errors[i].ok()) return errors[i];

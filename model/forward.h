@@ -194,7 +194,8 @@ absl::Status Embed(const ModelConfig& config, const Emulation& emulation, std::s
 absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerWeights& w,
                           const Emulation& emulation, const Batch& batch, std::span<float> hidden,
                           std::span<LayerKv* const> kv, ForwardBuffers& buffers, int threads,
-                          Census* census, LinearInputs* inputs = nullptr);
+                          Census* census, LinearInputs* inputs = nullptr,
+                          std::span<int32_t> routes = {});
 
 // The longest sequence a run takes: the config's max_position_embeddings,
 // or kMaxTokensWithoutPositions when the config gives none.
@@ -212,6 +213,10 @@ struct LayerTask {
   std::span<LayerKv* const> kv;
   Census* census = nullptr;
   LinearInputs* inputs = nullptr;
+  // A layer with experts writes here the experts each row took
+  // ([rows, experts_per_token], by descending router weight); empty: none
+  // asked.
+  std::span<int32_t> routes;
 };
 
 // Whether a layer of `config` is too little work to split its products

@@ -184,6 +184,35 @@ def test_oracle_case_exercises_its_feature(key):
     assert err > 100 * TOLERANCE, f"{key}: {FEATURE_OFF[key]} moves the logits only {err:.3g}"
 
 
+@pytest.mark.parametrize("name", ["qwen3_moe", "mixtral_4x2"])
+def test_routing_against_the_oracles_experts(tmp_path, name):
+    """lowp.eval's routing report: the reference's expert load is the
+    oracle's router's on the same tokens; a candidate that changes nothing
+    upstream of the routers agrees with it on every token; a quantized one
+    agrees less, consistently (order <= set, loads sum to tokens * k)."""
+    cfg, seed = make_model(tmp_path, name)
+    tokens = np.random.default_rng(7).integers(0, cfg["vocab_size"], size=(3, 20)).astype(np.int32)
+    routes = {}
+    ref.forward(*ref.load_model(tmp_path), tokens, routes=routes)
+    same = "*.self_attn.q_proj.weight=fp32"  # float32 into float32: the reference itself
+    r = lowp.eval(model=tmp_path, tokens=tokens, weights=f"{same},int4-g32")
+    exact, quantized = r["candidates"]
+    assert [x["layer"] for x in exact["routing"]] == sorted(routes)
+    k = cfg["num_experts_per_tok"]
+    for layer in exact["routing"]:
+        taken = routes[layer["layer"]].reshape(-1).numpy()
+        experts = len(layer["reference_expert_load"])
+        assert layer["reference_expert_load"] == np.bincount(taken, minlength=experts).tolist()
+        assert layer["tokens"] == tokens.size
+        assert layer["topk_set_agreement"] == layer["topk_order_agreement"] == 1.0
+        assert layer["top1_changed"] == 0.0 and layer["max_load_change"] == 0.0
+        assert layer["expert_load"] == layer["reference_expert_load"]
+    for layer in quantized["routing"]:
+        assert sum(layer["expert_load"]) == sum(layer["reference_expert_load"]) == tokens.size * k
+        assert 0 <= layer["topk_order_agreement"] <= layer["topk_set_agreement"] <= 1
+    assert min(x["topk_set_agreement"] for x in quantized["routing"]) < 1
+
+
 def test_sharded_model_equals_single_file(tmp_path):
     """model.safetensors.index.json + shards: the same logits, bit for bit."""
     single, sharded = tmp_path / "single", tmp_path / "sharded"

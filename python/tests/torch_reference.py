@@ -353,12 +353,14 @@ def mlp(s, weights, p, x):
     return linear(gate * linear(x, weights, p + "up_proj"), weights, p + "down_proj")
 
 
-def moe(s, weights, p, x):
+def moe(s, weights, p, x, routes=None):
     """Mixtral and Qwen3-MoE: softmax router over all experts, the top-k
     (ties to the lower index: a stable descending sort), their weights
     renormalized (Mixtral; Qwen3-MoE when norm_topk_prob) or not."""
     probs = torch.softmax(linear(x, weights, p + "gate"), dim=-1)  # [n, T, E]
     top = torch.sort(probs, dim=-1, descending=True, stable=True).indices[..., :s.top_k]
+    if routes is not None:  # the experts each token takes, by descending weight
+        routes.append(top)
     chosen = probs.gather(-1, top)
     if s.renormalize:
         chosen = chosen / chosen.sum(-1, keepdim=True)
@@ -375,9 +377,10 @@ def moe(s, weights, p, x):
     return out
 
 
-def forward(config, weights, tokens):
+def forward(config, weights, tokens, routes=None):
     """float64 logits [n, T, vocab] of int tokens [n, T] (or [T, vocab] of
-    [T]); every sequence starts at position 0."""
+    [T]); every sequence starts at position 0. `routes`, a dict, gets each
+    layer with experts' top-k experts per token ([n, T, k])."""
     s = Spec(config)
     tokens = torch.as_tensor(np.asarray(tokens), dtype=torch.long)
     single = tokens.dim() == 1
@@ -400,7 +403,10 @@ def forward(config, weights, tokens):
         if not s.moe_layers[i]:
             m = mlp(s, weights, p + "mlp.", h)
         else:
-            m = moe(s, weights, p + ("block_sparse_moe." if s.family == "mixtral" else "mlp."), h)
+            taken = [] if routes is not None else None
+            m = moe(s, weights, p + ("block_sparse_moe." if s.family == "mixtral" else "mlp."), h, taken)
+            if routes is not None:
+                routes[i] = taken[0]
         if s.sandwich:
             m = norm(m, p + "post_feedforward_layernorm.weight")
         x = x + m

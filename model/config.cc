@@ -121,6 +121,9 @@ bool SlidingLayer(const ModelConfig& model, int64_t layer) {
       return layer % 2 == 0;
     case SlidingLayers::kFrom:
       return layer >= model.first_sliding_layer;
+    case SlidingLayers::kListed:
+      return layer >= 0 && layer < static_cast<int64_t>(model.window_layers.size()) &&
+             model.window_layers[static_cast<size_t>(layer)];
   }
   return true;
 }

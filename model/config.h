@@ -42,6 +42,7 @@ enum class SlidingLayers {
   kAll,   // Mistral, Mixtral
   kEven,  // Gemma 2: layers 0, 2, 4, ... (the others attend globally)
   kFrom,  // Qwen2 with use_sliding_window: layers >= max_window_layers
+  kListed,  // Gemma 3: the layers ModelConfig::window_layers marks
 };
 
 struct ModelConfig {
@@ -93,6 +94,10 @@ struct ModelConfig {
   int64_t sliding_window = 0;
   SlidingLayers sliding_layers = SlidingLayers::kAll;
   int64_t first_sliding_layer = 0;     // kFrom: Qwen2's max_window_layers
+  std::vector<bool> window_layers;     // kListed: per layer, whether it is windowed
+  // Gemma 3: the RoPE base of the windowed layers (rope_local_base_freq),
+  // whose angles take no rope_scaling; 0: every layer's is rope_theta.
+  double rope_local_theta = 0;
   double query_pre_attn_scalar = 0;    // Gemma 2: scores scaled by its -1/2 power; 0: head_dim
   double attn_logit_softcapping = 0;   // Gemma 2: scores = c tanh(scores / c); 0: none
   double final_logit_softcapping = 0;  // Gemma 2: the same on the logits

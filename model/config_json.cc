@@ -129,6 +129,33 @@ class FieldReader {
     return out;
   }
 
+  // An array of strings; empty when absent, null or bad.
+  std::vector<std::string> StringList(const std::string& key) {
+    std::string where;
+    const Json* value = Find(key, &where);
+    std::vector<std::string> out;
+    if (value == nullptr || value->is_null()) return out;
+    if (!value->is_array()) {
+      Fail(where, absl::StrCat("is ", Described(*value), ", not an array of strings"));
+      return out;
+    }
+    for (const Json& v : *value) {
+      if (!v.is_string()) {
+        Fail(where, absl::StrCat("holds ", Described(v), ", not a string"));
+        return {};
+      }
+      out.push_back(v.get<std::string>());
+    }
+    return out;
+  }
+
+  // Whether the key is present and null.
+  bool IsNull(const std::string& key) const {
+    std::string where;
+    const Json* value = Find(key, &where);
+    return value != nullptr && value->is_null();
+  }
+
   // A boolean; `fallback` when absent, null or bad.
   bool Bool(const std::string& key, bool fallback) {
     std::string where;
@@ -274,6 +301,16 @@ constexpr Family kFamilies[] = {
      .gemma = true,
      .default_window = 4096,
      .sliding_layers = SlidingLayers::kEven},
+    {.model_type = "gemma3_text",
+     .tie_default = true,
+     .reads_attention_bias = true,
+     .qk_norm = true,
+     .norms_per_layer = 4,
+     .requires_head_dim = true,
+     .gemma = true,
+     .default_window = 4096,
+     .sliding_layers = SlidingLayers::kListed,
+     .default_rope_theta = 1e6},
     {.model_type = "mixtral", .mixture_of_experts = true, .default_rope_theta = 1e6},
     {.model_type = "qwen2_moe",
      .attention_bias = true,
@@ -292,6 +329,35 @@ constexpr Family kFamilies[] = {
      .window_gated = true,
      .sliding_layers = SlidingLayers::kFrom},
 };
+
+// Gemma 3's windowed layers: layer_types ("sliding_attention" or
+// "full_attention" per layer) where given, else every layer but each
+// sliding_window_pattern-th (Gemma3TextConfig's default 6).
+void ReadGemma3Layers(FieldReader& fields, ModelConfig& m) {
+  const int64_t layers = m.num_layers;
+  m.window_layers.assign(static_cast<size_t>(std::max<int64_t>(0, layers)), false);
+  if (fields.Has("layer_types") && !fields.IsNull("layer_types")) {
+    const std::vector<std::string> types = fields.StringList("layer_types");
+    if (!fields.status().ok()) return;
+    if (static_cast<int64_t>(types.size()) != layers) {
+      fields.Fail("layer_types", absl::StrCat("lists ", types.size(), " layers, not ",
+                                              "num_hidden_layers (", layers, ")"));
+      return;
+    }
+    for (size_t i = 0; i < types.size(); ++i) {
+      if (types[i] != "sliding_attention" && types[i] != "full_attention") {
+        fields.Fail("layer_types", absl::StrCat("holds \"", types[i],
+                                                "\" (lowp runs sliding_attention and "
+                                                "full_attention)"));
+        return;
+      }
+      m.window_layers[i] = types[i] == "sliding_attention";
+    }
+    return;
+  }
+  const int64_t pattern = fields.OptionalSize("sliding_window_pattern").value_or(6);
+  for (int64_t i = 0; i < layers; ++i) m.window_layers[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
+}
 
 // The forward-pass fields of a config.json (ModelConfig's last group).
 void ReadForwardFields(FieldReader& fields, const Family& family, const std::string& source,
@@ -339,6 +405,19 @@ void ReadForwardFields(FieldReader& fields, const Family& family, const std::str
   m.sliding_layers = family.sliding_layers;
   if (m.sliding_layers == SlidingLayers::kFrom) {
     m.first_sliding_layer = fields.OptionalSize("max_window_layers").value_or(28);
+  }
+  if (m.sliding_layers == SlidingLayers::kListed) {  // Gemma 3
+    ReadGemma3Layers(fields, m);
+  }
+  if (absl::string_view(family.model_type) == "gemma3_text") {
+    m.query_pre_attn_scalar = fields.OptionalNumber("query_pre_attn_scalar").value_or(256);
+    if (!(m.query_pre_attn_scalar > 0)) fields.Fail("query_pre_attn_scalar", "must be positive");
+    m.attn_logit_softcapping = fields.OptionalNumber("attn_logit_softcapping").value_or(0);
+    m.final_logit_softcapping = fields.OptionalNumber("final_logit_softcapping").value_or(0);
+    if (m.attn_logit_softcapping < 0) fields.Fail("attn_logit_softcapping", "is negative");
+    if (m.final_logit_softcapping < 0) fields.Fail("final_logit_softcapping", "is negative");
+    m.rope_local_theta = fields.OptionalNumber("rope_local_base_freq").value_or(10000);
+    if (!(m.rope_local_theta > 0)) fields.Fail("rope_local_base_freq", "must be positive");
   }
   if (absl::string_view(family.model_type) == "gemma2") {
     m.query_pre_attn_scalar = fields.OptionalNumber("query_pre_attn_scalar").value_or(224);

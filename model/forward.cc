@@ -157,13 +157,17 @@ std::span<const float> QuantizePerSequence(const Scheme* scheme, const Batch& b,
   return out;
 }
 
-// The inverse frequencies of the rotary embedding, rope_scaling applied.
-std::vector<double> InverseFrequencies(const ModelConfig& c) {
+// The inverse frequencies of the rotary embedding of `layer`, rope_scaling
+// applied (Gemma 3's windowed layers: rope_local_base_freq, unscaled).
+std::vector<double> InverseFrequencies(const ModelConfig& c, int64_t layer) {
   const int64_t d = c.head_dim;
   std::vector<double> inv_freq(static_cast<size_t>(d / 2));
-  const RopeScaling& r = c.rope_scaling;
+  const bool local = c.rope_local_theta > 0 && SlidingLayer(c, layer);
+  const RopeScaling none;
+  const RopeScaling& r = local ? none : c.rope_scaling;
+  const double theta = local ? c.rope_local_theta : c.rope_theta;
   for (int64_t i = 0; i < d / 2; ++i) {
-    double f = std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+    double f = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
     if (r.type == "linear") {
       f /= r.factor;
     } else if (r.type == "llama3") {
@@ -285,7 +289,7 @@ class LayerPass {
   // head_dim / 2] each: computed once for the queries and the keys.
   void RopeAngles() {
     const int64_t half = c_.head_dim / 2;
-    const std::vector<double> inv_freq = InverseFrequencies(c_);
+    const std::vector<double> inv_freq = InverseFrequencies(c_, layer_);
     cos_.resize(static_cast<size_t>(b_.rows * half));
     sin_.resize(static_cast<size_t>(b_.rows * half));
     ForRows(b_.rows, half * 8, threads_, [&](int64_t first, int64_t end) {

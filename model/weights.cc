@@ -8,8 +8,9 @@
 namespace lowp {
 namespace {
 
-constexpr const char* kForwardTypes[] = {"llama",  "mistral", "qwen2",     "qwen3",    "gemma",
-                                         "gemma2", "mixtral", "qwen2_moe", "qwen3_moe"};
+constexpr const char* kForwardTypes[] = {"llama",       "mistral", "qwen2",     "qwen3",
+                                         "gemma",       "gemma2",  "gemma3_text", "mixtral",
+                                         "qwen2_moe",   "qwen3_moe"};
 
 }  // namespace
 

@@ -177,6 +177,40 @@ TEST(ParseModelConfigTest, Qwen3MoeFields) {
   EXPECT_GE(counts.active, shared);
 }
 
+// Gemma 3's windowed layers: every sliding_window_pattern-th layer global
+// (6 by default), or as layer_types lists them; its two RoPE bases.
+TEST(ParseModelConfigTest, Gemma3Layers) {
+  const std::string base = R"({"model_type": "gemma3_text", "hidden_size": 64,
+      "intermediate_size": 96, "num_hidden_layers": 7, "num_attention_heads": 4, "head_dim": 16,
+      "vocab_size": 100, "sliding_window": 512)";
+  absl::StatusOr<ModelConfig> m = ParseModelConfig(base + "}", "c.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  for (int64_t layer = 0; layer < 7; ++layer) EXPECT_EQ(SlidingLayer(*m, layer), layer != 5);
+  EXPECT_EQ(m->rope_theta, 1e6);
+  EXPECT_EQ(m->rope_local_theta, 10000);
+  EXPECT_EQ(m->query_pre_attn_scalar, 256);
+  EXPECT_EQ(m->final_logit_softcapping, 0);
+  EXPECT_TRUE(m->tie_word_embeddings);
+  EXPECT_TRUE(m->qk_norm);
+  EXPECT_EQ(m->norms_per_layer, 4);
+  m = ParseModelConfig(base + R"(, "layer_types": ["full_attention", "sliding_attention",
+      "full_attention", "full_attention", "full_attention", "full_attention",
+      "sliding_attention"]})", "c.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(SlidingLayer(*m, 1));
+  EXPECT_FALSE(SlidingLayer(*m, 5));
+  EXPECT_TRUE(SlidingLayer(*m, 6));
+  for (const auto& [extra, message] : {std::pair<std::string, std::string>{
+                                           R"(, "layer_types": ["full_attention"]})", "lists 1"},
+                                       {R"(, "layer_types": ["full_attention", "chunked", "a", "b",
+                                             "c", "d", "e"]})",
+                                        "chunked"},
+                                       {R"(, "rope_local_base_freq": -1})", "rope_local_base_freq"}}) {
+    absl::StatusOr<ModelConfig> bad = ParseModelConfig(base + extra, "c.json");
+    EXPECT_THAT(bad.status().message(), HasSubstr(message)) << extra;
+  }
+}
+
 TEST(TensorListsTest, LlamaLayerNamesSplitsAndLora) {
   const ModelConfig model = Preset("llama-3.1-8b");
   const std::vector<TensorSpec> layer = LayerTensors(model);

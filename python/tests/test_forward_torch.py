@@ -108,6 +108,18 @@ CASES = {
         "gemma2", "Gemma2ForCausalLM", num_hidden_layers=3, head_dim=16, rms_norm_eps=1e-6,
         tie_word_embeddings=True, query_pre_attn_scalar=24, attn_logit_softcapping=4.0,
         final_logit_softcapping=10.0, sliding_window=8, **GELU),
+    # 5 layers, every 3rd global (layers 2): two RoPE bases, the global one
+    # linearly scaled; QK-norm with 1 + w; a window of 8 on 24 tokens
+    "gemma3_pattern": config(
+        "gemma3_text", "Gemma3ForCausalLM", num_hidden_layers=5, head_dim=16, rms_norm_eps=1e-6,
+        query_pre_attn_scalar=24, sliding_window=8, sliding_window_pattern=3,
+        rope_theta=1000000.0, rope_local_base_freq=100.0,
+        rope_scaling={"rope_type": "linear", "factor": 4.0}, tie_word_embeddings=..., **GELU),
+    # layer_types instead of the pattern, softcaps as Gemma 2's
+    "gemma3_layer_types": config(
+        "gemma3_text", "Gemma3ForCausalLM", num_hidden_layers=3, head_dim=16, rms_norm_eps=1e-6,
+        sliding_window=6, layer_types=["full_attention", "sliding_attention", "sliding_attention"],
+        attn_logit_softcapping=4.0, final_logit_softcapping=10.0, tie_word_embeddings=False, **GELU),
     "mixtral_4x2": config("mixtral", "MixtralForCausalLM", hidden_size=32, intermediate_size=40, head_dim=8,
                           num_local_experts=4, num_experts_per_tok=2, sliding_window=16),
     # 8 experts of 24, top 3 not renormalized (Qwen3MoeConfig's default); layer 1
@@ -161,6 +173,10 @@ FEATURE_OFF = {
     "gemma2_softcap_window:final": {"final_logit_softcapping": None},
     "gemma2_softcap_window:window": {"sliding_window": None},
     "mixtral_4x2": {"num_experts_per_tok": 4},
+    "gemma3_pattern:local_base": {"rope_local_base_freq": 1000000.0},
+    "gemma3_pattern:scaling": {"rope_scaling": None},
+    "gemma3_pattern:window": {"sliding_window_pattern": 1},
+    "gemma3_layer_types:types": {"layer_types": ["full_attention"] * 3},
     "qwen3_moe:norm": {"norm_topk_prob": True},
     "qwen3_moe:window": {"use_sliding_window": False},
     "qwen3_moe_renormalized:norm": {"norm_topk_prob": False},

@@ -109,8 +109,8 @@ def load_model(directory):
 
 # ------------------------------------------------------------ the config
 
-FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "mixtral", "qwen2_moe",
-            "qwen3_moe")
+FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "mixtral",
+            "qwen2_moe", "qwen3_moe")
 
 
 class Spec:
@@ -122,7 +122,7 @@ class Spec:
         self.family = c["model_type"]
         if self.family not in FAMILIES:
             raise ValueError(f"model_type {self.family!r} not in {FAMILIES}")
-        gemma = self.family in ("gemma", "gemma2")
+        gemma = self.family in ("gemma", "gemma2", "gemma3_text")
         self.hidden = c["hidden_size"]
         self.layers = c["num_hidden_layers"]
         self.heads = c["num_attention_heads"]
@@ -132,15 +132,18 @@ class Spec:
             raise ValueError(f"{self.family} configs need head_dim")
         self.vocab = c["vocab_size"]
         self.eps = c.get("rms_norm_eps", 1e-6)
-        self.theta = c.get("rope_theta", 10000.0)
+        gemma3 = self.family == "gemma3_text"
+        self.theta = c.get("rope_theta", 1e6 if gemma3 else 10000.0)
+        # Gemma 3: the windowed layers' RoPE base, their angles unscaled
+        self.local_theta = c.get("rope_local_base_freq", 10000.0) if gemma3 else None
         self.rope_scaling = c.get("rope_scaling")
         self.tied = c.get("tie_word_embeddings", gemma)
 
         self.gemma_norm = gemma          # x_hat * (1 + w)
         self.embed_scale = gemma         # embedding * sqrt(hidden)
         self.gelu = gemma                # gelu(tanh) instead of silu
-        self.sandwich = self.family == "gemma2"   # four norms per layer
-        self.qk_norm = self.family in ("qwen3", "qwen3_moe")
+        self.sandwich = self.family in ("gemma2", "gemma3_text")   # four norms per layer
+        self.qk_norm = self.family in ("qwen3", "qwen3_moe", "gemma3_text")
         self.moe = self.family == "mixtral"
         self.experts = c.get("num_local_experts", 0)
         self.top_k = c.get("num_experts_per_tok", 0)
@@ -159,7 +162,8 @@ class Spec:
             self.moe_layers = [i not in dense and self.experts > 0 and (i + 1) % step == 0
                                for i in range(self.layers)]
 
-        bias = bool(c.get("attention_bias", False)) and self.family in ("llama", "qwen3", "qwen3_moe")
+        bias = bool(c.get("attention_bias", False)) and self.family in (
+            "llama", "qwen3", "qwen3_moe", "gemma3_text")
         self.qkv_bias = bias or self.family in ("qwen2", "qwen2_moe")
         self.o_bias = bias
         self.mlp_bias = self.family == "llama" and bool(c.get("mlp_bias", False))
@@ -168,6 +172,10 @@ class Spec:
         self.attn_softcap = self.final_softcap = None
         if self.family == "gemma2":
             self.scaling = c["query_pre_attn_scalar"] ** -0.5
+            self.attn_softcap = c.get("attn_logit_softcapping")
+            self.final_softcap = c.get("final_logit_softcapping")
+        if gemma3:
+            self.scaling = c.get("query_pre_attn_scalar", 256) ** -0.5
             self.attn_softcap = c.get("attn_logit_softcapping")
             self.final_softcap = c.get("final_logit_softcapping")
         self.windows = [self._window(c, i) for i in range(self.layers)]
@@ -181,6 +189,13 @@ class Spec:
             return c.get("sliding_window") if use else None
         if self.family == "gemma2":
             return c.get("sliding_window") if layer % 2 == 0 else None
+        if self.family == "gemma3_text":  # layer_types, else every pattern-th layer global
+            types = c.get("layer_types")
+            if types is not None:
+                sliding = types[layer] == "sliding_attention"
+            else:
+                sliding = (layer + 1) % c.get("sliding_window_pattern", 6) != 0
+            return c.get("sliding_window", 4096) if sliding else None
         return None
 
 
@@ -277,9 +292,12 @@ def linear(x, weights, name):
     return y if bias is None else y + bias
 
 
-def inv_frequencies(s):
-    """RoPE's inverse frequencies, after llama's rope_scaling if any."""
+def inv_frequencies(s, local=False):
+    """RoPE's inverse frequencies, after llama's rope_scaling if any (Gemma
+    3's windowed layers: their own base, unscaled)."""
     d = s.head_dim
+    if local:
+        return s.local_theta ** (-torch.arange(0, d, 2, dtype=DTYPE) / d)
     inv = s.theta ** (-torch.arange(0, d, 2, dtype=DTYPE) / d)
     rs = s.rope_scaling
     if not rs:
@@ -297,8 +315,8 @@ def inv_frequencies(s):
     return torch.where(wavelen > L0 / lf, inv / f, torch.where(wavelen < L0 / hf, inv, medium))
 
 
-def rope_tables(s, length):
-    angle = torch.arange(length, dtype=DTYPE)[:, None] * inv_frequencies(s)[None, :]
+def rope_tables(s, length, local=False):
+    angle = torch.arange(length, dtype=DTYPE)[:, None] * inv_frequencies(s, local)[None, :]
     angle = torch.cat([angle, angle], dim=-1)  # [T, d]: freqs repeated [f, f]
     return torch.cos(angle), torch.sin(angle)
 
@@ -323,9 +341,9 @@ def attention(s, weights, p, x, cos, sin, window):
     q = linear(x, weights, p + "q_proj").view(n, T, s.heads, s.head_dim).transpose(1, 2)
     k = linear(x, weights, p + "k_proj").view(n, T, s.kv_heads, s.head_dim).transpose(1, 2)
     v = linear(x, weights, p + "v_proj").view(n, T, s.kv_heads, s.head_dim).transpose(1, 2)
-    if s.qk_norm:  # per head, before RoPE
-        q = rms_norm(q, weights[p + "q_norm.weight"], s.eps, False)
-        k = rms_norm(k, weights[p + "k_norm.weight"], s.eps, False)
+    if s.qk_norm:  # per head, before RoPE (Gemma 3's with 1 + w)
+        q = rms_norm(q, weights[p + "q_norm.weight"], s.eps, s.gemma_norm)
+        k = rms_norm(k, weights[p + "k_norm.weight"], s.eps, s.gemma_norm)
     q = q * cos + rotate_half(q) * sin
     k = k * cos + rotate_half(k) * sin
     # GQA: query head h reads kv head h // group; repeat_interleave lays the
@@ -391,9 +409,12 @@ def forward(config, weights, tokens, routes=None):
     x = embed[tokens]
     if s.embed_scale:
         x = x * math.sqrt(s.hidden)
-    cos, sin = rope_tables(s, tokens.shape[1])
+    tables = {False: rope_tables(s, tokens.shape[1])}
+    if s.local_theta is not None:
+        tables[True] = rope_tables(s, tokens.shape[1], local=True)
     for i in range(s.layers):
         p = f"model.layers.{i}."
+        cos, sin = tables[s.local_theta is not None and s.windows[i] is not None]
         a = attention(s, weights, p + "self_attn.", norm(x, p + "input_layernorm.weight"), cos, sin, s.windows[i])
         if s.sandwich:
             a = norm(a, p + "post_attention_layernorm.weight")

@@ -272,7 +272,8 @@ TEST(Eval, BadInputsNameWhatIsWrong) {
   w = gpt.Load();
   ASSERT_FALSE(w.ok());
   EXPECT_THAT(w.status().message(),
-              HasSubstr("supported: llama, mistral, qwen2, qwen3, gemma, gemma2, mixtral"));
+              HasSubstr("supported: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
+                         "mixtral, qwen2_moe, qwen3_moe"));
 
   HandModel yarn({1, 0, 0, 1});
   yarn.config_.rope_scaling.type = "yarn";

@@ -1,7 +1,7 @@
 """An independent float64 oracle for `lowp.forward`: a decoder-only forward
 pass written with torch ops from the formulas of Hugging Face transformers'
-model families (llama, mistral, qwen2, qwen3, gemma, gemma2, mixtral), not
-from their code. Also a minimal safetensors reader/writer, a random-model
+model families (llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, mixtral,
+qwen2_moe, qwen3_moe), not from their code. Also a minimal safetensors reader/writer, a random-model
 generator, and llama2.c's tokenizer decode (for the greedy-story check).
 
 Everything runs in float64 so that the oracle's own rounding (~1e-16) is far

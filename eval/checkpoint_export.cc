@@ -429,7 +429,8 @@ class Exporter {
     }
     if (options_.format == CheckpointFormat::kGptq) {
       for (const TensorView& m : model_.MatrixShapes()) {
-        if (DecoderLayerOf(m.name) < 0) continue;
+        // Routers stay float, as GPTQ checkpoints of MoE models keep them.
+        if (DecoderLayerOf(m.name) < 0 || IsRouter(m.name)) continue;
         auto it = planned_.find(m.name);
         const Planned& first = planned_.begin()->second;
         if (it == planned_.end() || it->second.arguments != first.arguments) {

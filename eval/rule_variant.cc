@@ -107,7 +107,7 @@ class RuleVariant : public WeightVariant {
     // llama-quantize's refusal, before any work: a mix that gives a matrix a
     // type it makes only with an imatrix.
     for (const TensorView& m : reference_.MatrixShapes()) {
-      const bool linear = LayerOf(m.name) != kNoLayer;
+      const bool linear = LayerOf(m.name) != kNoLayer && !IsRouter(m.name);
       const WeightRule* rule = RuleFor(rules_, m.name, linear);
       if (rule == nullptr || rule->scheme == nullptr) continue;
       RecipeChoice choice;
@@ -401,7 +401,7 @@ std::vector<RuleMatch> MatricesByRule(const Checkpoint& reference,
   model.has_imatrix = with_importance;
   std::vector<RuleMatch> out;
   for (const TensorView& m : shapes) {
-    const WeightRule* rule = RuleFor(rules, m.name, LayerOf(m.name) != kNoLayer);
+    const WeightRule* rule = RuleFor(rules, m.name, LayerOf(m.name) != kNoLayer && !IsRouter(m.name));
     if (rule == nullptr || rule->scheme == nullptr) continue;
     out.push_back({m, &SchemeForTensor(*rule->scheme, m, model), rule});
   }

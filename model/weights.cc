@@ -1,5 +1,6 @@
 #include "model/weights.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "io/tensor_set.h"
@@ -31,6 +32,12 @@ std::vector<LayerWeights::Entry> LayerWeights::Matrices(const ModelConfig& confi
     for (Matrix* m : {&gate, &up, &down}) out.push_back({m, true});
   }
   return out;
+}
+
+bool IsRouter(absl::string_view name) {
+  return absl::EndsWith(name, ".block_sparse_moe.gate.weight") ||
+         absl::EndsWith(name, ".mlp.gate.weight") ||
+         absl::EndsWith(name, ".mlp.shared_expert_gate.weight");
 }
 
 std::span<float> LayerStorage::Buffer(size_t index, size_t size) {

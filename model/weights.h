@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "model/config.h"
 #include "quant/calibration.h"
 #include "quant/scheme.h"
@@ -90,6 +91,11 @@ struct LayerStorage {
   // Stored form `index`, emptied.
   StoredChunk& Stored(size_t index);
 };
+
+// Whether `name` is a router's matrix (Mixtral's block_sparse_moe.gate, the
+// Qwen MoEs' mlp.gate and mlp.shared_expert_gate): in a decoder layer but
+// no linear layer a scheme without a pattern takes (LayerWeights::Entry).
+bool IsRouter(absl::string_view name);
 
 // The architectures the forward pass runs (model_type), for messages.
 std::string ForwardModelTypes();

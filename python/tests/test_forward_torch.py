@@ -8,6 +8,7 @@ LOWP_REQUIRE_TORCH=1 (then a missing torch is an error).
 """
 
 import functools
+import json
 import os
 
 import numpy as np
@@ -227,6 +228,26 @@ def test_routing_against_the_oracles_experts(tmp_path, name):
         assert sum(layer["expert_load"]) == sum(layer["reference_expert_load"]) == tokens.size * k
         assert 0 <= layer["topk_order_agreement"] <= layer["topk_set_agreement"] <= 1
     assert min(x["topk_set_agreement"] for x in quantized["routing"]) < 1
+
+
+@pytest.mark.parametrize("fmt", ["compressed-tensors", "gptq"])
+def test_moe_checkpoint_written_keeps_routers_and_reads_back(tmp_path, fmt):
+    """A plain scheme takes the experts, never the routers (a rule must name
+    them): the written checkpoint leaves them float (compressed-tensors'
+    ignore lists them) and reads back as the candidate's KL exactly."""
+    cfg, _ = make_model(tmp_path / "model", "qwen3_moe")
+    out = tmp_path / "out"
+    lowp.quantize_model(model=tmp_path / "model", weights="int4-g32", out=out, format=fmt, summary=True)
+    with open(out / "config.json") as f:
+        q = json.load(f)["quantization_config"]
+    if fmt == "compressed-tensors":
+        assert "model.layers.0.mlp.gate" in q["ignore"] and "model.layers.2.mlp.gate" in q["ignore"]
+    tokens = np.random.default_rng(3).integers(0, cfg["vocab_size"], size=(2, 16)).astype(np.int32)
+    r = lowp.eval(model=tmp_path / "model", tokens=tokens, weights="int4-g32",
+                  weights_file=out / "model.safetensors")
+    rules, read_back = r["candidates"]
+    assert rules["kl_mean"] > 0 and read_back["kl_mean"] == rules["kl_mean"]
+    assert read_back["routing"] == rules["routing"]
 
 
 def test_sharded_model_equals_single_file(tmp_path):

@@ -459,7 +459,7 @@ class LayerPass {
     }
   }
 
-  // A mixture of experts (Mixtral, Qwen3-MoE): the softmax of the router's
+  // A mixture of experts (Mixtral, the Qwen MoEs): the softmax of the router's
   // logits, the top k (ties to the lower index), their weights renormalized
   // to sum to 1 unless norm_topk_prob is false (Qwen3-MoE's default);
   // sequence by sequence on the pool (each sequence's products on its own

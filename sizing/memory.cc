@@ -416,12 +416,14 @@ Wide LayerActivations(const Job& job, const Layout& l, int64_t seq, int64_t batc
   const Wide kv = Wide{l.kv_heads} * m.head_dim;
   Wide divided = a * (q + 2 * kv + q);
   if (m.qk_norm) divided += a * (q + kv);
-  const Wide f = Wide{m.intermediate_size} / t;
+  const Wide f = Wide{m.num_experts > 0 ? ExpertWidth(m) : m.intermediate_size} / t;
   // Gated: gate and up outputs (inputs of the activation and the product)
   // and the product (input of down); plain: the activation's input and
-  // output. Each routed token passes through experts_per_token experts.
+  // output. Each routed token passes through experts_per_token experts
+  // (and Qwen2-MoE's shared expert).
   const Wide experts = m.num_experts > 0 ? m.experts_per_token : 1;
   divided += a * f * (m.gated_mlp ? 3 : 2) * experts;
+  divided += a * (Wide{m.shared_expert_intermediate_size} / t) * (m.gated_mlp ? 3 : 2);
   // A mixture of experts also keeps each expert's copy of its routed tokens
   // (input of its gate/up weight gradients) and its output (for the routing
   // weight's gradient): 2k h-wide copies, replicated like the block input.
@@ -581,8 +583,12 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
     // each sequence's last token.
     const Wide q = Wide{m.num_heads} * m.head_dim / l.tp;
     const Wide kv = Wide{l.kv_heads} * m.head_dim;
+    // A mixture of experts: k experts' intermediates (ExpertWidth wide) and
+    // the shared expert's.
     const Wide experts = m.num_experts > 0 ? m.experts_per_token : 1;
-    const Wide mlp = Wide{m.intermediate_size} / l.tp * (m.gated_mlp ? 3 : 2) * experts;
+    const Wide width = m.num_experts > 0 ? ExpertWidth(m) : m.intermediate_size;
+    const Wide mlp = (Wide{width} / l.tp * experts + Wide{m.shared_expert_intermediate_size} / l.tp) *
+                     (m.gated_mlp ? 3 : 2);
     b.activations =
         Wide{PrefillTokens(o, seq, batch)} * act * (2 * h + std::max(2 * q + 2 * kv, mlp));
     if (last) b.activations += 4 * Wide{batch} * vocab_rows;

@@ -100,6 +100,24 @@ TEST(SizingMemoryTest, DenseLayersAmongExpertsAreRefused) {
               ::testing::HasSubstr("decoder_sparse_step"));
 }
 
+// Qwen3-MoE's experts are moe_intermediate_size wide; intermediate_size
+// (of dense layers it has none of) changes no figure, in serving or
+// training; the expert width does.
+TEST(SizingMemoryTest, MoeActivationsTakeTheExpertsWidth) {
+  ModelConfig m = Model("qwen3-30b-a3b");
+  for (Mode mode : {Mode::kInference, Mode::kPretrain}) {
+    SizingOptions o;
+    o.mode = mode;
+    const SizingReport base = Estimate(m, o);
+    ModelConfig wider = m;
+    wider.intermediate_size *= 4;
+    EXPECT_EQ(Estimate(wider, o).per_device.activations, base.per_device.activations);
+    wider = m;
+    wider.moe_intermediate_size *= 4;
+    EXPECT_GT(Estimate(wider, o).per_device.activations, base.per_device.activations);
+  }
+}
+
 TEST(SizingMemoryTest, Llama70BInInt4FitsOneDevice) {
   const ModelConfig m = Model("llama-3.1-70b");
   const ParameterCounts c = CountParameters(m);

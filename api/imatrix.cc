@@ -25,6 +25,9 @@ absl::StatusOr<ImatrixResult> MakeImatrix(const ImatrixOptions& o) {
   }
   ImatrixResult result;
   result.format = o.format;
+  if (o.min_expert_tokens < 0) {
+    return OptionError("min_expert_tokens", absl::StrCat(o.min_expert_tokens, ": want >= 0"));
+  }
   if (result.format.empty()) result.format = absl::EndsWith(o.out, ".dat") ? "dat" : "gguf";
   if (result.format != "gguf" && result.format != "dat") {
     return OptionError("format", absl::StrCat("'", o.format, "': want gguf or dat"));
@@ -52,6 +55,22 @@ absl::StatusOr<ImatrixResult> MakeImatrix(const ImatrixOptions& o) {
   result.chunks = tokens->length > 0 ? static_cast<int64_t>(tokens->ids.size()) / tokens->length : 0;
   result.perplexity = made->perplexity;
   result.imatrix = std::move(made->imatrix);
+  result.min_expert_tokens = o.min_expert_tokens;
+  for (const auto& [name, e] : result.imatrix.entries()) {
+    if (e.matrices <= 1) continue;
+    ExpertCoverage c;
+    c.entry = e.name;
+    c.min_tokens = std::numeric_limits<uint64_t>::max();
+    for (size_t m = 0; m < e.counts.size(); ++m) {
+      const uint64_t tokens = static_cast<uint64_t>(e.counts[m]);
+      c.min_tokens = std::min(c.min_tokens, tokens);
+      c.max_tokens = std::max(c.max_tokens, tokens);
+      if (static_cast<double>(e.counts[m]) < static_cast<double>(o.min_expert_tokens)) {
+        c.under_min.push_back(static_cast<int64_t>(m));
+      }
+    }
+    result.experts.push_back(std::move(c));
+  }
   if (!o.out.empty()) {
     absl::Status s = result.format == "dat" ? WriteImatrixDat(result.imatrix, o.out)
                                             : WriteImatrixGguf(result.imatrix, o.out);
@@ -69,6 +88,7 @@ nlohmann::json ToJson(const ImatrixResult& r) {
   j["chunks"] = r.chunks;
   j["chunk_size"] = r.chunk_size;
   j["perplexity"] = JsonNumber(r.perplexity);
+  if (!r.experts.empty()) j["min_expert_tokens"] = r.min_expert_tokens;
   if (!r.out.empty()) {
     j["out"] = r.out;
     j["format"] = r.format;
@@ -91,6 +111,11 @@ nlohmann::json ToJson(const ImatrixResult& r) {
     x["importance_mean"] = w.empty() ? 0.0 : sum / static_cast<double>(w.size());
     x["importance_min"] = w.empty() ? 0.0f : lo;
     x["importance_max"] = hi;
+    if (e.matrices > 1) {
+      for (const ExpertCoverage& c : r.experts) {
+        if (c.entry == e.name) x["experts_under_min"] = c.under_min;
+      }
+    }
     j["entries"].push_back(std::move(x));
   }
   return j;

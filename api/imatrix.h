@@ -27,6 +27,17 @@ struct ImatrixOptions {
   // .dat, else "gguf" (llama-imatrix's default).
   std::string out;
   std::string format;
+  // A mixture of experts: experts that took fewer tokens than this in an
+  // entry are listed (llama-quantize quantizes them from importance
+  // gathered on few tokens, or none).
+  int64_t min_expert_tokens = 1;
+};
+
+// The experts of a merged entry (blk.N.ffn_*_exps) and their tokens.
+struct ExpertCoverage {
+  std::string entry;
+  uint64_t min_tokens = 0, max_tokens = 0;
+  std::vector<int64_t> under_min;  // the experts below min_expert_tokens
 };
 
 struct ImatrixResult {
@@ -39,13 +50,16 @@ struct ImatrixResult {
   Imatrix imatrix;
   std::string out;     // the file written, "" for none
   std::string format;  // "gguf" or "dat"
+  int64_t min_expert_tokens = 1;
+  std::vector<ExpertCoverage> experts;  // one per merged expert entry, in name order
 };
 
 // Errors name the option (model, tensors, the token fields, threads,
 // batch_tokens, format, out) or the file.
 absl::StatusOr<ImatrixResult> MakeImatrix(const ImatrixOptions& options);
 // Per entry: name, columns, matrices, counts and the importance's mean,
-// min and max (in_sum2 / count).
+// min and max (in_sum2 / count); per merged expert entry the experts under
+// min_expert_tokens.
 nlohmann::json ToJson(const ImatrixResult& result);
 
 }  // namespace lowp::api

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "api/imatrix.h"
 #include "cli/commands.h"
 #include "cli/shared.h"
@@ -19,7 +20,8 @@ const char kImatrixHelp[] =
     "usage: lowp imatrix --out FILE [--model DIR | --model CONFIG --tensors FILES]\n"
     "                    [--text FILE [--ctx N] [--chunks N] [--tokenizer FILE] |\n"
     "                     --tokens FILE.npy | --sample N:LEN] [--seed S]\n"
-    "                    [--process-output] [--format gguf|dat] [--json]\n"
+    "                    [--process-output] [--format gguf|dat] [--min-expert-tokens N]\n"
+    "                    [--json]\n"
     "                    [--threads N] [--batch-tokens N] [--quiet]\n"
     "\n"
     "Runs the float32 model over calibration tokens and writes llama.cpp's\n"
@@ -34,6 +36,9 @@ const char kImatrixHelp[] =
     "  llama.cpp's GGUF imatrix) or dat (the legacy format; default for a name\n"
     "  ending in .dat).\n"
     "--process-output: also lm_head's input (output.weight).\n"
+    "--min-expert-tokens N: a mixture of experts' entries (blk.N.ffn_*_exps) list\n"
+    "  the experts that took fewer than N tokens (default 1: those no token\n"
+    "  reached), whose importance llama-quantize would use from that little.\n"
     "Tokens as `lowp eval` takes them (default --sample 16:128); --text runs\n"
     "llama-imatrix's protocol: chunks of --ctx tokens (512), BOS first in each;\n"
     "the perplexity printed is the float32 model's over their second halves.\n"
@@ -42,7 +47,8 @@ const char kImatrixHelp[] =
     "lowp's float32 forward pass over the Hugging Face weights.\n";
 
 int ImatrixCommand(const std::vector<std::string>& argv) {
-  std::vector<std::string> values = {"model", "tensors", "out", "format", "threads",
+  std::vector<std::string> values = {"model", "tensors", "out", "format", "min-expert-tokens",
+                                     "threads",
                                      "batch-tokens"};
   for (std::string& name : TokenOptionNames("")) values.push_back(std::move(name));
   absl::StatusOr<Args> args = Args::Parse(argv, values, {"process-output", "json", "quiet"});
@@ -68,6 +74,12 @@ int ImatrixCommand(const std::vector<std::string>& argv) {
   o.process_output = args->Has("process-output");
   o.out = *out;
   o.format = args->Value("format").value_or("");
+  if (std::optional<std::string> m = args->Value("min-expert-tokens")) {
+    if (!absl::SimpleAtoi(*m, &o.min_expert_tokens) || o.min_expert_tokens < 0) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--min-expert-tokens '", *m, "': want a number >= 0")));
+    }
+  }
   std::optional<Progress> line;
   const bool quiet = args->Has("quiet");
   o.input.progress = [&line, quiet](int64_t, int64_t total, const std::string& what) {
@@ -87,6 +99,16 @@ int ImatrixCommand(const std::vector<std::string>& argv) {
   std::printf("perplexity  %.4f (float32)\n", r->perplexity);
   std::printf("wrote       %s (%s): %zu entries\n", Printable(r->out).c_str(), r->format.c_str(),
               r->imatrix.entries().size());
+  if (!r->experts.empty()) {
+    std::printf("\nexperts: tokens each took, and those under %lld\n",
+                static_cast<long long>(r->min_expert_tokens));
+    std::vector<Row> rows = {{"entry", "fewest", "most", "under"}};
+    for (const api::ExpertCoverage& c : r->experts) {
+      rows.push_back({c.entry, std::to_string(c.min_tokens), std::to_string(c.max_tokens),
+                      c.under_min.empty() ? std::string("none") : absl::StrJoin(c.under_min, ",")});
+    }
+    PrintTable(rows, {0});
+  }
   return 0;
 }
 

@@ -1152,6 +1152,8 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
                [](O& o, const Arg& a) { o.out = Path(a); });
     f.Optional(kKeyword, "format", "str | None", py::none(),
                [](O& o, const Arg& a) { o.format = Text(a); });
+    f.Optional(kKeyword, "min_expert_tokens", "int", py::int_(d.min_expert_tokens),
+               [](O& o, const Arg& a) { IntInto(o.min_expert_tokens, a); });
     f.Optional(kKeyword, "batch_tokens", "int", py::int_(d.input.batch_tokens),
                [](O& o, const Arg& a) { IntInto(o.input.batch_tokens, a); });
     ThreadsParam(f, [](O& o) -> int& { return o.input.threads; });

@@ -192,6 +192,7 @@ def imatrix(
     process_output: bool = False,
     out: FilePath | None = None,
     format: str | None = None,
+    min_expert_tokens: int = 1,
     batch_tokens: int = 0,
     threads: int | None = 0,
 ) -> dict[str, Any]:

@@ -230,6 +230,27 @@ def test_routing_against_the_oracles_experts(tmp_path, name):
     assert min(x["topk_set_agreement"] for x in quantized["routing"]) < 1
 
 
+def test_imatrix_counts_each_experts_tokens_as_the_oracle_routes_them(tmp_path):
+    """lowp.imatrix's merged expert entries count, per expert, the tokens the
+    oracle's router sends it; experts under min_expert_tokens are listed."""
+    cfg, _ = make_model(tmp_path, "qwen3_moe")
+    tokens = np.random.default_rng(11).integers(0, cfg["vocab_size"], size=(2, 24)).astype(np.int32)
+    routes = {}
+    ref.forward(*ref.load_model(tmp_path), tokens, routes=routes)
+    r = lowp.imatrix(model=tmp_path, tokens=tokens, min_expert_tokens=10)
+    entries = {e["name"]: e for e in r["entries"]}
+    assert r["min_expert_tokens"] == 10
+    for layer, top in routes.items():
+        want = np.bincount(top.reshape(-1).numpy(), minlength=cfg["num_experts"])
+        for kind in ("gate", "up", "down"):
+            e = entries[f"blk.{layer}.ffn_{kind}_exps.weight"]
+            assert e["matrices"] == cfg["num_experts"]
+            assert e["counts"] == want.tolist()
+            assert e["experts_under_min"] == [int(j) for j in np.flatnonzero(want < 10)]
+    assert "blk.1.ffn_gate_exps.weight" not in entries  # layer 1 is dense (mlp_only_layers)
+    assert "blk.1.ffn_gate.weight" in entries
+
+
 @pytest.mark.parametrize("fmt", ["compressed-tensors", "gptq"])
 def test_moe_checkpoint_written_keeps_routers_and_reads_back(tmp_path, fmt):
     """A plain scheme takes the experts, never the routers (a rule must name

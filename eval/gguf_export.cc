@@ -269,7 +269,7 @@ class Exporter {
     }
     // A router no rule takes is F32, as the converter forces it (llama.cpp
     // would otherwise round the router's input to the stored type's).
-    if (absl::EndsWith(name, "block_sparse_moe.gate.weight")) return &F32();
+    if (IsRouter(name)) return &F32();
     const Checkpoint::Found* f = model_.Find(name);
     const DType d = f != nullptr ? f->view->dtype : DType::kF32;
     return &ggml::Info(d == DType::kF16    ? ggml::Type::kF16

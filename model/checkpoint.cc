@@ -8,6 +8,8 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "formats/option_error.h"
@@ -176,7 +178,45 @@ absl::Status ReadTensor(const Checkpoint::Found& found, int64_t first_row, int64
 // model_type (convert_hf_to_gguf.py: Mistral and Mixtral are "llama").
 absl::string_view LlamaCppArchitecture(absl::string_view model_type) {
   if (model_type == "mistral" || model_type == "mixtral") return "llama";
+  if (model_type == "qwen3_moe") return "qwen3moe";
   return model_type;
+}
+
+// A GGUF tensor of a mixture of experts under the Hugging Face name of
+// `model_type`'s: the router (ffn_gate_inp) and, for a merged expert tensor
+// (blk.N.ffn_gate_exps...), the prefix of its experts' names
+// ("model.layers.N.block_sparse_moe.experts.") and their suffix (".w1.weight").
+struct MoeName {
+  std::string router;          // the router's name; empty: not the router
+  std::string prefix, suffix;  // a merged expert tensor's; empty: not one
+};
+MoeName MoeTensor(absl::string_view name, absl::string_view model_type) {
+  MoeName out;
+  absl::string_view rest = name;
+  if (!absl::ConsumePrefix(&rest, "blk.")) return out;
+  const size_t dot = rest.find('.');
+  int64_t layer = 0;
+  if (dot == absl::string_view::npos || !absl::SimpleAtoi(rest.substr(0, dot), &layer) ||
+      layer < 0) {
+    return out;
+  }
+  rest.remove_prefix(dot + 1);
+  const bool mixtral = model_type == "mixtral";
+  const std::string p = absl::StrCat("model.layers.", layer, ".",
+                                     mixtral ? "block_sparse_moe." : "mlp.");
+  if (rest == "ffn_gate_inp.weight") {
+    out.router = p + "gate.weight";
+    return out;
+  }
+  const char* kinds[][3] = {{"ffn_gate_exps.weight", ".w1.weight", ".gate_proj.weight"},
+                            {"ffn_up_exps.weight", ".w3.weight", ".up_proj.weight"},
+                            {"ffn_down_exps.weight", ".w2.weight", ".down_proj.weight"}};
+  for (const auto& k : kinds) {
+    if (rest != k[0]) continue;
+    out.prefix = p + "experts.";
+    out.suffix = mixtral ? k[1] : k[2];
+  }
+  return out;
 }
 
 // A GGUF file checked against the model before its layout is trusted: its
@@ -255,6 +295,29 @@ absl::Status Checkpoint::Index() {
   const bool permuted = gguf && LlamaCppArchitecture(config_.model_type) == "llama";
   for (const TensorView& t : set_->tensors()) {
     std::string name = t.name;
+    if (gguf && config_.num_experts > 0) {
+      const MoeName moe = MoeTensor(t.name, config_.model_type);
+      if (!moe.router.empty()) {
+        by_name_.emplace(moe.router, Found{&t, {}});
+        continue;
+      }
+      if (!moe.prefix.empty() && t.shape.size() == 3 && t.shape[0] > 0) {
+        // Expert e's rows are the e-th equal part of the bytes (whole rows
+        // of whole blocks).
+        const int64_t experts = t.shape[0];
+        const size_t part = t.bytes.size() / static_cast<size_t>(experts);
+        for (int64_t e = 0; e < experts; ++e) {
+          TensorView slice = t;
+          slice.name = absl::StrCat(t.name, "[", e, "]");
+          slice.shape = {t.shape[1], t.shape[2]};
+          slice.bytes = t.bytes.subspan(static_cast<size_t>(e) * part, part);
+          expert_slices_.push_back(std::move(slice));
+          by_name_.emplace(absl::StrCat(moe.prefix, e, moe.suffix),
+                           Found{&expert_slices_.back(), {}});
+        }
+        continue;
+      }
+    }
     if (gguf) {
       std::optional<std::string> hf = HuggingFaceName(t.name);
       if (!hf.has_value()) continue;

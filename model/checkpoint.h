@@ -15,6 +15,7 @@
 #define LOWP_MODEL_CHECKPOINT_H_
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <span>
@@ -105,6 +106,9 @@ class Checkpoint {
   std::unique_ptr<TensorSet> set_;
   bool matrices_only_ = false;
   std::map<std::string, Found> by_name_;
+  // llama.cpp's merged expert tensors (blk.N.ffn_*_exps, [experts, rows,
+  // cols]) seen as each expert's matrix under its Hugging Face name.
+  std::deque<TensorView> expert_slices_;
 };
 
 // The checkpoint of a snapshot directory: model.safetensors.index.json, else

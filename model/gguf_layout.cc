@@ -31,9 +31,17 @@ absl::StatusOr<std::string> LlamaCppArchitecture(const ModelConfig& c) {
     return absl::InvalidArgumentError(absl::StrCat(c.name, ": ", why));
   };
   if (t != "llama" && t != "mistral" && t != "mixtral" && t != "qwen2" && t != "qwen3" &&
-      t != "gemma" && t != "gemma2") {
+      t != "qwen3_moe" && t != "gemma" && t != "gemma2") {
     return refuse(absl::StrCat("model_type ", t, " has no GGUF layout in lowp (llama, mistral, ",
-                               "mixtral, qwen2, qwen3, gemma, gemma2)"));
+                               "mixtral, qwen2, qwen3, qwen3_moe, gemma, gemma2)"));
+  }
+  // llama.cpp's qwen3moe: experts in every layer, their weights renormalized.
+  if (t == "qwen3_moe" && !c.norm_topk_prob) {
+    return refuse("norm_topk_prob false: llama.cpp's qwen3moe renormalizes the top-k weights");
+  }
+  if (t == "qwen3_moe" && (!c.mlp_only_layers.empty() || c.decoder_sparse_step != 1)) {
+    return refuse(absl::StrCat(c.mlp_only_layers.empty() ? "decoder_sparse_step" : "mlp_only_layers",
+                               ": llama.cpp's qwen3moe has experts in every layer"));
   }
   if (!c.rope_scaling.type.empty() && c.rope_scaling.type != "linear" &&
       !(c.rope_scaling.type == "llama3" && t == "llama")) {
@@ -64,6 +72,7 @@ absl::StatusOr<std::string> LlamaCppArchitecture(const ModelConfig& c) {
                                " has no key for it and takes 10000"));
   }
   if (t == "mistral" || t == "mixtral") return std::string("llama");
+  if (t == "qwen3_moe") return std::string("qwen3moe");
   return t;
 }
 
@@ -128,6 +137,9 @@ absl::Status AddLlamaCppModelKeys(const ModelConfig& c, absl::string_view name,
     if (a == "llama") {
       out.AddU32(key("vocab_size"), u32(c.vocab_size));
       out.AddU32(key("rope.dimension_count"), u32(c.head_dim));
+    }
+    if (a == "qwen3moe") {  // Qwen2MoeModel.set_gguf_parameters' addition
+      out.AddU32(key("expert_feed_forward_length"), u32(ExpertWidth(c)));
     }
   }
   out.AddU32("general.quantization_version", kQuantizationVersion);

@@ -271,6 +271,30 @@ def test_moe_checkpoint_written_keeps_routers_and_reads_back(tmp_path, fmt):
     assert read_back["routing"] == rules["routing"]
 
 
+def test_qwen3_moe_gguf_reads_back_as_its_candidate(tmp_path):
+    """The GGUF writer's qwen3moe: experts merged into ffn_*_exps (read back
+    expert by expert), the router F32; a config llama.cpp's qwen3moe cannot
+    run (top-k weights not renormalized, dense layers) is refused."""
+    cfg = {**CASES["qwen3_moe"], "norm_topk_prob": True, "mlp_only_layers": [], "hidden_size": 64,
+           "moe_intermediate_size": 32, "intermediate_size": 64,
+           "use_sliding_window": False, "vocab_size": 512}
+    ref.save_model(tmp_path / "model", cfg, ref.random_model(cfg, 5))
+    tok = os.path.join(DATA, "stories260K", "tok512.bin")
+    out = tmp_path / "m.gguf"
+    lowp.quantize_model(model=tmp_path / "model", weights="q4_0", out=out, tokenizer=tok, summary=True)
+    tokens = np.random.default_rng(5).integers(0, 512, size=(2, 16)).astype(np.int32)
+    r = lowp.eval(model=tmp_path / "model", tokens=tokens, weights="q4_0", weights_file=out)
+    rules, read_back = r["candidates"]
+    assert rules["kl_mean"] > 0 and read_back["kl_mean"] == rules["kl_mean"]
+    assert read_back["routing"] == rules["routing"]
+    for bad, field in [({"norm_topk_prob": False}, "norm_topk_prob"), ({"mlp_only_layers": [1]}, "mlp_only_layers")]:
+        d = tmp_path / field
+        ref.save_model(d, {**cfg, **bad}, ref.random_model({**cfg, **bad}, 5))
+        with pytest.raises(ValueError, match=field):
+            lowp.quantize_model(model=d, weights="q4_0", out=tmp_path / "bad.gguf", tokenizer=tok)
+    assert not (tmp_path / "bad.gguf").exists()
+
+
 def test_sharded_model_equals_single_file(tmp_path):
     """model.safetensors.index.json + shards: the same logits, bit for bit."""
     single, sharded = tmp_path / "single", tmp_path / "sharded"

@@ -94,6 +94,7 @@ nlohmann::json ToJson(const ImatrixResult& r) {
     j["format"] = r.format;
   }
   j["entries"] = nlohmann::ordered_json::array();
+  auto next = r.experts.begin();
   for (const auto& [name, e] : r.imatrix.entries()) {
     const std::vector<float> w = e.Values();
     double sum = 0;
@@ -111,10 +112,8 @@ nlohmann::json ToJson(const ImatrixResult& r) {
     x["importance_mean"] = w.empty() ? 0.0 : sum / static_cast<double>(w.size());
     x["importance_min"] = w.empty() ? 0.0f : lo;
     x["importance_max"] = hi;
-    if (e.matrices > 1) {
-      for (const ExpertCoverage& c : r.experts) {
-        if (c.entry == e.name) x["experts_under_min"] = c.under_min;
-      }
+    if (next != r.experts.end() && next->entry == e.name) {  // both in name order
+      x["experts_under_min"] = (next++)->under_min;
     }
     j["entries"].push_back(std::move(x));
   }

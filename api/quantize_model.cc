@@ -206,6 +206,34 @@ QuantErrorResult Reported(const QuantizeModelOptions& o, const WeightVariant& va
   return r;
 }
 
+// The variant `candidate`'s rules make of `model`, prepared (for a writer
+// that makes each table whole through TableBytes when `table_bytes`).
+absl::StatusOr<std::unique_ptr<WeightVariant>> PreparedVariant(const QuantizeModelOptions& o,
+                                                               const EvalCandidate& candidate,
+                                                               const Checkpoint& model,
+                                                               int threads, bool table_bytes) {
+  absl::StatusOr<std::unique_ptr<WeightVariant>> variant = WeightVariant::FromRules(
+      o.weights, candidate.weight_rules, model, candidate.importance, candidate.calibration);
+  if (!variant.ok()) return variant.status();
+  absl::Status s = table_bytes ? (*variant)->PrepareForTableBytes(threads)
+                               : (*variant)->Prepare(threads);
+  if (!s.ok()) return s;
+  return variant;
+}
+
+// A safetensors output's metadata: the model's, with the rules (and the
+// calibration tokens) that made it.
+std::map<std::string, std::string> OutputMetadata(const QuantizeModelOptions& o,
+                                                  const EvalCandidate& candidate,
+                                                  const Checkpoint& model) {
+  std::map<std::string, std::string> metadata = model.set().metadata();
+  metadata["lowp.weights"] = o.weights;
+  if (candidate.calibration != nullptr) {
+    metadata["lowp.calibration"] = candidate.calibration->source;
+  }
+  return metadata;
+}
+
 // OK when every matrix of `model` is stored under its own name, rows in
 // order (a Hugging Face checkpoint, not a GGUF file's permuted q and k).
 absl::Status CheckOwnLayout(const Checkpoint& model, const std::string& path) {
@@ -242,11 +270,10 @@ absl::StatusOr<QuantErrorResult> QuantizeToGguf(const QuantizeModelOptions& o) {
   if (!vocab.ok()) return OptionError("tokenizer", vocab.status().message());
   absl::StatusOr<EvalCandidate> candidate = OneCandidate(o, *model);
   if (!candidate.ok()) return candidate.status();
-  absl::StatusOr<std::unique_ptr<WeightVariant>> variant = WeightVariant::FromRules(
-      o.weights, candidate->weight_rules, *model, candidate->importance, candidate->calibration);
-  if (!variant.ok()) return variant.status();
   const int threads = ResolveThreads(o.threads);
-  if (absl::Status s = (*variant)->PrepareForTableBytes(threads); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<WeightVariant>> variant =
+      PreparedVariant(o, *candidate, *model, threads, /*table_bytes=*/true);
+  if (!variant.ok()) return variant.status();
   GgufExportOptions options;
   options.name = std::filesystem::path(o.model).filename().string();
   if (options.name.empty()) options.name = std::filesystem::path(o.model).parent_path().filename();
@@ -287,22 +314,17 @@ absl::StatusOr<QuantErrorResult> QuantizeToCheckpoint(const QuantizeModelOptions
   if (absl::Status s = CheckOwnLayout(*model, o.model); !s.ok()) return s;
   absl::StatusOr<EvalCandidate> candidate = OneCandidate(o, *model);
   if (!candidate.ok()) return candidate.status();
-  absl::StatusOr<std::unique_ptr<WeightVariant>> variant = WeightVariant::FromRules(
-      o.weights, candidate->weight_rules, *model, candidate->importance, candidate->calibration);
-  if (!variant.ok()) return variant.status();
   const int threads = ResolveThreads(o.threads);
-  if (absl::Status s = (*variant)->Prepare(threads); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<WeightVariant>> variant =
+      PreparedVariant(o, *candidate, *model, threads, /*table_bytes=*/false);
+  if (!variant.ok()) return variant.status();
   CheckpointExportOptions options;
   options.format = format;
   options.model_dir = std::filesystem::is_directory(o.model)
                           ? o.model
                           : std::filesystem::path(o.model).parent_path().string();
-  options.metadata = model->set().metadata();
+  options.metadata = OutputMetadata(o, *candidate, *model);
   options.metadata.emplace("format", "pt");  // what transformers asks of a safetensors file
-  options.metadata["lowp.weights"] = o.weights;
-  if (candidate->calibration != nullptr) {
-    options.metadata["lowp.calibration"] = candidate->calibration->source;
-  }
   options.threads = threads;
   options.progress = o.progress;
   absl::StatusOr<std::unique_ptr<OutputDirectory>> out = OutputDirectory::Create(o.output);
@@ -375,17 +397,11 @@ absl::StatusOr<QuantErrorResult> QuantizeModel(const QuantizeModelOptions& o) {
     copied.push_back(&t);
   }
 
-  absl::StatusOr<std::unique_ptr<WeightVariant>> variant = WeightVariant::FromRules(
-      o.weights, candidate->weight_rules, *model, candidate->importance, candidate->calibration);
+  absl::StatusOr<std::unique_ptr<WeightVariant>> variant =
+      PreparedVariant(o, *candidate, *model, o.threads, /*table_bytes=*/false);
   if (!variant.ok()) return variant.status();
-  if (absl::Status s = (*variant)->Prepare(o.threads); !s.ok()) return s;
-  std::map<std::string, std::string> metadata = model->set().metadata();
-  metadata["lowp.weights"] = o.weights;
-  if (candidate->calibration != nullptr) {
-    metadata["lowp.calibration"] = candidate->calibration->source;
-  }
   absl::StatusOr<std::unique_ptr<SafetensorsWriter>> out =
-      SafetensorsWriter::Create(o.output, entries, metadata);
+      SafetensorsWriter::Create(o.output, entries, OutputMetadata(o, *candidate, *model));
   if (!out.ok()) return out.status();
   MatrixWriter writer(**out, *dtype);
   const MatrixSink sink = [&writer](std::span<const float> values) { return writer.Write(values); };

@@ -327,7 +327,6 @@ absl::StatusOr<GptqResult> Gptq(const std::string& name, std::span<const float> 
   result.bytes.assign(bytes.begin(), bytes.end());
   if (f.act_order) result.order = order;
   result.parameters = rounder.Parameters();
-  result.parameters.column_order = result.order;
   return result;
 }
 

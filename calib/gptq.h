@@ -59,7 +59,7 @@ struct GptqResult {
   std::vector<uint8_t> bytes;  // ggml's blocks, row after row (ggml types only; columns in order)
   std::vector<int32_t> order;  // the column order GPTQ took (act_order), else empty
   // The scales and zero points of a scheme with a CodeLayout
-  // (BlockRounder::Parameters), column_order = order.
+  // (BlockRounder::Parameters; their column blocks follow `order`).
   StoredChunk parameters;
 };
 

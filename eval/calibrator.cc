@@ -136,6 +136,7 @@ class StageQuantizer final : public LinearInputs {
         StoredChunk& kept = storage_.Stored(t->entry);
         kept = std::move(q->parameters);
         kept.bytes = std::move(q->bytes);
+        kept.column_order = std::move(q->order);
       }
     }
     return absl::OkStatus();

@@ -221,14 +221,14 @@ struct GlobalScale {
 };
 GlobalScale DividingGlobalScale(float g, std::span<const float> block_scales) {
   std::map<float, size_t> distinct;  // nonzero block scale -> blocks
+  size_t zero_blocks = 0;             // exact under any global scale
   for (float s : block_scales) {
-    if (s != 0) ++distinct[s];
+    if (s != 0) {
+      ++distinct[s];
+    } else {
+      ++zero_blocks;
+    }
   }
-  const size_t zero_blocks = block_scales.size() - [&] {
-    size_t n = 0;
-    for (const auto& [s, count] : distinct) n += count;
-    return n;
-  }();
   GlobalScale best{1.0f / g, 0};
   bool found = false;
   float up = 1.0f / g, down = up;

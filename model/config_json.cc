@@ -129,31 +129,24 @@ class FieldReader {
     return out;
   }
 
-  // An array of strings; empty when absent, null or bad.
-  std::vector<std::string> StringList(const std::string& key) {
+  // An array of strings; nullopt when absent or null (or bad).
+  std::optional<std::vector<std::string>> StringList(const std::string& key) {
     std::string where;
     const Json* value = Find(key, &where);
-    std::vector<std::string> out;
-    if (value == nullptr || value->is_null()) return out;
+    if (value == nullptr || value->is_null()) return std::nullopt;
     if (!value->is_array()) {
       Fail(where, absl::StrCat("is ", Described(*value), ", not an array of strings"));
-      return out;
+      return std::nullopt;
     }
+    std::vector<std::string> out;
     for (const Json& v : *value) {
       if (!v.is_string()) {
         Fail(where, absl::StrCat("holds ", Described(v), ", not a string"));
-        return {};
+        return std::nullopt;
       }
       out.push_back(v.get<std::string>());
     }
     return out;
-  }
-
-  // Whether the key is present and null.
-  bool IsNull(const std::string& key) const {
-    std::string where;
-    const Json* value = Find(key, &where);
-    return value != nullptr && value->is_null();
   }
 
   // A boolean; `fallback` when absent, null or bad.
@@ -336,9 +329,10 @@ constexpr Family kFamilies[] = {
 void ReadGemma3Layers(FieldReader& fields, ModelConfig& m) {
   const int64_t layers = m.num_layers;
   m.window_layers.assign(static_cast<size_t>(std::max<int64_t>(0, layers)), false);
-  if (fields.Has("layer_types") && !fields.IsNull("layer_types")) {
-    const std::vector<std::string> types = fields.StringList("layer_types");
-    if (!fields.status().ok()) return;
+  const std::optional<std::vector<std::string>> listed = fields.StringList("layer_types");
+  if (!fields.status().ok()) return;
+  if (listed.has_value()) {
+    const std::vector<std::string>& types = *listed;
     if (static_cast<int64_t>(types.size()) != layers) {
       fields.Fail("layer_types", absl::StrCat("lists ", types.size(), " layers, not ",
                                               "num_hidden_layers (", layers, ")"));
@@ -356,7 +350,9 @@ void ReadGemma3Layers(FieldReader& fields, ModelConfig& m) {
     return;
   }
   const int64_t pattern = fields.OptionalSize("sliding_window_pattern").value_or(6);
-  for (int64_t i = 0; i < layers; ++i) m.window_layers[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
+  for (int64_t i = 0; i < layers; ++i) {
+    m.window_layers[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
+  }
 }
 
 // The forward-pass fields of a config.json (ModelConfig's last group).

@@ -249,6 +249,8 @@ def test_imatrix_counts_each_experts_tokens_as_the_oracle_routes_them(tmp_path):
             assert e["experts_under_min"] == [int(j) for j in np.flatnonzero(want < 10)]
     assert "blk.1.ffn_gate_exps.weight" not in entries  # layer 1 is dense (mlp_only_layers)
     assert "blk.1.ffn_gate.weight" in entries
+    with pytest.raises(ValueError, match="min_expert_tokens"):
+        lowp.imatrix(model=tmp_path, tokens=tokens, min_expert_tokens=-1)
 
 
 @pytest.mark.parametrize("fmt", ["compressed-tensors", "gptq"])

@@ -605,6 +605,7 @@ absl::Status AttachPacked(std::vector<TensorView>& tensors,
 absl::Status AttachQuantizedParts(std::vector<TensorView>& tensors,
                                   const CheckpointQuantization& quantization) {
   if (absl::Status s = AttachPacked(tensors, quantization); !s.ok()) return s;
+  if (absl::Status s = AttachMxfp4Blocks(tensors, quantization); !s.ok()) return s;
   return AttachScales(tensors, quantization);
 }
 

@@ -495,4 +495,66 @@ absl::Status AttachScales(std::vector<TensorView>& tensors,
   return absl::OkStatus();
 }
 
+absl::Status AttachMxfp4Blocks(std::vector<TensorView>& tensors,
+                               const CheckpointQuantization& quantization) {
+  if (quantization.method != "mxfp4") return absl::OkStatus();
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < tensors.size(); ++i) index.emplace(tensors[i].name, i);
+  std::vector<bool> consumed(tensors.size(), false);
+  std::vector<std::pair<size_t, TensorView>> composed;  // at the blocks' place
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorView& blocks = tensors[i];
+    if (!absl::EndsWith(blocks.name, "_blocks")) continue;
+    const std::string name = blocks.name.substr(0, blocks.name.size() - 7);
+    const auto found = index.find(name + "_scales");
+    const size_t rank = blocks.shape.size();
+    const auto fail = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat(blocks.file, ": tensor \"", blocks.name, "\" ",
+                                                     ShapeText(blocks.shape), " ", blocks.type_name(),
+                                                     ": ", why));
+    };
+    if (blocks.dtype != DType::kU8 || rank < 2 || blocks.shape[rank - 1] != 16) {
+      return fail(absl::StrCat(quantization.source,
+                               " declares quant_method \"mxfp4\", whose blocks are U8 [..., "
+                               "groups, 16]: 32 FP4 codes per group"));
+    }
+    if (found == index.end()) return fail(absl::StrCat("has no scales ", name, "_scales"));
+    const TensorView& scale = tensors[found->second];
+    const std::vector<int64_t> want(blocks.shape.begin(), blocks.shape.end() - 1);
+    if (scale.dtype != DType::kU8 || scale.shape != want) {
+      return fail(absl::StrCat("its scales ", scale.name, " are ", ShapeText(scale.shape), " ",
+                               scale.type_name(), ", not U8 ", ShapeText(want),
+                               " (one E8M0 exponent per group)"));
+    }
+    TensorView weight = blocks;
+    weight.name = name;
+    weight.dtype = DType::kF4;
+    weight.shape = want;
+    weight.shape.back() *= 32;
+    auto scales = std::make_shared<TensorScales>();
+    scales->name = scale.name;
+    scales->dtype = DType::kF8E8M0;
+    scales->shape = scale.shape;
+    scales->bytes = scale.bytes;
+    scales->block_cols = 32;
+    scales->matrix_rows = rank >= 3 ? blocks.shape[rank - 3] : 1;
+    scales->layout = "mxfp4";
+    weight.scales = std::move(scales);
+    composed.emplace_back(i, std::move(weight));
+    consumed[i] = consumed[found->second] = true;
+  }
+  std::vector<TensorView> kept;
+  kept.reserve(tensors.size());
+  size_t next = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (next < composed.size() && composed[next].first == i) {
+      kept.push_back(std::move(composed[next++].second));
+    } else if (!consumed[i]) {
+      kept.push_back(std::move(tensors[i]));
+    }
+  }
+  tensors = std::move(kept);
+  return absl::OkStatus();
+}
+
 }  // namespace lowp

@@ -91,6 +91,19 @@ absl::StatusOr<CheckpointQuantization> ParseCheckpointQuantization(absl::string_
 absl::Status AttachScales(std::vector<TensorView>& tensors,
                           const CheckpointQuantization& quantization);
 
+// gpt-oss's MXFP4 experts (config.json "quantization_config": {"quant_method":
+// "mxfp4"}, transformers' integrations/mxfp4.py):
+//     NAME_blocks  U8 [..., rows, groups, 16]: 32 OCP e2m1 codes per group,
+//                  element 2j in the low nibble, 2j + 1 in the high one
+//     NAME_scales  U8 [..., rows, groups]: one E8M0 exponent per group,
+//                  2^(code - 127), 0xFF NaN
+// compose into NAME, F4 [..., rows, groups * 32] scaled by E8M0 per 32 along
+// the last axis (each value exact in float32). The parts leave the set.
+// InvalidArgument naming the tensors when the blocks are not U8 [..., 16] or
+// their scales are missing or of another shape.
+absl::Status AttachMxfp4Blocks(std::vector<TensorView>& tensors,
+                               const CheckpointQuantization& quantization);
+
 }  // namespace lowp
 
 #endif  // LOWP_IO_SCALED_TENSORS_H_

@@ -278,8 +278,10 @@ float TensorScales::At(int64_t row, int64_t col, int64_t cols) const {
       std::memcpy(&code, bytes.data() + 2 * at, 2);
       return DecodeToFloat32(CatalogFormat(dtype), code);
     }
+    case DType::kF8E8M0:  // AttachMxfp4Blocks
+      return DecodeToFloat32(CatalogFormat(dtype), bytes[at]);
     default:
-      return std::numeric_limits<float>::quiet_NaN();  // AttachScales admits no other
+      return std::numeric_limits<float>::quiet_NaN();  // the attachers admit no other
   }
 }
 

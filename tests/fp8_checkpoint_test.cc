@@ -291,6 +291,57 @@ TEST(Fp8Checkpoint, RefusesScalesThatDoNotFit) {
   EXPECT_TRUE(open({weight}).ok());
 }
 
+// gpt-oss's MXFP4 experts: NAME_blocks U8 [E, rows, groups, 16] and
+// NAME_scales U8 [E, rows, groups] compose into NAME, F4 [E, rows, groups *
+// 32]; element 2j is byte j's low nibble (transformers'
+// convert_moe_packed_tensors), times 2^(scale - 127). Checked against the
+// OCP table written out here, every code and scales from 2^-127 to 2^127.
+TEST(Fp8Checkpoint, GptOssMxfp4BlocksComposeExactly) {
+  TempDir dir;
+  const int64_t experts = 2, rows = 3, groups = 2;
+  std::mt19937 rng(11);
+  std::vector<uint8_t> blocks(experts * rows * groups * 16), scales(experts * rows * groups);
+  for (uint8_t& b : blocks) b = static_cast<uint8_t>(rng());
+  for (size_t i = 0; i < scales.size(); ++i) scales[i] = static_cast<uint8_t>(i * 23 % 255);
+  scales[0] = 0;    // 2^-127: products down to 2^-128, float32 subnormals
+  scales[1] = 254;  // 2^127: 6 * 2^127 is finite
+  WriteCheckpoint(dir / "model.safetensors",
+                  {{"mlp.experts.down_proj_blocks", DType::kU8, {experts, rows, groups, 16}, blocks},
+                   {"mlp.experts.down_proj_scales", DType::kU8, {experts, rows, groups}, scales},
+                   {"mlp.experts.down_proj_bias", DType::kF32, {experts, 2},
+                    Bytes(std::vector<float>{1, 2, 3, 4})}});
+  WriteText(dir / "config.json", R"({"quantization_config": {"quant_method": "mxfp4"}})");
+  absl::StatusOr<TensorSet> set = TensorSet::Open(dir / "model.safetensors");
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_EQ(set->tensors().size(), 2u);  // the weight and the bias
+  const TensorView* w = Find(*set, "mlp.experts.down_proj");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->shape, (std::vector<int64_t>{experts, rows, groups * 32}));
+  EXPECT_EQ(w->type_name(), "F4*F8_E8M0[mxfp4]");
+  const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  const std::vector<float> got = ReadAll(*w);
+  for (size_t i = 0; i < got.size(); ++i) {
+    const uint8_t byte = blocks[i / 2];
+    const int code = i % 2 == 0 ? byte & 15 : byte >> 4;
+    const float magnitude = std::ldexp(e2m1[code & 7], scales[i / 32] - 127);
+    ASSERT_EQ(got[i], code & 8 ? -magnitude : magnitude) << i;
+  }
+  // Blocks that are not U8 [..., 16], or scales of another shape: refused,
+  // naming the tensors.
+  auto open = [&](std::vector<Tensor> tensors) {
+    WriteCheckpoint(dir / "model.safetensors", tensors);
+    return std::string(TensorSet::Open(dir / "model.safetensors").status().message());
+  };
+  EXPECT_THAT(open({{"x_blocks", DType::kU8, {2, 8}, std::vector<uint8_t>(16)},
+                    {"x_scales", DType::kU8, {2}, std::vector<uint8_t>(2)}}),
+              HasSubstr("\"x_blocks\""));
+  EXPECT_THAT(open({{"x_blocks", DType::kU8, {2, 16}, std::vector<uint8_t>(32)},
+                    {"x_scales", DType::kU8, {3}, std::vector<uint8_t>(3)}}),
+              HasSubstr("its scales x_scales are [3]"));
+  EXPECT_THAT(open({{"x_blocks", DType::kU8, {2, 16}, std::vector<uint8_t>(32)}}),
+              HasSubstr("has no scales x_scales"));
+}
+
 TEST(Fp8Checkpoint, ConfigThatIsNoRegularFileIsNamedNotWaitedOn) {
   // A FIFO (nothing will ever write it) or a directory named config.json
   // beside the checkpoint: refused at once, naming it.

@@ -82,34 +82,85 @@ absl::StatusOr<LayerWeights> WalkLayer(const ModelConfig& c, int64_t i, Get&& ge
     l.post_feedforward_norm = one({p + "post_feedforward_layernorm.weight", {hidden}, Kind::kNorm});
   }
   const std::string a = p + "self_attn.";
-  l.q = matrix(a + "q_proj", q_width, hidden, c.attention_bias);
-  l.k = matrix(a + "k_proj", kv_width, hidden, c.attention_bias);
-  l.v = matrix(a + "v_proj", kv_width, hidden, c.attention_bias);
-  l.o = matrix(a + "o_proj", hidden, q_width, c.output_bias);
+  if (c.kv_lora_rank > 0) {  // DeepSeek-V3's latent attention, in DeepseekV3Attention's order
+    const int64_t H = c.num_heads, nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim;
+    const Dim qk = Product("num_attention_heads", H, "(qk_nope_head_dim + qk_rope_head_dim)",
+                           nope + rope);
+    const Dim q_rank = Field("q_lora_rank", c.q_lora_rank);
+    const Dim kv_rank = Field("kv_lora_rank", c.kv_lora_rank);
+    if (c.q_lora_rank > 0) {
+      l.q_a = matrix(a + "q_a_proj", q_rank, hidden, false);
+      l.q_a_norm = one({a + "q_a_layernorm.weight", {q_rank}, Kind::kNorm});
+      l.q_b = matrix(a + "q_b_proj", qk, q_rank, false);
+    } else {
+      l.q = matrix(a + "q_proj", qk, hidden, false);
+    }
+    l.kv_a = matrix(a + "kv_a_proj_with_mqa",
+                    Dim{c.kv_lora_rank + rope,
+                        absl::StrCat("kv_lora_rank + qk_rope_head_dim = ", c.kv_lora_rank, " + ",
+                                     rope)},
+                    hidden, false);
+    l.kv_a_norm = one({a + "kv_a_layernorm.weight", {kv_rank}, Kind::kNorm});
+    l.kv_b = matrix(a + "kv_b_proj",
+                    Product("num_attention_heads", H, "(qk_nope_head_dim + v_head_dim)",
+                            nope + c.v_head_dim),
+                    kv_rank, false);
+    l.o = matrix(a + "o_proj", hidden, Product("num_attention_heads", H, "v_head_dim", c.v_head_dim),
+                 false);
+  } else {
+    l.q = matrix(a + "q_proj", q_width, hidden, c.attention_bias);
+    l.k = matrix(a + "k_proj", kv_width, hidden, c.attention_bias);
+    l.v = matrix(a + "v_proj", kv_width, hidden, c.attention_bias);
+    l.o = matrix(a + "o_proj", hidden, q_width, c.output_bias);
+  }
   if (c.qk_norm) {
     const Dim head = Field("head_dim", c.head_dim);
     l.q_norm = one({a + "q_norm.weight", {head}, Kind::kNorm, "qwen3 normalizes q and k"});
     l.k_norm = one({a + "k_norm.weight", {head}, Kind::kNorm, "qwen3 normalizes q and k"});
   }
+  if (c.attention_sinks) {
+    l.sinks = one({a + "sinks", {Field("num_attention_heads", c.num_heads)}, Kind::kBias,
+                   "gpt_oss has attention sinks"});
+  }
+  const bool gpt_oss = c.model_type == "gpt_oss";
+  const bool deepseek = c.model_type == "deepseek_v3";
   const bool qwen_moe = c.model_type == "qwen3_moe" || c.model_type == "qwen2_moe";
-  if (MoeLayer(c, i) && qwen_moe) {
+  if (MoeLayer(c, i) && (qwen_moe || gpt_oss || deepseek)) {
+    // gpt-oss stores its experts stacked (mlp.experts.gate_up_proj...):
+    // Checkpoint::IndexParts finds each expert's matrices under these names.
     const std::string m = p + "mlp.";
-    auto expert = [&](const std::string& x, const Dim& width) {
+    auto expert = [&](const std::string& x, const Dim& width, bool bias) {
       Expert ex;
-      ex.gate = matrix(x + "gate_proj", width, hidden, false);
-      ex.up = matrix(x + "up_proj", width, hidden, false);
-      ex.down = matrix(x + "down_proj", hidden, width, false);
+      ex.gate = matrix(x + "gate_proj", width, hidden, bias);
+      ex.up = matrix(x + "up_proj", width, hidden, bias);
+      ex.down = matrix(x + "down_proj", hidden, width, bias);
       return ex;
     };
-    const Dim width = Field("moe_intermediate_size", ExpertWidth(c));
-    l.router = matrix(m + "gate", Field("num_experts", c.num_experts), hidden, false);
+    const Dim width =
+        Field(gpt_oss ? "intermediate_size" : "moe_intermediate_size", ExpertWidth(c));
+    const Dim experts = Field(gpt_oss    ? "num_local_experts"
+                              : deepseek ? "n_routed_experts"
+                                         : "num_experts",
+                              c.num_experts);
+    l.router = matrix(m + (gpt_oss ? "router" : "gate"), experts, hidden, c.router_bias);
+    if (c.score_correction_bias) {
+      l.score_bias = one({m + "gate.e_score_correction_bias", {experts}, Kind::kBias,
+                          "deepseek_v3's routing adds it"});
+    }
     for (int64_t e = 0; e < c.num_experts; ++e) {
-      l.experts.push_back(expert(absl::StrCat(m, "experts.", e, "."), width));
+      l.experts.push_back(expert(absl::StrCat(m, "experts.", e, "."), width, c.expert_bias));
     }
     if (c.shared_expert_intermediate_size > 0) {
-      l.shared = expert(m + "shared_expert.", Field("shared_expert_intermediate_size",
-                                                     c.shared_expert_intermediate_size));
-      l.shared_gate = matrix(m + "shared_expert_gate", Field("one gate", 1), hidden, false);
+      l.shared = expert(m + (deepseek ? "shared_experts." : "shared_expert."),
+                        deepseek ? Product("n_shared_experts", c.shared_expert_intermediate_size /
+                                                                   ExpertWidth(c),
+                                           "moe_intermediate_size", ExpertWidth(c))
+                                 : Field("shared_expert_intermediate_size",
+                                         c.shared_expert_intermediate_size),
+                        false);
+      if (c.shared_expert_gated) {
+        l.shared_gate = matrix(m + "shared_expert_gate", Field("one gate", 1), hidden, false);
+      }
     }
   } else if (MoeLayer(c, i)) {
     const std::string m = p + "block_sparse_moe.";
@@ -135,9 +186,14 @@ absl::StatusOr<LayerWeights> WalkLayer(const ModelConfig& c, int64_t i, Get&& ge
 // A tensor's elements as float32 into `out`, rows in the original order,
 // split into pieces of whole rows across the pool; with `release`, each
 // piece's pages are handed to it once read.
+absl::Status ReadPart(const Checkpoint::Found& found, int64_t first_row, int64_t rows,
+                      std::span<float> out, int threads,
+                      const std::function<void(std::span<const uint8_t>)>& release);
+
 absl::Status ReadTensor(const Checkpoint::Found& found, int64_t first_row, int64_t rows,
                         std::span<float> out, int threads,
                         const std::function<void(std::span<const uint8_t>)>& release = {}) {
+  if (found.source != nullptr) return ReadPart(found, first_row, rows, out, threads, release);
   const TensorView& t = *found.view;
   const int64_t cols = std::max<int64_t>(1, t.cols());
   constexpr int64_t kPieceElements = int64_t{1} << 20;
@@ -171,6 +227,54 @@ absl::Status ReadTensor(const Checkpoint::Found& found, int64_t first_row, int64
   for (const absl::Status& s : errors) {
     if (!s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+// Rows [first_row, first_row + rows) of a part (Checkpoint::Found): rows of
+// the source read in place when a row's elements are consecutive, else the
+// span of the source they lie in read once and gathered.
+absl::Status ReadPart(const Checkpoint::Found& found, int64_t first_row, int64_t rows,
+                      std::span<float> out, int threads,
+                      const std::function<void(std::span<const uint8_t>)>& release) {
+  const TensorView& src = *found.source;
+  const int64_t cols = std::max<int64_t>(1, found.view->cols());
+  auto named = [&](const absl::Status& s) {
+    return s.ok() ? s
+                  : absl::Status(s.code(), absl::StrCat(src.file, ": tensor ", found.view->name,
+                                                        ": ", s.message()));
+  };
+  if (rows <= 0) return absl::OkStatus();
+  if (found.col_stride == 1) {
+    constexpr int64_t kPieceElements = int64_t{1} << 20;
+    const int64_t piece_rows = std::max<int64_t>(1, kPieceElements / cols);
+    const int64_t pieces = (rows + piece_rows - 1) / piece_rows;
+    std::vector<absl::Status> errors(static_cast<size_t>(pieces));
+    ParallelFor(static_cast<size_t>(pieces), threads, [&](size_t p) {
+      const int64_t begin = static_cast<int64_t>(p) * piece_rows;
+      const int64_t end = std::min(rows, begin + piece_rows);
+      for (int64_t r = begin; r < end && errors[p].ok(); ++r) {
+        const int64_t at = found.base + (first_row + r) * found.row_stride;
+        errors[p] = ReadAsFloat32(src, at, out.subspan(static_cast<size_t>(r * cols),
+                                                       static_cast<size_t>(cols)));
+        if (errors[p].ok() && release) release(ElementBytes(src, at, cols));
+      }
+    });
+    for (const absl::Status& s : errors) {
+      if (!s.ok()) return named(s);
+    }
+    return absl::OkStatus();
+  }
+  const int64_t begin = found.base + first_row * found.row_stride;
+  const int64_t last = begin + (rows - 1) * found.row_stride + (cols - 1) * found.col_stride;
+  std::vector<float> span(static_cast<size_t>(last - begin + 1));
+  if (absl::Status s = ReadAsFloat32(src, begin, span); !s.ok()) return named(s);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      out[static_cast<size_t>(r * cols + c)] =
+          span[static_cast<size_t>(r * found.row_stride + c * found.col_stride)];
+    }
+  }
+  if (release) release(ElementBytes(src, begin, static_cast<int64_t>(span.size())));
   return absl::OkStatus();
 }
 
@@ -333,6 +437,9 @@ absl::Status Checkpoint::Index() {
     }
     by_name_.emplace(std::move(name), std::move(found));
   }
+  if (!gguf) {
+    if (absl::Status s = IndexParts(); !s.ok()) return s;
+  }
   // Check every tensor the config implies without reading any.
   auto check = [&](const Want& want) -> absl::StatusOr<std::span<const float>> {
     if (matrices_only_ && want.kind != Kind::kMatrix) return std::span<const float>();
@@ -391,6 +498,132 @@ absl::Status Checkpoint::Index() {
             {"lm_head.weight", {vocab, hidden}, Kind::kMatrix, "tie_word_embeddings is false"});
         !s.ok()) {
       return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Checkpoint::IndexParts() {
+  const ModelConfig& c = config_;
+  const bool gpt_oss = c.model_type == "gpt_oss";
+  if (!gpt_oss && !c.fused_projections) return absl::OkStatus();
+  const int64_t D = c.hidden_size, E = c.num_experts, I = ExpertWidth(c);
+  auto stored = [&](const std::string& name) -> const TensorView* {
+    const Found* f = Find(name);
+    return f != nullptr && f->source == nullptr ? f->view : nullptr;
+  };
+  // `name`, of `shape`, as the elements of `source` at base + r *
+  // row_stride + c * col_stride; `where` is appended to the source's name.
+  auto add = [&](const std::string& name, const TensorView& source, const std::string& where,
+                 std::vector<int64_t> shape, int64_t base, int64_t row_stride, int64_t col_stride) {
+    TensorView v = source;
+    v.name = source.name + where;
+    v.shape = std::move(shape);
+    part_views_.push_back(std::move(v));
+    by_name_[name] = Found{&part_views_.back(), {}, &source, base, row_stride, col_stride};
+  };
+  auto check = [&](const TensorView& t, const std::vector<int64_t>& want,
+                   absl::string_view fields) -> absl::Status {
+    if (t.shape == want) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        t.file, ": tensor ", t.name, " has shape ", ShapeText(t.shape), "; ", c.name, " makes it ",
+        ShapeText(want), " (", fields, ")"));
+  };
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = absl::StrCat("model.layers.", i, ".");
+    if (c.fused_projections) {  // Phi-3: q, k, v rows one after another; gate, then up
+      const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+      if (const TensorView* t = stored(p + "self_attn.qkv_proj.weight")) {
+        if (absl::Status s = check(*t, {q + 2 * kv, D},
+                                   "(num_attention_heads + 2 num_key_value_heads) * head_dim, "
+                                   "hidden_size");
+            !s.ok()) {
+          return s;
+        }
+        add(p + "self_attn.q_proj.weight", *t, absl::StrCat("[0:", q, "]"), {q, D}, 0, D, 1);
+        add(p + "self_attn.k_proj.weight", *t, absl::StrCat("[", q, ":", q + kv, "]"), {kv, D},
+            q * D, D, 1);
+        add(p + "self_attn.v_proj.weight", *t, absl::StrCat("[", q + kv, ":", q + 2 * kv, "]"),
+            {kv, D}, (q + kv) * D, D, 1);
+      }
+      const int64_t inter = c.intermediate_size;
+      if (const TensorView* t = stored(p + "mlp.gate_up_proj.weight"); t && !MoeLayer(c, i)) {
+        if (absl::Status s = check(*t, {2 * inter, D}, "2 * intermediate_size, hidden_size");
+            !s.ok()) {
+          return s;
+        }
+        add(p + "mlp.gate_proj.weight", *t, absl::StrCat("[0:", inter, "]"), {inter, D}, 0, D, 1);
+        add(p + "mlp.up_proj.weight", *t, absl::StrCat("[", inter, ":", 2 * inter, "]"),
+            {inter, D}, inter * D, D, 1);
+      }
+    }
+    if (!gpt_oss || !MoeLayer(c, i)) continue;
+    // gpt-oss: experts stacked; gate and up interleaved along the outputs
+    // (gate the even ones). MXFP4 blocks are stored [E, out, in], the
+    // dequantized layout transformers writes [E, in, out].
+    const std::string x = p + "mlp.experts.";
+    const TensorView* gate_up = stored(x + "gate_up_proj");
+    const TensorView* down = stored(x + "down_proj");
+    for (auto [t, name] : {std::pair{gate_up, "gate_up_proj"}, std::pair{down, "down_proj"}}) {
+      if (t == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            c.name, ": the checkpoint has no tensor ", x, name, " (nor ", x, name, "_blocks with ",
+            name, "_scales): gpt_oss stores its experts there"));
+      }
+    }
+    const bool packed = gate_up->dtype == DType::kF4 && gate_up->scales != nullptr;
+    const std::string fields = "num_local_experts, intermediate_size, hidden_size";
+    if (absl::Status s = check(*gate_up, packed ? std::vector<int64_t>{E, 2 * I, D}
+                                                : std::vector<int64_t>{E, D, 2 * I},
+                               packed ? "num_local_experts, 2 * intermediate_size, hidden_size"
+                                      : "num_local_experts, hidden_size, 2 * intermediate_size");
+        !s.ok()) {
+      return s;
+    }
+    const bool down_packed = down->dtype == DType::kF4 && down->scales != nullptr;
+    if (absl::Status s = check(*down, down_packed ? std::vector<int64_t>{E, D, I}
+                                                  : std::vector<int64_t>{E, I, D},
+                               down_packed ? "num_local_experts, hidden_size, intermediate_size"
+                                           : fields);
+        !s.ok()) {
+      return s;
+    }
+    const TensorView* gate_up_bias = stored(x + "gate_up_proj_bias");
+    const TensorView* down_bias = stored(x + "down_proj_bias");
+    if (gate_up_bias != nullptr) {
+      if (absl::Status s = check(*gate_up_bias, {E, 2 * I}, "num_local_experts, 2 * intermediate_size");
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (down_bias != nullptr) {
+      if (absl::Status s = check(*down_bias, {E, D}, "num_local_experts, hidden_size"); !s.ok()) {
+        return s;
+      }
+    }
+    for (int64_t e = 0; e < E; ++e) {
+      const std::string ex = absl::StrCat(x, e, ".");
+      for (int64_t half = 0; half < 2; ++half) {  // gate, up
+        const std::string proj = ex + (half == 0 ? "gate_proj" : "up_proj");
+        const std::string where = absl::StrCat("[", e, ", ", half, "::2]");
+        if (packed) {
+          add(proj + ".weight", *gate_up, where, {I, D}, (e * 2 * I + half) * D, 2 * D, 1);
+        } else {
+          add(proj + ".weight", *gate_up, absl::StrCat("[", e, ", :, ", half, "::2]"), {I, D},
+              e * D * 2 * I + half, 2, 2 * I);
+        }
+        if (gate_up_bias != nullptr) {
+          add(proj + ".bias", *gate_up_bias, where, {I}, e * 2 * I + half, 0, 2);
+        }
+      }
+      if (down_packed) {
+        add(ex + "down_proj.weight", *down, absl::StrCat("[", e, "]"), {D, I}, e * D * I, I, 1);
+      } else {
+        add(ex + "down_proj.weight", *down, absl::StrCat("[", e, "]^T"), {D, I}, e * I * D, 1, D);
+      }
+      if (down_bias != nullptr) {
+        add(ex + "down_proj.bias", *down_bias, absl::StrCat("[", e, "]"), {D}, e * D, 0, 1);
+      }
     }
   }
   return absl::OkStatus();

@@ -92,15 +92,25 @@ class Checkpoint {
   // Where a tensor is: the stored tensor behind Hugging Face name `name` and
   // the original row of each stored row (empty: the same order); null when
   // the checkpoint has no such tensor.
+  //
+  // A tensor stored inside another (gpt-oss's experts, stacked, gate and up
+  // interleaved; Phi-3's fused qkv_proj and gate_up_proj) is a part: `view`
+  // then describes it (its shape; its name says where it lies) and element
+  // (r, c) is element base + r * row_stride + c * col_stride of `source`.
   struct Found {
     const TensorView* view = nullptr;
     std::vector<int64_t> row_of;
+    const TensorView* source = nullptr;
+    int64_t base = 0, row_stride = 0, col_stride = 1;
   };
   const Found* Find(const std::string& name) const;
 
  private:
   Checkpoint() = default;
   absl::Status Index();
+  // The parts of gpt-oss's stacked experts and Phi-3's fused projections,
+  // by the names the forward pass reads them under.
+  absl::Status IndexParts();
 
   ModelConfig config_;
   std::unique_ptr<TensorSet> set_;
@@ -109,6 +119,7 @@ class Checkpoint {
   // llama.cpp's merged expert tensors (blk.N.ffn_*_exps, [experts, rows,
   // cols]) seen as each expert's matrix under its Hugging Face name.
   std::deque<TensorView> expert_slices_;
+  std::deque<TensorView> part_views_;  // Found::view of each part
 };
 
 // The checkpoint of a snapshot directory: model.safetensors.index.json, else

@@ -73,6 +73,14 @@ absl::Status CheckModel(const ModelConfig& m, absl::string_view source) {
                       absl::StrCat("is ", m.experts_per_token, ", more than num_local_experts (",
                                    m.num_experts, ")"));
   }
+  if (m.rotary_dim < 0 || m.rotary_dim > m.head_dim || m.rotary_dim % 2 != 0) {
+    return FieldError(source, "partial_rotary_factor",
+                      absl::StrCat("makes ", m.rotary_dim, " rotated values of a head of ",
+                                   m.head_dim, "; it must be an even count up to head_dim"));
+  }
+  if (!(m.swiglu_limit >= 0)) {
+    return FieldError(source, "swiglu_limit", absl::StrCat("is ", m.swiglu_limit, "; it must be positive"));
+  }
   if (m.norms_per_layer < 0 || m.norms_per_layer > kMaxNormsPerLayer) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": norms_per_layer is ",
                                                    m.norms_per_layer, "; it must be 0 to ",
@@ -101,11 +109,24 @@ absl::Status CheckModel(const ModelConfig& m, absl::string_view source) {
 }  // namespace
 
 bool MoeLayer(const ModelConfig& model, int64_t layer) {
-  if (model.num_experts <= 0) return false;
+  if (model.num_experts <= 0 || layer < model.first_k_dense_replace) return false;
   for (int64_t l : model.mlp_only_layers) {
     if (l == layer) return false;
   }
   return model.decoder_sparse_step > 0 && (layer + 1) % model.decoder_sparse_step == 0;
+}
+
+int64_t RotaryDim(const ModelConfig& model) {
+  if (model.kv_lora_rank > 0) return model.qk_rope_head_dim;
+  return model.rotary_dim > 0 ? model.rotary_dim : model.head_dim;
+}
+
+int64_t KeyHeadDim(const ModelConfig& model) {
+  return model.kv_lora_rank > 0 ? model.qk_nope_head_dim + model.qk_rope_head_dim : model.head_dim;
+}
+
+int64_t ValueHeadDim(const ModelConfig& model) {
+  return model.kv_lora_rank > 0 ? model.v_head_dim : model.head_dim;
 }
 
 int64_t ExpertWidth(const ModelConfig& model) {

@@ -20,14 +20,40 @@
 namespace lowp {
 
 // config.json's rope_scaling. Parsing keeps any type (the memory model does
-// not care); the forward pass implements none, linear and llama3 and refuses
-// the others by name.
+// not care); the forward pass implements none, linear, llama3, yarn and
+// longrope and refuses the others by name.
 struct RopeScaling {
-  std::string type;  // "" (none or "default"), "linear", "llama3", or another name
+  std::string type;  // "" (none or "default"), "linear", "llama3", "yarn", "longrope", ...
   double factor = 1;
-  double low_freq_factor = 1;                       // llama3
-  double high_freq_factor = 4;                      // llama3
-  int64_t original_max_position_embeddings = 8192;  // llama3
+  double low_freq_factor = 1;   // llama3
+  double high_freq_factor = 4;  // llama3
+  // llama3 and yarn: the pretrained context (llama3's default 8192; yarn's
+  // max_position_embeddings); longrope: the context the short factors serve.
+  // yarn and longrope take the top-level original_max_position_embeddings
+  // where there is one (Phi-3), and factor = max_position_embeddings / it
+  // when the config gives no factor (modeling_rope_utils on transformers'
+  // main branch).
+  int64_t original_max_position_embeddings = 8192;
+  // yarn (gpt-oss, DeepSeek-V3): the correction range's rotations, whether
+  // its ends are rounded outwards, and the factor cos and sin are scaled by
+  // (0: Hugging Face's default from factor, mscale and mscale_all_dim).
+  double beta_fast = 32;
+  double beta_slow = 1;
+  bool truncate = true;
+  double attention_factor = 0;
+  double mscale = 0;
+  double mscale_all_dim = 0;
+  // longrope (Phi-3): each frequency's divisor, head_dim / 2 of each.
+  std::vector<double> short_factor, long_factor;
+};
+
+// How a mixture of experts picks each token's experts.
+enum class Routing {
+  kSoftmaxTopK,  // softmax over all experts, then the top k (Mixtral, Qwen)
+  kTopKSoftmax,  // the top k logits, then a softmax over them (gpt-oss)
+  // sigmoid scores; with the bias added, the best topk_group of n_group
+  // groups (by each group's top 2), then the top k in them (DeepSeek-V3)
+  kSigmoidGroups,
 };
 
 // No real model has a dimension near 2^40; larger values are typos or
@@ -47,7 +73,7 @@ enum class SlidingLayers {
 
 struct ModelConfig {
   std::string name;        // preset name, or the config file's path
-  std::string model_type;  // llama, mistral, qwen2, qwen3, gemma, gemma2, mixtral, gpt
+  std::string model_type;  // llama, mistral, qwen2(_moe), qwen3(_moe), gemma(2, 3_text), mixtral, gpt_oss, phi3, gpt
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;  // per expert for mixtures of experts
   int64_t num_layers = 0;
@@ -102,7 +128,54 @@ struct ModelConfig {
   double attn_logit_softcapping = 0;   // Gemma 2: scores = c tanh(scores / c); 0: none
   double final_logit_softcapping = 0;  // Gemma 2: the same on the logits
   int64_t bos_token_id = 1;
+
+  // gpt-oss: a learned logit per head joins each softmax and is dropped
+  // after it (self_attn.sinks); the router has a bias; each expert has
+  // biases and a clamped SwiGLU: gate <= limit, |up| <= limit, out =
+  // (up + 1) * gate * sigmoid(alpha gate) (limit 0: the config's activation).
+  bool attention_sinks = false;
+  Routing routing = Routing::kSoftmaxTopK;
+  bool router_bias = false;
+  bool expert_bias = false;
+  double swiglu_limit = 0;
+  double swiglu_alpha = 1.702;
+  // Phi-3: RoPE rotates the first rotary_dim values of each head
+  // (partial_rotary_factor * head_dim); 0: all of them. q, k, v and gate,
+  // up are stored fused (qkv_proj, gate_up_proj) and read apart.
+  int64_t rotary_dim = 0;
+  bool fused_projections = false;
+
+  // DeepSeek-V3 (Kimi K2): multi-head latent attention when kv_lora_rank >
+  // 0. q through a q_lora_rank bottleneck (q_a_proj, its norm, q_b_proj; 0:
+  // q_proj); keys and values from a kv_lora_rank latent (kv_a_proj_with_mqa,
+  // its norm, kv_b_proj) and one rotated key part all heads share: a key is
+  // qk_nope_head_dim + qk_rope_head_dim wide, a value v_head_dim. RoPE on
+  // interleaved pairs when rope_interleave.
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  bool rope_interleave = false;
+  // Its mixture: the first first_k_dense_replace layers dense, routing by
+  // Routing::kSigmoidGroups with mlp.gate.e_score_correction_bias, the
+  // weights times routed_scaling_factor; the shared experts
+  // (shared_expert_intermediate_size wide in all) without Qwen2-MoE's gate.
+  int64_t first_k_dense_replace = 0;
+  int64_t n_group = 1;
+  int64_t topk_group = 1;
+  double routed_scaling_factor = 1;
+  bool score_correction_bias = false;
+  bool shared_expert_gated = true;
 };
+
+// A key's and a value's width per head: head_dim, or MLA's
+// qk_nope_head_dim + qk_rope_head_dim and v_head_dim.
+int64_t KeyHeadDim(const ModelConfig& model);
+int64_t ValueHeadDim(const ModelConfig& model);
+
+// The values of each head RoPE rotates (rotary_dim, else head_dim).
+int64_t RotaryDim(const ModelConfig& model);
 
 // Whether decoder layer `layer` attends through the sliding window.
 bool SlidingLayer(const ModelConfig& model, int64_t layer);

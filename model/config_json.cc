@@ -129,6 +129,26 @@ class FieldReader {
     return out;
   }
 
+  // An array of finite numbers; empty when absent or null (or bad).
+  std::vector<double> NumberList(const std::string& key) {
+    std::string where;
+    const Json* value = Find(key, &where);
+    std::vector<double> out;
+    if (value == nullptr || value->is_null()) return out;
+    if (!value->is_array()) {
+      Fail(where, absl::StrCat("is ", Described(*value), ", not an array of numbers"));
+      return out;
+    }
+    for (const Json& v : *value) {
+      if (!v.is_number() || !std::isfinite(v.get<double>())) {
+        Fail(where, absl::StrCat("holds ", Described(v), ", not a finite number"));
+        return {};
+      }
+      out.push_back(v.get<double>());
+    }
+    return out;
+  }
+
   // An array of strings; nullopt when absent or null (or bad).
   std::optional<std::vector<std::string>> StringList(const std::string& key) {
     std::string where;
@@ -263,6 +283,10 @@ struct Family {
   int64_t default_window = 0;
   bool window_gated = false;
   SlidingLayers sliding_layers = SlidingLayers::kAll;
+  // kListed without layer_types: every layer but each pattern-th is windowed.
+  int64_t default_window_pattern = 6;
+  // A sliding_window key with no default: absent or null means no window.
+  bool optional_window = false;
   double default_rope_theta = 10000;
 };
 
@@ -321,12 +345,27 @@ constexpr Family kFamilies[] = {
      .default_window = 4096,
      .window_gated = true,
      .sliding_layers = SlidingLayers::kFrom},
+    // GptOssConfig: biases on q, k, v, o unless attention_bias is false,
+    // even layers windowed by default.
+    {.model_type = "gpt_oss",
+     .reads_attention_bias = true,
+     .attention_bias = true,
+     .mixture_of_experts = true,
+     .requires_head_dim = true,
+     .default_window = 128,
+     .sliding_layers = SlidingLayers::kListed,
+     .default_window_pattern = 2,
+     .default_rope_theta = 150000},
+    {.model_type = "phi3", .optional_window = true},
+    // DeepseekV3Config (Kimi K2's too): no window; keys and values from
+    // latents (MLA).
+    {.model_type = "deepseek_v3", .reads_attention_bias = true, .mixture_of_experts = true},
 };
 
-// Gemma 3's windowed layers: layer_types ("sliding_attention" or
-// "full_attention" per layer) where given, else every layer but each
-// sliding_window_pattern-th (Gemma3TextConfig's default 6).
-void ReadGemma3Layers(FieldReader& fields, ModelConfig& m) {
+// Gemma 3's and gpt-oss's windowed layers: layer_types ("sliding_attention"
+// or "full_attention" per layer) where given, else every layer but each
+// sliding_window_pattern-th (Gemma3TextConfig's default 6; gpt-oss's 2).
+void ReadLayerTypes(FieldReader& fields, int64_t default_pattern, ModelConfig& m) {
   const int64_t layers = m.num_layers;
   m.window_layers.assign(static_cast<size_t>(std::max<int64_t>(0, layers)), false);
   const std::optional<std::vector<std::string>> listed = fields.StringList("layer_types");
@@ -349,9 +388,138 @@ void ReadGemma3Layers(FieldReader& fields, ModelConfig& m) {
     }
     return;
   }
-  const int64_t pattern = fields.OptionalSize("sliding_window_pattern").value_or(6);
+  const int64_t pattern = fields.OptionalSize("sliding_window_pattern").value_or(default_pattern);
   for (int64_t i = 0; i < layers; ++i) {
     m.window_layers[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
+  }
+}
+
+// rope_theta and rope_scaling, or transformers 5's rope_parameters (the
+// two in one object) where the config has it. The pretrained context of
+// llama3 defaults to 8192, yarn's to max_position_embeddings, longrope's
+// (Phi-3) is the top-level original_max_position_embeddings; yarn and
+// longrope then take factor = max_position_embeddings / that context, as
+// modeling_rope_utils does when the config names it.
+void ReadRope(FieldReader& fields, const Family& family, const std::string& source,
+              ModelConfig& m) {
+  const bool v5 = fields.Has("rope_parameters");
+  const Json* rope = fields.OptionalObject(v5 ? "rope_parameters" : "rope_scaling");
+  const std::string prefix = v5 ? "rope_parameters." : "rope_scaling.";
+  m.rope_theta = fields.OptionalNumber("rope_theta").value_or(family.default_rope_theta);
+  if (rope == nullptr) {
+    if (!(m.rope_theta > 0)) fields.Fail("rope_theta", "must be positive");
+    if (m.model_type == "gpt_oss") {  // GptOssConfig's default, also for null
+      m.rope_scaling.type = "yarn";
+      m.rope_scaling.factor = 32;
+      m.rope_scaling.original_max_position_embeddings = 4096;
+      m.rope_scaling.truncate = false;
+    }
+    return;
+  }
+  FieldReader scaling(*rope, nullptr, source, prefix);
+  if (v5) m.rope_theta = scaling.OptionalNumber("rope_theta").value_or(m.rope_theta);
+  if (!(m.rope_theta > 0)) fields.Fail(v5 ? prefix + "rope_theta" : "rope_theta", "must be positive");
+  std::optional<std::string> type = scaling.OptionalString("rope_type");
+  if (!type.has_value()) type = scaling.OptionalString("type");
+  RopeScaling& r = m.rope_scaling;
+  r.type = type.value_or("");
+  if (r.type == "default") r.type.clear();
+  r.factor = scaling.OptionalNumber("factor").value_or(1);
+  r.low_freq_factor = scaling.OptionalNumber("low_freq_factor").value_or(1);
+  r.high_freq_factor = scaling.OptionalNumber("high_freq_factor").value_or(4);
+  std::optional<int64_t> context = scaling.OptionalSize("original_max_position_embeddings");
+  r.beta_fast = scaling.OptionalNumber("beta_fast").value_or(32);
+  r.beta_slow = scaling.OptionalNumber("beta_slow").value_or(1);
+  r.truncate = scaling.Bool("truncate", true);
+  r.attention_factor = scaling.OptionalNumber("attention_factor").value_or(0);
+  r.mscale = scaling.OptionalNumber("mscale").value_or(0);
+  r.mscale_all_dim = scaling.OptionalNumber("mscale_all_dim").value_or(0);
+  r.short_factor = scaling.NumberList("short_factor");
+  r.long_factor = scaling.NumberList("long_factor");
+  if (!scaling.status().ok()) {
+    fields.Adopt(scaling.status());
+    return;
+  }
+  // Phi3Config reads "su" and "yarn" as longrope.
+  if (m.model_type == "phi3" && (r.type == "su" || r.type == "yarn")) r.type = "longrope";
+  const bool stretched = r.type == "yarn" || r.type == "longrope";
+  if (stretched) {
+    if (std::optional<int64_t> top = fields.OptionalSize("original_max_position_embeddings")) {
+      context = top;
+    }
+    if (!context.has_value() && m.max_position_embeddings > 0) context = m.max_position_embeddings;
+    if (!scaling.OptionalNumber("factor").has_value() && context.has_value() &&
+        m.max_position_embeddings > 0) {
+      r.factor = static_cast<double>(m.max_position_embeddings) / static_cast<double>(*context);
+    }
+  }
+  r.original_max_position_embeddings = context.value_or(8192);
+  if (!(r.factor > 0) || !(r.low_freq_factor > 0) || !(r.high_freq_factor > r.low_freq_factor)) {
+    fields.Fail(prefix.substr(0, prefix.size() - 1),
+                "needs factor > 0 and high_freq_factor > low_freq_factor > 0");
+  }
+  if (r.attention_factor < 0 || r.mscale < 0 || r.mscale_all_dim < 0 || !(r.beta_fast > 0) ||
+      !(r.beta_slow > 0)) {
+    fields.Fail(prefix.substr(0, prefix.size() - 1),
+                "needs beta_fast, beta_slow > 0 and attention_factor, mscale, mscale_all_dim >= 0");
+  }
+  for (const std::vector<double>* list : {&r.short_factor, &r.long_factor}) {
+    for (double f : *list) {
+      if (!(f > 0)) fields.Fail(prefix + (list == &r.short_factor ? "short_factor" : "long_factor"),
+                                "holds a factor that is not positive");
+    }
+  }
+}
+
+// DeepseekV3Config's fields, with its defaults where a key is absent
+// (q_lora_rank null: q_proj). What lowp does not implement is refused by
+// name: another scoring_func or topk_method, moe_layer_freq other than 1.
+void ReadDeepSeekFields(FieldReader& fields, ModelConfig& m) {
+  m.num_experts = fields.OptionalSize("n_routed_experts").value_or(256);
+  m.experts_per_token = fields.OptionalSize("num_experts_per_tok").value_or(8);
+  m.moe_intermediate_size = fields.OptionalSize("moe_intermediate_size").value_or(2048);
+  const int64_t shared = fields.Has("n_shared_experts")
+                             ? fields.OptionalSize("n_shared_experts").value_or(0)
+                             : 1;
+  m.shared_expert_intermediate_size = shared * m.moe_intermediate_size;
+  m.shared_expert_gated = false;
+  m.routing = Routing::kSigmoidGroups;
+  m.score_correction_bias = true;
+  m.norm_topk_prob = fields.Bool("norm_topk_prob", true);
+  m.routed_scaling_factor = fields.OptionalNumber("routed_scaling_factor").value_or(2.5);
+  if (!(m.routed_scaling_factor > 0)) fields.Fail("routed_scaling_factor", "must be positive");
+  m.n_group = fields.OptionalSize("n_group").value_or(8);
+  m.topk_group = fields.OptionalSize("topk_group").value_or(4);
+  m.first_k_dense_replace = fields.Has("first_k_dense_replace")
+                                ? fields.OptionalSize("first_k_dense_replace").value_or(0)
+                                : 3;
+  m.q_lora_rank =
+      fields.Has("q_lora_rank") ? fields.OptionalSize("q_lora_rank").value_or(0) : 1536;
+  m.kv_lora_rank = fields.OptionalSize("kv_lora_rank").value_or(512);
+  m.qk_nope_head_dim = fields.OptionalSize("qk_nope_head_dim").value_or(128);
+  m.qk_rope_head_dim = fields.OptionalSize("qk_rope_head_dim").value_or(64);
+  m.v_head_dim = fields.OptionalSize("v_head_dim").value_or(128);
+  m.rope_interleave = fields.Bool("rope_interleave", true);
+  if (!fields.status().ok()) return;
+  if (m.attention_bias) fields.Fail("attention_bias", "is true; lowp's latent attention has no biases");
+  if (std::optional<std::string> f = fields.OptionalString("scoring_func"); f && *f != "sigmoid") {
+    fields.Fail("scoring_func", absl::StrCat("is \"", *f, "\"; lowp runs DeepSeek-V3's \"sigmoid\""));
+  }
+  if (std::optional<std::string> t = fields.OptionalString("topk_method"); t && *t != "noaux_tc") {
+    fields.Fail("topk_method", absl::StrCat("is \"", *t, "\"; lowp runs DeepSeek-V3's \"noaux_tc\""));
+  }
+  if (fields.OptionalSize("moe_layer_freq").value_or(1) != 1) {
+    fields.Fail("moe_layer_freq", "is not 1; lowp puts experts in every layer from first_k_dense_replace");
+  }
+  if (m.qk_rope_head_dim % 2 != 0) fields.Fail("qk_rope_head_dim", "must be even");
+  if (m.num_experts % m.n_group != 0 || m.num_experts / m.n_group < 2) {
+    fields.Fail("n_group", absl::StrCat("is ", m.n_group, "; it must divide n_routed_experts (",
+                                        m.num_experts, ") into groups of 2 or more"));
+  } else if (m.topk_group > m.n_group ||
+             m.experts_per_token > m.topk_group * (m.num_experts / m.n_group)) {
+    fields.Fail("topk_group", absl::StrCat("is ", m.topk_group, " of ", m.n_group,
+                                           " groups: too few experts for num_experts_per_tok (",
+                                           m.experts_per_token, ")"));
   }
 }
 
@@ -360,27 +528,7 @@ void ReadForwardFields(FieldReader& fields, const Family& family, const std::str
                        ModelConfig& m) {
   m.rms_norm_eps = fields.OptionalNumber("rms_norm_eps").value_or(1e-6);
   if (m.rms_norm_eps < 0) fields.Fail("rms_norm_eps", "is negative");
-  m.rope_theta = fields.OptionalNumber("rope_theta").value_or(family.default_rope_theta);
-  if (!(m.rope_theta > 0)) fields.Fail("rope_theta", "must be positive");
-  if (const Json* rope = fields.OptionalObject("rope_scaling"); rope != nullptr) {
-    FieldReader scaling(*rope, nullptr, source, "rope_scaling.");
-    std::optional<std::string> type = scaling.OptionalString("rope_type");
-    if (!type.has_value()) type = scaling.OptionalString("type");
-    m.rope_scaling.type = type.value_or("");
-    if (m.rope_scaling.type == "default") m.rope_scaling.type.clear();
-    RopeScaling& r = m.rope_scaling;
-    r.factor = scaling.OptionalNumber("factor").value_or(1);
-    r.low_freq_factor = scaling.OptionalNumber("low_freq_factor").value_or(1);
-    r.high_freq_factor = scaling.OptionalNumber("high_freq_factor").value_or(4);
-    r.original_max_position_embeddings =
-        scaling.OptionalSize("original_max_position_embeddings").value_or(8192);
-    if (!scaling.status().ok()) {
-      fields.Adopt(scaling.status());
-    } else if (!(r.factor > 0) || !(r.low_freq_factor > 0) ||
-               !(r.high_freq_factor > r.low_freq_factor)) {
-      fields.Fail("rope_scaling", "needs factor > 0 and high_freq_factor > low_freq_factor > 0");
-    }
-  }
+  ReadRope(fields, family, source, m);
   if (family.gemma) {
     m.norm_adds_one = true;
     m.scale_embeddings = true;
@@ -390,7 +538,7 @@ void ReadForwardFields(FieldReader& fields, const Family& family, const std::str
   }
   const bool windowed = !family.window_gated || fields.Bool("use_sliding_window", false);
   std::string where;
-  if (windowed && (family.default_window > 0 || family.mixture_of_experts)) {
+  if (windowed && (family.default_window > 0 || family.mixture_of_experts || family.optional_window)) {
     // Present and null: no window; absent: the config class's default.
     if (fields.Has("sliding_window")) {
       m.sliding_window = fields.OptionalSize("sliding_window").value_or(0);
@@ -402,8 +550,8 @@ void ReadForwardFields(FieldReader& fields, const Family& family, const std::str
   if (m.sliding_layers == SlidingLayers::kFrom) {
     m.first_sliding_layer = fields.OptionalSize("max_window_layers").value_or(28);
   }
-  if (m.sliding_layers == SlidingLayers::kListed) {  // Gemma 3
-    ReadGemma3Layers(fields, m);
+  if (m.sliding_layers == SlidingLayers::kListed) {  // Gemma 3, gpt-oss
+    ReadLayerTypes(fields, family.default_window_pattern, m);
   }
   if (absl::string_view(family.model_type) == "gemma3_text") {
     m.query_pre_attn_scalar = fields.OptionalNumber("query_pre_attn_scalar").value_or(256);
@@ -428,6 +576,25 @@ void ReadForwardFields(FieldReader& fields, const Family& family, const std::str
             : 30.0;
     if (m.attn_logit_softcapping < 0) fields.Fail("attn_logit_softcapping", "is negative");
     if (m.final_logit_softcapping < 0) fields.Fail("final_logit_softcapping", "is negative");
+  }
+  if (absl::string_view(family.model_type) == "gpt_oss") {
+    m.attention_sinks = true;
+    m.routing = Routing::kTopKSoftmax;
+    m.router_bias = true;
+    m.expert_bias = true;
+    m.swiglu_limit = fields.OptionalNumber("swiglu_limit").value_or(7.0);
+    if (!(m.swiglu_limit > 0)) fields.Fail("swiglu_limit", "must be positive");
+    m.swiglu_alpha = fields.OptionalNumber("swiglu_alpha").value_or(1.702);
+  }
+  if (absl::string_view(family.model_type) == "phi3") {
+    m.fused_projections = true;
+    const double partial = fields.OptionalNumber("partial_rotary_factor").value_or(1.0);
+    if (!(partial > 0) || partial > 1) {
+      fields.Fail("partial_rotary_factor", "must be in (0, 1]");
+    } else {
+      // Phi3Config: int(head_dim * partial_rotary_factor)
+      m.rotary_dim = static_cast<int64_t>(static_cast<double>(m.head_dim) * partial);
+    }
   }
   if (const std::optional<double> bos = fields.OptionalNumber("bos_token_id"); bos.has_value()) {
     if (*bos < 0 || *bos != std::floor(*bos) || *bos > 1e12) {
@@ -475,7 +642,8 @@ absl::StatusOr<ModelConfig> ReadFields(FieldReader& fields, absl::string_view so
   m.max_position_embeddings = fields.OptionalSize("max_position_embeddings").value_or(0);
   m.tie_word_embeddings = fields.Bool("tie_word_embeddings", family->tie_default);
   m.attention_bias =
-      family->reads_attention_bias ? fields.Bool("attention_bias", false) : family->attention_bias;
+      family->reads_attention_bias ? fields.Bool("attention_bias", family->attention_bias)
+                                   : family->attention_bias;
   // Where the config has the field, Hugging Face biases o_proj with q, k, v
   // (Qwen2's fixed biases leave it out).
   m.output_bias = family->reads_attention_bias && m.attention_bias;
@@ -494,6 +662,11 @@ absl::StatusOr<ModelConfig> ReadFields(FieldReader& fields, absl::string_view so
     m.norm_topk_prob = fields.Bool("norm_topk_prob", false);
     m.decoder_sparse_step = fields.OptionalSize("decoder_sparse_step").value_or(1);
     m.mlp_only_layers = fields.LayerList("mlp_only_layers");
+  } else if (absl::string_view(family->model_type) == "deepseek_v3") {
+    ReadDeepSeekFields(fields, m);
+  } else if (absl::string_view(family->model_type) == "gpt_oss") {  // GptOssConfig's defaults
+    m.num_experts = fields.OptionalSize("num_local_experts").value_or(128);
+    m.experts_per_token = fields.OptionalSize("num_experts_per_tok").value_or(4);
   } else if (family->mixture_of_experts) {
     m.num_experts = fields.Size("num_local_experts");
     m.experts_per_token = fields.Size("num_experts_per_tok");
@@ -501,7 +674,11 @@ absl::StatusOr<ModelConfig> ReadFields(FieldReader& fields, absl::string_view so
   if (!fields.status().ok()) return fields.status();
 
   m.num_kv_heads = kv_heads.value_or(m.num_heads);
-  if (head_dim.has_value()) {
+  if (m.kv_lora_rank > 0) {
+    // DeepseekV3Config's head_dim is the rotated part; a key here is the
+    // whole of it (KeyHeadDim).
+    m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  } else if (head_dim.has_value()) {
     m.head_dim = *head_dim;
   } else if (family->requires_head_dim) {
     return FieldError(

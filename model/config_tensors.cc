@@ -50,7 +50,7 @@ void AddMlp(const ModelConfig& model, const std::string& prefix, int64_t count, 
       Linear(prefix + "up_proj", Component::kMlp, inter, hidden, Split::kRows, "up", count));
   out.push_back(
       Linear(prefix + "down_proj", Component::kMlp, hidden, inter, Split::kCols, "down", count));
-  if (model.linear_bias || model.mlp_bias) {
+  if (model.linear_bias || model.mlp_bias || (count > 1 && model.expert_bias)) {
     if (model.gated_mlp) {
       out.push_back(
           Tensor(prefix + "gate_proj.bias", Component::kMlp, 1, inter, Split::kRows, count));
@@ -151,11 +151,17 @@ std::vector<TensorSpec> LayerTensors(const ModelConfig& model) {
     out.push_back(Tensor("q_norm", Component::kAttention, 1, model.head_dim, Split::kReplicated));
     out.push_back(Tensor("k_norm", Component::kAttention, 1, model.head_dim, Split::kReplicated));
   }
+  if (model.attention_sinks) {  // gpt-oss: a logit per head, split with the heads
+    out.push_back(Tensor("sinks", Component::kAttention, 1, model.num_heads, Split::kRows));
+  }
 
   if (model.num_experts > 0) {
     // The router is one small matrix every device applies in full.
     out.push_back(
         Tensor("gate", Component::kRouter, model.num_experts, hidden, Split::kReplicated));
+    if (model.router_bias) {
+      out.push_back(Tensor("gate.bias", Component::kRouter, 1, model.num_experts, Split::kReplicated));
+    }
     AddMlp(model, "experts.", model.num_experts, ExpertWidth(model), out);
     if (model.shared_expert_intermediate_size > 0) {  // Qwen2-MoE: every token takes it
       AddMlp(model, "shared_expert.", 1, model.shared_expert_intermediate_size, out);

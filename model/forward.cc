@@ -6,6 +6,7 @@
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "codecs/ggml_vec_dot.h"
@@ -20,7 +21,8 @@ namespace lowp {
 namespace {
 
 constexpr const char* kSiteNames[kSiteCount] = {
-    "embedding", "attn_norm", "q_proj",        "k_proj",      "v_proj",  "qk_norm",
+    "embedding", "attn_norm", "q_proj",        "k_proj",      "v_proj",  "q_a_proj",
+    "kv_a_proj", "kv_b_proj", "latent_norm",   "qk_norm",
     "rope",      "scores",    "softmax",       "attn_values", "o_proj",  "post_attn_norm",
     "residual",  "mlp_norm",  "router",        "gate_proj",   "up_proj", "act",
     "act_mul",   "down_proj", "post_mlp_norm", "final_norm",  "logits"};
@@ -120,15 +122,16 @@ class Sites {
 };
 
 // RMSNorm of each `width`-wide row of `x` into `out` (may be `x`), rounded
-// at `site`.
+// at `site`; with the config's rms_norm_eps unless `eps` is given.
 void Norm(const ModelConfig& c, const Sites& sites, std::span<const float> x, int64_t width,
-          std::span<const float> weight, std::span<float> out, Site site, int threads) {
+          std::span<const float> weight, std::span<float> out, Site site, int threads,
+          double eps = -1) {
   const int64_t rows = static_cast<int64_t>(x.size()) / width;
   ForRows(rows, width, threads, [&](int64_t first, int64_t end) {
     Census local;
     float* o = out.data() + first * width;
     RmsNorm(x.data() + first * width, o, end - first, width, weight.data(), c.norm_adds_one,
-            c.rms_norm_eps);
+            eps < 0 ? c.rms_norm_eps : eps);
     sites.Round(site, std::span<float>(o, static_cast<size_t>((end - first) * width)), local);
     sites.Merge(local);
   });
@@ -157,15 +160,58 @@ std::span<const float> QuantizePerSequence(const Scheme* scheme, const Batch& b,
   return out;
 }
 
-// The inverse frequencies of the rotary embedding of `layer`, rope_scaling
-// applied (Gemma 3's windowed layers: rope_local_base_freq, unscaled).
-std::vector<double> InverseFrequencies(const ModelConfig& c, int64_t layer) {
-  const int64_t d = c.head_dim;
-  std::vector<double> inv_freq(static_cast<size_t>(d / 2));
+// The inverse frequencies of the rotary embedding of `layer`, RotaryDim / 2
+// of them, rope_scaling applied (Gemma 3's windowed layers:
+// rope_local_base_freq, unscaled), and the factor cos and sin are scaled by
+// (yarn's and longrope's attention factor; 1 otherwise). Hugging Face's
+// modeling_rope_utils, in double.
+struct RopeFrequencies {
+  std::vector<double> inv_freq;
+  double attention_factor = 1;
+};
+
+// YaRN's mscale: 1 + 0.1 m ln(s) above a scale of 1.
+double YarnMscale(double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; }
+
+RopeFrequencies InverseFrequencies(const ModelConfig& c, int64_t layer) {
+  const int64_t d = RotaryDim(c);
+  RopeFrequencies out;
+  out.inv_freq.resize(static_cast<size_t>(d / 2));
   const bool local = c.rope_local_theta > 0 && SlidingLayer(c, layer);
   const RopeScaling none;
   const RopeScaling& r = local ? none : c.rope_scaling;
   const double theta = local ? c.rope_local_theta : c.rope_theta;
+  // yarn: the dimensions between the correction range's ends blend
+  // interpolated (divided by factor) and extrapolated frequencies.
+  double low = 0, high = 0;
+  const double factor = r.factor;
+  if (r.type == "yarn") {
+    const double context = static_cast<double>(r.original_max_position_embeddings);
+    auto correction_dim = [&](double rotations) {
+      return static_cast<double>(d) * std::log(context / (rotations * 2 * M_PI)) /
+             (2 * std::log(theta));
+    };
+    low = correction_dim(r.beta_fast);
+    high = correction_dim(r.beta_slow);
+    if (r.truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, static_cast<double>(d - 1));
+    if (low == high) high += 0.001;
+    out.attention_factor =
+        r.attention_factor > 0 ? r.attention_factor
+        : r.mscale > 0 && r.mscale_all_dim > 0
+            ? YarnMscale(factor, r.mscale) / YarnMscale(factor, r.mscale_all_dim)
+            : YarnMscale(factor, 1);
+  } else if (r.type == "longrope") {
+    const double context = static_cast<double>(r.original_max_position_embeddings);
+    out.attention_factor =
+        r.attention_factor > 0 ? r.attention_factor
+        : factor <= 1          ? 1.0
+                               : std::sqrt(1 + std::log(factor) / std::log(context));
+  }
   for (int64_t i = 0; i < d / 2; ++i) {
     double f = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
     if (r.type == "linear") {
@@ -182,10 +228,31 @@ std::vector<double> InverseFrequencies(const ModelConfig& c, int64_t layer) {
             (old_context / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
         f = (1 - smooth) * f / r.factor + smooth * f;
       }
+    } else if (r.type == "yarn") {
+      const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+      const double extrapolation = 1 - ramp;
+      f = f / factor * (1 - extrapolation) + f * extrapolation;
+    } else if (r.type == "longrope") {
+      // Sequences within original_max_position_embeddings (longer ones are
+      // refused: CheckSequenceLength).
+      f /= r.short_factor[static_cast<size_t>(i)];
     }
-    inv_freq[i] = f;
+    out.inv_freq[i] = f;
   }
-  return inv_freq;
+  return out;
+}
+
+// DeepseekV3Attention builds its latents' norms with DeepseekV3RMSNorm's
+// default eps, not the config's rms_norm_eps.
+constexpr double kLatentNormEps = 1e-6;
+
+// What the scores' 1/sqrt(key width) is multiplied by: DeepSeek-V3's
+// mscale(factor, mscale_all_dim)^2 under yarn; else 1.
+double AttentionScale(const ModelConfig& c) {
+  const RopeScaling& r = c.rope_scaling;
+  if (c.kv_lora_rank <= 0 || r.type != "yarn" || r.mscale_all_dim <= 0) return 1;
+  const double m = YarnMscale(r.factor, r.mscale_all_dim);
+  return m * m;
 }
 
 // One decoder layer over one batch: the state of a ForwardLayer call.
@@ -285,41 +352,48 @@ class LayerPass {
   }
 
   // The cosines and sines of each row's angles (position x inverse
-  // frequency, in double, rounded to float) into cos_ and sin_, [rows,
-  // head_dim / 2] each: computed once for the queries and the keys.
+  // frequency, in double, times the attention factor, rounded to float)
+  // into cos_ and sin_, [rows, RotaryDim / 2] each: computed once for the
+  // queries and the keys.
   void RopeAngles() {
-    const int64_t half = c_.head_dim / 2;
-    const std::vector<double> inv_freq = InverseFrequencies(c_, layer_);
+    const int64_t half = RotaryDim(c_) / 2;
+    const RopeFrequencies freq = InverseFrequencies(c_, layer_);
     cos_.resize(static_cast<size_t>(b_.rows * half));
     sin_.resize(static_cast<size_t>(b_.rows * half));
     ForRows(b_.rows, half * 8, threads_, [&](int64_t first, int64_t end) {
       for (int64_t t = first; t < end; ++t) {
         const double pos = static_cast<double>(buf_.positions[t]);
         for (int64_t i = 0; i < half; ++i) {
-          const double angle = pos * inv_freq[i];
-          cos_[t * half + i] = static_cast<float>(std::cos(angle));
-          sin_[t * half + i] = static_cast<float>(std::sin(angle));
+          const double angle = pos * freq.inv_freq[i];
+          cos_[t * half + i] = static_cast<float>(std::cos(angle) * freq.attention_factor);
+          sin_[t * half + i] = static_cast<float>(std::sin(angle) * freq.attention_factor);
         }
       }
     });
   }
 
-  // Rotates each head_dim-wide vector of `x` ([rows, heads * head_dim]) by
-  // its row's position (RopeAngles first).
+  // Rotates the first RotaryDim values of each head_dim-wide vector of `x`
+  // ([rows, heads * head_dim]) by its row's position (RopeAngles first).
   void Rope(std::span<float> x, int64_t heads) {
-    const int64_t d = c_.head_dim, half = d / 2;
+    const int64_t d = c_.head_dim, r = RotaryDim(c_), half = r / 2;
     ForRows(b_.rows, heads * d, threads_, [&](int64_t first, int64_t end) {
       for (int64_t t = first; t < end; ++t) {
-        lowp::Rope(x.data() + t * heads * d, heads, d, cos_.data() + t * half,
-                   sin_.data() + t * half);
+        float* row = x.data() + t * heads * d;
+        if (r == d) {
+          lowp::Rope(row, heads, d, cos_.data() + t * half, sin_.data() + t * half);
+          continue;
+        }
+        for (int64_t h = 0; h < heads; ++h) {
+          lowp::Rope(row + h * d, 1, r, cos_.data() + t * half, sin_.data() + t * half);
+        }
       }
     });
   }
 
-  void Attention(std::span<const float> a, std::vector<float>& out) {
+  // q, k and v of every row into buf_.q ([rows, H * dk]), buf_.k and
+  // buf_.v ([rows, KV * dk] and [rows, KV * dv]), rotated.
+  void Projections(std::span<const float> in) {
     const int64_t H = c_.num_heads, KV = c_.num_kv_heads, d = c_.head_dim;
-    std::span<const float> in =
-        QuantizePerSequence(e_.activations.get(), b_, a, c_.hidden_size, buf_.in, threads_);
     Linear(w_.q, in, buf_.q, Site::kQProj);
     Linear(w_.k, in, buf_.k, Site::kKProj);
     Linear(w_.v, in, buf_.v, Site::kVProj);
@@ -327,24 +401,99 @@ class LayerPass {
       Norm(c_, sites_, buf_.q, d, w_.q_norm, buf_.q, Site::kQkNorm, threads_);
       Norm(c_, sites_, buf_.k, d, w_.k_norm, buf_.k, Site::kQkNorm, threads_);
     }
-    RopeAngles();
     Rope(buf_.q, H);
     Rope(buf_.k, KV);
-    sites_.RoundAll(Site::kRope, buf_.q, H * d, threads_);
-    sites_.RoundAll(Site::kRope, buf_.k, KV * d, threads_);
+  }
+
+  // DeepSeek-V3's multi-head latent attention, as DeepseekV3Attention
+  // computes it: q = q_b(norm(q_a x)) (or q_proj x); kv_a x is a latent of
+  // kv_lora_rank and one rotated key part; kv_b(norm(latent)) gives each
+  // head's unrotated key part and its value. A head's key is [nope, rope],
+  // its query the same split; the rope parts rotate (interleaved pairs
+  // taken apart first when rope_interleave), the key's shared by every head.
+  void LatentProjections(std::span<const float> in) {
+    const int64_t H = c_.num_heads, nope = c_.qk_nope_head_dim, rope = c_.qk_rope_head_dim;
+    const int64_t dk = nope + rope, dv = c_.v_head_dim, latent = c_.kv_lora_rank;
+    if (c_.q_lora_rank > 0) {
+      Linear(w_.q_a, in, buf_.q_latent, Site::kQaProj);
+      Norm(c_, sites_, buf_.q_latent, c_.q_lora_rank, w_.q_a_norm, buf_.q_latent,
+           Site::kLatentNorm, threads_, kLatentNormEps);
+      std::span<const float> q_in = QuantizePerSequence(
+          e_.activations.get(), b_, buf_.q_latent, c_.q_lora_rank, buf_.act_in, threads_);
+      Linear(w_.q_b, q_in, buf_.q, Site::kQProj);
+    } else {
+      Linear(w_.q, in, buf_.q, Site::kQProj);
+    }
+    Linear(w_.kv_a, in, buf_.kv_latent, Site::kKvaProj);
+    const int64_t width = latent + rope;
+    std::vector<float>& normed = buf_.gate;  // free until the MLP
+    normed.resize(static_cast<size_t>(b_.rows * latent));
+    for (int64_t r = 0; r < b_.rows; ++r) {
+      std::copy_n(buf_.kv_latent.data() + r * width, latent, normed.data() + r * latent);
+    }
+    Norm(c_, sites_, normed, latent, w_.kv_a_norm, normed, Site::kLatentNorm, threads_,
+         kLatentNormEps);
+    std::span<const float> kv_in =
+        QuantizePerSequence(e_.activations.get(), b_, normed, latent, buf_.act_in, threads_);
+    std::vector<float>& heads = buf_.up;  // free until the MLP
+    Linear(w_.kv_b, kv_in, heads, Site::kKvbProj);
+    buf_.k.resize(static_cast<size_t>(b_.rows * H * dk));
+    buf_.v.resize(static_cast<size_t>(b_.rows * H * dv));
+    const int64_t half = rope / 2;
+    ForRows(b_.rows, H * (dk + dv), threads_, [&](int64_t first, int64_t end) {
+      std::vector<float> pe(static_cast<size_t>(rope));
+      auto rotate = [&](float* x, int64_t t) {  // x: a rope part of row t
+        if (c_.rope_interleave) {
+          for (int64_t i = 0; i < half; ++i) {
+            pe[i] = x[2 * i];
+            pe[half + i] = x[2 * i + 1];
+          }
+          std::copy(pe.begin(), pe.end(), x);
+        }
+        lowp::Rope(x, 1, rope, cos_.data() + t * half, sin_.data() + t * half);
+      };
+      for (int64_t t = first; t < end; ++t) {
+        float* k_pe = buf_.kv_latent.data() + t * width + latent;
+        rotate(k_pe, t);
+        for (int64_t h = 0; h < H; ++h) {
+          const float* kv = heads.data() + (t * H + h) * (nope + dv);
+          float* k = buf_.k.data() + (t * H + h) * dk;
+          std::copy_n(kv, nope, k);
+          std::copy_n(k_pe, rope, k + nope);
+          std::copy_n(kv + nope, dv, buf_.v.data() + (t * H + h) * dv);
+          rotate(buf_.q.data() + (t * H + h) * dk + nope, t);
+        }
+      }
+    });
+  }
+
+  void Attention(std::span<const float> a, std::vector<float>& out) {
+    const int64_t H = c_.num_heads, KV = c_.num_kv_heads;
+    const int64_t dk = KeyHeadDim(c_), dv = ValueHeadDim(c_);
+    std::span<const float> in =
+        QuantizePerSequence(e_.activations.get(), b_, a, c_.hidden_size, buf_.in, threads_);
+    RopeAngles();
+    if (c_.kv_lora_rank > 0) {
+      LatentProjections(in);
+    } else {
+      Projections(in);
+    }
+    sites_.RoundAll(Site::kRope, buf_.q, H * dk, threads_);
+    sites_.RoundAll(Site::kRope, buf_.k, KV * dk, threads_);
     if (rotate_k_ > 0) {
       HadamardBlocks(buf_.q, rotate_k_);
       HadamardBlocks(buf_.k, rotate_k_);
     }
     if (rotate_v_ > 0) HadamardBlocks(buf_.v, rotate_v_);
     // Each sequence's keys and values into its cache, as stored.
-    ParallelFor(b_.sequences.size(), Workers(threads_, b_.rows * KV * d * 2), [&](size_t s) {
+    ParallelFor(b_.sequences.size(), Workers(threads_, b_.rows * KV * (dk + dv)), [&](size_t s) {
       const SequenceRows& seq = b_.sequences[s];
-      const size_t first = static_cast<size_t>(seq.first_row * KV * d);
-      const size_t n = static_cast<size_t>(seq.rows * KV * d);
       thread_local std::vector<float> stored;
       LayerKv& cache = *kv_[s];
-      for (auto [from, to] : {std::pair{&buf_.k, &cache.keys}, std::pair{&buf_.v, &cache.values}}) {
+      for (auto [from, to, d] : {std::tuple{&buf_.k, &cache.keys, dk},
+                                 std::tuple{&buf_.v, &cache.values, dv}}) {
+        const size_t first = static_cast<size_t>(seq.first_row * KV * d);
+        const size_t n = static_cast<size_t>(seq.rows * KV * d);
         std::span<const float> x = std::span<const float>(*from).subspan(first, n);
         if (e_.kv != nullptr) {
           stored.resize(n);
@@ -360,11 +509,11 @@ class LayerPass {
     });
 
     const double scalar =
-        c_.query_pre_attn_scalar > 0 ? c_.query_pre_attn_scalar : static_cast<double>(d);
-    const float scale = static_cast<float>(1.0 / std::sqrt(scalar));
+        c_.query_pre_attn_scalar > 0 ? c_.query_pre_attn_scalar : static_cast<double>(dk);
+    const float scale = static_cast<float>(AttentionScale(c_) / std::sqrt(scalar));
     const int64_t window = SlidingLayer(c_, layer_) ? c_.sliding_window : 0;
     const float cap = static_cast<float>(c_.attn_logit_softcapping);
-    buf_.attn.resize(static_cast<size_t>(b_.rows * H * d));
+    buf_.attn.resize(static_cast<size_t>(b_.rows * H * dv));
     // Tasks of (sequence, head, block of queries): a block's scores are
     // [queries, keys it may see], so memory stays kAttentionRows rows of
     // scores per thread however long the sequence.
@@ -381,7 +530,7 @@ class LayerPass {
       }
       work += n * kv_[s]->positions;
     }
-    const int workers = Workers(threads_, 2 * work * H * d);
+    const int workers = Workers(threads_, work * H * (dk + dv));
     ParallelFor(blocks.size() * static_cast<size_t>(H), workers, [&](size_t task) {
       const Block& block = blocks[task / H];
       const SequenceRows& seq = b_.sequences[block.sequence];
@@ -394,8 +543,8 @@ class LayerPass {
       thread_local std::vector<float> scores;
       scores.resize(static_cast<size_t>(n * T));
       Census local;
-      Sgemm(true, n, T, d, scale, buf_.q.data() + row * H * d + h * d, H * d,
-            cache.keys.data() + g * d, KV * d, scores.data(), T);
+      Sgemm(true, n, T, dk, scale, buf_.q.data() + row * H * dk + h * dk, H * dk,
+            cache.keys.data() + g * dk, KV * dk, scores.data(), T);
       for (int64_t i = 0; i < n; ++i) {
         const int64_t pos = p0 + i;
         const int64_t first = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
@@ -405,19 +554,27 @@ class LayerPass {
           for (float& v : seen) v = cap * std::tanh(v / cap);
         }
         sites_.Round(Site::kScores, seen, local);
-        Softmax(seen);
+        if (w_.sinks.empty()) {
+          Softmax(seen);
+        } else {  // gpt-oss: the head's sink joins the softmax and is dropped
+          thread_local std::vector<float> with_sink;
+          with_sink.assign(seen.begin(), seen.end());
+          with_sink.push_back(w_.sinks[static_cast<size_t>(h)]);
+          Softmax(with_sink);
+          std::copy_n(with_sink.begin(), seen.size(), seen.begin());
+        }
         sites_.Round(Site::kSoftmax, seen, local);
         std::fill(s, s + first, 0.0f);
         std::fill(s + pos + 1, s + T, 0.0f);
       }
-      Sgemm(false, n, d, T, 1.0f, scores.data(), T, cache.values.data() + g * d, KV * d,
-            buf_.attn.data() + row * H * d + h * d, H * d);
+      Sgemm(false, n, dv, T, 1.0f, scores.data(), T, cache.values.data() + g * dv, KV * dv,
+            buf_.attn.data() + row * H * dv + h * dv, H * dv);
       sites_.Merge(local);
     });
     if (rotate_v_ > 0) HadamardBlocks(buf_.attn, rotate_v_);  // back from v's rotation
-    sites_.RoundAll(Site::kAttnValues, buf_.attn, H * d, threads_);
+    sites_.RoundAll(Site::kAttnValues, buf_.attn, H * dv, threads_);
     std::span<const float> o_in =
-        QuantizePerSequence(e_.activations.get(), b_, buf_.attn, H * d, buf_.act_in, threads_);
+        QuantizePerSequence(e_.activations.get(), b_, buf_.attn, H * dv, buf_.act_in, threads_);
     Linear(w_.o, o_in, out, Site::kOProj);
   }
 
@@ -459,6 +616,84 @@ class LayerPass {
     }
   }
 
+  // A token's experts from its router logits `r`: order[0, k) the experts
+  // taken (by descending weight, ties to the lower index), p[e] their
+  // weights.
+  //   kSoftmaxTopK  the softmax over all experts, the top k renormalized to
+  //                 sum to 1 when norm_topk_prob (Mixtral always)
+  //   kTopKSoftmax  the top k logits, the softmax over them (gpt-oss)
+  void Route(const float* r, std::vector<double>& p, std::vector<int64_t>& order) const {
+    const int64_t E = c_.num_experts, k = c_.experts_per_token;
+    std::iota(order.begin(), order.end(), 0);
+    if (c_.routing == Routing::kSigmoidGroups) {
+      RouteByGroups(r, p, order);
+      return;
+    }
+    if (c_.routing == Routing::kTopKSoftmax) {
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return r[a] > r[b]; });
+      const float max = r[order[0]];
+      double sum = 0;
+      for (int64_t j = 0; j < k; ++j) sum += p[order[j]] = std::exp(static_cast<double>(r[order[j]] - max));
+      for (int64_t j = 0; j < k; ++j) p[order[j]] /= sum;
+      return;
+    }
+    const float max = *std::max_element(r, r + E);
+    double sum = 0;
+    for (int64_t e = 0; e < E; ++e) sum += p[e] = std::exp(static_cast<double>(r[e] - max));
+    for (double& x : p) x /= sum;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+    if (!c_.norm_topk_prob) return;
+    double top = 0;
+    for (int64_t j = 0; j < k; ++j) top += p[order[j]];
+    for (int64_t j = 0; j < k; ++j) p[order[j]] /= top;
+  }
+
+  // DeepSeek-V3's routing (DeepseekV3MoE.route_tokens_to_experts), in
+  // double: scores s = sigmoid(logits); choice = s + e_score_correction_bias;
+  // each of n_group groups scores the sum of its top 2 choices and the best
+  // topk_group groups stay (ties to the lower index), the others' choices
+  // become 0 (masked_fill(0.0), as there); the top k choices are taken
+  // (ordered by choice), weighted by their s, renormalized by sum + 1e-20
+  // when norm_topk_prob, times routed_scaling_factor.
+  void RouteByGroups(const float* r, std::vector<double>& p, std::vector<int64_t>& order) const {
+    const int64_t E = c_.num_experts, k = c_.experts_per_token, G = c_.n_group;
+    const int64_t per = E / G;
+    std::vector<double> choice(static_cast<size_t>(E));
+    for (int64_t e = 0; e < E; ++e) {
+      p[e] = 1.0 / (1.0 + std::exp(-static_cast<double>(r[e])));
+      choice[e] = p[e] + (w_.score_bias.empty() ? 0.0 : w_.score_bias[static_cast<size_t>(e)]);
+    }
+    std::vector<double> group(static_cast<size_t>(G));
+    for (int64_t g = 0; g < G; ++g) {
+      double first = -INFINITY, second = -INFINITY;
+      for (int64_t e = g * per; e < (g + 1) * per; ++e) {
+        if (choice[e] > first) {
+          second = first;
+          first = choice[e];
+        } else if (choice[e] > second) {
+          second = choice[e];
+        }
+      }
+      group[g] = first + second;
+    }
+    std::vector<int64_t> groups(static_cast<size_t>(G));
+    std::iota(groups.begin(), groups.end(), 0);
+    std::stable_sort(groups.begin(), groups.end(),
+                     [&](int64_t a, int64_t b) { return group[a] > group[b]; });
+    std::vector<bool> kept(static_cast<size_t>(G), false);
+    for (int64_t j = 0; j < c_.topk_group; ++j) kept[groups[j]] = true;
+    for (int64_t e = 0; e < E; ++e) {
+      if (!kept[e / per]) choice[e] = 0.0;
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return choice[a] > choice[b]; });
+    double sum = 0;
+    for (int64_t j = 0; j < k; ++j) sum += p[order[j]];
+    const double scale =
+        c_.routed_scaling_factor / (c_.norm_topk_prob ? sum + 1e-20 : 1.0);
+    for (int64_t j = 0; j < k; ++j) p[order[j]] *= scale;
+  }
+
   // A mixture of experts (Mixtral, the Qwen MoEs): the softmax of the router's
   // logits, the top k (ties to the lower index), their weights renormalized
   // to sum to 1 unless norm_topk_prob is false (Qwen3-MoE's default);
@@ -482,19 +717,10 @@ class LayerPass {
       std::vector<int64_t> order(E);
       for (int64_t t = 0; t < n; ++t) {
         const float* r = router.data() + (seq.first_row + t) * E;
-        const float max = *std::max_element(r, r + E);
-        double sum = 0;
-        for (int64_t e = 0; e < E; ++e) sum += p[e] = std::exp(static_cast<double>(r[e] - max));
-        for (double& x : p) x /= sum;
-        std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(),
-                         [&](int64_t a, int64_t b) { return p[a] > p[b]; });
-        double top = 0;
-        for (int64_t j = 0; j < k; ++j) top += p[order[j]];
-        if (!c_.norm_topk_prob) top = 1;
+        Route(r, p, order);
         for (int64_t j = 0; j < k; ++j) {
           tokens[order[j]].push_back(t);
-          gains[order[j]].push_back(static_cast<float>(p[order[j]] / top));
+          gains[order[j]].push_back(static_cast<float>(p[order[j]]));
           if (!routes_.empty()) {
             routes_[static_cast<size_t>((seq.first_row + t) * k + j)] =
                 static_cast<int32_t>(order[j]);
@@ -524,14 +750,31 @@ class LayerPass {
   void SharedExpert(std::span<const float> m, std::vector<float>& out) {
     const int64_t D = c_.hidden_size;
     std::vector<float> gate, shared;
-    Linear(w_.shared_gate, m, gate, Site::kRouter, kSharedExpert);
+    const bool gated = w_.shared_gate.rows > 0;  // DeepSeek-V3's shared experts have none
+    if (gated) Linear(w_.shared_gate, m, gate, Site::kRouter, kSharedExpert);
     std::span<const float> in =
         QuantizePerSequence(e_.activations.get(), b_, m, D, buf_.in, threads_);
     Mlp(w_.shared.gate, w_.shared.up, w_.shared.down, in, shared, kSharedExpert);
     for (int64_t r = 0; r < b_.rows; ++r) {
-      const float g = 1.0f / (1.0f + std::exp(-gate[static_cast<size_t>(r)]));
+      const float g =
+          gated ? 1.0f / (1.0f + std::exp(-gate[static_cast<size_t>(r)])) : 1.0f;
       for (int64_t i = 0; i < D; ++i) out[r * D + i] += g * shared[r * D + i];
     }
+  }
+
+  // gpt-oss's activation, in float32 as GptOssExperts computes it: gate =
+  // min(gate, limit) * sigmoid(alpha min(gate, limit)) (rounded at kAct),
+  // then gate * (clamp(up, -limit, limit) + 1) (rounded at kActMul).
+  void ClampedSwiglu(std::span<float> gate, std::span<const float> up, Census& local) const {
+    const float limit = static_cast<float>(c_.swiglu_limit);
+    const float alpha = static_cast<float>(c_.swiglu_alpha);
+    for (float& g : gate) {
+      const float x = std::min(g, limit);
+      g = x * (1.0f / (1.0f + std::exp(-(x * alpha))));
+    }
+    sites_.Round(Site::kAct, gate, local);
+    for (size_t i = 0; i < gate.size(); ++i) gate[i] *= std::clamp(up[i], -limit, limit) + 1.0f;
+    sites_.Round(Site::kActMul, gate, local);
   }
 
   // One expert's MLP over `count` rows on the calling thread.
@@ -552,16 +795,20 @@ class LayerPass {
       }
       if (inputs_ != nullptr) inputs_->Add(layer_, site, expert, a, m.cols);
       o.resize(static_cast<size_t>(count * m.rows));
-      LinearProduct(all, a.data(), m.cols, m.values.data(), m.rows, m.cols, nullptr, o.data(),
-                    m.rows, 1);
+      LinearProduct(all, a.data(), m.cols, m.values.data(), m.rows, m.cols,
+                    m.bias.empty() ? nullptr : m.bias.data(), o.data(), m.rows, 1);
       sites_.Round(site, o, local);
     };
     linear(x.gate, in, gate, Site::kGateProj);
     linear(x.up, in, up, Site::kUpProj);
-    Activate(gate);
-    sites_.Round(Site::kAct, gate, local);
-    MultiplyBy(gate, up);
-    sites_.Round(Site::kActMul, gate, local);
+    if (c_.swiglu_limit > 0) {
+      ClampedSwiglu(gate, up, local);
+    } else {
+      Activate(gate);
+      sites_.Round(Site::kAct, gate, local);
+      MultiplyBy(gate, up);
+      sites_.Round(Site::kActMul, gate, local);
+    }
     std::span<const float> down_in = gate;
     if (const Scheme* scheme = e_.activations.get(); scheme != nullptr) {
       act_in.resize(gate.size());
@@ -686,12 +933,24 @@ absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerW
 }
 
 int64_t MaxSequenceTokens(const ModelConfig& config) {
+  // longrope's short factors serve this far; Hugging Face switches the whole
+  // sequence to the long factors beyond, which no cache of earlier keys
+  // follows.
+  if (config.rope_scaling.type == "longrope") {
+    return config.rope_scaling.original_max_position_embeddings;
+  }
   return config.max_position_embeddings > 0 ? config.max_position_embeddings
                                             : kMaxTokensWithoutPositions;
 }
 
 absl::Status CheckSequenceLength(const ModelConfig& c, int64_t length) {
   if (length <= MaxSequenceTokens(c)) return absl::OkStatus();
+  if (c.rope_scaling.type == "longrope") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sequences of ", length, " tokens are longer than ", c.name,
+        "'s original_max_position_embeddings (", c.rope_scaling.original_max_position_embeddings,
+        "): longrope's long_factor, which Hugging Face takes beyond it, is not implemented"));
+  }
   if (c.max_position_embeddings > 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("sequences of ", length, " tokens are longer than ", c.name,

@@ -56,6 +56,10 @@ enum class Site : int {
   kQProj,      // q, k, v projections (bias included)
   kKProj,
   kVProj,
+  kQaProj,        // DeepSeek-V3's latent attention: q_a_proj's output (q_b_proj's is kQProj),
+  kKvaProj,       //   kv_a_proj_with_mqa's, kv_b_proj's (the keys' and values' heads),
+  kKvbProj,
+  kLatentNorm,    //   and the norms of the two latents
   kQkNorm,        // Qwen3's per-head norms of q and k
   kRope,          // q and k rotated
   kScores,        // q.k scaled (and soft-capped), the positions attended
@@ -178,6 +182,7 @@ struct LayerKv {
 // layer reuses their memory. One per run of calls that do not overlap.
 struct ForwardBuffers {
   std::vector<float> normed, in, q, k, v, attn, branch, gate, up, act_in, vec_dot;
+  std::vector<float> q_latent, kv_latent;  // DeepSeek-V3's q_a and kv_a outputs
   std::vector<int64_t> positions;  // per row of the batch
 };
 

@@ -1,6 +1,7 @@
 // Built-in models with their config.json values, and finding a model by
 // preset name, config.json or snapshot directory (model/config.h).
 #include <filesystem>
+#include <tuple>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -77,6 +78,61 @@ const std::vector<ModelConfig>& ModelPresets() {
       qwen.rope_theta = 1e6;
       list->push_back(qwen);
     }
+
+    // gpt-oss (openai/gpt-oss-20b and -120b config.json): 64 heads of 64
+    // over a hidden size of 2880, experts of 2880 with biases, 4 per token,
+    // sinks, every other layer windowed (128), YaRN to 128K.
+    for (auto [name, layers, experts] : {std::tuple{"gpt-oss-20b", 24, 32},
+                                         std::tuple{"gpt-oss-120b", 36, 128}}) {
+      ModelConfig oss = llama(name, 2880, 2880, layers, 64, 8, 201088, 131072);
+      oss.model_type = "gpt_oss";
+      oss.head_dim = 64;
+      oss.num_experts = experts;
+      oss.experts_per_token = 4;
+      oss.attention_bias = oss.output_bias = true;
+      oss.attention_sinks = oss.router_bias = oss.expert_bias = true;
+      oss.routing = Routing::kTopKSoftmax;
+      oss.swiglu_limit = 7;
+      oss.rms_norm_eps = 1e-5;
+      oss.rope_theta = 150000;
+      oss.rope_scaling.type = "yarn";
+      oss.rope_scaling.factor = 32;
+      oss.rope_scaling.original_max_position_embeddings = 4096;
+      oss.rope_scaling.truncate = false;
+      oss.sliding_window = 128;
+      oss.sliding_layers = SlidingLayers::kListed;
+      for (int64_t i = 0; i < layers; ++i) oss.window_layers.push_back(i % 2 == 0);
+      list->push_back(oss);
+    }
+
+    // Gemma 3 27B (google/gemma-3-27b-it's text_config): 62 layers, five of
+    // every six windowed (1024), QK-norm, four norms a layer, tied.
+    ModelConfig gemma3 = llama("gemma-3-27b", 5376, 21504, 62, 32, 16, 262208, 131072);
+    gemma3.model_type = "gemma3_text";
+    gemma3.head_dim = 128;
+    gemma3.qk_norm = true;
+    gemma3.norms_per_layer = 4;
+    gemma3.tie_word_embeddings = true;
+    gemma3.norm_adds_one = gemma3.scale_embeddings = true;
+    gemma3.activation = "gelu_pytorch_tanh";
+    gemma3.query_pre_attn_scalar = 168;
+    gemma3.rope_theta = 1e6;
+    gemma3.rope_local_theta = 10000;
+    gemma3.rope_scaling.type = "linear";
+    gemma3.rope_scaling.factor = 8;
+    gemma3.sliding_window = 1024;
+    gemma3.sliding_layers = SlidingLayers::kListed;
+    for (int64_t i = 0; i < 62; ++i) gemma3.window_layers.push_back((i + 1) % 6 != 0);
+    list->push_back(gemma3);
+
+    // Phi-4 (microsoft/phi-4): a Llama shape stored with fused qkv_proj and
+    // gate_up_proj.
+    ModelConfig phi4 = llama("phi-4", 5120, 17920, 40, 40, 10, 100352, 16384);
+    phi4.model_type = "phi3";
+    phi4.fused_projections = true;
+    phi4.rope_theta = 250000;
+    phi4.rms_norm_eps = 1e-5;
+    list->push_back(phi4);
 
     // GPT-3 175B as Korthikanti et al. 2022 size it: LayerNorm with biases,
     // biases on every linear, a 4h non-gated MLP, learned positions, an

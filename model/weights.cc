@@ -9,16 +9,23 @@
 namespace lowp {
 namespace {
 
-constexpr const char* kForwardTypes[] = {"llama",       "mistral", "qwen2",     "qwen3",
-                                         "gemma",       "gemma2",  "gemma3_text", "mixtral",
-                                         "qwen2_moe",   "qwen3_moe"};
+constexpr const char* kForwardTypes[] = {"llama",     "mistral",   "qwen2",  "qwen3",
+                                         "gemma",     "gemma2",    "gemma3_text", "mixtral",
+                                         "qwen2_moe", "qwen3_moe", "gpt_oss", "phi3",
+                                         "deepseek_v3"};
 
 }  // namespace
 
 std::vector<LayerWeights::Entry> LayerWeights::Matrices(const ModelConfig& config) {
   std::vector<Entry> out;
   (void)config;  // a layer's own experts say which MLP it has (MoeLayer)
-  for (Matrix* m : {&q, &k, &v, &o}) out.push_back({m, true});
+  if (kv_a.rows > 0) {  // DeepSeek-V3's latent attention
+    for (Matrix* m : {&q_a, &q_b, &q, &kv_a, &kv_b, &o}) {
+      if (m->rows > 0) out.push_back({m, true});
+    }
+  } else {
+    for (Matrix* m : {&q, &k, &v, &o}) out.push_back({m, true});
+  }
   if (!experts.empty()) {
     out.push_back({&router, false});
     for (Expert& e : experts) {
@@ -26,7 +33,7 @@ std::vector<LayerWeights::Entry> LayerWeights::Matrices(const ModelConfig& confi
     }
     if (shared.gate.rows > 0) {
       for (Matrix* m : {&shared.gate, &shared.up, &shared.down}) out.push_back({m, true});
-      out.push_back({&shared_gate, false});
+      if (shared_gate.rows > 0) out.push_back({&shared_gate, false});
     }
   } else {
     for (Matrix* m : {&gate, &up, &down}) out.push_back({m, true});
@@ -37,7 +44,8 @@ std::vector<LayerWeights::Entry> LayerWeights::Matrices(const ModelConfig& confi
 bool IsRouter(absl::string_view name) {
   return absl::EndsWith(name, ".block_sparse_moe.gate.weight") ||
          absl::EndsWith(name, ".mlp.gate.weight") ||
-         absl::EndsWith(name, ".mlp.shared_expert_gate.weight");
+         absl::EndsWith(name, ".mlp.shared_expert_gate.weight") ||
+         absl::EndsWith(name, ".mlp.router.weight");
 }
 
 std::span<float> LayerStorage::Buffer(size_t index, size_t size) {
@@ -70,10 +78,20 @@ absl::Status CheckForwardSupport(const ModelConfig& c) {
                      "\" is not supported (supported: silu, gelu, gelu_pytorch_tanh)"));
   }
   const std::string& rope = c.rope_scaling.type;
-  if (!rope.empty() && rope != "linear" && rope != "llama3") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(c.name, ": rope_scaling type \"", rope,
-                     "\" is not supported (supported: none, default, linear, llama3)"));
+  if (!rope.empty() && rope != "linear" && rope != "llama3" && rope != "yarn" &&
+      rope != "longrope") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        c.name, ": rope_scaling type \"", rope,
+        "\" is not supported (supported: none, default, linear, llama3, yarn, longrope)"));
+  }
+  if (rope == "longrope") {
+    const size_t half = static_cast<size_t>(RotaryDim(c) / 2);
+    if (c.rope_scaling.short_factor.size() != half || c.rope_scaling.long_factor.size() != half) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          c.name, ": rope_scaling's short_factor and long_factor hold ",
+          c.rope_scaling.short_factor.size(), " and ", c.rope_scaling.long_factor.size(),
+          " values; longrope needs one per rotated pair (", half, ")"));
+    }
   }
   return absl::OkStatus();
 }

@@ -46,8 +46,14 @@ struct LayerWeights {
       post_feedforward_norm;
   Matrix q, k, v, o;
   std::span<const float> q_norm, k_norm;  // Qwen3
+  std::span<const float> sinks;           // gpt-oss: one logit per head
+  // DeepSeek-V3's latent attention (ModelConfig::kv_lora_rank): q_a, its
+  // norm and q_b (or q alone), kv_a, its norm and kv_b.
+  Matrix q_a, q_b, kv_a, kv_b;
+  std::span<const float> q_a_norm, kv_a_norm;
+  std::span<const float> score_bias;  // DeepSeek-V3: the router's e_score_correction_bias
   Matrix gate, up, down;                  // a dense MLP
-  Matrix router;                          // Mixtral: [num_local_experts, hidden_size]
+  Matrix router;  // [experts, hidden_size] (gpt-oss: with a bias)
   std::vector<Expert> experts;
   // Qwen2-MoE: an expert every token takes, its output times
   // sigmoid(shared_expert_gate x) ([1, hidden_size]); rows 0 when none.
@@ -93,7 +99,7 @@ struct LayerStorage {
 };
 
 // Whether `name` is a router's matrix (Mixtral's block_sparse_moe.gate, the
-// Qwen MoEs' mlp.gate and mlp.shared_expert_gate): in a decoder layer but
+// Qwen MoEs' mlp.gate and mlp.shared_expert_gate, gpt-oss's mlp.router): in a decoder layer but
 // no linear layer a scheme without a pattern takes (LayerWeights::Entry).
 bool IsRouter(absl::string_view name);
 

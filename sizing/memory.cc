@@ -156,12 +156,20 @@ absl::Status CheckModelLimits(const ModelConfig& m) {
     }
   }
   // Every layer's tensors are counted alike (LayerTensors).
-  if (m.num_experts > 0 && (!m.mlp_only_layers.empty() || m.decoder_sparse_step != 1)) {
+  if (m.num_experts > 0 &&
+      (!m.mlp_only_layers.empty() || m.decoder_sparse_step != 1 || m.first_k_dense_replace > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model ", m.name, ": ",
-        m.mlp_only_layers.empty() ? "decoder_sparse_step" : "mlp_only_layers",
+        m.first_k_dense_replace > 0 ? "first_k_dense_replace"
+        : m.mlp_only_layers.empty() ? "decoder_sparse_step"
+                                    : "mlp_only_layers",
         " mixes dense layers into the experts' ones, which the memory model does not count "
         "(every layer alike)"));
+  }
+  if (m.kv_lora_rank > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model ", m.name, ": kv_lora_rank: the memory model does not count multi-head latent "
+        "attention's tensors and cache"));
   }
   return ValidateModel(m);
 }

@@ -14,6 +14,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/config.h"
+#include "model/forward.h"
+#include "model/weights.h"
 
 namespace lowp {
 namespace {
@@ -54,6 +56,8 @@ TEST(ModelPresetsTest, TotalsMatchPublishedCounts) {
       {"qwen2.5-7b", 7'615'616'512},       {"qwen2.5-72b", 72'706'203'648},
       // Qwen's model cards: 30.5B and 235B in all.
       {"qwen3-30b-a3b", 30'532'122'624},   {"qwen3-235b-a22b", 235'093'634'560},
+      // microsoft/phi-4's safetensors: 29,319,014,400 bytes of bf16.
+      {"phi-4", 14'659'507'200},
   };
   for (const auto& [name, total] : published) {
     const ParameterCounts counts = CountParameters(Preset(name));
@@ -563,6 +567,138 @@ TEST(ValidateModelTest, SameRulesAsParsing) {
   model = Preset("gpt3-175b");
   model.max_position_embeddings = 0;  // learned positions need a table size
   EXPECT_THAT(ValidateModel(model).message(), HasSubstr("max_position_embeddings"));
+}
+
+// gpt-oss: OpenAI's model card counts 20.91B and 116.83B parameters in
+// all; its active counts (3.61B, 5.13B) leave out the embedding, which a
+// token reads one row of, and lowp's count of what a token passes through
+// includes it.
+TEST(ModelPresetsTest, GptOssCountsMatchTheModelCard) {
+  for (const auto& [name, layers, experts, total_b, active_b] :
+       {std::tuple<const char*, int64_t, int64_t, double, double>{"gpt-oss-20b", 24, 32, 20.91, 3.61},
+        {"gpt-oss-120b", 36, 128, 116.83, 5.13}}) {
+    const ParameterCounts counts = CountParameters(Preset(name));
+    EXPECT_NEAR(counts.total / 1e9, total_b, 0.005) << name;
+    EXPECT_NEAR((counts.active - counts.embedding) / 1e9, active_b, 0.005) << name;
+    // Per layer: 4 of `experts` experts of 3 matrices 2880 x 2880 with
+    // biases (2 x 2880 + 2880 each); the router with its bias.
+    const int64_t expert = 3 * 2880 * 2880 + 3 * 2880;
+    EXPECT_EQ(counts.total - counts.active, layers * (experts - 4) * expert) << name;
+    EXPECT_EQ(counts.router, layers * experts * (2880 + 1)) << name;
+  }
+}
+
+// Gemma 3 27B's text model: the closed form of its config (vocab 262208,
+// 62 layers of q 4096, k and v 2048 wide, QK-norms, an MLP of 21504 and four
+// norms; tied), about Google's "27B".
+TEST(ModelPresetsTest, Gemma3_27bClosedForm) {
+  const int64_t h = 5376, V = 262208, L = 62;
+  const int64_t layer = 2 * h * 4096 + 2 * h * 2048 + 2 * 128 + 3 * h * 21504 + 4 * h;
+  const ParameterCounts counts = CountParameters(Preset("gemma-3-27b"));
+  EXPECT_EQ(counts.total, V * h + L * layer + h);
+  EXPECT_EQ(counts.total, 27'009'346'304);
+  EXPECT_EQ(counts.lm_head, 0);
+}
+
+// gpt-oss's config.json: GptOssConfig's defaults where absent (even layers
+// windowed, 128 wide; biases; sinks; top-k then softmax; swiglu_limit 7),
+// YaRN's fields, and the factor from max_position_embeddings /
+// original_max_position_embeddings as modeling_rope_utils takes it.
+TEST(ParseModelConfigTest, GptOssFields) {
+  const std::string base = R"({"model_type": "gpt_oss", "hidden_size": 64,
+      "intermediate_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4, "head_dim": 16,
+      "num_key_value_heads": 2, "vocab_size": 100, "max_position_embeddings": 4096)";
+  absl::StatusOr<ModelConfig> m = ParseModelConfig(base + "}", "c.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->num_experts, 128);
+  EXPECT_EQ(m->experts_per_token, 4);
+  EXPECT_EQ(ExpertWidth(*m), 32);
+  EXPECT_TRUE(m->attention_bias && m->output_bias && m->attention_sinks);
+  EXPECT_TRUE(m->router_bias && m->expert_bias);
+  EXPECT_EQ(m->routing, Routing::kTopKSoftmax);
+  EXPECT_EQ(m->swiglu_limit, 7.0);
+  EXPECT_EQ(m->rope_theta, 150000);
+  EXPECT_EQ(m->sliding_window, 128);
+  EXPECT_TRUE(SlidingLayer(*m, 0));
+  EXPECT_FALSE(SlidingLayer(*m, 1));
+  EXPECT_TRUE(SlidingLayer(*m, 2));
+  EXPECT_TRUE(MoeLayer(*m, 0) && MoeLayer(*m, 2));
+  // No rope_scaling: GptOssConfig's YaRN (factor 32 over 4096, not truncated).
+  EXPECT_EQ(m->rope_scaling.type, "yarn");
+  EXPECT_EQ(m->rope_scaling.factor, 32);
+  EXPECT_EQ(m->rope_scaling.original_max_position_embeddings, 4096);
+  EXPECT_FALSE(m->rope_scaling.truncate);
+  m = ParseModelConfig(base + R"(, "attention_bias": false, "swiglu_limit": 3.5,
+      "layer_types": ["full_attention", "sliding_attention", "full_attention"],
+      "rope_scaling": {"rope_type": "yarn", "factor": 2.0, "beta_fast": 16, "beta_slow": 2,
+                       "truncate": false, "original_max_position_embeddings": 512}})",
+                       "c.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_FALSE(m->attention_bias || m->output_bias);
+  EXPECT_EQ(m->swiglu_limit, 3.5);
+  EXPECT_FALSE(SlidingLayer(*m, 0));
+  EXPECT_TRUE(SlidingLayer(*m, 1));
+  EXPECT_EQ(m->rope_scaling.type, "yarn");
+  EXPECT_EQ(m->rope_scaling.factor, 2.0);  // as given (transformers' main branch)
+  EXPECT_EQ(m->rope_scaling.beta_fast, 16);
+  EXPECT_EQ(m->rope_scaling.beta_slow, 2);
+  EXPECT_FALSE(m->rope_scaling.truncate);
+  EXPECT_EQ(m->rope_scaling.original_max_position_embeddings, 512);
+  EXPECT_TRUE(CheckForwardSupport(*m).ok());
+  // transformers 5's rope_parameters: rope_theta inside.
+  m = ParseModelConfig(base + R"(, "rope_parameters": {"rope_type": "yarn", "rope_theta": 5000.0,
+                       "factor": 4.0}})", "c.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->rope_theta, 5000);
+  EXPECT_EQ(m->rope_scaling.factor, 4.0);
+  EXPECT_EQ(m->rope_scaling.original_max_position_embeddings, 4096);
+  for (const auto& [fields, message] :
+       {std::pair<std::string, std::string>{R"(, "swiglu_limit": -1})", "swiglu_limit"},
+        {R"(, "rope_scaling": {"rope_type": "yarn", "beta_fast": 0}})", "beta_fast"},
+        {R"(, "rope_scaling": {"rope_type": "dynamic", "factor": 2}})", "dynamic"}}) {
+    absl::StatusOr<ModelConfig> bad = ParseModelConfig(base + fields, "bad.json");
+    absl::Status s = bad.ok() ? CheckForwardSupport(*bad) : bad.status();
+    EXPECT_THAT(s.message(), HasSubstr(message)) << fields;
+  }
+}
+
+// Phi-3's config.json: partial_rotary_factor, longrope's factors (one per
+// rotated pair), the attention factor's context from the top-level
+// original_max_position_embeddings, and sequences beyond it refused.
+TEST(ParseModelConfigTest, Phi3Fields) {
+  const std::string base = R"({"model_type": "phi3", "hidden_size": 64,
+      "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "vocab_size": 100, "max_position_embeddings": 1024, "original_max_position_embeddings": 256)";
+  absl::StatusOr<ModelConfig> m = ParseModelConfig(base + "}", "c.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->fused_projections);
+  EXPECT_EQ(RotaryDim(*m), 16);
+  EXPECT_EQ(m->sliding_window, 0);  // Phi3Config's default: none
+  m = ParseModelConfig(base + R"(, "partial_rotary_factor": 0.75, "sliding_window": 64,
+      "rope_scaling": {"type": "longrope", "short_factor": [1, 1.5, 2, 2.5, 3, 3.5],
+                       "long_factor": [4, 4, 4, 4, 4, 4]}})", "c.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(RotaryDim(*m), 12);
+  EXPECT_EQ(m->sliding_window, 64);
+  EXPECT_TRUE(SlidingLayer(*m, 1));
+  EXPECT_EQ(m->rope_scaling.factor, 4.0);  // none given: 1024 / 256
+  EXPECT_EQ(m->rope_scaling.original_max_position_embeddings, 256);
+  EXPECT_TRUE(CheckForwardSupport(*m).ok());
+  EXPECT_TRUE(CheckSequenceLength(*m, 256).ok());
+  EXPECT_THAT(CheckSequenceLength(*m, 257).message(),
+              AllOf(HasSubstr("original_max_position_embeddings (256)"), HasSubstr("long_factor")));
+  // Five factors for six rotated pairs; a factor of zero.
+  m = ParseModelConfig(base + R"(, "partial_rotary_factor": 0.75,
+      "rope_scaling": {"type": "longrope", "short_factor": [1, 1, 1, 1, 1],
+                       "long_factor": [4, 4, 4, 4, 4]}})", "c.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(CheckForwardSupport(*m).message(), HasSubstr("one per rotated pair (6)"));
+  EXPECT_THAT(ParseModelConfig(base + R"(, "rope_scaling": {"type": "longrope",
+      "short_factor": [0, 1], "long_factor": [1, 1]}})", "bad.json").status().message(),
+              HasSubstr("short_factor"));
+  EXPECT_THAT(ParseModelConfig(base + R"(, "partial_rotary_factor": 1.5})", "bad.json")
+                  .status().message(),
+              HasSubstr("partial_rotary_factor"));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ LOWP_REQUIRE_TORCH=1 (then a missing torch is an error).
 
 import functools
 import json
+import math
 import os
 
 import numpy as np
@@ -137,15 +138,83 @@ CASES = {
     "qwen3_moe_renormalized": config("qwen3_moe", "Qwen3MoeForCausalLM", head_dim=16,
                                      num_experts=6, num_experts_per_tok=2, moe_intermediate_size=20,
                                      norm_topk_prob=True, decoder_sparse_step=2),
+    # GPT-OSS as OpenAI publishes it: experts in MXFP4 (U8 blocks [E, out, in/32, 16], E8M0
+    # scales), sinks, layers 0 and 2 windowed, YaRN with truncate false over a short
+    # original length (the ramp mid-head), swiglu_limit 1 so that the clamps bite
+    "gpt_oss_mxfp4": config(
+        "gpt_oss", "GptOssForCausalLM", hidden_size=64, intermediate_size=64, head_dim=16,
+        num_hidden_layers=3, num_local_experts=4, num_experts_per_tok=2, attention_bias=True,
+        sliding_window=8, layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        swiglu_limit=1.0, max_position_embeddings=256,
+        rope_scaling={"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                      "truncate": False, "original_max_position_embeddings": 64},
+        quantization_config={"quant_method": "mxfp4", "modules_to_not_convert": [
+            "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}),
+    # transformers' dequantized save (float experts [E, in, out]); layer_types left out (the
+    # even layers windowed), swiglu_limit left out (7), truncate left out (true), 6 experts top 3
+    "gpt_oss_dense": config(
+        "gpt_oss", "GptOssForCausalLM", hidden_size=64, intermediate_size=32, head_dim=16,
+        num_hidden_layers=3, num_local_experts=6, num_experts_per_tok=3, sliding_window=8,
+        max_position_embeddings=256,
+        rope_scaling={"rope_type": "yarn", "factor": 8.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                      "original_max_position_embeddings": 32}),
+    # MLA with q_lora_rank, interleaved rope dims, YaRN whose mscale_all_dim scales the
+    # softmax (and mscale / mscale_all_dim the cos and sin); v_head_dim != qk dims; layer
+    # 0 dense, 1-2 MoE: 2 groups of 4 experts, 1 group kept, top 2, a shared expert
+    "deepseek_v3_q_lora": config(
+        "deepseek_v3", "DeepseekV3ForCausalLM", hidden_size=64, intermediate_size=96,
+        num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4, rms_norm_eps=1e-6,
+        q_lora_rank=32, kv_lora_rank=24, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=12,
+        n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, moe_intermediate_size=24,
+        n_shared_experts=1, routed_scaling_factor=2.5, norm_topk_prob=True, first_k_dense_replace=1,
+        rope_interleave=True, attention_bias=False, max_position_embeddings=256,
+        rope_scaling={"type": "yarn", "factor": 4.0, "beta_fast": 32, "beta_slow": 1, "mscale": 1.0,
+                      "mscale_all_dim": 0.707, "original_max_position_embeddings": 64}),
+    # Kimi K2's shape: q_proj (q_lora_rank null), one expert group, and DeepSeek's FP8
+    # layout: every decoder linear weight but the router F8_E4M3 with a float32
+    # weight_scale_inv per 16 x 16 block (partial blocks: 24, 40, 72 rows/cols)
+    "deepseek_v3_fp8": config(
+        "deepseek_v3", "DeepseekV3ForCausalLM", hidden_size=64, intermediate_size=72,
+        num_attention_heads=4, num_key_value_heads=4, rms_norm_eps=1e-6, q_lora_rank=None,
+        kv_lora_rank=24, qk_nope_head_dim=16, qk_rope_head_dim=16, v_head_dim=16,
+        n_routed_experts=6, num_experts_per_tok=2, n_group=1, topk_group=1, moe_intermediate_size=24,
+        n_shared_experts=2, routed_scaling_factor=1.5, norm_topk_prob=False, first_k_dense_replace=1,
+        rope_scaling=None,
+        quantization_config={"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                             "weight_block_size": [16, 16]}),
+    # fused qkv_proj and gate_up_proj; Phi-3-mini-4k's sliding window (on every layer)
+    "phi3": config("phi3", "Phi3ForCausalLM", hidden_size=64, sliding_window=8, rope_scaling=None),
+    # Phi-4-mini's shape: 3/4 of each head rotated, LongRoPE; 24 tokens <= the original
+    # 32 so the short factors, with attention factor sqrt(1 + ln(256/32) / ln 32); tied
+    "phi3_longrope_partial": config(
+        "phi3", "Phi3ForCausalLM", hidden_size=64, partial_rotary_factor=0.75,
+        max_position_embeddings=256, original_max_position_embeddings=32, tie_word_embeddings=True,
+        rope_scaling={"type": "longrope", "short_factor": [1.0, 1.25, 1.5, 2.0, 3.0, 5.0],
+                      "long_factor": [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]}),
+    # 24 tokens > the original 16: the oracle takes the long factors for the
+    # whole sequence (transformers' dynamic update); lowp refuses such a
+    # sequence and matches on the first 16 tokens
+    "phi3_longrope_long": config(
+        "phi3", "Phi3ForCausalLM", hidden_size=64, partial_rotary_factor=0.75,
+        max_position_embeddings=256, original_max_position_embeddings=16,
+        rope_scaling={"type": "longrope", "short_factor": [1.0, 1.25, 1.5, 2.0, 3.0, 5.0],
+                      "long_factor": [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]}),
 }
 
 
 def make_model(tmp_path, name, shards=1):
+    """The case's config.json and random weights (random_model: the
+    quantized layouts follow the config's quantization_config)."""
     cfg = CASES[name]
     seed = list(CASES).index(name)
     tensors = ref.random_model(cfg, seed)
     ref.save_model(tmp_path, cfg, tensors, shards=shards)
     return cfg, seed
+
+
+# longrope's long factors (a sequence beyond original_max_position_embeddings)
+# are not in lowp: it refuses the sequence, naming the field.
+LONG_FACTORS_REFUSED = {"phi3_longrope_long"}
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -154,13 +223,27 @@ def test_random_model_matches_oracle(tmp_path, name):
     rng = np.random.default_rng(100 + seed)
     # int32 and int64 inputs alternate over the cases
     tokens = rng.integers(0, cfg["vocab_size"], size=(2, 24)).astype(np.int32 if seed % 2 else np.int64)
+    if name in LONG_FACTORS_REFUSED:
+        with pytest.raises(ValueError, match=r"original_max_position_embeddings \(16\).*long_factor"):
+            lowp.forward(tmp_path, tokens)
+        tokens = tokens[:, :cfg["original_max_position_embeddings"]]
     ours = lowp.forward(tmp_path, tokens)  # os.PathLike
-    assert ours.dtype == np.float32 and ours.shape == (2, 24, cfg["vocab_size"])
+    assert ours.dtype == np.float32 and ours.shape == (2, tokens.shape[1], cfg["vocab_size"])
     theirs = ref.forward(*ref.load_model(tmp_path), tokens)
     # the logits are O(1-10): a test on a degenerate (all ~0) model would prove little
     assert 1.0 < float(theirs.abs().max()) < 100.0
     check_close(ours, theirs.numpy(), name)
 
+
+def _weights_off(suffix, value):
+    """A weights-level switch: every tensor named ...suffix filled with value."""
+    return lambda name, w: torch.full_like(w, value) if name.endswith(suffix) else w
+
+
+WEIGHTS = "__weights__"  # in a FEATURE_OFF entry: (name, tensor) -> tensor, applied to every weight
+_YARN_OSS = CASES["gpt_oss_mxfp4"]["rope_scaling"]
+_YARN_DS = CASES["deepseek_v3_q_lora"]["rope_scaling"]
+_LONGROPE = CASES["phi3_longrope_partial"]["rope_scaling"]
 
 # Each case's distinguishing setting switched off (same weights): the oracle's
 # logits must move by far more than TOLERANCE, or the case would not test it.
@@ -184,6 +267,34 @@ FEATURE_OFF = {
     "qwen2_moe_shared:norm": {"norm_topk_prob": True},
     "qwen2_moe_shared:shared": {"shared_expert_intermediate_size": 0},
     "qwen3_moe_renormalized:top_k": {"num_experts_per_tok": 6},
+    "gpt_oss_mxfp4:sinks": {WEIGHTS: _weights_off(".self_attn.sinks", float("-inf"))},  # -inf: no sink
+    "gpt_oss_mxfp4:window": {"layer_types": ["full_attention"] * 3},
+    "gpt_oss_mxfp4:yarn": {"rope_scaling": {"rope_type": "default"}},  # null would mean GPT_OSS_YARN
+    "gpt_oss_mxfp4:yarn_attention_factor": {"rope_scaling": {**_YARN_OSS, "attention_factor": 1.0}},
+    "gpt_oss_mxfp4:truncate": {"rope_scaling": {**_YARN_OSS, "truncate": True}},
+    "gpt_oss_mxfp4:swiglu_limit": {"swiglu_limit": 1e9},
+    "gpt_oss_mxfp4:router_bias": {WEIGHTS: _weights_off(".mlp.router.bias", 0.0)},
+    "gpt_oss_dense:window": {"sliding_window": None},
+    "gpt_oss_dense:top_k": {"num_experts_per_tok": 2},
+    "deepseek_v3_q_lora:yarn": {"rope_scaling": None},
+    "deepseek_v3_q_lora:mscale_all_dim": {"rope_scaling": {k: v for k, v in _YARN_DS.items() if k != "mscale_all_dim"}},
+    "deepseek_v3_q_lora:interleave": {"rope_interleave": False},
+    "deepseek_v3_q_lora:score_bias": {WEIGHTS: _weights_off(".mlp.gate.e_score_correction_bias", 0.0)},
+    "deepseek_v3_q_lora:group_limit": {"topk_group": 2},  # = n_group: no group left out
+    "deepseek_v3_q_lora:routed_scaling": {"routed_scaling_factor": 1.0},
+    "deepseek_v3_q_lora:norm": {"norm_topk_prob": False},
+    "deepseek_v3_q_lora:shared": {"n_shared_experts": 0},
+    "deepseek_v3_fp8:routed_scaling": {"routed_scaling_factor": 1.0},
+    "deepseek_v3_fp8:score_bias": {WEIGHTS: _weights_off(".mlp.gate.e_score_correction_bias", 0.0)},
+    "deepseek_v3_fp8:interleave": {"rope_interleave": False},  # the default (true) left out
+    "phi3:window": {"sliding_window": None},
+    "phi3_longrope_partial:longrope": {"rope_scaling": None},
+    "phi3_longrope_partial:attention_factor": {"rope_scaling": {**_LONGROPE, "attention_factor": 1.0}},
+    "phi3_longrope_partial:short_factor": {"rope_scaling": {**_LONGROPE, "short_factor": [1.0] * 6}},
+    # all dims rotated instead (the factor lists then need 8 entries)
+    "phi3_longrope_partial:partial": {"partial_rotary_factor": 1.0, "rope_scaling": {
+        **_LONGROPE, "short_factor": _LONGROPE["short_factor"] + [8.0, 13.0], "long_factor": [1.0] * 8}},
+    "phi3_longrope_long:long_factor": {"rope_scaling": {**_LONGROPE, "long_factor": _LONGROPE["short_factor"]}},
 }
 
 
@@ -192,16 +303,148 @@ def test_oracle_case_exercises_its_feature(key):
     """No lowp: the oracle alone, on the case's random weights."""
     name = key.split(":")[0]
     cfg = CASES[name]
-    weights = {k: torch.from_numpy(a.astype(np.float64))
-               for k, a in ref.random_model(cfg, list(CASES).index(name)).items()}
+    weights = ref.random_weights(cfg, list(CASES).index(name))
     tokens = np.random.default_rng(0).integers(0, cfg["vocab_size"], size=(2, 24))
     on = ref.forward(cfg, weights, tokens).numpy()
-    off = ref.forward({**cfg, **FEATURE_OFF[key]}, weights, tokens).numpy()
+    changes = dict(FEATURE_OFF[key])
+    edit = changes.pop(WEIGHTS, lambda name, w: w)
+    off = ref.forward({**cfg, **changes}, {k: edit(k, w) for k, w in weights.items()}, tokens).numpy()
     err = ref.relative_error(off, on)
+    print(f"\n{key}: relative logit change {err:.3g}")
     assert err > 100 * TOLERANCE, f"{key}: {FEATURE_OFF[key]} moves the logits only {err:.3g}"
 
 
-@pytest.mark.parametrize("name", ["qwen3_moe", "mixtral_4x2"])
+def _saved(tmp_path, label, cfg, tensors):
+    ref.save_model(tmp_path / label, cfg, tensors)
+    return ref.load_model(tmp_path / label)
+
+
+def test_oracle_reads_e4m3_mxfp4_and_bf16_bytes(tmp_path):
+    """No lowp: the safetensors writer and reader on known codes: e4m3fn (bias
+    7, subnormals, NaN at S.1111.111), MXFP4 (low nibble the even element,
+    E8M0 scale 2^(s - 127)), BF16 written rounding to nearest even."""
+    e4m3 = {0x00: 0.0, 0x01: 2.0 ** -9, 0x07: 7 * 2.0 ** -9, 0x08: 2.0 ** -6, 0x38: 1.0, 0x3C: 1.5,
+            0x7E: 448.0, 0xB8: -1.0, 0xFE: -448.0}
+    codes = np.array(list(e4m3) + [0x7F, 0xFF, 0x80], dtype=np.uint8)
+    blocks = np.zeros((1, 2, 1, 16), np.uint8)
+    blocks[0, 0, 0, :3] = [0x21, 0xF7, 0x98]  # elements 0..5: 0.5, 1, 6, -6, -0, -0.5
+    blocks[0, 1, 0, 15] = 0x20  # element 30: 0, element 31: 1
+    scales = np.array([[[127], [124]]], np.uint8)  # row 0 times 1, row 1 times 1/8
+    bf16 = np.array([1.0, 1 + 2 ** -8, 1 + 3 * 2 ** -8, 1 + 2 ** -7 + 2 ** -9], np.float32)
+    path = tmp_path / "t.safetensors"
+    ref.write_safetensors(path, {"f8": ("F8_E4M3", codes), "blocks": blocks, "scales": scales, "bf": ("BF16", bf16)})
+    read = ref.read_safetensors(path)
+    np.testing.assert_array_equal(read["f8"][:len(e4m3)], np.array(list(e4m3.values()), np.float32))
+    assert np.isnan(read["f8"][-3]) and np.isnan(read["f8"][-2])
+    assert read["f8"][-1] == 0 and np.signbit(read["f8"][-1])
+    assert read["blocks"].dtype == read["scales"].dtype == np.uint8
+    values = ref.decode_mxfp4(read["blocks"], read["scales"])
+    assert values.shape == (1, 2, 32)
+    np.testing.assert_array_equal(values[0, 0, :6], [0.5, 1.0, 6.0, -6.0, 0.0, -0.5])
+    np.testing.assert_array_equal(values[0, 1, 30:], [0.0, 0.125])
+    np.testing.assert_array_equal(read["bf"], [1.0, 1.0, 1 + 2 ** -6, 1 + 2 ** -7])
+
+
+def test_oracle_mxfp4_layout_is_its_dense_layout(tmp_path):
+    """No lowp: GPT-OSS as published (MXFP4 blocks [E, out, in/32, 16]) and
+    as transformers saves it dequantized (float [E, in, out]) are the same
+    model when the dense tensors are the decoded blocks: the same logits."""
+    cfg = CASES["gpt_oss_mxfp4"]
+    tensors = ref.random_model(cfg, 0)
+    assert tensors["model.layers.0.mlp.experts.gate_up_proj_blocks"].shape == (4, 128, 2, 16)
+    assert tensors["model.layers.0.mlp.experts.down_proj_scales"].shape == (4, 64, 2)
+    _, quantized = _saved(tmp_path, "mxfp4", cfg, tensors)
+    dense_cfg = {k: v for k, v in cfg.items() if k != "quantization_config"}
+    dense = {name: quantized[name].numpy().astype(np.float32) for name in ref.tensor_shapes(dense_cfg)}
+    assert dense["model.layers.0.mlp.experts.gate_up_proj"].shape == (4, 64, 128)  # [E, in, out]
+    # the dense layout's column j of expert e is the published row j
+    e, j = 1, 5
+    row = ref.decode_mxfp4(tensors["model.layers.0.mlp.experts.gate_up_proj_blocks"][e, j],
+                           tensors["model.layers.0.mlp.experts.gate_up_proj_scales"][e, j])
+    np.testing.assert_array_equal(dense["model.layers.0.mlp.experts.gate_up_proj"][e, :, j], row)
+    _, unpacked = _saved(tmp_path, "dense", dense_cfg, dense)
+    tokens = np.random.default_rng(1).integers(0, cfg["vocab_size"], size=(2, 24))
+    a, b = ref.forward(cfg, quantized, tokens), ref.forward(dense_cfg, unpacked, tokens)
+    assert float(a.abs().max()) > 1 and torch.equal(a, b)
+
+
+def test_oracle_fp8_layout_is_its_dequantized_weights(tmp_path):
+    """No lowp: DeepSeek's FP8 layout (F8_E4M3 weights, float32
+    weight_scale_inv per 16 x 16 block, partial at the edges) is the float
+    model of weight * scale_inv, within float32 rounding."""
+    cfg = CASES["deepseek_v3_fp8"]
+    tensors = ref.random_model(cfg, 0)
+    dtype, codes = tensors["model.layers.1.mlp.experts.0.gate_proj.weight"]
+    assert dtype == "F8_E4M3" and codes.shape == (24, 64)
+    assert tensors["model.layers.1.mlp.experts.0.gate_proj.weight_scale_inv"].shape == (2, 4)
+    assert tensors["model.layers.0.self_attn.kv_a_proj_with_mqa.weight_scale_inv"].shape == (3, 4)  # 40 rows
+    assert tensors["model.layers.0.self_attn.kv_b_proj.weight_scale_inv"].shape == (8, 2)  # 24 cols
+    assert tensors["model.layers.1.mlp.gate.weight"].dtype == np.float32  # the router stays float
+    assert "model.layers.1.mlp.gate.weight_scale_inv" not in tensors
+    _, quantized = _saved(tmp_path, "fp8", cfg, tensors)
+    assert not any(name.endswith("_scale_inv") for name in quantized)
+    w = quantized["model.layers.1.mlp.experts.0.gate_proj.weight"]
+    scale = tensors["model.layers.1.mlp.experts.0.gate_proj.weight_scale_inv"]
+    assert float(w[17, 50]) == float(ref.E4M3[codes[17, 50]]) * float(scale[1, 3])
+    plain_cfg = {k: v for k, v in cfg.items() if k != "quantization_config"}
+    _, plain = _saved(tmp_path, "plain", plain_cfg, {k: v.numpy().astype(np.float32) for k, v in quantized.items()})
+    tokens = np.random.default_rng(1).integers(0, cfg["vocab_size"], size=(2, 24))
+    a, b = ref.forward(cfg, quantized, tokens), ref.forward(plain_cfg, plain, tokens)
+    assert float(a.abs().max()) > 1 and ref.relative_error(b.numpy(), a.numpy()) < 1e-6
+
+
+def test_oracle_phi3_is_mistral_with_split_weights():
+    """No lowp: Phi-3 without rope scaling is Mistral (a window on every
+    layer) with qkv_proj split into q, k, v rows and gate_up_proj into gate,
+    up halves."""
+    cfg = CASES["phi3"]
+    weights = ref.random_weights(cfg, 0)
+    mistral = {**cfg, "model_type": "mistral", "architectures": ["MistralForCausalLM"]}
+    s = ref.Spec(cfg)
+    q, kv, inter = s.heads * s.head_dim, s.kv_heads * s.head_dim, cfg["intermediate_size"]
+    split = {}
+    for name, w in weights.items():
+        if name.endswith("qkv_proj.weight"):
+            for part, rows in zip("qkv", w.split([q, kv, kv])):
+                split[name.replace("qkv_proj", f"{part}_proj")] = rows
+        elif name.endswith("gate_up_proj.weight"):
+            for part, rows in zip(("gate", "up"), w.split(inter)):
+                split[name.replace("gate_up_proj", f"{part}_proj")] = rows
+        else:
+            split[name] = w
+    assert set(split) == set(ref.tensor_shapes(mistral))
+    tokens = np.random.default_rng(2).integers(0, cfg["vocab_size"], size=(2, 24))
+    a, b = ref.forward(cfg, weights, tokens), ref.forward(mistral, split, tokens)
+    assert float(a.abs().max()) > 1 and torch.equal(a, b)
+
+
+def test_oracle_rope_frequencies_follow_transformers_formulas():
+    """No lowp: YaRN and LongRoPE frequencies and attention factors of the
+    cases, against the numbers written out by hand from the formulas."""
+    s = ref.Spec(CASES["gpt_oss_mxfp4"])  # d 16, theta 1e4, factor 4, L0 64, betas 32/1, no truncation
+    inv, attention = ref.inv_frequencies(s, 24)
+    low = max(16 * math.log(64 / (32 * 2 * math.pi)) / (2 * math.log(1e4)), 0)
+    high = 16 * math.log(64 / (2 * math.pi)) / (2 * math.log(1e4))
+    base = 1e4 ** (-np.arange(0, 16, 2) / 16)
+    ramp = np.clip((np.arange(8) - low) / (high - low), 0, 1)
+    np.testing.assert_allclose(inv.numpy(), base * (1 - ramp) + base / 4 * ramp, rtol=1e-15)
+    assert 0 < ramp[1] < 1 and attention == 0.1 * math.log(4) + 1
+    s = ref.Spec(CASES["deepseek_v3_q_lora"])  # d 8, truncated, mscale 1 / mscale_all_dim 0.707
+    inv, attention = ref.inv_frequencies(s, 24)
+    np.testing.assert_allclose(attention, (0.1 * math.log(4) + 1) / (0.0707 * math.log(4) + 1), rtol=1e-15)
+    np.testing.assert_allclose(inv.numpy(), 1e4 ** (-np.arange(0, 8, 2) / 8) * [1, 0.625, 0.25, 0.25], rtol=1e-15)
+    assert s.scaling == pytest.approx(24 ** -0.5 * (0.0707 * math.log(4) + 1) ** 2, rel=1e-15)
+    for name, factors in (("phi3_longrope_partial", "short_factor"), ("phi3_longrope_long", "long_factor")):
+        cfg = CASES[name]
+        s = ref.Spec(cfg)
+        inv, attention = ref.inv_frequencies(s, 24)
+        assert s.rope_dim == 12
+        L0 = cfg["original_max_position_embeddings"]
+        np.testing.assert_allclose(inv.numpy(), 1e4 ** (-np.arange(0, 12, 2) / 12) / cfg["rope_scaling"][factors])
+        assert attention == pytest.approx(math.sqrt(1 + math.log(256 / L0) / math.log(L0)), rel=1e-15)
+
+
+@pytest.mark.parametrize("name", ["qwen3_moe", "mixtral_4x2", "gpt_oss_mxfp4", "deepseek_v3_fp8"])
 def test_routing_against_the_oracles_experts(tmp_path, name):
     """lowp.eval's routing report: the reference's expert load is the
     oracle's router's on the same tokens; a candidate that changes nothing

@@ -67,6 +67,15 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
   if (o.batch_tokens < 0) {
     return OptionError("batch_tokens", absl::StrCat(o.batch_tokens, " is negative"));
   }
+  EvalRun run;
+  if (o.experts == "whole") {
+    run.experts = EvalRun::Experts::kWhole;
+  } else if (o.experts == "one-at-a-time") {
+    run.experts = EvalRun::Experts::kOneAtATime;
+  } else if (o.experts != "auto") {
+    return OptionError("experts", absl::StrCat("'", o.experts,
+                                               "' is not auto, whole or one-at-a-time"));
+  }
   absl::StatusOr<std::vector<EvalCandidate>> candidates = EvalCandidates(o);
   if (!candidates.ok()) return candidates.status();
   candidates->insert(candidates->end(), o.candidates.begin(), o.candidates.end());
@@ -123,7 +132,6 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
   result.tokens = tokens->description;
   result.tokenizer = tokens->tokenizer;
   result.text_tokens = tokens->text_tokens;
-  EvalRun run;
   run.scored_from = tokens->scored_from;
   run.threads = o.threads;
   run.batch_tokens = o.batch_tokens;

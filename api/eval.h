@@ -57,6 +57,10 @@ struct EvalOptions : TokenOptions {
   int threads = 0;
   // Tokens per pass over the checkpoint (EvalRun::batch_tokens); 0: automatic.
   int64_t batch_tokens = 0;
+  // How a layer's routed experts are read (EvalRun::experts): "auto" (one at
+  // a time when a layer's take more than 512 MiB in float32), "whole",
+  // "one-at-a-time". The results are the same.
+  std::string experts = "auto";
   // (steps done, steps in all, what): a step is a decoder layer of the
   // reference or of one weight variant, for one batch.
   std::function<void(int64_t done, int64_t total, const std::string& what)> progress;

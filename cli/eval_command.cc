@@ -25,6 +25,7 @@ const char kEvalHelp[] =
     "                 [--calib-text FILE [--calib-ctx N] [--calib-chunks N] |\n"
     "                  --calib-tokens FILE.npy] [--activations LIST] [--kv LIST] [--compute LIST] [--layers]\n"
     "                 [--census] [--json | --csv] [--threads N] [--batch-tokens N] [--quiet]\n"
+    "                 [--experts auto|whole|one-at-a-time]\n"
     "\n"
     "Runs the model in float32 and each candidate (emulated sites) on the same\n"
     "tokens, one decoder layer at a time for all of them (memory: about two layers\n"
@@ -112,7 +113,11 @@ const char kEvalHelp[] =
     "  llama-quantize --imatrix does (mixes choose as it does with one).\n"
     "--threads: 0 (default) takes every core; results do not depend on it.\n"
     "--batch-tokens: tokens per pass over the checkpoint (default: as many as 1 GiB\n"
-    "  of activations holds); results do not depend on it.\n";
+    "  of activations holds); results do not depend on it.\n"
+    "--experts: how a layer's routed experts are read: auto (default: one at a time\n"
+    "  when a layer's take more than 512 MiB in float32), whole, or one-at-a-time\n"
+    "  (each expert a token routes to read and made per candidate as the layer\n"
+    "  reaches it); results do not depend on it.\n";
 
 namespace {
 
@@ -287,7 +292,7 @@ int EvalCommand(const std::vector<std::string>& argv) {
                                      "seed",        "weights", "weights-file", "activations",
                                      "kv",          "compute", "threads", "batch-tokens",
                                      "text",        "tokenizer", "ctx",   "chunks",
-                                     "imatrix"};
+                                     "imatrix",     "experts"};
   for (std::string& name : TokenOptionNames("calib-")) values.push_back(std::move(name));
   absl::StatusOr<Args> args =
       Args::Parse(argv, values, {"json", "csv", "layers", "census", "quiet"});
@@ -321,6 +326,7 @@ int EvalCommand(const std::vector<std::string>& argv) {
           absl::StrCat("--batch-tokens '", *b, "': want a number >= 0")));
     }
   }
+  o.experts = args->Value("experts").value_or("auto");
   o.activations = args->Value("activations").value_or("");
   o.kv = args->Value("kv").value_or("");
   o.compute = args->Value("compute").value_or("");

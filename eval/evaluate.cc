@@ -52,7 +52,7 @@ class Evaluator {
         candidates_(candidates),
         run_(run),
         threads_(ResolveThreads(run.threads)),
-        reader_(reference),
+        reader_(reference, kResidentLayerBytes, ExpertsOneAtATime(c_, run.experts)),
         sequences_(static_cast<int64_t>(tokens.size()) / length),
         tally_(c_, sequences_, length, candidates.size(), run.scored_from) {}
 
@@ -275,6 +275,14 @@ class Evaluator {
 };
 
 }  // namespace
+
+bool ExpertsOneAtATime(const ModelConfig& c, EvalRun::Experts experts) {
+  if (experts != EvalRun::Experts::kBySize) return experts == EvalRun::Experts::kOneAtATime;
+  const uint64_t bytes = 3 * sizeof(float) * static_cast<uint64_t>(c.num_experts) *
+                         static_cast<uint64_t>(c.hidden_size) *
+                         static_cast<uint64_t>(ExpertWidth(c));
+  return c.num_experts > 0 && bytes > kWholeExpertBytes;
+}
 
 absl::StatusOr<EvalReport> Evaluate(const Checkpoint& reference, std::span<const int32_t> tokens,
                                     int64_t length, const std::vector<EvalCandidate>& candidates,

@@ -2,6 +2,7 @@
 // a GGUF file llama.cpp made from it, its q and k rows put back in order, or
 // any safetensors file with the reference's names; the matrices as stored.
 #include <algorithm>
+#include <mutex>
 #include <utility>
 
 #include "eval/variant.h"
@@ -51,14 +52,28 @@ class FileVariant : public WeightVariant {
 
   absl::StatusOr<LayerWeights> Layer(const LayerRequest& request) override {
     const int threads = request.threads;
-    absl::StatusOr<LayerWeights> stored = file_.ReadLayer(request.layer, request.storage, threads,
-                                                          request.pass.another_follows);
+    const bool experts_later = request.reference.expert_source != nullptr;
+    absl::StatusOr<LayerWeights> stored =
+        file_.ReadLayer(request.layer, request.storage, threads, request.pass.another_follows,
+                        experts_later);
     if (!stored.ok()) return stored.status();
     LayerWeights out = request.reference;
     std::vector<LayerWeights::Entry> mine = out.Matrices(reference_.config());
     std::vector<LayerWeights::Entry> theirs = stored->Matrices(reference_.config());
+    if (experts_later) {
+      std::vector<size_t> first(out.experts.size(), 0);
+      for (size_t j = 0; j < mine.size(); ++j) {
+        for (size_t e = 0; e < out.experts.size(); ++e) {
+          if (mine[j].matrix == &out.experts[e].gate) first[e] = j;
+        }
+      }
+      out.expert_source = std::make_shared<FileExperts>(
+          *this, stored->expert_source, request.reference.expert_source, request.layer,
+          std::move(first), request.pass.first);
+    }
     for (size_t j = 0; j < mine.size(); ++j) {
       Matrix& m = *mine[j].matrix;
+      if (experts_later && m.values.empty()) continue;  // an expert: FileExperts
       if (request.pass.first) {
         const Checkpoint::Found* f = file_.Find(m.name);
         QuantReport report = Start(*f->view, m.name);
@@ -143,10 +158,70 @@ class FileVariant : public WeightVariant {
     reports_[key] = std::move(report);
   }
 
+  // The file's experts as the forward pass loads them, compared with the
+  // reference's in the first pass.
+  class FileExperts : public ExpertSource {
+   public:
+    FileExperts(FileVariant& variant, std::shared_ptr<const ExpertSource> file,
+                std::shared_ptr<const ExpertSource> reference, int64_t layer,
+                std::vector<size_t> entries, bool first)
+        : variant_(variant),
+          file_(std::move(file)),
+          reference_(std::move(reference)),
+          layer_(layer),
+          entries_(std::move(entries)),
+          first_(first) {}
+
+    absl::StatusOr<std::shared_ptr<const LoadedExpert>> Load(int64_t e,
+                                                             int threads) const override {
+      absl::StatusOr<std::shared_ptr<const LoadedExpert>> theirs = file_->Load(e, threads);
+      if (!theirs.ok()) return theirs;
+      // The file's matrices with the reference's biases (gpt-oss's; copied),
+      // as Layer takes the rest.
+      const bool biases = variant_.reference_.config().expert_bias;
+      if (!first_ && !biases) return theirs;
+      absl::StatusOr<std::shared_ptr<const LoadedExpert>> ref = reference_->Load(e, threads);
+      if (!ref.ok()) return ref.status();
+      std::shared_ptr<const LoadedExpert> result = *theirs;
+      if (biases) {
+        auto out = std::make_shared<LoadedExpert>();
+        out->matrices = (*theirs)->matrices;
+        out->from = *theirs;
+        const Matrix* r[] = {&(*ref)->matrices.gate, &(*ref)->matrices.up, &(*ref)->matrices.down};
+        Matrix* m[] = {&out->matrices.gate, &out->matrices.up, &out->matrices.down};
+        for (size_t k = 0; k < 3; ++k) {
+          std::span<float> bias = out->storage.Buffer(k, r[k]->bias.size());
+          std::copy(r[k]->bias.begin(), r[k]->bias.end(), bias.begin());
+          m[k]->bias = bias;
+        }
+        result = std::move(out);
+      }
+      if (!first_) return result;
+      const Matrix* a[] = {&(*ref)->matrices.gate, &(*ref)->matrices.up, &(*ref)->matrices.down};
+      const Matrix* b[] = {&(*theirs)->matrices.gate, &(*theirs)->matrices.up,
+                           &(*theirs)->matrices.down};
+      for (size_t k = 0; k < 3; ++k) {
+        QuantReport report = variant_.Start(*variant_.file_.Find(b[k]->name)->view, a[k]->name);
+        CompareInto(a[k]->values, b[k]->values, a[k]->cols, threads, report.stats);
+        std::lock_guard<std::mutex> lock(variant_.keep_mutex_);
+        variant_.Keep(LayerKey(layer_, entries_[static_cast<size_t>(e)] + k), std::move(report));
+      }
+      return result;
+    }
+
+   private:
+    FileVariant& variant_;
+    std::shared_ptr<const ExpertSource> file_, reference_;
+    const int64_t layer_;
+    const std::vector<size_t> entries_;
+    const bool first_;
+  };
+
   Checkpoint file_;
   const Checkpoint& reference_;
   std::vector<float> head_;
   QuantReport head_report_;
+  std::mutex keep_mutex_;  // Keep from FileExperts::Load, on the forward pass's threads
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 // takes quantized with its scheme, or the choice a recipe makes for it, and
 // dequantized.
 #include <algorithm>
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -160,10 +161,12 @@ class RuleVariant : public WeightVariant {
     options.importance = importance_;
     std::vector<LayerCalibrator::Target> targets;
     std::vector<RecipeChoice> target_choices;
+    const bool experts_later = request.reference.expert_source != nullptr;
     for (size_t j = 0; j < entries.size(); ++j) {
       Matrix& m = *entries[j].matrix;
       const WeightRule* rule = RuleFor(rules_, m.name, entries[j].linear);
       if (rule == nullptr || rule->scheme == nullptr) continue;
+      if (experts_later && m.values.empty()) continue;  // an expert: as the forward pass loads it
       const TensorView view = F32View(m.name, m.rows, m.cols, m.values);
       RecipeChoice choice;
       const Scheme& scheme = SchemeForTensor(*rule->scheme, view, model_, &choice);
@@ -203,11 +206,94 @@ class RuleVariant : public WeightVariant {
         Keep(LayerKey(request.layer, j), *rule->scheme, choice, std::move(report));
       }
     }
+    if (experts_later) {
+      if (calibrator_ != nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "'", spec(), "': calibrated rules (GPTQ, AWQ) on experts read one at a time are not "
+            "built; evaluate with experts read whole"));
+      }
+      out.expert_source = std::make_shared<RuleExperts>(*this, request.reference.expert_source,
+                                                        request.layer,
+                                                        ExpertEntries(out, entries),
+                                                        request.pass.first);
+    }
     if (calibrator_ != nullptr) {
       if (absl::Status s = Calibrate(request, out, targets, target_choices); !s.ok()) return s;
     }
     return out;
   }
+
+  // Each routed expert's place among the layer's matrices (its gate's
+  // entry; up and down follow).
+  static std::vector<size_t> ExpertEntries(LayerWeights& layer,
+                                           std::span<const LayerWeights::Entry> entries) {
+    std::vector<size_t> first(layer.experts.size(), 0);
+    for (size_t j = 0; j < entries.size(); ++j) {
+      for (size_t e = 0; e < layer.experts.size(); ++e) {
+        if (entries[j].matrix == &layer.experts[e].gate) first[e] = j;
+      }
+    }
+    return first;
+  }
+
+  // A rule variant's experts made one at a time from the reference's as the
+  // forward pass loads them: each matrix a rule takes quantized as Layer
+  // quantizes the others, its statistics kept in the first pass.
+  class RuleExperts : public ExpertSource {
+   public:
+    RuleExperts(RuleVariant& variant, std::shared_ptr<const ExpertSource> reference,
+                int64_t layer, std::vector<size_t> entries, bool first)
+        : variant_(variant),
+          reference_(std::move(reference)),
+          layer_(layer),
+          entries_(std::move(entries)),
+          first_(first) {}
+
+    absl::StatusOr<std::shared_ptr<const LoadedExpert>> Load(int64_t e,
+                                                             int threads) const override {
+      absl::StatusOr<std::shared_ptr<const LoadedExpert>> ref = reference_->Load(e, threads);
+      if (!ref.ok()) return ref.status();
+      auto out = std::make_shared<LoadedExpert>();
+      out->matrices = (*ref)->matrices;  // views into `ref`'s buffers until replaced
+      out->from = *ref;
+      MeasureOptions options;
+      options.threads = threads;
+      options.importance = variant_.importance_;
+      Matrix* ms[] = {&out->matrices.gate, &out->matrices.up, &out->matrices.down};
+      for (size_t k = 0; k < 3; ++k) {
+        Matrix& m = *ms[k];
+        const WeightRule* rule = RuleFor(variant_.rules_, m.name, /*linear=*/true);
+        if (rule == nullptr || rule->scheme == nullptr) continue;
+        const TensorView view = F32View(m.name, m.rows, m.cols, m.values);
+        RecipeChoice choice;
+        const Scheme& scheme = SchemeForTensor(*rule->scheme, view, variant_.model_, &choice);
+        std::span<float> q = out->storage.Buffer(k, m.values.size());
+        size_t written = 0;
+        QuantReport report;
+        absl::Status s = QuantizeTensor(view, scheme, options, [&](std::span<const float> piece) {
+          std::copy(piece.begin(), piece.end(), q.begin() + static_cast<ptrdiff_t>(written));
+          written += piece.size();
+          return absl::OkStatus();
+        }, &report);
+        if (!s.ok()) return s;
+        m.values = q;
+        m.stored_type = scheme.GgmlLayout(m.cols);
+        if (first_) {
+          std::lock_guard<std::mutex> lock(variant_.keep_mutex_);
+          variant_.Keep(LayerKey(layer_, entries_[static_cast<size_t>(e)] + k), *rule->scheme,
+                        choice, std::move(report));
+        }
+      }
+      return std::shared_ptr<const LoadedExpert>(std::move(out));
+    }
+
+   private:
+    RuleVariant& variant_;
+    std::shared_ptr<const ExpertSource> reference_;
+    const int64_t layer_;
+    const std::vector<size_t> entries_;
+    const bool first_;
+  };
 
   bool Changes(Table table) const override {
     return tables_[static_cast<int>(table)].scheme != nullptr;
@@ -376,6 +462,7 @@ class RuleVariant : public WeightVariant {
   QuantReport head_report_;
   int64_t first_changed_ = 0;
   std::unique_ptr<LayerCalibrator> calibrator_;  // when a rule calibrates
+  std::mutex keep_mutex_;  // Keep from RuleExperts::Load, on the forward pass's threads
 };
 
 }  // namespace

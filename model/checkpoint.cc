@@ -680,12 +680,39 @@ uint64_t Checkpoint::LayerBytes() const {
   return bytes;
 }
 
+namespace {
+
+// A routed expert's tensor ("model.layers.N.mlp.experts.E. ...", Mixtral's
+// "block_sparse_moe.experts.E."); not a shared expert's.
+bool RoutedExpertTensor(absl::string_view name) { return absl::StrContains(name, ".experts."); }
+
+// A layer's experts read from its checkpoint as the forward pass asks.
+class CheckpointExperts : public ExpertSource {
+ public:
+  CheckpointExperts(const Checkpoint& checkpoint, int64_t layer, bool keep_cached)
+      : checkpoint_(checkpoint), layer_(layer), keep_cached_(keep_cached) {}
+  absl::StatusOr<std::shared_ptr<const LoadedExpert>> Load(int64_t expert,
+                                                           int threads) const override {
+    return checkpoint_.ReadExpert(layer_, expert, threads, keep_cached_);
+  }
+
+ private:
+  const Checkpoint& checkpoint_;
+  const int64_t layer_;
+  const bool keep_cached_;
+};
+
+}  // namespace
+
 absl::StatusOr<LayerWeights> Checkpoint::ReadLayer(int64_t layer, LayerStorage& storage,
-                                                   int threads, bool keep_cached) const {
+                                                   int threads, bool keep_cached,
+                                                   bool experts_later) const {
   const auto release = [&](std::span<const uint8_t> bytes) { set_->Release(bytes, keep_cached); };
+  const bool later = experts_later && MoeLayer(config_, layer);
   size_t index = 0;
   auto read = [&](const Want& want) -> absl::StatusOr<std::span<const float>> {
     if (matrices_only_ && want.kind != Kind::kMatrix) return std::span<const float>();
+    if (later && RoutedExpertTensor(want.name)) return std::span<const float>();
     const Found* f = Find(want.name);
     if (f == nullptr) return absl::InternalError(absl::StrCat("no tensor ", want.name));
     const int64_t elements = f->view->elements();
@@ -702,7 +729,39 @@ absl::StatusOr<LayerWeights> Checkpoint::ReadLayer(int64_t layer, LayerStorage& 
     if (f == nullptr) continue;
     e.matrix->stored_type = StoredGgmlType(*f->view);
   }
+  if (later) w->expert_source = std::make_shared<CheckpointExperts>(*this, layer, keep_cached);
   return w;
+}
+
+absl::StatusOr<std::shared_ptr<const LoadedExpert>> Checkpoint::ReadExpert(
+    int64_t layer, int64_t expert, int threads, bool keep_cached) const {
+  if (!MoeLayer(config_, layer) || expert < 0 || expert >= config_.num_experts) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer ", layer, " has no expert ", expert, " (", config_.name, ")"));
+  }
+  const auto release = [&](std::span<const uint8_t> bytes) { set_->Release(bytes, keep_cached); };
+  auto loaded = std::make_shared<LoadedExpert>();
+  const std::string mine = absl::StrCat(".experts.", expert, ".");
+  size_t index = 0;
+  auto read = [&](const Want& want) -> absl::StatusOr<std::span<const float>> {
+    if (matrices_only_ && want.kind != Kind::kMatrix) return std::span<const float>();
+    if (!absl::StrContains(want.name, mine)) return std::span<const float>();
+    const Found* f = Find(want.name);
+    if (f == nullptr) return absl::InternalError(absl::StrCat("no tensor ", want.name));
+    std::span<float> out =
+        loaded->storage.Buffer(index++, static_cast<size_t>(f->view->elements()));
+    if (absl::Status s = ReadTensor(*f, 0, f->view->rows(), out, threads, release); !s.ok()) {
+      return s;
+    }
+    return std::span<const float>(out);
+  };
+  absl::StatusOr<LayerWeights> w = WalkLayer(config_, layer, read);
+  if (!w.ok()) return w.status();
+  loaded->matrices = w->experts[static_cast<size_t>(expert)];
+  for (Matrix* m : {&loaded->matrices.gate, &loaded->matrices.up, &loaded->matrices.down}) {
+    if (const Found* f = Find(m->name); f != nullptr) m->stored_type = StoredGgmlType(*f->view);
+  }
+  return loaded;
 }
 
 std::vector<TensorView> Checkpoint::MatrixShapes() const {

@@ -65,8 +65,17 @@ class Checkpoint {
   // widened (kept in the page cache with `keep_cached`: another pass reads
   // them again). With matrices_only, the views of the norms and biases are
   // empty.
+  // With `experts_later`, a layer's routed experts are not read: their
+  // matrices come with names and shapes only, and the layer's expert_source
+  // reads each when the forward pass asks (ReadExpert).
   absl::StatusOr<LayerWeights> ReadLayer(int64_t layer, LayerStorage& storage, int threads,
-                                         bool keep_cached = false) const;
+                                         bool keep_cached = false,
+                                         bool experts_later = false) const;
+  // Routed expert `expert` of decoder layer `layer`: its matrices (and
+  // biases) in buffers of its own.
+  absl::StatusOr<std::shared_ptr<const LoadedExpert>> ReadExpert(int64_t layer, int64_t expert,
+                                                                 int threads,
+                                                                 bool keep_cached) const;
   // Rows [first, first + count) of a table into `out` (count x hidden_size).
   absl::Status ReadRows(Table table, int64_t first, int64_t count, std::span<float> out,
                         int threads) const;

@@ -274,6 +274,8 @@ class LayerPass {
         routes_(routes) {}
 
   // llama.cpp's KV rotation's block sizes for q and k, and for v (0: none).
+  const absl::Status& status() const { return status_; }
+
   void SetKvRotation(int64_t k, int64_t v) {
     rotate_k_ = k;
     rotate_v_ = v;
@@ -298,6 +300,7 @@ class LayerPass {
     Norm(c_, sites_, x, D, mlp_norm, buf_.normed, Site::kMlpNorm, threads_);
     if (!w_.experts.empty()) {
       Moe(buf_.normed, buf_.branch);
+      if (!status_.ok()) return;
       if (w_.shared.gate.rows > 0) SharedExpert(buf_.normed, buf_.branch);
     } else {
       std::span<const float> in =
@@ -706,43 +709,62 @@ class LayerPass {
     std::span<const float> in =
         QuantizePerSequence(e_.activations.get(), b_, m, D, buf_.in, threads_);
     out.assign(static_cast<size_t>(b_.rows * D), 0.0f);
-    const int workers = Workers(threads_, b_.rows * k * 3 * D * ExpertWidth(c_));
-    ParallelFor(b_.sequences.size(), workers, [&](size_t s) {
+    const size_t S = b_.sequences.size();
+    // Per sequence and expert, the sequence's tokens routed to it and
+    // their weights.
+    std::vector<std::vector<std::vector<int64_t>>> tokens(S, std::vector<std::vector<int64_t>>(E));
+    std::vector<std::vector<std::vector<float>>> gains(S, std::vector<std::vector<float>>(E));
+    ParallelFor(S, Workers(threads_, b_.rows * E * 8), [&](size_t s) {
       const SequenceRows& seq = b_.sequences[s];
-      const int64_t n = seq.rows;
-      // Per expert, the tokens routed to it and their weights.
-      std::vector<std::vector<int64_t>> tokens(E);
-      std::vector<std::vector<float>> gains(E);
       std::vector<double> p(E);
       std::vector<int64_t> order(E);
-      for (int64_t t = 0; t < n; ++t) {
-        const float* r = router.data() + (seq.first_row + t) * E;
-        Route(r, p, order);
+      for (int64_t t = 0; t < seq.rows; ++t) {
+        Route(router.data() + (seq.first_row + t) * E, p, order);
         for (int64_t j = 0; j < k; ++j) {
-          tokens[order[j]].push_back(t);
-          gains[order[j]].push_back(static_cast<float>(p[order[j]]));
+          tokens[s][order[j]].push_back(t);
+          gains[s][order[j]].push_back(static_cast<float>(p[order[j]]));
           if (!routes_.empty()) {
             routes_[static_cast<size_t>((seq.first_row + t) * k + j)] =
                 static_cast<int32_t>(order[j]);
           }
         }
       }
-      std::vector<float> rows, gate, up, act_in, result;
-      for (int64_t e = 0; e < E; ++e) {
-        const int64_t count = static_cast<int64_t>(tokens[e].size());
-        if (count == 0) continue;
+    });
+    // Expert by expert (loaded once when read one at a time), each
+    // sequence's tokens on a thread of their own: a sequence adds its
+    // experts' outputs in expert order, however the work is split.
+    const int workers = Workers(threads_, b_.rows * k * 3 * D * ExpertWidth(c_) / E);
+    for (int64_t e = 0; e < E; ++e) {
+      bool used = false;
+      for (size_t s = 0; s < S; ++s) used |= !tokens[s][e].empty();
+      if (!used) continue;
+      std::shared_ptr<const LoadedExpert> loaded;
+      if (w_.expert_source != nullptr) {
+        absl::StatusOr<std::shared_ptr<const LoadedExpert>> got = w_.expert_source->Load(e, threads_);
+        if (!got.ok()) {
+          status_ = got.status();
+          return;
+        }
+        loaded = *std::move(got);
+      }
+      const Expert& x = loaded != nullptr ? loaded->matrices : w_.experts[e];
+      ParallelFor(S, workers, [&](size_t s) {
+        const int64_t count = static_cast<int64_t>(tokens[s][e].size());
+        if (count == 0) return;
+        const SequenceRows& seq = b_.sequences[s];
+        thread_local std::vector<float> rows, gate, up, act_in, result;
         rows.resize(static_cast<size_t>(count * D));
         for (int64_t j = 0; j < count; ++j) {
-          std::copy_n(in.data() + (seq.first_row + tokens[e][j]) * D, D, rows.data() + j * D);
+          std::copy_n(in.data() + (seq.first_row + tokens[s][e][j]) * D, D, rows.data() + j * D);
         }
-        const Expert& x = w_.experts[e];
-        ExpertMlp(x, rows, count, gate, up, act_in, result);
+        ExpertMlp(x, e, rows, count, gate, up, act_in, result);
         for (int64_t j = 0; j < count; ++j) {
-          float* o = out.data() + (seq.first_row + tokens[e][j]) * D;
-          for (int64_t i = 0; i < D; ++i) o[i] += gains[e][j] * result[j * D + i];
+          float* o = out.data() + (seq.first_row + tokens[s][e][j]) * D;
+          const float g = gains[s][e][j];
+          for (int64_t i = 0; i < D; ++i) o[i] += g * result[j * D + i];
         }
-      }
-    });
+      });
+    }
   }
 
   // Qwen2-MoE's shared expert added to `out`: every token's MLP output
@@ -778,12 +800,11 @@ class LayerPass {
   }
 
   // One expert's MLP over `count` rows on the calling thread.
-  void ExpertMlp(const Expert& x, std::span<const float> in, int64_t count,
+  void ExpertMlp(const Expert& x, int64_t expert, std::span<const float> in, int64_t count,
                  std::vector<float>& gate, std::vector<float>& up, std::vector<float>& act_in,
                  std::vector<float>& out) {
     const RowBlock all[] = {{0, count}};
     Census local;
-    const int64_t expert = &x - w_.experts.data();
     std::vector<float> converted;
     auto linear = [&](const Matrix& m, std::span<const float> a, std::vector<float>& o, Site site) {
       if (e_.ggml_products && m.stored_type != nullptr) {  // ForVecDot, on this thread
@@ -833,6 +854,7 @@ class LayerPass {
   Sites sites_;
   LinearInputs* const inputs_;
   const std::span<int32_t> routes_;  // [rows, experts_per_token] or empty
+  absl::Status status_;              // an expert that could not be loaded
   int64_t rotate_k_ = 0, rotate_v_ = 0;
   std::vector<float> cos_, sin_;  // RopeAngles
 };
@@ -921,6 +943,11 @@ absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerW
           batch.sequences[s].first_position, " but its cache holds ", kv[s]->positions));
     }
   }
+  if (config.kv_lora_rank > 0 && emulation.kv_rotation.mode != KvRotation::kNone) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        config.name, ": the KV rotation is llama.cpp's for caches of keys and values; "
+                     "DeepSeek-V3's latent attention caches a latent, which lowp does not rotate"));
+  }
   BlasSetup();
   absl::StatusOr<std::pair<int64_t, int64_t>> rotation =
       KvRotationBlocks(emulation.kv_rotation, config.head_dim);
@@ -929,7 +956,7 @@ absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerW
                  routes);
   pass.SetKvRotation(rotation->first, rotation->second);
   pass.Run(hidden);
-  return absl::OkStatus();
+  return pass.status();
 }
 
 int64_t MaxSequenceTokens(const ModelConfig& config) {

@@ -20,7 +20,10 @@ constexpr uint64_t kResidentLayerBytes = uint64_t{256} << 20;
 class LayerReader {
  public:
   // Resident when the layers' float32 bytes are at most `resident_bytes`.
-  explicit LayerReader(const Checkpoint& checkpoint, uint64_t resident_bytes = kResidentLayerBytes);
+  // With `experts_later`, layers with experts leave them to be read one at
+  // a time (Checkpoint::ReadLayer).
+  explicit LayerReader(const Checkpoint& checkpoint, uint64_t resident_bytes = kResidentLayerBytes,
+                       bool experts_later = false);
 
   bool resident() const { return resident_; }
 
@@ -36,6 +39,7 @@ class LayerReader {
  private:
   const Checkpoint& checkpoint_;
   bool resident_;
+  bool experts_later_;
   std::vector<LayerStorage> storage_;  // one per layer when resident, else one
   std::vector<LayerWeights> layers_;
   std::vector<bool> read_;

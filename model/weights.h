@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "model/config.h"
 #include "quant/calibration.h"
@@ -39,6 +40,8 @@ struct Expert {
   Matrix gate, up, down;  // Mixtral's w1, w3, w2
 };
 
+class ExpertSource;
+
 struct LayerWeights {
   // input_layernorm, post_attention_layernorm and (Gemma 2)
   // pre_feedforward_layernorm, post_feedforward_layernorm.
@@ -59,6 +62,11 @@ struct LayerWeights {
   // sigmoid(shared_expert_gate x) ([1, hidden_size]); rows 0 when none.
   Expert shared;
   Matrix shared_gate;
+  // Set when the routed experts are read one at a time: `experts` then
+  // holds their names and shapes with no values, and the forward pass loads
+  // each expert some row routes to from here, once per ForwardLayer call,
+  // and lets it go before the next.
+  std::shared_ptr<const ExpertSource> expert_source;
 
   // The layer's matrices in checkpoint order (q, k, v, o, then gate, up,
   // down or the router, each expert's w1, w3, w2 and the shared expert's
@@ -96,6 +104,26 @@ struct LayerStorage {
   std::span<float> Buffer(size_t index, size_t size);
   // Stored form `index`, emptied.
   StoredChunk& Stored(size_t index);
+};
+
+// One expert's matrices with the buffers behind them.
+struct LoadedExpert {
+  Expert matrices;
+  LayerStorage storage;
+  // The expert whose buffers the matrices left as they were still view (a
+  // candidate's expert made from the reference's).
+  std::shared_ptr<const LoadedExpert> from;
+};
+
+// Where a layer's experts come from one at a time (LayerWeights::
+// expert_source): a checkpoint, or a candidate made from another source.
+// Load may be called from several threads at once; each call returns its
+// own copy.
+class ExpertSource {
+ public:
+  virtual ~ExpertSource() = default;
+  virtual absl::StatusOr<std::shared_ptr<const LoadedExpert>> Load(int64_t expert,
+                                                                   int threads) const = 0;
 };
 
 // Whether `name` is a router's matrix (Mixtral's block_sparse_moe.gate, the

@@ -273,13 +273,13 @@ TEST(Eval, BadInputsNameWhatIsWrong) {
   ASSERT_FALSE(w.ok());
   EXPECT_THAT(w.status().message(),
               HasSubstr("supported: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
-                         "mixtral, qwen2_moe, qwen3_moe"));
+                         "mixtral, qwen2_moe, qwen3_moe, gpt_oss, phi3, deepseek_v3"));
 
-  HandModel yarn({1, 0, 0, 1});
-  yarn.config_.rope_scaling.type = "yarn";
-  w = yarn.Load();
+  HandModel dynamic({1, 0, 0, 1});
+  dynamic.config_.rope_scaling.type = "dynamic";
+  w = dynamic.Load();
   ASSERT_FALSE(w.ok());
-  EXPECT_THAT(w.status().message(), HasSubstr("rope_scaling type \"yarn\""));
+  EXPECT_THAT(w.status().message(), HasSubstr("rope_scaling type \"dynamic\""));
 
   HandModel good({1, 0, 0, 1});
   w = good.Load();

@@ -12,6 +12,7 @@
 #include "eval/variant.h"
 #include "eval/variant_parts.h"
 #include "kernels/thread_pool.h"
+#include "model/expert_pool.h"
 #include "quant/recipe.h"
 
 namespace lowp {
@@ -253,13 +254,14 @@ class RuleVariant : public WeightVariant {
                                                              int threads) const override {
       absl::StatusOr<std::shared_ptr<const LoadedExpert>> ref = reference_->Load(e, threads);
       if (!ref.ok()) return ref.status();
-      auto out = std::make_shared<LoadedExpert>();
+      std::shared_ptr<LoadedExpert> out = pool_->Get();
       out->matrices = (*ref)->matrices;  // views into `ref`'s buffers until replaced
       out->from = *ref;
       MeasureOptions options;
       options.threads = threads;
       options.importance = variant_.importance_;
       Matrix* ms[] = {&out->matrices.gate, &out->matrices.up, &out->matrices.down};
+      int replaced = 0;
       for (size_t k = 0; k < 3; ++k) {
         Matrix& m = *ms[k];
         const WeightRule* rule = RuleFor(variant_.rules_, m.name, /*linear=*/true);
@@ -278,12 +280,17 @@ class RuleVariant : public WeightVariant {
         if (!s.ok()) return s;
         m.values = q;
         m.stored_type = scheme.GgmlLayout(m.cols);
+        ++replaced;
         if (first_) {
           std::lock_guard<std::mutex> lock(variant_.keep_mutex_);
           variant_.Keep(LayerKey(layer_, entries_[static_cast<size_t>(e)] + k), *rule->scheme,
                         choice, std::move(report));
         }
       }
+      // The reference's buffers go back to its pool as soon as nothing views
+      // them (gpt-oss's biases do).
+      const bool biases = !out->matrices.gate.bias.empty();
+      if (replaced == 3 && !biases) out->from.reset();
       return std::shared_ptr<const LoadedExpert>(std::move(out));
     }
 
@@ -293,6 +300,7 @@ class RuleVariant : public WeightVariant {
     const int64_t layer_;
     const std::vector<size_t> entries_;
     const bool first_;
+    std::shared_ptr<ExpertPool> pool_ = ExpertPool::Make();
   };
 
   bool Changes(Table table) const override {

@@ -16,6 +16,7 @@
 #include "io/gguf.h"
 #include "io/gguf_names.h"
 #include "kernels/thread_pool.h"
+#include "model/expert_pool.h"
 
 namespace lowp {
 namespace {
@@ -693,13 +694,14 @@ class CheckpointExperts : public ExpertSource {
       : checkpoint_(checkpoint), layer_(layer), keep_cached_(keep_cached) {}
   absl::StatusOr<std::shared_ptr<const LoadedExpert>> Load(int64_t expert,
                                                            int threads) const override {
-    return checkpoint_.ReadExpert(layer_, expert, threads, keep_cached_);
+    return checkpoint_.ReadExpert(layer_, expert, threads, keep_cached_, pool_->Get());
   }
 
  private:
   const Checkpoint& checkpoint_;
   const int64_t layer_;
   const bool keep_cached_;
+  std::shared_ptr<ExpertPool> pool_ = ExpertPool::Make();
 };
 
 }  // namespace
@@ -729,18 +731,22 @@ absl::StatusOr<LayerWeights> Checkpoint::ReadLayer(int64_t layer, LayerStorage& 
     if (f == nullptr) continue;
     e.matrix->stored_type = StoredGgmlType(*f->view);
   }
-  if (later) w->expert_source = std::make_shared<CheckpointExperts>(*this, layer, keep_cached);
+  // Each candidate made from this layer reads its experts again: their
+  // pages stay in the page cache (out of this process's memory) until then.
+  if (later) w->expert_source = std::make_shared<CheckpointExperts>(*this, layer, true);
   return w;
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedExpert>> Checkpoint::ReadExpert(
-    int64_t layer, int64_t expert, int threads, bool keep_cached) const {
+    int64_t layer, int64_t expert, int threads, bool keep_cached,
+    std::shared_ptr<LoadedExpert> into) const {
   if (!MoeLayer(config_, layer) || expert < 0 || expert >= config_.num_experts) {
     return absl::InvalidArgumentError(
         absl::StrCat("layer ", layer, " has no expert ", expert, " (", config_.name, ")"));
   }
   const auto release = [&](std::span<const uint8_t> bytes) { set_->Release(bytes, keep_cached); };
-  auto loaded = std::make_shared<LoadedExpert>();
+  std::shared_ptr<LoadedExpert> loaded =
+      into != nullptr ? std::move(into) : std::make_shared<LoadedExpert>();
   const std::string mine = absl::StrCat(".experts.", expert, ".");
   size_t index = 0;
   auto read = [&](const Want& want) -> absl::StatusOr<std::span<const float>> {

@@ -73,9 +73,10 @@ class Checkpoint {
                                          bool experts_later = false) const;
   // Routed expert `expert` of decoder layer `layer`: its matrices (and
   // biases) in buffers of its own.
-  absl::StatusOr<std::shared_ptr<const LoadedExpert>> ReadExpert(int64_t layer, int64_t expert,
-                                                                 int threads,
-                                                                 bool keep_cached) const;
+  // Into `into` when given (its buffers reused), else a new one.
+  absl::StatusOr<std::shared_ptr<const LoadedExpert>> ReadExpert(
+      int64_t layer, int64_t expert, int threads, bool keep_cached,
+      std::shared_ptr<LoadedExpert> into = nullptr) const;
   // Rows [first, first + count) of a table into `out` (count x hidden_size).
   absl::Status ReadRows(Table table, int64_t first, int64_t count, std::span<float> out,
                         int threads) const;

@@ -748,7 +748,9 @@ class LayerPass {
         loaded = *std::move(got);
       }
       const Expert& x = loaded != nullptr ? loaded->matrices : w_.experts[e];
-      ParallelFor(S, workers, [&](size_t s) {
+      // One sequence's tokens: its products take every thread (their tiles
+      // are fixed by the shapes, so the values are the same).
+      auto run = [&](size_t s, int threads) {
         const int64_t count = static_cast<int64_t>(tokens[s][e].size());
         if (count == 0) return;
         const SequenceRows& seq = b_.sequences[s];
@@ -757,13 +759,22 @@ class LayerPass {
         for (int64_t j = 0; j < count; ++j) {
           std::copy_n(in.data() + (seq.first_row + tokens[s][e][j]) * D, D, rows.data() + j * D);
         }
-        ExpertMlp(x, e, rows, count, gate, up, act_in, result);
+        ExpertMlp(x, e, rows, count, threads, gate, up, act_in, result);
         for (int64_t j = 0; j < count; ++j) {
           float* o = out.data() + (seq.first_row + tokens[s][e][j]) * D;
           const float g = gains[s][e][j];
           for (int64_t i = 0; i < D; ++i) o[i] += g * result[j * D + i];
         }
-      });
+      };
+      size_t active = 0, only = 0;
+      for (size_t s = 0; s < S; ++s) {
+        if (!tokens[s][e].empty()) active++, only = s;
+      }
+      if (active == 1) {
+        run(only, workers);
+      } else {
+        ParallelFor(S, workers, [&](size_t s) { run(s, 1); });
+      }
     }
   }
 
@@ -799,10 +810,10 @@ class LayerPass {
     sites_.Round(Site::kActMul, gate, local);
   }
 
-  // One expert's MLP over `count` rows on the calling thread.
+  // One expert's MLP over `count` rows, its products on `threads` threads.
   void ExpertMlp(const Expert& x, int64_t expert, std::span<const float> in, int64_t count,
-                 std::vector<float>& gate, std::vector<float>& up, std::vector<float>& act_in,
-                 std::vector<float>& out) {
+                 int threads, std::vector<float>& gate, std::vector<float>& up,
+                 std::vector<float>& act_in, std::vector<float>& out) {
     const RowBlock all[] = {{0, count}};
     Census local;
     std::vector<float> converted;
@@ -817,7 +828,7 @@ class LayerPass {
       if (inputs_ != nullptr) inputs_->Add(layer_, site, expert, a, m.cols);
       o.resize(static_cast<size_t>(count * m.rows));
       LinearProduct(all, a.data(), m.cols, m.values.data(), m.rows, m.cols,
-                    m.bias.empty() ? nullptr : m.bias.data(), o.data(), m.rows, 1);
+                    m.bias.empty() ? nullptr : m.bias.data(), o.data(), m.rows, threads);
       sites_.Round(site, o, local);
     };
     linear(x.gate, in, gate, Site::kGateProj);

@@ -475,12 +475,20 @@ void ReadRope(FieldReader& fields, const Family& family, const std::string& sour
 // (q_lora_rank null: q_proj). What lowp does not implement is refused by
 // name: another scoring_func or topk_method, moe_layer_freq other than 1.
 void ReadDeepSeekFields(FieldReader& fields, ModelConfig& m) {
+  // A count that may be 0 (first_k_dense_replace, n_shared_experts).
+  auto count = [&](const std::string& key, int64_t fallback) -> int64_t {
+    const std::optional<double> v = fields.OptionalNumber(key);
+    if (!v.has_value()) return fallback;
+    if (*v < 0 || *v != std::floor(*v) || *v > static_cast<double>(kMaxDimension)) {
+      fields.Fail(key, "is not a count (an integer from 0 to 2^40)");
+      return 0;
+    }
+    return static_cast<int64_t>(*v);
+  };
   m.num_experts = fields.OptionalSize("n_routed_experts").value_or(256);
   m.experts_per_token = fields.OptionalSize("num_experts_per_tok").value_or(8);
   m.moe_intermediate_size = fields.OptionalSize("moe_intermediate_size").value_or(2048);
-  const int64_t shared = fields.Has("n_shared_experts")
-                             ? fields.OptionalSize("n_shared_experts").value_or(0)
-                             : 1;
+  const int64_t shared = fields.Has("n_shared_experts") ? count("n_shared_experts", 0) : 1;
   m.shared_expert_intermediate_size = shared * m.moe_intermediate_size;
   m.shared_expert_gated = false;
   m.routing = Routing::kSigmoidGroups;
@@ -490,9 +498,8 @@ void ReadDeepSeekFields(FieldReader& fields, ModelConfig& m) {
   if (!(m.routed_scaling_factor > 0)) fields.Fail("routed_scaling_factor", "must be positive");
   m.n_group = fields.OptionalSize("n_group").value_or(8);
   m.topk_group = fields.OptionalSize("topk_group").value_or(4);
-  m.first_k_dense_replace = fields.Has("first_k_dense_replace")
-                                ? fields.OptionalSize("first_k_dense_replace").value_or(0)
-                                : 3;
+  m.first_k_dense_replace =
+      fields.Has("first_k_dense_replace") ? count("first_k_dense_replace", 0) : 3;
   m.q_lora_rank =
       fields.Has("q_lora_rank") ? fields.OptionalSize("q_lora_rank").value_or(0) : 1536;
   m.kv_lora_rank = fields.OptionalSize("kv_lora_rank").value_or(512);

@@ -98,6 +98,15 @@ TEST(SizingMemoryTest, DenseLayersAmongExpertsAreRefused) {
   m.decoder_sparse_step = 2;
   EXPECT_THAT(EstimateMemory(m, o, kH100).status().message(),
               ::testing::HasSubstr("decoder_sparse_step"));
+  // DeepSeek-V3's dense first layers, and its latent attention (whose
+  // tensors and cache the memory model does not count yet).
+  m.decoder_sparse_step = 1;
+  m.first_k_dense_replace = 3;
+  EXPECT_THAT(EstimateMemory(m, o, kH100).status().message(),
+              ::testing::HasSubstr("first_k_dense_replace"));
+  m.first_k_dense_replace = 0;
+  m.kv_lora_rank = 512;
+  EXPECT_THAT(EstimateMemory(m, o, kH100).status().message(), ::testing::HasSubstr("kv_lora_rank"));
 }
 
 // Qwen3-MoE's experts are moe_intermediate_size wide; intermediate_size

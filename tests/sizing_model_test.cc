@@ -701,5 +701,57 @@ TEST(ParseModelConfigTest, Phi3Fields) {
               HasSubstr("partial_rotary_factor"));
 }
 
+// DeepSeek-V3's config.json (Kimi K2 uses it): DeepseekV3Config's defaults
+// where absent, the latent attention's widths, dense layers before
+// first_k_dense_replace, and every field lowp does not implement refused by
+// name.
+TEST(ParseModelConfigTest, DeepSeekV3Fields) {
+  const std::string base = R"({"model_type": "deepseek_v3", "hidden_size": 64,
+      "intermediate_size": 96, "num_hidden_layers": 5, "num_attention_heads": 4,
+      "vocab_size": 100, "max_position_embeddings": 4096)";
+  absl::StatusOr<ModelConfig> m = ParseModelConfig(base + "}", "c.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->num_experts, 256);
+  EXPECT_EQ(m->experts_per_token, 8);
+  EXPECT_EQ(ExpertWidth(*m), 2048);
+  EXPECT_EQ(m->shared_expert_intermediate_size, 2048);  // one shared expert
+  EXPECT_FALSE(m->shared_expert_gated);
+  EXPECT_EQ(m->routing, Routing::kSigmoidGroups);
+  EXPECT_EQ(m->routed_scaling_factor, 2.5);
+  EXPECT_EQ(m->n_group, 8);
+  EXPECT_EQ(m->topk_group, 4);
+  EXPECT_EQ(m->q_lora_rank, 1536);
+  EXPECT_EQ(m->kv_lora_rank, 512);
+  EXPECT_EQ(KeyHeadDim(*m), 192);
+  EXPECT_EQ(ValueHeadDim(*m), 128);
+  EXPECT_EQ(RotaryDim(*m), 64);
+  EXPECT_EQ(m->head_dim, 192);
+  EXPECT_TRUE(m->rope_interleave);
+  EXPECT_FALSE(MoeLayer(*m, 2));
+  EXPECT_TRUE(MoeLayer(*m, 3));
+  m = ParseModelConfig(base + R"(, "q_lora_rank": null, "first_k_dense_replace": 0,
+      "n_shared_experts": 0, "n_routed_experts": 8, "n_group": 1, "topk_group": 1,
+      "num_experts_per_tok": 2, "rope_interleave": false})", "c.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->q_lora_rank, 0);  // q_proj
+  EXPECT_TRUE(MoeLayer(*m, 0));
+  EXPECT_EQ(m->shared_expert_intermediate_size, 0);
+  EXPECT_FALSE(m->rope_interleave);
+  for (const auto& [fields, message] :
+       {std::pair<std::string, std::string>{R"(, "scoring_func": "softmax"})", "scoring_func"},
+        {R"(, "topk_method": "greedy"})", "topk_method"},
+        {R"(, "moe_layer_freq": 2})", "moe_layer_freq"},
+        {R"(, "n_group": 3})", "n_group"},
+        {R"(, "topk_group": 9})", "topk_group"},
+        {R"(, "n_group": 8, "topk_group": 1, "num_experts_per_tok": 40})", "topk_group"},
+        {R"(, "attention_bias": true})", "attention_bias"},
+        {R"(, "first_k_dense_replace": -1})", "first_k_dense_replace"},
+        {R"(, "routed_scaling_factor": 0})", "routed_scaling_factor"}}) {
+    EXPECT_THAT(ParseModelConfig(base + fields, "bad.json").status().message(),
+                AllOf(HasSubstr("bad.json"), HasSubstr(message)))
+        << fields;
+  }
+}
+
 }  // namespace
 }  // namespace lowp

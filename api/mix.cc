@@ -44,7 +44,13 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
   if (absl::Status s = CheckMixTokenOptions(o.tune, "tune_", model->config()); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<const ImportanceMap>> importance = OpenImportance(o.imatrix);
   if (!importance.ok()) return importance.status();
-  absl::StatusOr<MixTable> table = MakeMixTable(*model, path, o.types, *importance);
+  if (o.expert_groups != "layer" && o.expert_groups != "each") {
+    return OptionError("expert_groups",
+                       absl::StrCat("'", o.expert_groups, "' is not layer or each"));
+  }
+  absl::StatusOr<MixTable> table =
+      MakeMixTable(*model, path, o.types, *importance,
+                   o.expert_groups == "each" ? ExpertGroups::kEach : ExpertGroups::kLayer);
   if (!table.ok()) return table.status();
   if (table->Calibrates()) {
     if (absl::Status s = CheckCalibrationOptions(o.calibration, model->config()); !s.ok()) {

@@ -73,6 +73,10 @@ struct MixOptions {
   // llama.cpp's recipes to verify beside the mix, each with lowp's mix at
   // its size; empty: DefaultMixBaselines(). {"none"}: no baselines.
   std::vector<std::string> baselines;
+  // A layer's routed experts: "layer" (default), each kind (gate, up,
+  // down) of all of them one group, as llama.cpp stores them; "each", every
+  // expert's matrix a group of its own (no llama-quantize line then).
+  std::string expert_groups = "layer";
   // Random assignments also verified, to show how well the prediction
   // ranks mixes (seeded by `seed`).
   int random_mixes = 0;

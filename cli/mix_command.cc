@@ -24,7 +24,7 @@ const char kMixHelp[] =
     "                 --tune-sample N:LEN] [--baselines LIST|none] [--random-mixes K]\n"
     "                [--random-seed S] [--imatrix FILE] [--calib-text FILE [--calib-ctx N]\n"
     "                 [--calib-chunks N] | --calib-tokens F] [--out FILE]\n"
-    "                [--json] [--threads N] [--quiet]\n"
+    "                [--expert-groups layer|each] [--json] [--threads N] [--quiet]\n"
     "\n"
     "Chooses a type for every matrix of the model (the embedding, each layer's\n"
     "attention and MLP matrices, lm_head unless tied) so that the matrices fit the\n"
@@ -60,6 +60,10 @@ const char kMixHelp[] =
     "  llama.cpp's model file with each matrix the mix's own bytes (calibrated types\n"
     "  included; the vocabulary of the model's tokenizer, or of --tokenizer with\n"
     "  --text), FILE.safetensors the dequantized model.\n"
+    "--expert-groups: a mixture of experts' routed experts: layer (default), each\n"
+    "  kind (gate, up, down) of a layer's experts one group, as llama.cpp stores\n"
+    "  them; each, every expert's matrix alone (no llama-quantize line). Routers,\n"
+    "  shared experts and attention are groups of their own.\n"
     "--model: default the bundled stories3M-hf (llama, 3.3 M parameters, rows of\n"
     "  256 and 768, so llama.cpp's super-block types apply).\n"
     "Tokens: the verification's as eval takes them (default --sample 16:256,\n"
@@ -151,7 +155,7 @@ int MixCommand(const std::vector<std::string>& argv) {
   std::vector<std::string> values = {"model",     "tensors",      "bits-per-weight", "bytes",
                                      "device",    "types",        "baselines",
                                      "random-mixes", "random-seed", "threads", "imatrix",
-                                     "out"};
+                                     "out",       "expert-groups"};
   for (const std::string& name : JobValueOptions()) values.push_back(name);
   for (const std::string& prefix :
        {std::string(), std::string("tune-"), std::string("calib-")}) {
@@ -188,6 +192,7 @@ int MixCommand(const std::vector<std::string>& argv) {
   o.device = args->Value("device").value_or("");
   o.imatrix = args->Value("imatrix").value_or("");
   o.out = args->Value("out").value_or("");
+  o.expert_groups = args->Value("expert-groups").value_or("layer");
   if (absl::Status s = ReadJobOptions(*args, &o.job); !s.ok()) return Fail(s);
   if (o.device.empty()) {
     for (const std::string& name : JobValueOptions()) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -28,10 +30,32 @@ std::string Literal(absl::string_view text) {
   return absl::StrReplaceAll(text, {{".", "\\."}});
 }
 
+// A routed expert's matrix ("model.layers.3.mlp.experts.17.gate_proj.weight",
+// Mixtral's "...block_sparse_moe.experts.17.w1.weight") as its layer's group
+// of that kind: its pattern and llama.cpp's merged tensor; nullopt for
+// another matrix.
+std::optional<std::pair<std::string, std::string>> ExpertGroup(absl::string_view name,
+                                                                int64_t layer) {
+  const size_t at = name.find(".experts.");
+  if (layer < 0 || at == absl::string_view::npos) return std::nullopt;
+  absl::string_view rest = name.substr(at + 9);
+  const size_t dot = rest.find('.');
+  if (dot == absl::string_view::npos) return std::nullopt;
+  const absl::string_view kind = rest.substr(dot + 1);
+  const char* merged = kind == "gate_proj.weight" || kind == "w1.weight"   ? "ffn_gate_exps"
+                       : kind == "up_proj.weight" || kind == "w3.weight"   ? "ffn_up_exps"
+                       : kind == "down_proj.weight" || kind == "w2.weight" ? "ffn_down_exps"
+                                                                           : nullptr;
+  if (merged == nullptr) return std::nullopt;
+  return std::pair{absl::StrCat(name.substr(0, at), ".experts.*.", kind),
+                   absl::StrCat("blk.", layer, ".", merged, ".weight")};
+}
+
 }  // namespace
 
-std::vector<MixGroup> MixGroups(const Checkpoint& model) {
+std::vector<MixGroup> MixGroups(const Checkpoint& model, ExpertGroups experts) {
   std::vector<MixGroup> out;
+  std::map<std::string, size_t> merged;  // a merged group's pattern -> its place
   const bool tied = model.config().tie_word_embeddings;
   for (const TensorView& m : model.MatrixShapes()) {
     MixGroup g;
@@ -44,6 +68,17 @@ std::vector<MixGroup> MixGroups(const Checkpoint& model) {
       g.layer = std::stoll(std::string(rest.substr(0, rest.find('.'))));
     }
     g.tied = tied && m.name == model.TableName(Table::kEmbedding);
+    if (experts == ExpertGroups::kLayer) {
+      if (auto group = ExpertGroup(m.name, g.layer)) {
+        if (auto it = merged.find(group->first); it != merged.end()) {
+          ++out[it->second].count;
+          continue;
+        }
+        g.name = group->first;
+        g.llama_cpp = group->second;
+        merged.emplace(g.name, out.size());
+      }
+    }
     out.push_back(std::move(g));
   }
   return out;
@@ -55,7 +90,7 @@ absl::StatusOr<uint64_t> GroupBytes(const Scheme& scheme, const MixGroup& group)
         scheme.name(), " does not apply to ", group.name, " (rows of ", group.cols,
         " elements): llama.cpp would store it as ", applied));
   }
-  return (scheme.StorageBits(group.rows, group.cols) + 7) / 8;
+  return (scheme.StorageBits(group.rows, group.cols) + 7) / 8 * static_cast<uint64_t>(group.count);
 }
 
 std::vector<std::string> MixRules(const std::vector<MixGroup>& groups,
@@ -87,6 +122,13 @@ absl::StatusOr<LlamaQuantizeCommand> LlamaQuantizeArguments(const std::vector<Mi
   std::vector<std::pair<std::string, std::string>> keys;
   std::map<std::pair<std::string, std::string>, std::vector<int64_t>> layers;
   std::map<std::string, int64_t> count;
+  for (const MixGroup& group : groups) {
+    if (group.layer >= 0 && !absl::StartsWith(group.llama_cpp, "blk.")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          group.name, " has no llama.cpp tensor of its own (llama.cpp stores a layer's ",
+          "experts merged: --expert-groups layer types them together)"));
+    }
+  }
   for (size_t g = 0; g < groups.size(); ++g) {
     if (absl::StrContains(schemes[g], ':')) {
       return absl::InvalidArgumentError(absl::StrCat(

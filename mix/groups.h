@@ -22,12 +22,21 @@ struct MixGroup {
   int64_t rows = 0, cols = 0;
   int64_t layer = -1;  // the decoder layer; -1 for the embedding and lm_head
   bool tied = false;   // the embedding that also serves as lm_head
+  int64_t count = 1;   // matrices of that shape (a layer's routed experts of one kind)
 
-  int64_t weights() const { return rows * cols; }
+  int64_t weights() const { return rows * cols * count; }
 };
 
-// The groups of `model` in checkpoint order.
-std::vector<MixGroup> MixGroups(const Checkpoint& model);
+// How a layer's routed experts are grouped: each kind (gate, up, down) of
+// all of them one group, as llama.cpp stores them merged
+// ("model.layers.3.mlp.experts.*.gate_proj.weight", "blk.3.ffn_gate_exps.weight"),
+// or each expert's matrix its own group.
+enum class ExpertGroups { kLayer, kEach };
+
+// The groups of `model` in checkpoint order (a merged group where its first
+// expert's matrix is). Routers, shared experts and attention matrices are
+// groups of their own.
+std::vector<MixGroup> MixGroups(const Checkpoint& model, ExpertGroups experts = ExpertGroups::kLayer);
 
 // The bytes `scheme` stores `group` in (its storage bits rounded up to a
 // byte); InvalidArgument when the scheme does not apply to the group's rows

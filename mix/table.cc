@@ -78,11 +78,12 @@ bool MixTable::Calibrates() const {
 
 absl::StatusOr<MixTable> MakeMixTable(const Checkpoint& model, const std::string& path,
                                       const std::vector<std::string>& types,
-                                      std::shared_ptr<const ImportanceMap> importance) {
+                                      std::shared_ptr<const ImportanceMap> importance,
+                                      ExpertGroups experts) {
   MixTable table;
   table.model = path;
   table.importance = std::move(importance);
-  table.groups = MixGroups(model);
+  table.groups = MixGroups(model, experts);
   const size_t G = table.groups.size();
   for (const MixGroup& g : table.groups) table.weights += static_cast<uint64_t>(g.weights());
   // The types, each applying to every matrix's rows.

@@ -70,7 +70,8 @@ const std::vector<std::string>& DefaultMixTypes();
 // importance matrix there is not) and "imatrix" (one no type uses).
 absl::StatusOr<MixTable> MakeMixTable(const Checkpoint& model, const std::string& path,
                                       const std::vector<std::string>& types,
-                                      std::shared_ptr<const ImportanceMap> importance);
+                                      std::shared_ptr<const ImportanceMap> importance,
+                                      ExpertGroups experts = ExpertGroups::kLayer);
 
 }  // namespace lowp
 

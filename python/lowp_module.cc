@@ -1118,6 +1118,8 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
                [](O& o, const Arg& a) { o.baselines = Names(a); });
     f.Optional(kKeyword, "random_mixes", "int", py::int_(d.random_mixes),
                [](O& o, const Arg& a) { IntInto(o.random_mixes, a); });
+    f.Optional(kKeyword, "expert_groups", "str", py::str(d.expert_groups),
+               [](O& o, const Arg& a) { o.expert_groups = Text(a); });
     f.Optional(kKeyword, "random_seed", "int", py::int_(d.seed),
                [](O& o, const Arg& a) { IntInto(o.seed, a); });
     TokenParams(

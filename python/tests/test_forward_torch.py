@@ -674,3 +674,33 @@ def test_experts_read_one_at_a_time_give_the_same_results(tmp_path, name):
     with pytest.raises(ValueError, match="experts"):
         lowp.eval(model=tmp_path / "model", tokens=tmp_path / "tokens.npy", weights=["q8_0"],
                   experts="some")
+
+
+def test_mix_groups_a_layers_experts_by_kind(tmp_path):
+    """lowp.mix on a mixture of experts: each layer's routed experts of one
+    kind (gate, up, down) are one group, named by a glob its rule takes and
+    by llama.cpp's merged tensor; routers and attention are groups of their
+    own. expert_groups="each" gives every expert's matrix its own group, and
+    then no llama-quantize line (llama.cpp types a layer's experts together)."""
+    cfg, _ = make_model(tmp_path / "model", "qwen3_moe")
+    args = dict(model=tmp_path / "model", bits_per_weight=6.0, types=["int8-channel", "int4-g8"],
+                sample="2:16", tune_sample="2:16", baselines=["none"], threads=2)
+    layer = lowp.mix(**args)
+    groups = {g["tensor"]: g for g in layer["sensitivity"]}
+    merged = groups["model.layers.0.mlp.experts.*.gate_proj.weight"]
+    assert merged["llama_cpp"] == "blk.0.ffn_gate_exps.weight"
+    assert merged["weights"] == cfg["num_experts"] * cfg["moe_intermediate_size"] * cfg["hidden_size"]
+    assert "model.layers.0.mlp.gate.weight" in groups            # the router
+    assert "model.layers.1.mlp.gate_proj.weight" in groups       # layer 1 is dense
+    assert not any(".experts.0." in name for name in groups)
+    # 2 MoE layers x 3 kinds, 1 dense layer x 3, 3 layers x 4 attention, 2 routers, lm_head, embedding
+    assert len(groups) == 6 + 3 + 12 + 2 + 2
+    # int4-g8 is no llama.cpp type: the line is refused for that, not for the groups
+    assert "merged" not in layer["llama_quantize"].get("error", "")
+    each = lowp.mix(**args, expert_groups="each")
+    names = [g["tensor"] for g in each["sensitivity"]]
+    assert len(names) == len(groups) - 6 + 6 * cfg["num_experts"]
+    assert "model.layers.2.mlp.experts.7.down_proj.weight" in names
+    assert "merged" in each["llama_quantize"]["error"]
+    with pytest.raises(ValueError, match="expert_groups"):
+        lowp.mix(**args, expert_groups="some")

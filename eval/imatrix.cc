@@ -23,6 +23,9 @@ std::string ImatrixTensorName(Site site, int64_t layer, int64_t expert_index) {
   const char* base = nullptr;
   switch (site) {
     case Site::kQProj: base = "attn_q"; break;
+    case Site::kQaProj: base = "attn_q_a"; break;
+    case Site::kKvaProj: base = "attn_kv_a_mqa"; break;
+    case Site::kKvbProj: base = "attn_kv_b"; break;
     case Site::kKProj: base = "attn_k"; break;
     case Site::kVProj: base = "attn_v"; break;
     case Site::kOProj: base = "attn_output"; break;
@@ -41,7 +44,10 @@ ImatrixCollector::ImatrixCollector(const ModelConfig& config, bool process_outpu
 void ImatrixCollector::Add(int64_t layer, Site site, int64_t expert, std::span<const float> in,
                            int64_t cols) {
   if (site == Site::kLogits && !process_output_) return;
-  const std::string name = ImatrixTensorName(site, layer, expert);
+  // DeepSeek-V3's q_b_proj reports at q_proj's site.
+  const std::string name = config_.q_lora_rank > 0 && site == Site::kQProj
+                               ? absl::StrCat("blk.", layer, ".attn_q_b.weight")
+                               : ImatrixTensorName(site, layer, expert);
   if (name.empty() || cols <= 0) return;
   const int64_t matrices = expert >= 0 ? std::max<int64_t>(1, config_.num_experts) : 1;
   const int64_t m = expert >= 0 ? expert : 0;

@@ -32,6 +32,19 @@ constexpr std::pair<absl::string_view, absl::string_view> kLayer[] = {
     {"ffn_up_shexp", "mlp.shared_expert.up_proj"},
     {"ffn_down_shexp", "mlp.shared_expert.down_proj"},
     {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"},
+    // DeepSeek-V3's latent attention and shared experts, gpt-oss's router
+    // and sinks (Hugging Face's side only, as above)
+    {"attn_q_a", "self_attn.q_a_proj"},
+    {"attn_q_a_norm", "self_attn.q_a_layernorm"},
+    {"attn_q_b", "self_attn.q_b_proj"},
+    {"attn_kv_a_mqa", "self_attn.kv_a_proj_with_mqa"},
+    {"attn_kv_a_norm", "self_attn.kv_a_layernorm"},
+    {"attn_kv_b", "self_attn.kv_b_proj"},
+    {"ffn_gate_shexp", "mlp.shared_experts.gate_proj"},
+    {"ffn_up_shexp", "mlp.shared_experts.up_proj"},
+    {"ffn_down_shexp", "mlp.shared_experts.down_proj"},
+    {"ffn_gate_inp", "mlp.router"},
+    {"attn_sinks", "self_attn.sinks"},
 };
 
 }  // namespace

@@ -221,6 +221,7 @@ def mix(
     types: Names | None = None,
     baselines: Names | None = None,
     random_mixes: int = 0,
+    expert_groups: str = 'layer',
     random_seed: int = 0,
     tokens: ArrayLike | FilePath | None = None,
     sample: str | tuple[int, int] = '16:256',

@@ -520,6 +520,20 @@ absl::Status Checkpoint::IndexParts() {
     TensorView v = source;
     v.name = source.name + where;
     v.shape = std::move(shape);
+    // Its bytes and its share of the scales, by count (what stored_bytes()
+    // reports; the values are read through `source`): a part's are
+    // interleaved with the rest.
+    const uint64_t elements = static_cast<uint64_t>(v.elements());
+    const uint64_t total = static_cast<uint64_t>(std::max<int64_t>(1, source.elements()));
+    const std::span<const uint8_t> first = ElementBytes(source, base, 1);
+    const size_t from = static_cast<size_t>(first.data() - source.bytes.data());
+    v.bytes = source.bytes.subspan(
+        from, std::min<size_t>(source.bytes.size() - from, TypeBytes(source, v.elements())));
+    if (source.scales != nullptr) {
+      auto scales = std::make_shared<TensorScales>(*source.scales);
+      scales->bytes = scales->bytes.subspan(0, scales->bytes.size() * elements / total);
+      v.scales = std::move(scales);
+    }
     part_views_.push_back(std::move(v));
     by_name_[name] = Found{&part_views_.back(), {}, &source, base, row_stride, col_stride};
   };

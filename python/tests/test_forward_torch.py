@@ -704,3 +704,25 @@ def test_mix_groups_a_layers_experts_by_kind(tmp_path):
     assert "merged" in each["llama_quantize"]["error"]
     with pytest.raises(ValueError, match="expert_groups"):
         lowp.mix(**args, expert_groups="some")
+
+
+def test_a_file_candidates_stored_bits_count_each_part_once(tmp_path):
+    """Stacked and fused tensors read as parts (gpt-oss's MXFP4 experts,
+    Phi-3's qkv_proj and gate_up_proj) are counted at their own share of the
+    stored bytes: MXFP4 at 4.25 bits a weight (4-bit codes, an 8-bit scale
+    per 32), float32 matrices at 32."""
+    for name in ("gpt_oss_mxfp4", "phi3_longrope_partial"):
+        cfg, _ = make_model(tmp_path / name, name)
+        tokens = np.zeros((1, 8), np.int32)
+        np.save(tmp_path / name / "t.npy", tokens)
+        c = lowp.eval(model=tmp_path / name, tokens=tmp_path / name / "t.npy",
+                      weights_file=[tmp_path / name / "model.safetensors"])["candidates"][0]
+        assert c["kl_max"] == 0
+        if name.startswith("phi3"):
+            assert c["weights_bits_per_weight"] == 32
+            continue
+        H, L, E, I = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_local_experts"], cfg["intermediate_size"]
+        experts = L * E * 3 * I * H
+        floats = L * (2 * H * cfg["num_attention_heads"] * cfg["head_dim"]
+                      + 2 * H * cfg["num_key_value_heads"] * cfg["head_dim"] + E * H) + 2 * cfg["vocab_size"] * H
+        assert c["weights_bits_per_weight"] == pytest.approx((4.25 * experts + 32 * floats) / (experts + floats))

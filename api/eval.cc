@@ -68,13 +68,13 @@ absl::StatusOr<EvalResult> Eval(const EvalOptions& o) {
     return OptionError("batch_tokens", absl::StrCat(o.batch_tokens, " is negative"));
   }
   EvalRun run;
-  if (o.experts == "whole") {
-    run.experts = EvalRun::Experts::kWhole;
-  } else if (o.experts == "one-at-a-time") {
-    run.experts = EvalRun::Experts::kOneAtATime;
-  } else if (o.experts != "auto") {
-    return OptionError("experts", absl::StrCat("'", o.experts,
-                                               "' is not auto, whole or one-at-a-time"));
+  if (o.matrices == "whole") {
+    run.reads = EvalRun::Reads::kWhole;
+  } else if (o.matrices == "one-at-a-time") {
+    run.reads = EvalRun::Reads::kOneAtATime;
+  } else if (o.matrices != "auto") {
+    return OptionError("matrices", absl::StrCat("'", o.matrices,
+                                                "' is not auto, whole or one-at-a-time"));
   }
   absl::StatusOr<std::vector<EvalCandidate>> candidates = EvalCandidates(o);
   if (!candidates.ok()) return candidates.status();

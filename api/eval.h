@@ -57,10 +57,12 @@ struct EvalOptions : TokenOptions {
   int threads = 0;
   // Tokens per pass over the checkpoint (EvalRun::batch_tokens); 0: automatic.
   int64_t batch_tokens = 0;
-  // How a layer's routed experts are read (EvalRun::experts): "auto" (one at
-  // a time when a layer's take more than 512 MiB in float32), "whole",
-  // "one-at-a-time". The results are the same.
-  std::string experts = "auto";
+  // How a layer's matrices are read (EvalRun::reads): "auto" (a layer's
+  // routed experts one at a time when they take more than 512 MiB in
+  // float32, its other matrices when they take more than 2 GiB), "whole",
+  // "one-at-a-time" (every matrix and expert as the forward pass reaches
+  // it). The results are the same.
+  std::string matrices = "auto";
   // (steps done, steps in all, what): a step is a decoder layer of the
   // reference or of one weight variant, for one batch.
   std::function<void(int64_t done, int64_t total, const std::string& what)> progress;

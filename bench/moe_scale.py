@@ -12,8 +12,10 @@ candidates under /usr/bin/time (%M peak RSS, %e seconds):
   qwen3-30b-a3b-8l Qwen3-30B-A3B's shapes, its first 8 of 48 layers (128
                   experts of 768, 8 per token), bf16 (11.2 GB)
 
-each with --experts one-at-a-time (the default at these sizes) and, for
-Qwen3, --experts whole (every expert of a layer in float32, as before).
+each with --matrices one-at-a-time (every matrix and expert read as the
+forward pass reaches it; by default only the experts are at these sizes
+but DeepSeek-V3's dense layers, 2.33 GB) and, for Qwen3, --matrices whole
+(every expert of a layer in float32, as before).
 Tokens: 1 x 128 random ids. Prints one JSON object per line (to OUT if given);
 tokens_per_second counts the 128 positions once, whatever the candidates.
 
@@ -181,12 +183,12 @@ def main():
                 with open(report, "w") as r:
                     subprocess.run(["/usr/bin/time", "-o", timing, "-f", "%M %e", os.path.join(build, "cli/lowp"),
                                     "eval", "--model", directory, "--tokens", tokens, "--weights", CANDIDATES,
-                                    "--experts", experts, "--threads", "2", "--json", "--quiet"],
+                                    "--matrices", experts, "--threads", "2", "--json", "--quiet"],
                                    stdout=r, check=True)
                 kib, seconds = open(timing).read().split()
                 result = json.load(open(report))
                 print(json.dumps({
-                    "tool": "lowp eval", "case": case, "experts": experts, "candidates": CANDIDATES,
+                    "tool": "lowp eval", "case": case, "matrices": experts, "candidates": CANDIDATES,
                     "tokens": 128, "max_rss_bytes": int(kib) * 1024, "seconds": float(seconds),
                     "tokens_per_second": 128 / float(seconds), "file_bytes": file_bytes,
                     "kl_mean": {c["label"]: c["kl_mean"] for c in result["candidates"]},

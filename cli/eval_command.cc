@@ -25,7 +25,7 @@ const char kEvalHelp[] =
     "                 [--calib-text FILE [--calib-ctx N] [--calib-chunks N] |\n"
     "                  --calib-tokens FILE.npy] [--activations LIST] [--kv LIST] [--compute LIST] [--layers]\n"
     "                 [--census] [--json | --csv] [--threads N] [--batch-tokens N] [--quiet]\n"
-    "                 [--experts auto|whole|one-at-a-time]\n"
+    "                 [--matrices auto|whole|one-at-a-time]\n"
     "\n"
     "Runs the model in float32 and each candidate (emulated sites) on the same\n"
     "tokens, one decoder layer at a time for all of them (memory: about two layers\n"
@@ -114,10 +114,11 @@ const char kEvalHelp[] =
     "--threads: 0 (default) takes every core; results do not depend on it.\n"
     "--batch-tokens: tokens per pass over the checkpoint (default: as many as 1 GiB\n"
     "  of activations holds); results do not depend on it.\n"
-    "--experts: how a layer's routed experts are read: auto (default: one at a time\n"
-    "  when a layer's take more than 512 MiB in float32), whole, or one-at-a-time\n"
-    "  (each expert a token routes to read and made per candidate as the layer\n"
-    "  reaches it); results do not depend on it.\n";
+    "--matrices: how a layer's matrices are read: whole, or one-at-a-time (each\n"
+    "  matrix, and each expert a token routes to, read and made per candidate as\n"
+    "  the forward pass reaches it: memory for one instead of a layer); auto\n"
+    "  (default): a layer's routed experts one at a time above 512 MiB in float32,\n"
+    "  its other matrices above 2 GiB. Results do not depend on it.\n";
 
 namespace {
 
@@ -292,7 +293,7 @@ int EvalCommand(const std::vector<std::string>& argv) {
                                      "seed",        "weights", "weights-file", "activations",
                                      "kv",          "compute", "threads", "batch-tokens",
                                      "text",        "tokenizer", "ctx",   "chunks",
-                                     "imatrix",     "experts"};
+                                     "imatrix",     "matrices"};
   for (std::string& name : TokenOptionNames("calib-")) values.push_back(std::move(name));
   absl::StatusOr<Args> args =
       Args::Parse(argv, values, {"json", "csv", "layers", "census", "quiet"});
@@ -326,7 +327,7 @@ int EvalCommand(const std::vector<std::string>& argv) {
           absl::StrCat("--batch-tokens '", *b, "': want a number >= 0")));
     }
   }
-  o.experts = args->Value("experts").value_or("auto");
+  o.matrices = args->Value("matrices").value_or("auto");
   o.activations = args->Value("activations").value_or("");
   o.kv = args->Value("kv").value_or("");
   o.compute = args->Value("compute").value_or("");

@@ -6,12 +6,14 @@
 #include <memory>
 #include <numeric>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "eval/head.h"
 #include "eval/schedule.h"
 #include "eval/stream.h"
 #include "eval/tally.h"
 #include "eval/tokens.h"
+#include "eval/variant.h"
 #include "kernels/thread_pool.h"
 #include "model/batch.h"
 #include "model/layer_reader.h"
@@ -52,7 +54,8 @@ class Evaluator {
         candidates_(candidates),
         run_(run),
         threads_(ResolveThreads(run.threads)),
-        reader_(reference, kResidentLayerBytes, ExpertsOneAtATime(c_, run.experts)),
+        reader_(reference, kResidentLayerBytes, ExpertsOneAtATime(c_, run.reads),
+                MatricesOneAtATime(reference, run.reads)),
         sequences_(static_cast<int64_t>(tokens.size()) / length),
         tally_(c_, sequences_, length, candidates.size(), run.scored_from) {}
 
@@ -276,12 +279,25 @@ class Evaluator {
 
 }  // namespace
 
-bool ExpertsOneAtATime(const ModelConfig& c, EvalRun::Experts experts) {
-  if (experts != EvalRun::Experts::kBySize) return experts == EvalRun::Experts::kOneAtATime;
+bool ExpertsOneAtATime(const ModelConfig& c, EvalRun::Reads reads) {
+  if (reads != EvalRun::Reads::kBySize) return reads == EvalRun::Reads::kOneAtATime;
   const uint64_t bytes = 3 * sizeof(float) * static_cast<uint64_t>(c.num_experts) *
                          static_cast<uint64_t>(c.hidden_size) *
                          static_cast<uint64_t>(ExpertWidth(c));
   return c.num_experts > 0 && bytes > kWholeExpertBytes;
+}
+
+bool MatricesOneAtATime(const Checkpoint& checkpoint, EvalRun::Reads reads) {
+  if (reads != EvalRun::Reads::kBySize) return reads == EvalRun::Reads::kOneAtATime;
+  // The largest layer's matrices other than its routed experts.
+  const ModelConfig& c = checkpoint.config();
+  std::vector<uint64_t> bytes(static_cast<size_t>(c.num_layers), 0);
+  for (const TensorView& m : checkpoint.MatrixShapes()) {
+    const int64_t layer = DecoderLayerOf(m.name);
+    if (layer < 0 || layer >= c.num_layers || absl::StrContains(m.name, ".experts.")) continue;
+    bytes[static_cast<size_t>(layer)] += sizeof(float) * static_cast<uint64_t>(m.elements());
+  }
+  return !bytes.empty() && *std::max_element(bytes.begin(), bytes.end()) > kWholeMatrixBytes;
 }
 
 absl::StatusOr<EvalReport> Evaluate(const Checkpoint& reference, std::span<const int32_t> tokens,

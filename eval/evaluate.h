@@ -56,14 +56,15 @@ struct EvalRun {
   // results are the same (tests run both).
   enum class Schedule { kBySize, kSideBySide, kOneAtATime };
   Schedule schedule = Schedule::kBySize;
-  // How a layer's routed experts are read: all with the layer, or one at a
-  // time as the forward pass reaches them (each expert some token routes
-  // to read, and made for each candidate, once per layer and batch: memory
-  // for one expert instead of a layer's); by size, one at a time when a
-  // layer's experts take more than kWholeExpertBytes in float32. The
-  // results are the same.
-  enum class Experts { kBySize, kWhole, kOneAtATime };
-  Experts experts = Experts::kBySize;
+  // How a layer's matrices are read: all with the layer, or one at a time
+  // as the forward pass reaches them (each matrix, and each expert some
+  // token routes to, read and made for each candidate once per layer and
+  // batch: memory for one matrix or expert instead of a layer's); by size,
+  // a layer's routed experts one at a time when they take more than
+  // kWholeExpertBytes in float32, its other matrices when they take more
+  // than kWholeMatrixBytes. The results are the same.
+  enum class Reads { kBySize, kWhole, kOneAtATime };
+  Reads reads = Reads::kBySize;
   // When not null, receives the input of every product of the reference
   // (the float32 model): each decoder layer's linear layers, and lm_head's
   // (Site::kLogits, layer num_layers) once per batch. What an importance
@@ -75,11 +76,15 @@ struct EvalRun {
   std::function<void(int64_t, int64_t, const std::string&)> progress;
 };
 
-// A layer's routed experts read whole up to this many float32 bytes.
+// A layer's routed experts read whole up to this many float32 bytes, its
+// other matrices up to this many.
 constexpr uint64_t kWholeExpertBytes = uint64_t{512} << 20;
+constexpr uint64_t kWholeMatrixBytes = uint64_t{2} << 30;
 
-// Whether `run` reads `config`'s experts one at a time.
-bool ExpertsOneAtATime(const ModelConfig& config, EvalRun::Experts experts);
+// Whether `reads` reads `config`'s experts, and its other matrices, one at
+// a time.
+bool ExpertsOneAtATime(const ModelConfig& config, EvalRun::Reads reads);
+bool MatricesOneAtATime(const Checkpoint& checkpoint, EvalRun::Reads reads);
 
 // The activation memory a batch may take when EvalRun::batch_tokens is 0.
 constexpr uint64_t kEvalActivationBytes = uint64_t{1} << 30;

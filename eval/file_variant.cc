@@ -2,6 +2,7 @@
 // a GGUF file llama.cpp made from it, its q and k rows put back in order, or
 // any safetensors file with the reference's names; the matrices as stored.
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <utility>
 
@@ -53,9 +54,10 @@ class FileVariant : public WeightVariant {
   absl::StatusOr<LayerWeights> Layer(const LayerRequest& request) override {
     const int threads = request.threads;
     const bool experts_later = request.reference.expert_source != nullptr;
+    const bool matrices_later = request.reference.matrix_source != nullptr;
     absl::StatusOr<LayerWeights> stored =
         file_.ReadLayer(request.layer, request.storage, threads, request.pass.another_follows,
-                        experts_later);
+                        experts_later, matrices_later);
     if (!stored.ok()) return stored.status();
     LayerWeights out = request.reference;
     std::vector<LayerWeights::Entry> mine = out.Matrices(reference_.config());
@@ -71,9 +73,17 @@ class FileVariant : public WeightVariant {
           *this, stored->expert_source, request.reference.expert_source, request.layer,
           std::move(first), request.pass.first);
     }
+    if (matrices_later) {
+      std::map<std::string, size_t> places;
+      for (size_t j = 0; j < mine.size(); ++j) places.emplace(mine[j].matrix->name, j);
+      out.matrix_source = std::make_shared<FileMatrices>(
+          *this, stored->matrix_source, request.reference.matrix_source, request.layer,
+          std::move(places), request.pass.first);
+    }
     for (size_t j = 0; j < mine.size(); ++j) {
       Matrix& m = *mine[j].matrix;
-      if (experts_later && m.values.empty()) continue;  // an expert: FileExperts
+      // Read one at a time: FileExperts, FileMatrices.
+      if ((experts_later || matrices_later) && m.values.empty()) continue;
       if (request.pass.first) {
         const Checkpoint::Found* f = file_.Find(m.name);
         QuantReport report = Start(*f->view, m.name);
@@ -214,6 +224,45 @@ class FileVariant : public WeightVariant {
     std::shared_ptr<const ExpertSource> file_, reference_;
     const int64_t layer_;
     const std::vector<size_t> entries_;
+    const bool first_;
+  };
+
+  // The file's other matrices as the forward pass loads them (with the
+  // reference's biases, as Layer takes them), compared with the reference's
+  // in the first pass.
+  class FileMatrices : public MatrixSource {
+   public:
+    FileMatrices(FileVariant& variant, std::shared_ptr<const MatrixSource> file,
+                 std::shared_ptr<const MatrixSource> reference, int64_t layer,
+                 std::map<std::string, size_t> entries, bool first)
+        : variant_(variant),
+          file_(std::move(file)),
+          reference_(std::move(reference)),
+          layer_(layer),
+          entries_(std::move(entries)),
+          first_(first) {}
+
+    absl::StatusOr<std::shared_ptr<const LoadedMatrix>> Load(const Matrix& m,
+                                                             int threads) const override {
+      // m carries the reference's bias: the file's values come with it.
+      absl::StatusOr<std::shared_ptr<const LoadedMatrix>> theirs = file_->Load(m, threads);
+      if (!theirs.ok() || !first_) return theirs;
+      absl::StatusOr<std::shared_ptr<const LoadedMatrix>> ref = reference_->Load(m, threads);
+      if (!ref.ok()) return ref.status();
+      const auto it = entries_.find(m.name);
+      if (it == entries_.end()) return absl::InternalError(absl::StrCat("no matrix ", m.name));
+      QuantReport report = variant_.Start(*variant_.file_.Find(m.name)->view, m.name);
+      CompareInto((*ref)->matrix.values, (*theirs)->matrix.values, m.cols, threads, report.stats);
+      std::lock_guard<std::mutex> lock(variant_.keep_mutex_);
+      variant_.Keep(LayerKey(layer_, it->second), std::move(report));
+      return theirs;
+    }
+
+   private:
+    FileVariant& variant_;
+    std::shared_ptr<const MatrixSource> file_, reference_;
+    const int64_t layer_;
+    const std::map<std::string, size_t> entries_;
     const bool first_;
   };
 

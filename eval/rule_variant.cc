@@ -2,6 +2,7 @@
 // takes quantized with its scheme, or the choice a recipe makes for it, and
 // dequantized.
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <utility>
 
@@ -163,11 +164,13 @@ class RuleVariant : public WeightVariant {
     std::vector<LayerCalibrator::Target> targets;
     std::vector<RecipeChoice> target_choices;
     const bool experts_later = request.reference.expert_source != nullptr;
+    const bool matrices_later = request.reference.matrix_source != nullptr;
     for (size_t j = 0; j < entries.size(); ++j) {
       Matrix& m = *entries[j].matrix;
       const WeightRule* rule = RuleFor(rules_, m.name, entries[j].linear);
       if (rule == nullptr || rule->scheme == nullptr) continue;
-      if (experts_later && m.values.empty()) continue;  // an expert: as the forward pass loads it
+      // Read one at a time: made as the forward pass loads it.
+      if ((experts_later || matrices_later) && m.values.empty()) continue;
       const TensorView view = F32View(m.name, m.rows, m.cols, m.values);
       RecipeChoice choice;
       const Scheme& scheme = SchemeForTensor(*rule->scheme, view, model_, &choice);
@@ -207,16 +210,25 @@ class RuleVariant : public WeightVariant {
         Keep(LayerKey(request.layer, j), *rule->scheme, choice, std::move(report));
       }
     }
+    if ((experts_later || matrices_later) && calibrator_ != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", spec(), "': calibrated rules (GPTQ, AWQ) on matrices read one at a time are not "
+          "built; evaluate with matrices read whole"));
+    }
     if (experts_later) {
-      if (calibrator_ != nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "'", spec(), "': calibrated rules (GPTQ, AWQ) on experts read one at a time are not "
-            "built; evaluate with experts read whole"));
-      }
       out.expert_source = std::make_shared<RuleExperts>(*this, request.reference.expert_source,
                                                         request.layer,
                                                         ExpertEntries(out, entries),
                                                         request.pass.first);
+    }
+    if (matrices_later) {
+      std::map<std::string, std::pair<size_t, bool>> places;
+      for (size_t j = 0; j < entries.size(); ++j) {
+        places.emplace(entries[j].matrix->name, std::pair{j, entries[j].linear});
+      }
+      out.matrix_source = std::make_shared<RuleMatrices>(
+          *this, request.reference.matrix_source, request.layer, std::move(places),
+          request.pass.first);
     }
     if (calibrator_ != nullptr) {
       if (absl::Status s = Calibrate(request, out, targets, target_choices); !s.ok()) return s;
@@ -257,35 +269,14 @@ class RuleVariant : public WeightVariant {
       std::shared_ptr<LoadedExpert> out = pool_->Get();
       out->matrices = (*ref)->matrices;  // views into `ref`'s buffers until replaced
       out->from = *ref;
-      MeasureOptions options;
-      options.threads = threads;
-      options.importance = variant_.importance_;
       Matrix* ms[] = {&out->matrices.gate, &out->matrices.up, &out->matrices.down};
       int replaced = 0;
       for (size_t k = 0; k < 3; ++k) {
-        Matrix& m = *ms[k];
-        const WeightRule* rule = RuleFor(variant_.rules_, m.name, /*linear=*/true);
-        if (rule == nullptr || rule->scheme == nullptr) continue;
-        const TensorView view = F32View(m.name, m.rows, m.cols, m.values);
-        RecipeChoice choice;
-        const Scheme& scheme = SchemeForTensor(*rule->scheme, view, variant_.model_, &choice);
-        std::span<float> q = out->storage.Buffer(k, m.values.size());
-        size_t written = 0;
-        QuantReport report;
-        absl::Status s = QuantizeTensor(view, scheme, options, [&](std::span<const float> piece) {
-          std::copy(piece.begin(), piece.end(), q.begin() + static_cast<ptrdiff_t>(written));
-          written += piece.size();
-          return absl::OkStatus();
-        }, &report);
-        if (!s.ok()) return s;
-        m.values = q;
-        m.stored_type = scheme.GgmlLayout(m.cols);
-        ++replaced;
-        if (first_) {
-          std::lock_guard<std::mutex> lock(variant_.keep_mutex_);
-          variant_.Keep(LayerKey(layer_, entries_[static_cast<size_t>(e)] + k), *rule->scheme,
-                        choice, std::move(report));
-        }
+        absl::StatusOr<bool> done = variant_.QuantizeLoaded(
+            *ms[k], /*linear=*/true, out->storage, k, threads,
+            LayerKey(layer_, entries_[static_cast<size_t>(e)] + k), first_);
+        if (!done.ok()) return done.status();
+        replaced += *done;
       }
       // The reference's buffers go back to its pool as soon as nothing views
       // them (gpt-oss's biases do).
@@ -301,6 +292,78 @@ class RuleVariant : public WeightVariant {
     const std::vector<size_t> entries_;
     const bool first_;
     std::shared_ptr<ExpertPool> pool_ = ExpertPool::Make();
+  };
+
+  // A matrix loaded one at a time (RuleExperts, RuleMatrices): `m` quantized
+  // by the rule that takes it into buffer `index` of `storage` (m then views
+  // it), its statistics kept under `key` when `keep`. False: no rule takes
+  // it (m left as it is).
+  absl::StatusOr<bool> QuantizeLoaded(Matrix& m, bool linear, LayerStorage& storage,
+                                      size_t index, int threads, int64_t key, bool keep) {
+    const WeightRule* rule = RuleFor(rules_, m.name, linear);
+    if (rule == nullptr || rule->scheme == nullptr) return false;
+    const TensorView view = F32View(m.name, m.rows, m.cols, m.values);
+    RecipeChoice choice;
+    const Scheme& scheme = SchemeForTensor(*rule->scheme, view, model_, &choice);
+    MeasureOptions options;
+    options.threads = threads;
+    options.importance = importance_;
+    std::span<float> q = storage.Buffer(index, m.values.size());
+    size_t written = 0;
+    QuantReport report;
+    absl::Status s = QuantizeTensor(view, scheme, options, [&](std::span<const float> piece) {
+      std::copy(piece.begin(), piece.end(), q.begin() + static_cast<ptrdiff_t>(written));
+      written += piece.size();
+      return absl::OkStatus();
+    }, &report);
+    if (!s.ok()) return s;
+    m.values = q;
+    m.stored_type = scheme.GgmlLayout(m.cols);
+    if (keep) {
+      std::lock_guard<std::mutex> lock(keep_mutex_);
+      Keep(key, *rule->scheme, choice, std::move(report));
+    }
+    return true;
+  }
+
+  // A rule variant's other matrices made one at a time from the
+  // reference's as the forward pass loads them.
+  class RuleMatrices : public MatrixSource {
+   public:
+    // `entries`: each matrix's place among the layer's and whether it is a
+    // linear layer's, by name.
+    RuleMatrices(RuleVariant& variant, std::shared_ptr<const MatrixSource> reference,
+                 int64_t layer, std::map<std::string, std::pair<size_t, bool>> entries,
+                 bool first)
+        : variant_(variant),
+          reference_(std::move(reference)),
+          layer_(layer),
+          entries_(std::move(entries)),
+          first_(first) {}
+
+    absl::StatusOr<std::shared_ptr<const LoadedMatrix>> Load(const Matrix& m,
+                                                             int threads) const override {
+      absl::StatusOr<std::shared_ptr<const LoadedMatrix>> ref = reference_->Load(m, threads);
+      if (!ref.ok()) return ref.status();
+      const auto it = entries_.find(m.name);
+      if (it == entries_.end()) return absl::InternalError(absl::StrCat("no matrix ", m.name));
+      std::shared_ptr<LoadedMatrix> out = pool_->Get();
+      out->matrix = (*ref)->matrix;
+      absl::StatusOr<bool> done =
+          variant_.QuantizeLoaded(out->matrix, it->second.second, out->storage, 0, threads,
+                                  LayerKey(layer_, it->second.first), first_);
+      if (!done.ok()) return done.status();
+      if (!*done) return ref;  // no rule takes it: the reference's
+      return std::shared_ptr<const LoadedMatrix>(std::move(out));
+    }
+
+   private:
+    RuleVariant& variant_;
+    std::shared_ptr<const MatrixSource> reference_;
+    const int64_t layer_;
+    const std::map<std::string, std::pair<size_t, bool>> entries_;
+    const bool first_;
+    std::shared_ptr<MatrixPool> pool_ = MatrixPool::Make();
   };
 
   bool Changes(Table table) const override {

@@ -718,17 +718,32 @@ class CheckpointExperts : public ExpertSource {
   std::shared_ptr<ExpertPool> pool_ = ExpertPool::Make();
 };
 
+// A layer's matrices read from its checkpoint as the forward pass asks.
+class CheckpointMatrices : public MatrixSource {
+ public:
+  explicit CheckpointMatrices(const Checkpoint& checkpoint) : checkpoint_(checkpoint) {}
+  absl::StatusOr<std::shared_ptr<const LoadedMatrix>> Load(const Matrix& m,
+                                                           int threads) const override {
+    return checkpoint_.ReadMatrix(m, threads, /*keep_cached=*/true, pool_->Get());
+  }
+
+ private:
+  const Checkpoint& checkpoint_;
+  std::shared_ptr<MatrixPool> pool_ = MatrixPool::Make();
+};
+
 }  // namespace
 
 absl::StatusOr<LayerWeights> Checkpoint::ReadLayer(int64_t layer, LayerStorage& storage,
                                                    int threads, bool keep_cached,
-                                                   bool experts_later) const {
+                                                   bool experts_later, bool matrices_later) const {
   const auto release = [&](std::span<const uint8_t> bytes) { set_->Release(bytes, keep_cached); };
-  const bool later = experts_later && MoeLayer(config_, layer);
+  const bool later = (experts_later || matrices_later) && MoeLayer(config_, layer);
   size_t index = 0;
   auto read = [&](const Want& want) -> absl::StatusOr<std::span<const float>> {
     if (matrices_only_ && want.kind != Kind::kMatrix) return std::span<const float>();
     if (later && RoutedExpertTensor(want.name)) return std::span<const float>();
+    if (matrices_later && want.kind == Kind::kMatrix) return std::span<const float>();
     const Found* f = Find(want.name);
     if (f == nullptr) return absl::InternalError(absl::StrCat("no tensor ", want.name));
     const int64_t elements = f->view->elements();
@@ -748,7 +763,27 @@ absl::StatusOr<LayerWeights> Checkpoint::ReadLayer(int64_t layer, LayerStorage& 
   // Each candidate made from this layer reads its experts again: their
   // pages stay in the page cache (out of this process's memory) until then.
   if (later) w->expert_source = std::make_shared<CheckpointExperts>(*this, layer, true);
+  // Each candidate reads them again: their pages stay cached, as the experts'.
+  if (matrices_later) w->matrix_source = std::make_shared<CheckpointMatrices>(*this);
   return w;
+}
+
+absl::StatusOr<std::shared_ptr<const LoadedMatrix>> Checkpoint::ReadMatrix(
+    const Matrix& m, int threads, bool keep_cached, std::shared_ptr<LoadedMatrix> into) const {
+  const Found* f = Find(m.name);
+  if (f == nullptr || f->view->elements() != m.rows * m.cols) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(config_.name, ": no matrix ", m.name, " of [", m.rows, ", ", m.cols, "]"));
+  }
+  std::shared_ptr<LoadedMatrix> loaded =
+      into != nullptr ? std::move(into) : std::make_shared<LoadedMatrix>();
+  std::span<float> out = loaded->storage.Buffer(0, static_cast<size_t>(m.rows * m.cols));
+  const auto release = [&](std::span<const uint8_t> bytes) { set_->Release(bytes, keep_cached); };
+  if (absl::Status s = ReadTensor(*f, 0, f->view->rows(), out, threads, release); !s.ok()) return s;
+  loaded->matrix = m;
+  loaded->matrix.values = out;
+  loaded->matrix.stored_type = StoredGgmlType(*f->view);
+  return std::shared_ptr<const LoadedMatrix>(std::move(loaded));
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedExpert>> Checkpoint::ReadExpert(

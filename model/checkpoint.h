@@ -68,9 +68,16 @@ class Checkpoint {
   // With `experts_later`, a layer's routed experts are not read: their
   // matrices come with names and shapes only, and the layer's expert_source
   // reads each when the forward pass asks (ReadExpert).
+  // With `matrices_later` too, its other matrices likewise: no values, and
+  // the layer's matrix_source reads each (ReadMatrix).
   absl::StatusOr<LayerWeights> ReadLayer(int64_t layer, LayerStorage& storage, int threads,
-                                         bool keep_cached = false,
-                                         bool experts_later = false) const;
+                                         bool keep_cached = false, bool experts_later = false,
+                                         bool matrices_later = false) const;
+  // Matrix `m` of a layer (found by its name) with its values, into `into`
+  // when given (its buffer reused); m's bias as given.
+  absl::StatusOr<std::shared_ptr<const LoadedMatrix>> ReadMatrix(
+      const Matrix& m, int threads, bool keep_cached,
+      std::shared_ptr<LoadedMatrix> into = nullptr) const;
   // Routed expert `expert` of decoder layer `layer`: its matrices (and
   // biases) in buffers of its own.
   // Into `into` when given (its buffers reused), else a new one.

@@ -290,6 +290,7 @@ class LayerPass {
     buf_.normed.resize(x.size());
     Norm(c_, sites_, x, D, w_.input_norm, buf_.normed, Site::kAttnNorm, threads_);
     Attention(buf_.normed, buf_.branch);
+    if (!status_.ok()) return;
     if (c_.norms_per_layer == 4) {
       Norm(c_, sites_, buf_.branch, D, w_.post_attention_norm, buf_.branch, Site::kPostAttnNorm,
            threads_);
@@ -307,6 +308,7 @@ class LayerPass {
           QuantizePerSequence(e_.activations.get(), b_, buf_.normed, D, buf_.in, threads_);
       Mlp(w_.gate, w_.up, w_.down, in, buf_.branch);
     }
+    if (!status_.ok()) return;
     if (c_.norms_per_layer == 4) {
       Norm(c_, sites_, buf_.branch, D, w_.post_feedforward_norm, buf_.branch, Site::kPostMlpNorm,
            threads_);
@@ -317,8 +319,22 @@ class LayerPass {
  private:
   // out[rows, m.rows] = in[rows, m.cols] m^T + bias, rounded at `site`.
   // `expert`: what LinearInputs is told (-1, or kSharedExpert).
-  void Linear(const Matrix& m, std::span<const float> in, std::vector<float>& out, Site site,
+  // A matrix read one at a time (LayerWeights::matrix_source) is loaded
+  // here and let go after the product.
+  void Linear(const Matrix& given, std::span<const float> in, std::vector<float>& out, Site site,
               int64_t expert = -1) {
+    std::shared_ptr<const LoadedMatrix> loaded;
+    if (given.values.empty() && given.rows > 0 && w_.matrix_source != nullptr) {
+      absl::StatusOr<std::shared_ptr<const LoadedMatrix>> got =
+          w_.matrix_source->Load(given, threads_);
+      if (!got.ok()) {
+        if (status_.ok()) status_ = got.status();
+        out.assign(static_cast<size_t>(b_.rows * given.rows), 0.0f);
+        return;
+      }
+      loaded = *std::move(got);
+    }
+    const Matrix& m = loaded != nullptr ? loaded->matrix : given;
     in = ForVecDot(m, in, buf_.vec_dot);
     if (inputs_ != nullptr) inputs_->Add(layer_, site, expert, in, m.cols);
     out.resize(static_cast<size_t>(b_.rows * m.rows));

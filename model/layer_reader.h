@@ -21,9 +21,9 @@ class LayerReader {
  public:
   // Resident when the layers' float32 bytes are at most `resident_bytes`.
   // With `experts_later`, layers with experts leave them to be read one at
-  // a time (Checkpoint::ReadLayer).
+  // a time; with `matrices_later`, every matrix (Checkpoint::ReadLayer).
   explicit LayerReader(const Checkpoint& checkpoint, uint64_t resident_bytes = kResidentLayerBytes,
-                       bool experts_later = false);
+                       bool experts_later = false, bool matrices_later = false);
 
   bool resident() const { return resident_; }
 
@@ -40,6 +40,7 @@ class LayerReader {
   const Checkpoint& checkpoint_;
   bool resident_;
   bool experts_later_;
+  bool matrices_later_;
   std::vector<LayerStorage> storage_;  // one per layer when resident, else one
   std::vector<LayerWeights> layers_;
   std::vector<bool> read_;

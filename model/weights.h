@@ -41,6 +41,7 @@ struct Expert {
 };
 
 class ExpertSource;
+class MatrixSource;
 
 struct LayerWeights {
   // input_layernorm, post_attention_layernorm and (Gemma 2)
@@ -67,6 +68,10 @@ struct LayerWeights {
   // each expert some row routes to from here, once per ForwardLayer call,
   // and lets it go before the next.
   std::shared_ptr<const ExpertSource> expert_source;
+  // Set when the layer's other matrices are read one at a time too: those
+  // with no values are loaded from here where the forward pass multiplies
+  // by them, and let go after.
+  std::shared_ptr<const MatrixSource> matrix_source;
 
   // The layer's matrices in checkpoint order (q, k, v, o, then gate, up,
   // down or the router, each expert's w1, w3, w2 and the shared expert's
@@ -123,6 +128,23 @@ class ExpertSource {
  public:
   virtual ~ExpertSource() = default;
   virtual absl::StatusOr<std::shared_ptr<const LoadedExpert>> Load(int64_t expert,
+                                                                   int threads) const = 0;
+};
+
+// One matrix with the buffer behind it.
+struct LoadedMatrix {
+  Matrix matrix;
+  LayerStorage storage;
+  std::shared_ptr<const LoadedMatrix> from;  // whose buffer `matrix` views, if not its own
+};
+
+// Where a layer's matrices come from one at a time (LayerWeights::
+// matrix_source); Load may be called from several threads at once.
+class MatrixSource {
+ public:
+  virtual ~MatrixSource() = default;
+  // `m` (its name, shape and bias as the layer has them) with its values.
+  virtual absl::StatusOr<std::shared_ptr<const LoadedMatrix>> Load(const Matrix& m,
                                                                    int threads) const = 0;
 };
 

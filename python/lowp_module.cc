@@ -1031,8 +1031,8 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
                [](O& o, const Arg& a) { o.weights_files = Paths(a); });
     f.Optional(kKeyword, "batch_tokens", "int", py::int_(d.batch_tokens),
                [](O& o, const Arg& a) { IntInto(o.batch_tokens, a); });
-    f.Optional(kKeyword, "experts", "str", py::str(d.experts),
-               [](O& o, const Arg& a) { o.experts = Text(a); });
+    f.Optional(kKeyword, "matrices", "str", py::str(d.matrices),
+               [](O& o, const Arg& a) { o.matrices = Text(a); });
     f.Optional(kKeyword, "imatrix", "FilePath | None", py::none(),
                [](O& o, const Arg& a) { o.imatrix = Path(a); });
     TokenParams(

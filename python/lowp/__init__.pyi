@@ -101,7 +101,7 @@ def eval(
     compute: Names | None = None,
     weights_file: FilePaths | None = None,
     batch_tokens: int = 0,
-    experts: str = 'auto',
+    matrices: str = 'auto',
     imatrix: FilePath | None = None,
     calib_tokens: ArrayLike | FilePath | None = None,
     calib_sample: str | tuple[int, int] = '',

@@ -215,20 +215,23 @@ class RuleVariant : public WeightVariant {
           "'", spec(), "': calibrated rules (GPTQ, AWQ) on matrices read one at a time are not "
           "built; evaluate with matrices read whole"));
     }
+    // Their buffers come from the request's storage, which the variants run
+    // one after another share: one matrix's or expert's at a time.
     if (experts_later) {
-      out.expert_source = std::make_shared<RuleExperts>(*this, request.reference.expert_source,
-                                                        request.layer,
-                                                        ExpertEntries(out, entries),
-                                                        request.pass.first);
+      if (request.storage.expert_pool == nullptr) request.storage.expert_pool = ExpertPool::Make();
+      out.expert_source = std::make_shared<RuleExperts>(
+          *this, request.reference.expert_source, request.layer, ExpertEntries(out, entries),
+          request.pass.first, request.storage.expert_pool);
     }
     if (matrices_later) {
       std::map<std::string, std::pair<size_t, bool>> places;
       for (size_t j = 0; j < entries.size(); ++j) {
         places.emplace(entries[j].matrix->name, std::pair{j, entries[j].linear});
       }
+      if (request.storage.matrix_pool == nullptr) request.storage.matrix_pool = MatrixPool::Make();
       out.matrix_source = std::make_shared<RuleMatrices>(
           *this, request.reference.matrix_source, request.layer, std::move(places),
-          request.pass.first);
+          request.pass.first, request.storage.matrix_pool);
     }
     if (calibrator_ != nullptr) {
       if (absl::Status s = Calibrate(request, out, targets, target_choices); !s.ok()) return s;
@@ -255,12 +258,14 @@ class RuleVariant : public WeightVariant {
   class RuleExperts : public ExpertSource {
    public:
     RuleExperts(RuleVariant& variant, std::shared_ptr<const ExpertSource> reference,
-                int64_t layer, std::vector<size_t> entries, bool first)
+                int64_t layer, std::vector<size_t> entries, bool first,
+                std::shared_ptr<ExpertPool> pool)
         : variant_(variant),
           reference_(std::move(reference)),
           layer_(layer),
           entries_(std::move(entries)),
-          first_(first) {}
+          first_(first),
+          pool_(std::move(pool)) {}
 
     absl::StatusOr<std::shared_ptr<const LoadedExpert>> Load(int64_t e,
                                                              int threads) const override {
@@ -291,7 +296,7 @@ class RuleVariant : public WeightVariant {
     const int64_t layer_;
     const std::vector<size_t> entries_;
     const bool first_;
-    std::shared_ptr<ExpertPool> pool_ = ExpertPool::Make();
+    std::shared_ptr<ExpertPool> pool_;
   };
 
   // A matrix loaded one at a time (RuleExperts, RuleMatrices): `m` quantized
@@ -334,12 +339,13 @@ class RuleVariant : public WeightVariant {
     // linear layer's, by name.
     RuleMatrices(RuleVariant& variant, std::shared_ptr<const MatrixSource> reference,
                  int64_t layer, std::map<std::string, std::pair<size_t, bool>> entries,
-                 bool first)
+                 bool first, std::shared_ptr<MatrixPool> pool)
         : variant_(variant),
           reference_(std::move(reference)),
           layer_(layer),
           entries_(std::move(entries)),
-          first_(first) {}
+          first_(first),
+          pool_(std::move(pool)) {}
 
     absl::StatusOr<std::shared_ptr<const LoadedMatrix>> Load(const Matrix& m,
                                                              int threads) const override {
@@ -363,7 +369,7 @@ class RuleVariant : public WeightVariant {
     const int64_t layer_;
     const std::map<std::string, std::pair<size_t, bool>> entries_;
     const bool first_;
-    std::shared_ptr<MatrixPool> pool_ = MatrixPool::Make();
+    std::shared_ptr<MatrixPool> pool_;
   };
 
   bool Changes(Table table) const override {

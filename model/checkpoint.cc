@@ -704,8 +704,9 @@ bool RoutedExpertTensor(absl::string_view name) { return absl::StrContains(name,
 // A layer's experts read from its checkpoint as the forward pass asks.
 class CheckpointExperts : public ExpertSource {
  public:
-  CheckpointExperts(const Checkpoint& checkpoint, int64_t layer, bool keep_cached)
-      : checkpoint_(checkpoint), layer_(layer), keep_cached_(keep_cached) {}
+  CheckpointExperts(const Checkpoint& checkpoint, int64_t layer, bool keep_cached,
+                    std::shared_ptr<ExpertPool> pool)
+      : checkpoint_(checkpoint), layer_(layer), keep_cached_(keep_cached), pool_(std::move(pool)) {}
   absl::StatusOr<std::shared_ptr<const LoadedExpert>> Load(int64_t expert,
                                                            int threads) const override {
     return checkpoint_.ReadExpert(layer_, expert, threads, keep_cached_, pool_->Get());
@@ -715,13 +716,14 @@ class CheckpointExperts : public ExpertSource {
   const Checkpoint& checkpoint_;
   const int64_t layer_;
   const bool keep_cached_;
-  std::shared_ptr<ExpertPool> pool_ = ExpertPool::Make();
+  std::shared_ptr<ExpertPool> pool_;
 };
 
 // A layer's matrices read from its checkpoint as the forward pass asks.
 class CheckpointMatrices : public MatrixSource {
  public:
-  explicit CheckpointMatrices(const Checkpoint& checkpoint) : checkpoint_(checkpoint) {}
+  CheckpointMatrices(const Checkpoint& checkpoint, std::shared_ptr<MatrixPool> pool)
+      : checkpoint_(checkpoint), pool_(std::move(pool)) {}
   absl::StatusOr<std::shared_ptr<const LoadedMatrix>> Load(const Matrix& m,
                                                            int threads) const override {
     return checkpoint_.ReadMatrix(m, threads, /*keep_cached=*/true, pool_->Get());
@@ -729,7 +731,7 @@ class CheckpointMatrices : public MatrixSource {
 
  private:
   const Checkpoint& checkpoint_;
-  std::shared_ptr<MatrixPool> pool_ = MatrixPool::Make();
+  std::shared_ptr<MatrixPool> pool_;
 };
 
 }  // namespace
@@ -762,9 +764,16 @@ absl::StatusOr<LayerWeights> Checkpoint::ReadLayer(int64_t layer, LayerStorage& 
   }
   // Each candidate made from this layer reads its experts again: their
   // pages stay in the page cache (out of this process's memory) until then.
-  if (later) w->expert_source = std::make_shared<CheckpointExperts>(*this, layer, true);
+  if (later) {
+    if (storage.expert_pool == nullptr) storage.expert_pool = ExpertPool::Make();
+    w->expert_source =
+        std::make_shared<CheckpointExperts>(*this, layer, true, storage.expert_pool);
+  }
   // Each candidate reads them again: their pages stay cached, as the experts'.
-  if (matrices_later) w->matrix_source = std::make_shared<CheckpointMatrices>(*this);
+  if (matrices_later) {
+    if (storage.matrix_pool == nullptr) storage.matrix_pool = MatrixPool::Make();
+    w->matrix_source = std::make_shared<CheckpointMatrices>(*this, storage.matrix_pool);
+  }
   return w;
 }
 

@@ -42,6 +42,10 @@ struct Expert {
 
 class ExpertSource;
 class MatrixSource;
+template <class T>
+class LoadedPool;  // model/expert_pool.h
+struct LoadedExpert;
+struct LoadedMatrix;
 
 struct LayerWeights {
   // input_layernorm, post_attention_layernorm and (Gemma 2)
@@ -104,6 +108,11 @@ struct LayerStorage {
   // saving a layer's float32 copy.
   bool values_unused = false;
   std::vector<StoredChunk> stored;
+  // The buffers of matrices and experts read one at a time for the layers
+  // this storage serves (model/expert_pool.h): each load reuses one let go
+  // before, whichever layer or candidate it served.
+  std::shared_ptr<LoadedPool<LoadedExpert>> expert_pool;
+  std::shared_ptr<LoadedPool<LoadedMatrix>> matrix_pool;
 
   // Buffer `index` resized to `size` (never shrunk).
   std::span<float> Buffer(size_t index, size_t size);

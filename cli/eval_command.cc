@@ -189,8 +189,8 @@ void PrintRouting(const EvalReport& e) {
       "\nrouting: each token's top-k experts against the reference's, means over the layers\n"
       "with experts (load change: |tokens an expert takes - the reference's| / tokens, the\n"
       "largest); the routers stay float32 unless a --weights pattern names them\n"
-      "(*.mlp.gate.weight, *.block_sparse_moe.gate.weight): a plain scheme takes the linear\n"
-      "layers only\n");
+      "(*.mlp.gate.weight, *.block_sparse_moe.gate.weight, gpt-oss's *.mlp.router.weight):\n"
+      "a plain scheme takes the linear layers only\n");
   PrintTable(rows, {0});
 }
 

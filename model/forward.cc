@@ -15,6 +15,7 @@
 #include "kernels/nn.h"
 #include "kernels/thread_pool.h"
 #include "model/blas.h"
+#include "model/rope.h"
 
 namespace lowp {
 
@@ -160,100 +161,9 @@ std::span<const float> QuantizePerSequence(const Scheme* scheme, const Batch& b,
   return out;
 }
 
-// The inverse frequencies of the rotary embedding of `layer`, RotaryDim / 2
-// of them, rope_scaling applied (Gemma 3's windowed layers:
-// rope_local_base_freq, unscaled), and the factor cos and sin are scaled by
-// (yarn's and longrope's attention factor; 1 otherwise). Hugging Face's
-// modeling_rope_utils, in double.
-struct RopeFrequencies {
-  std::vector<double> inv_freq;
-  double attention_factor = 1;
-};
-
-// YaRN's mscale: 1 + 0.1 m ln(s) above a scale of 1.
-double YarnMscale(double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; }
-
-RopeFrequencies InverseFrequencies(const ModelConfig& c, int64_t layer) {
-  const int64_t d = RotaryDim(c);
-  RopeFrequencies out;
-  out.inv_freq.resize(static_cast<size_t>(d / 2));
-  const bool local = c.rope_local_theta > 0 && SlidingLayer(c, layer);
-  const RopeScaling none;
-  const RopeScaling& r = local ? none : c.rope_scaling;
-  const double theta = local ? c.rope_local_theta : c.rope_theta;
-  // yarn: the dimensions between the correction range's ends blend
-  // interpolated (divided by factor) and extrapolated frequencies.
-  double low = 0, high = 0;
-  const double factor = r.factor;
-  if (r.type == "yarn") {
-    const double context = static_cast<double>(r.original_max_position_embeddings);
-    auto correction_dim = [&](double rotations) {
-      return static_cast<double>(d) * std::log(context / (rotations * 2 * M_PI)) /
-             (2 * std::log(theta));
-    };
-    low = correction_dim(r.beta_fast);
-    high = correction_dim(r.beta_slow);
-    if (r.truncate) {
-      low = std::floor(low);
-      high = std::ceil(high);
-    }
-    low = std::max(low, 0.0);
-    high = std::min(high, static_cast<double>(d - 1));
-    if (low == high) high += 0.001;
-    out.attention_factor =
-        r.attention_factor > 0 ? r.attention_factor
-        : r.mscale > 0 && r.mscale_all_dim > 0
-            ? YarnMscale(factor, r.mscale) / YarnMscale(factor, r.mscale_all_dim)
-            : YarnMscale(factor, 1);
-  } else if (r.type == "longrope") {
-    const double context = static_cast<double>(r.original_max_position_embeddings);
-    out.attention_factor =
-        r.attention_factor > 0 ? r.attention_factor
-        : factor <= 1          ? 1.0
-                               : std::sqrt(1 + std::log(factor) / std::log(context));
-  }
-  for (int64_t i = 0; i < d / 2; ++i) {
-    double f = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
-    if (r.type == "linear") {
-      f /= r.factor;
-    } else if (r.type == "llama3") {
-      const double wavelen = 2 * M_PI / f;
-      const double old_context = static_cast<double>(r.original_max_position_embeddings);
-      const double low_wavelen = old_context / r.low_freq_factor;
-      const double high_wavelen = old_context / r.high_freq_factor;
-      if (wavelen > low_wavelen) {
-        f /= r.factor;
-      } else if (wavelen >= high_wavelen) {
-        const double smooth =
-            (old_context / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
-        f = (1 - smooth) * f / r.factor + smooth * f;
-      }
-    } else if (r.type == "yarn") {
-      const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
-      const double extrapolation = 1 - ramp;
-      f = f / factor * (1 - extrapolation) + f * extrapolation;
-    } else if (r.type == "longrope") {
-      // Sequences within original_max_position_embeddings (longer ones are
-      // refused: CheckSequenceLength).
-      f /= r.short_factor[static_cast<size_t>(i)];
-    }
-    out.inv_freq[i] = f;
-  }
-  return out;
-}
-
 // DeepseekV3Attention builds its latents' norms with DeepseekV3RMSNorm's
 // default eps, not the config's rms_norm_eps.
 constexpr double kLatentNormEps = 1e-6;
-
-// What the scores' 1/sqrt(key width) is multiplied by: DeepSeek-V3's
-// mscale(factor, mscale_all_dim)^2 under yarn; else 1.
-double AttentionScale(const ModelConfig& c) {
-  const RopeScaling& r = c.rope_scaling;
-  if (c.kv_lora_rank <= 0 || r.type != "yarn" || r.mscale_all_dim <= 0) return 1;
-  const double m = YarnMscale(r.factor, r.mscale_all_dim);
-  return m * m;
-}
 
 // One decoder layer over one batch: the state of a ForwardLayer call.
 class LayerPass {

@@ -727,3 +727,23 @@ def test_a_file_candidates_stored_bits_count_each_part_once(tmp_path):
         floats = L * (2 * H * cfg["num_attention_heads"] * cfg["head_dim"]
                       + 2 * H * cfg["num_key_value_heads"] * cfg["head_dim"] + E * H) + 2 * cfg["vocab_size"] * H
         assert c["weights_bits_per_weight"] == pytest.approx((4.25 * experts + 32 * floats) / (experts + floats))
+
+
+@pytest.mark.parametrize("name,field,value,message", [
+    # the stacked experts' shape names the tensor and the config fields it contradicts
+    ("gpt_oss_mxfp4", "intermediate_size", 32,
+     r"gate_up_proj has shape \[4, 128, 64\].*\[4, 64, 64\] \(num_local_experts, 2 \* intermediate_size"),
+    ("gpt_oss_dense", "hidden_size", 32, r"hidden_size"),
+    # Phi-3's fused q, k, v rows
+    ("phi3", "num_key_value_heads", 4, r"qkv_proj.weight has shape \[128, 64\].*2 num_key_value_heads"),
+    # DeepSeek-V3's latent: kv_a_proj_with_mqa is kv_lora_rank + qk_rope_head_dim wide
+    ("deepseek_v3_q_lora", "kv_lora_rank", 20, r"kv_a_proj_with_mqa.*kv_lora_rank \+ qk_rope_head_dim"),
+])
+def test_a_layout_the_config_contradicts_is_named(tmp_path, name, field, value, message):
+    """A checkpoint whose stacked, fused or latent tensors do not fit the
+    config is refused before anything runs, naming the tensor and the fields."""
+    cfg, _ = make_model(tmp_path, name)
+    with open(tmp_path / "config.json", "w") as f:
+        json.dump({**cfg, field: value}, f)
+    with pytest.raises(ValueError, match=message):
+        lowp.forward(tmp_path, np.zeros((1, 4), np.int64))

@@ -40,6 +40,18 @@ int64_t BatchSequences(const ModelConfig& c, int64_t sequences, int64_t length, 
   return std::min(sequences, groups * group);
 }
 
+// How the layers are read: as the run says, but whole by size when a
+// candidate calibrates (GPTQ and AWQ run on whole layers).
+EvalRun::Reads Reads(const EvalRun& run, const std::vector<EvalCandidate>& candidates) {
+  if (run.reads != EvalRun::Reads::kBySize) return run.reads;
+  for (const EvalCandidate& c : candidates) {
+    for (const WeightRule& r : c.weight_rules) {
+      if (r.scheme != nullptr && r.calibration.active()) return EvalRun::Reads::kWhole;
+    }
+  }
+  return run.reads;
+}
+
 // One pass over the checkpoint per batch of sequences: every stream through
 // every decoder layer (read once, each variant's layer made from it), then
 // the head; the sums in a Tally.
@@ -54,8 +66,8 @@ class Evaluator {
         candidates_(candidates),
         run_(run),
         threads_(ResolveThreads(run.threads)),
-        reader_(reference, kResidentLayerBytes, ExpertsOneAtATime(c_, run.reads),
-                MatricesOneAtATime(reference, run.reads)),
+        reader_(reference, kResidentLayerBytes, ExpertsOneAtATime(c_, Reads(run, candidates)),
+                MatricesOneAtATime(reference, Reads(run, candidates))),
         sequences_(static_cast<int64_t>(tokens.size()) / length),
         tally_(c_, sequences_, length, candidates.size(), run.scored_from) {}
 

@@ -62,7 +62,8 @@ struct EvalRun {
   // batch: memory for one matrix or expert instead of a layer's); by size,
   // a layer's routed experts one at a time when they take more than
   // kWholeExpertBytes in float32, its other matrices when they take more
-  // than kWholeMatrixBytes. The results are the same.
+  // than kWholeMatrixBytes, whole when a candidate calibrates (GPTQ, AWQ:
+  // refused one at a time). The results are the same.
   enum class Reads { kBySize, kWhole, kOneAtATime };
   Reads reads = Reads::kBySize;
   // When not null, receives the input of every product of the reference

@@ -747,3 +747,16 @@ def test_a_layout_the_config_contradicts_is_named(tmp_path, name, field, value, 
         json.dump({**cfg, field: value}, f)
     with pytest.raises(ValueError, match=message):
         lowp.forward(tmp_path, np.zeros((1, 4), np.int64))
+
+
+def test_calibrated_rules_need_matrices_read_whole(tmp_path):
+    """GPTQ runs on whole layers: a calibrated rule with matrices read one
+    at a time is refused naming the option (auto reads whole when a
+    candidate calibrates)."""
+    make_model(tmp_path, "llama")
+    np.save(tmp_path / "t.npy", np.zeros((1, 8), np.int32))
+    args = dict(model=tmp_path, tokens=tmp_path / "t.npy", weights=["int4-g12:gptq"], calib_sample="2:16")
+    whole = lowp.eval(**args, matrices="whole")["candidates"][0]
+    assert lowp.eval(**args)["candidates"][0]["kl_mean"] == whole["kl_mean"] > 0
+    with pytest.raises(ValueError, match="read one at a time.*matrices read whole"):
+        lowp.eval(**args, matrices="one-at-a-time")

@@ -15,6 +15,8 @@ namespace lowp {
 namespace {
 
 using variant_parts::CompareInto;
+using variant_parts::ExpertEntries;
+using variant_parts::MatrixEntries;
 using variant_parts::kEmbeddingKey;
 using variant_parts::kHeadKey;
 using variant_parts::LayerKey;
@@ -63,22 +65,14 @@ class FileVariant : public WeightVariant {
     std::vector<LayerWeights::Entry> mine = out.Matrices(reference_.config());
     std::vector<LayerWeights::Entry> theirs = stored->Matrices(reference_.config());
     if (experts_later) {
-      std::vector<size_t> first(out.experts.size(), 0);
-      for (size_t j = 0; j < mine.size(); ++j) {
-        for (size_t e = 0; e < out.experts.size(); ++e) {
-          if (mine[j].matrix == &out.experts[e].gate) first[e] = j;
-        }
-      }
       out.expert_source = std::make_shared<FileExperts>(
           *this, stored->expert_source, request.reference.expert_source, request.layer,
-          std::move(first), request.pass.first);
+          ExpertEntries(out, mine), request.pass.first);
     }
     if (matrices_later) {
-      std::map<std::string, size_t> places;
-      for (size_t j = 0; j < mine.size(); ++j) places.emplace(mine[j].matrix->name, j);
       out.matrix_source = std::make_shared<FileMatrices>(
           *this, stored->matrix_source, request.reference.matrix_source, request.layer,
-          std::move(places), request.pass.first);
+          MatrixEntries(mine), request.pass.first);
     }
     for (size_t j = 0; j < mine.size(); ++j) {
       Matrix& m = *mine[j].matrix;
@@ -234,7 +228,7 @@ class FileVariant : public WeightVariant {
    public:
     FileMatrices(FileVariant& variant, std::shared_ptr<const MatrixSource> file,
                  std::shared_ptr<const MatrixSource> reference, int64_t layer,
-                 std::map<std::string, size_t> entries, bool first)
+                 std::map<std::string, std::pair<size_t, bool>> entries, bool first)
         : variant_(variant),
           file_(std::move(file)),
           reference_(std::move(reference)),
@@ -254,7 +248,7 @@ class FileVariant : public WeightVariant {
       QuantReport report = variant_.Start(*variant_.file_.Find(m.name)->view, m.name);
       CompareInto((*ref)->matrix.values, (*theirs)->matrix.values, m.cols, threads, report.stats);
       std::lock_guard<std::mutex> lock(variant_.keep_mutex_);
-      variant_.Keep(LayerKey(layer_, it->second), std::move(report));
+      variant_.Keep(LayerKey(layer_, it->second.first), std::move(report));
       return theirs;
     }
 
@@ -262,7 +256,7 @@ class FileVariant : public WeightVariant {
     FileVariant& variant_;
     std::shared_ptr<const MatrixSource> file_, reference_;
     const int64_t layer_;
-    const std::map<std::string, size_t> entries_;
+    const std::map<std::string, std::pair<size_t, bool>> entries_;
     const bool first_;
   };
 

@@ -28,6 +28,8 @@ void Append(const StoredChunk& piece, StoredChunk& to) {
 }
 
 using variant_parts::CompareInto;
+using variant_parts::ExpertEntries;
+using variant_parts::MatrixEntries;
 using variant_parts::F32View;
 using variant_parts::kEmbeddingKey;
 using variant_parts::kHeadKey;
@@ -224,32 +226,15 @@ class RuleVariant : public WeightVariant {
           request.pass.first, request.storage.expert_pool);
     }
     if (matrices_later) {
-      std::map<std::string, std::pair<size_t, bool>> places;
-      for (size_t j = 0; j < entries.size(); ++j) {
-        places.emplace(entries[j].matrix->name, std::pair{j, entries[j].linear});
-      }
       if (request.storage.matrix_pool == nullptr) request.storage.matrix_pool = MatrixPool::Make();
       out.matrix_source = std::make_shared<RuleMatrices>(
-          *this, request.reference.matrix_source, request.layer, std::move(places),
+          *this, request.reference.matrix_source, request.layer, MatrixEntries(entries),
           request.pass.first, request.storage.matrix_pool);
     }
     if (calibrator_ != nullptr) {
       if (absl::Status s = Calibrate(request, out, targets, target_choices); !s.ok()) return s;
     }
     return out;
-  }
-
-  // Each routed expert's place among the layer's matrices (its gate's
-  // entry; up and down follow).
-  static std::vector<size_t> ExpertEntries(LayerWeights& layer,
-                                           std::span<const LayerWeights::Entry> entries) {
-    std::vector<size_t> first(layer.experts.size(), 0);
-    for (size_t j = 0; j < entries.size(); ++j) {
-      for (size_t e = 0; e < layer.experts.size(); ++e) {
-        if (entries[j].matrix == &layer.experts[e].gate) first[e] = j;
-      }
-    }
-    return first;
   }
 
   // A rule variant's experts made one at a time from the reference's as the

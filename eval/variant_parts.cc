@@ -36,4 +36,24 @@ void CompareInto(std::span<const float> x, std::span<const float> q, int64_t col
   for (const ErrorStats& part : parts) stats.Merge(part);
 }
 
+std::vector<size_t> ExpertEntries(LayerWeights& layer,
+                                  std::span<const LayerWeights::Entry> entries) {
+  std::vector<size_t> first(layer.experts.size(), 0);
+  for (size_t j = 0; j < entries.size(); ++j) {
+    for (size_t e = 0; e < layer.experts.size(); ++e) {
+      if (entries[j].matrix == &layer.experts[e].gate) first[e] = j;
+    }
+  }
+  return first;
+}
+
+std::map<std::string, std::pair<size_t, bool>> MatrixEntries(
+    std::span<const LayerWeights::Entry> entries) {
+  std::map<std::string, std::pair<size_t, bool>> places;
+  for (size_t j = 0; j < entries.size(); ++j) {
+    places.emplace(entries[j].matrix->name, std::pair{j, entries[j].linear});
+  }
+  return places;
+}
+
 }  // namespace lowp::variant_parts

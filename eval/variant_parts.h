@@ -6,11 +6,15 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "io/tensor.h"
 #include "kernels/error_stats.h"
+#include "model/weights.h"
 
 namespace lowp::variant_parts {
 
@@ -24,6 +28,15 @@ inline int64_t LayerKey(int64_t layer, size_t matrix) {
 // A float32 view of values in memory, for the quantizers.
 TensorView F32View(const std::string& name, int64_t rows, int64_t cols,
                    std::span<const float> values);
+
+// Each routed expert's place among a layer's matrices (its gate's entry;
+// up and down follow), for the variants that make experts one at a time.
+std::vector<size_t> ExpertEntries(LayerWeights& layer,
+                                  std::span<const LayerWeights::Entry> entries);
+// Each matrix's place among a layer's and whether it is a linear layer's,
+// by name, for the variants that make matrices one at a time.
+std::map<std::string, std::pair<size_t, bool>> MatrixEntries(
+    std::span<const LayerWeights::Entry> entries);
 
 // x against its stored form q, in pieces of whole rows merged in order.
 void CompareInto(std::span<const float> x, std::span<const float> q, int64_t cols, int threads,

@@ -588,17 +588,7 @@ absl::Status AttachPacked(std::vector<TensorView>& tensors,
     composed.emplace_back(i, std::move(view));
   }
   if (composed.empty()) return absl::OkStatus();
-  std::vector<TensorView> kept;
-  kept.reserve(tensors.size());
-  size_t next = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (next < composed.size() && composed[next].first == i) {
-      kept.push_back(std::move(composed[next++].second));
-    } else if (!consumed[i]) {
-      kept.push_back(std::move(tensors[i]));
-    }
-  }
-  tensors = std::move(kept);
+  ReplaceParts(tensors, std::move(composed), consumed);
   return absl::OkStatus();
 }
 

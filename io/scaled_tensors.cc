@@ -495,6 +495,22 @@ absl::Status AttachScales(std::vector<TensorView>& tensors,
   return absl::OkStatus();
 }
 
+void ReplaceParts(std::vector<TensorView>& tensors,
+                  std::vector<std::pair<size_t, TensorView>> composed,
+                  const std::vector<bool>& consumed) {
+  std::vector<TensorView> kept;
+  kept.reserve(tensors.size());
+  size_t next = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (next < composed.size() && composed[next].first == i) {
+      kept.push_back(std::move(composed[next++].second));
+    } else if (!consumed[i]) {
+      kept.push_back(std::move(tensors[i]));
+    }
+  }
+  tensors = std::move(kept);
+}
+
 absl::Status AttachMxfp4Blocks(std::vector<TensorView>& tensors,
                                const CheckpointQuantization& quantization) {
   if (quantization.method != "mxfp4") return absl::OkStatus();
@@ -543,17 +559,7 @@ absl::Status AttachMxfp4Blocks(std::vector<TensorView>& tensors,
     composed.emplace_back(i, std::move(weight));
     consumed[i] = consumed[found->second] = true;
   }
-  std::vector<TensorView> kept;
-  kept.reserve(tensors.size());
-  size_t next = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (next < composed.size() && composed[next].first == i) {
-      kept.push_back(std::move(composed[next++].second));
-    } else if (!consumed[i]) {
-      kept.push_back(std::move(tensors[i]));
-    }
-  }
-  tensors = std::move(kept);
+  ReplaceParts(tensors, std::move(composed), consumed);
   return absl::OkStatus();
 }
 

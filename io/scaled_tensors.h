@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -90,6 +91,13 @@ absl::StatusOr<CheckpointQuantization> ParseCheckpointQuantization(absl::string_
 // when `quantization` declares scaled FP8 and an FP8 weight has none.
 absl::Status AttachScales(std::vector<TensorView>& tensors,
                           const CheckpointQuantization& quantization);
+
+// The attachers' last step: each composed weight in the place of the tensor
+// it is indexed by, the parts it consumed (consumed[i]) left out, the rest
+// in order. `composed` is in ascending index order.
+void ReplaceParts(std::vector<TensorView>& tensors,
+                  std::vector<std::pair<size_t, TensorView>> composed,
+                  const std::vector<bool>& consumed);
 
 // gpt-oss's MXFP4 experts (config.json "quantization_config": {"quant_method":
 // "mxfp4"}, transformers' integrations/mxfp4.py):

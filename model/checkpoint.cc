@@ -144,7 +144,7 @@ absl::StatusOr<LayerWeights> WalkLayer(const ModelConfig& c, int64_t i, Get&& ge
                                          : "num_experts",
                               c.num_experts);
     l.router = matrix(m + (gpt_oss ? "router" : "gate"), experts, hidden, c.router_bias);
-    if (c.score_correction_bias) {
+    if (c.routing == Routing::kSigmoidGroups) {
       l.score_bias = one({m + "gate.e_score_correction_bias", {experts}, Kind::kBias,
                           "deepseek_v3's routing adds it"});
     }
@@ -184,26 +184,38 @@ absl::StatusOr<LayerWeights> WalkLayer(const ModelConfig& c, int64_t i, Get&& ge
   return l;
 }
 
-// A tensor's elements as float32 into `out`, rows in the original order,
-// split into pieces of whole rows across the pool; with `release`, each
-// piece's pages are handed to it once read.
-absl::Status ReadPart(const Checkpoint::Found& found, int64_t first_row, int64_t rows,
-                      std::span<float> out, int threads,
-                      const std::function<void(std::span<const uint8_t>)>& release);
-
-absl::Status ReadTensor(const Checkpoint::Found& found, int64_t first_row, int64_t rows,
-                        std::span<float> out, int threads,
-                        const std::function<void(std::span<const uint8_t>)>& release = {}) {
-  if (found.source != nullptr) return ReadPart(found, first_row, rows, out, threads, release);
-  const TensorView& t = *found.view;
-  const int64_t cols = std::max<int64_t>(1, t.cols());
+// Runs read(begin, end) over rows [0, rows) of `cols` elements in pieces of
+// about 2^20 elements across the pool; the first error in row order.
+absl::Status ForRowPieces(int64_t rows, int64_t cols, int threads,
+                          const std::function<absl::Status(int64_t, int64_t)>& read) {
   constexpr int64_t kPieceElements = int64_t{1} << 20;
   const int64_t piece_rows = std::max<int64_t>(1, kPieceElements / cols);
   const int64_t pieces = (rows + piece_rows - 1) / piece_rows;
   std::vector<absl::Status> errors(static_cast<size_t>(pieces));
   ParallelFor(static_cast<size_t>(pieces), threads, [&](size_t p) {
     const int64_t begin = static_cast<int64_t>(p) * piece_rows;
-    const int64_t end = std::min(rows, begin + piece_rows);
+    errors[p] = read(begin, std::min(rows, begin + piece_rows));
+  });
+  for (const absl::Status& s : errors) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadPart(const Checkpoint::Found& found, int64_t first_row, int64_t rows,
+                      std::span<float> out, int threads,
+                      const std::function<void(std::span<const uint8_t>)>& release);
+
+// A tensor's elements as float32 into `out`, rows in the original order,
+// split into pieces of whole rows across the pool; with `release`, each
+// piece's pages are handed to it once read.
+absl::Status ReadTensor(const Checkpoint::Found& found, int64_t first_row, int64_t rows,
+                        std::span<float> out, int threads,
+                        const std::function<void(std::span<const uint8_t>)>& release = {}) {
+  if (found.source != nullptr) return ReadPart(found, first_row, rows, out, threads, release);
+  const TensorView& t = *found.view;
+  const int64_t cols = std::max<int64_t>(1, t.cols());
+  return ForRowPieces(rows, cols, threads, [&](int64_t begin, int64_t end) {
     absl::Status s;
     if (found.row_of.empty()) {
       s = ReadAsFloat32(t, (first_row + begin) * cols,
@@ -218,17 +230,12 @@ absl::Status ReadTensor(const Checkpoint::Found& found, int64_t first_row, int64
       }
     }
     if (!s.ok()) {
-      errors[p] =
-          absl::Status(s.code(), absl::StrCat(t.file, ": tensor ", t.name, ": ", s.message()));
-    } else if (release) {
-      // Stored rows [begin, end) were read (in place or permuted).
-      release(ElementBytes(t, (first_row + begin) * cols, (end - begin) * cols));
+      return absl::Status(s.code(), absl::StrCat(t.file, ": tensor ", t.name, ": ", s.message()));
     }
+    // Stored rows [begin, end) were read (in place or permuted).
+    if (release) release(ElementBytes(t, (first_row + begin) * cols, (end - begin) * cols));
+    return absl::OkStatus();
   });
-  for (const absl::Status& s : errors) {
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
 }
 
 // Rows [first_row, first_row + rows) of a part (Checkpoint::Found): rows of
@@ -246,24 +253,18 @@ absl::Status ReadPart(const Checkpoint::Found& found, int64_t first_row, int64_t
   };
   if (rows <= 0) return absl::OkStatus();
   if (found.col_stride == 1) {
-    constexpr int64_t kPieceElements = int64_t{1} << 20;
-    const int64_t piece_rows = std::max<int64_t>(1, kPieceElements / cols);
-    const int64_t pieces = (rows + piece_rows - 1) / piece_rows;
-    std::vector<absl::Status> errors(static_cast<size_t>(pieces));
-    ParallelFor(static_cast<size_t>(pieces), threads, [&](size_t p) {
-      const int64_t begin = static_cast<int64_t>(p) * piece_rows;
-      const int64_t end = std::min(rows, begin + piece_rows);
-      for (int64_t r = begin; r < end && errors[p].ok(); ++r) {
+    return named(ForRowPieces(rows, cols, threads, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
         const int64_t at = found.base + (first_row + r) * found.row_stride;
-        errors[p] = ReadAsFloat32(src, at, out.subspan(static_cast<size_t>(r * cols),
-                                                       static_cast<size_t>(cols)));
-        if (errors[p].ok() && release) release(ElementBytes(src, at, cols));
+        if (absl::Status s = ReadAsFloat32(
+                src, at, out.subspan(static_cast<size_t>(r * cols), static_cast<size_t>(cols)));
+            !s.ok()) {
+          return s;
+        }
+        if (release) release(ElementBytes(src, at, cols));
       }
-    });
-    for (const absl::Status& s : errors) {
-      if (!s.ok()) return named(s);
-    }
-    return absl::OkStatus();
+      return absl::OkStatus();
+    }));
   }
   const int64_t begin = found.base + first_row * found.row_stride;
   const int64_t last = begin + (rows - 1) * found.row_stride + (cols - 1) * found.col_stride;

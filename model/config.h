@@ -165,7 +165,6 @@ struct ModelConfig {
   int64_t n_group = 1;
   int64_t topk_group = 1;
   double routed_scaling_factor = 1;
-  bool score_correction_bias = false;
   bool shared_expert_gated = true;
 };
 

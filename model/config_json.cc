@@ -492,7 +492,6 @@ void ReadDeepSeekFields(FieldReader& fields, ModelConfig& m) {
   m.shared_expert_intermediate_size = shared * m.moe_intermediate_size;
   m.shared_expert_gated = false;
   m.routing = Routing::kSigmoidGroups;
-  m.score_correction_bias = true;
   m.norm_topk_prob = fields.Bool("norm_topk_prob", true);
   m.routed_scaling_factor = fields.OptionalNumber("routed_scaling_factor").value_or(2.5);
   if (!(m.routed_scaling_factor > 0)) fields.Fail("routed_scaling_factor", "must be positive");

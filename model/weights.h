@@ -140,11 +140,10 @@ class ExpertSource {
                                                                    int threads) const = 0;
 };
 
-// One matrix with the buffer behind it.
+// One matrix with the buffer behind it (its bias a view into the layer's).
 struct LoadedMatrix {
   Matrix matrix;
   LayerStorage storage;
-  std::shared_ptr<const LoadedMatrix> from;  // whose buffer `matrix` views, if not its own
 };
 
 // Where a layer's matrices come from one at a time (LayerWeights::

@@ -13,8 +13,10 @@ uint64_t MixMatrixWeights(const ModelConfig& model) {
   for (const TensorSpec& t : InputTensors(model)) {
     if (t.name == "embed_tokens") n += static_cast<uint64_t>(t.parameters());
   }
-  for (const TensorSpec& t : LayerTensors(model)) {
-    if (t.linear) n += static_cast<uint64_t>(t.parameters()) * static_cast<uint64_t>(model.num_layers);
+  for (const LayerKind& kind : LayerKinds(model)) {
+    for (const TensorSpec& t : kind.tensors) {
+      if (t.linear) n += static_cast<uint64_t>(t.parameters()) * kind.layers.size();
+    }
   }
   for (const TensorSpec& t : OutputTensors(model)) {
     if (t.component == Component::kLmHead) n += static_cast<uint64_t>(t.parameters());

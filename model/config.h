@@ -224,8 +224,19 @@ struct TensorSpec {
 
 // Tensors before the first decoder layer (token and position embeddings).
 std::vector<TensorSpec> InputTensors(const ModelConfig& model);
-// Tensors of one decoder layer (all layers have the same).
-std::vector<TensorSpec> LayerTensors(const ModelConfig& model);
+// Tensors of decoder layer `layer`: its attention (multi-head latent
+// attention's when kv_lora_rank > 0), a dense MLP or experts as MoeLayer
+// says, its norms.
+std::vector<TensorSpec> LayerTensors(const ModelConfig& model, int64_t layer);
+// The kinds of decoder layer a model has (one, or DeepSeek-V3's dense
+// first layers and its mixture's), each with its tensors and its layers in
+// order; kinds in the order of their first layer.
+struct LayerKind {
+  std::vector<TensorSpec> tensors;
+  bool moe = false;
+  std::vector<int64_t> layers;
+};
+std::vector<LayerKind> LayerKinds(const ModelConfig& model);
 // Tensors after the last layer: the final norm and, unless the embeddings
 // are tied, the lm_head.
 std::vector<TensorSpec> OutputTensors(const ModelConfig& model);

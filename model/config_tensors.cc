@@ -126,25 +126,54 @@ std::vector<TensorSpec> InputTensors(const ModelConfig& model) {
   return out;
 }
 
-std::vector<TensorSpec> LayerTensors(const ModelConfig& model) {
+std::vector<TensorSpec> LayerTensors(const ModelConfig& model, int64_t layer) {
   const int64_t hidden = model.hidden_size;
-  const int64_t q_width = model.num_heads * model.head_dim;
-  const int64_t kv_width = model.num_kv_heads * model.head_dim;
   std::vector<TensorSpec> out;
 
   // Attention: q, k, v are column-parallel (each device holds whole heads),
   // o is row-parallel.
-  out.push_back(Linear("q_proj", Component::kAttention, q_width, hidden, Split::kRows, "q"));
-  out.push_back(Linear("k_proj", Component::kAttention, kv_width, hidden, Split::kKvHeads, "k"));
-  out.push_back(Linear("v_proj", Component::kAttention, kv_width, hidden, Split::kKvHeads, "v"));
-  out.push_back(Linear("o_proj", Component::kAttention, hidden, q_width, Split::kCols, "o"));
-  if (model.attention_bias || model.linear_bias) {
-    out.push_back(Tensor("q_proj.bias", Component::kAttention, 1, q_width, Split::kRows));
-    out.push_back(Tensor("k_proj.bias", Component::kAttention, 1, kv_width, Split::kKvHeads));
-    out.push_back(Tensor("v_proj.bias", Component::kAttention, 1, kv_width, Split::kKvHeads));
-  }
-  if (model.linear_bias || model.output_bias) {
-    out.push_back(Tensor("o_proj.bias", Component::kAttention, 1, hidden, Split::kReplicated));
+  if (model.kv_lora_rank > 0) {
+    // DeepSeek-V3's latent attention: the low-rank projections into the
+    // latents (q_a, kv_a with the shared rotated key part) and their norms
+    // are small and every device holds them; q_b and kv_b expand the
+    // latents into the heads and are divided with them.
+    const int64_t heads = model.num_heads;
+    const int64_t q_width = heads * KeyHeadDim(model);
+    const int64_t v_width = heads * ValueHeadDim(model);
+    if (model.q_lora_rank > 0) {
+      out.push_back(Linear("q_a_proj", Component::kAttention, model.q_lora_rank, hidden,
+                           Split::kReplicated, "q_a"));
+      out.push_back(Tensor("q_a_layernorm", Component::kAttention, 1, model.q_lora_rank,
+                           Split::kReplicated));
+      out.push_back(Linear("q_b_proj", Component::kAttention, q_width, model.q_lora_rank,
+                           Split::kRows, "q_b"));
+    } else {
+      out.push_back(Linear("q_proj", Component::kAttention, q_width, hidden, Split::kRows, "q"));
+    }
+    out.push_back(Linear("kv_a_proj_with_mqa", Component::kAttention,
+                         model.kv_lora_rank + model.qk_rope_head_dim, hidden, Split::kReplicated,
+                         "kv_a"));
+    out.push_back(Tensor("kv_a_layernorm", Component::kAttention, 1, model.kv_lora_rank,
+                         Split::kReplicated));
+    out.push_back(Linear("kv_b_proj", Component::kAttention,
+                         heads * (model.qk_nope_head_dim + model.v_head_dim), model.kv_lora_rank,
+                         Split::kRows, "kv_b"));
+    out.push_back(Linear("o_proj", Component::kAttention, hidden, v_width, Split::kCols, "o"));
+  } else {
+    const int64_t q_width = model.num_heads * model.head_dim;
+    const int64_t kv_width = model.num_kv_heads * model.head_dim;
+    out.push_back(Linear("q_proj", Component::kAttention, q_width, hidden, Split::kRows, "q"));
+    out.push_back(Linear("k_proj", Component::kAttention, kv_width, hidden, Split::kKvHeads, "k"));
+    out.push_back(Linear("v_proj", Component::kAttention, kv_width, hidden, Split::kKvHeads, "v"));
+    out.push_back(Linear("o_proj", Component::kAttention, hidden, q_width, Split::kCols, "o"));
+    if (model.attention_bias || model.linear_bias) {
+      out.push_back(Tensor("q_proj.bias", Component::kAttention, 1, q_width, Split::kRows));
+      out.push_back(Tensor("k_proj.bias", Component::kAttention, 1, kv_width, Split::kKvHeads));
+      out.push_back(Tensor("v_proj.bias", Component::kAttention, 1, kv_width, Split::kKvHeads));
+    }
+    if (model.linear_bias || model.output_bias) {
+      out.push_back(Tensor("o_proj.bias", Component::kAttention, 1, hidden, Split::kReplicated));
+    }
   }
   if (model.qk_norm) {
     // One weight over head_dim, shared by every head (Qwen3's q_norm, k_norm).
@@ -155,18 +184,25 @@ std::vector<TensorSpec> LayerTensors(const ModelConfig& model) {
     out.push_back(Tensor("sinks", Component::kAttention, 1, model.num_heads, Split::kRows));
   }
 
-  if (model.num_experts > 0) {
+  if (MoeLayer(model, layer)) {
     // The router is one small matrix every device applies in full.
     out.push_back(
         Tensor("gate", Component::kRouter, model.num_experts, hidden, Split::kReplicated));
     if (model.router_bias) {
       out.push_back(Tensor("gate.bias", Component::kRouter, 1, model.num_experts, Split::kReplicated));
     }
+    if (model.routing == Routing::kSigmoidGroups) {  // DeepSeek-V3's e_score_correction_bias
+      out.push_back(Tensor("gate.e_score_correction_bias", Component::kRouter, 1,
+                           model.num_experts, Split::kReplicated));
+    }
     AddMlp(model, "experts.", model.num_experts, ExpertWidth(model), out);
-    if (model.shared_expert_intermediate_size > 0) {  // Qwen2-MoE: every token takes it
-      AddMlp(model, "shared_expert.", 1, model.shared_expert_intermediate_size, out);
-      out.push_back(
-          Tensor("shared_expert_gate", Component::kRouter, 1, hidden, Split::kReplicated));
+    if (model.shared_expert_intermediate_size > 0) {  // every token takes it
+      AddMlp(model, model.shared_expert_gated ? "shared_expert." : "shared_experts.", 1,
+             model.shared_expert_intermediate_size, out);
+      if (model.shared_expert_gated) {  // Qwen2-MoE's sigmoid gate
+        out.push_back(
+            Tensor("shared_expert_gate", Component::kRouter, 1, hidden, Split::kReplicated));
+      }
     }
   } else {
     AddMlp(model, "", 1, model.intermediate_size, out);
@@ -175,6 +211,20 @@ std::vector<TensorSpec> LayerTensors(const ModelConfig& model) {
   const int norms = std::clamp(model.norms_per_layer, 0, kMaxNormsPerLayer);
   for (int i = 0; i < norms; ++i) AddNorm(model, kLayerNormNames[i], out);
   return out;
+}
+
+std::vector<LayerKind> LayerKinds(const ModelConfig& model) {
+  std::vector<LayerKind> kinds;
+  int dense = -1, moe = -1;  // the index of each kind in `kinds`
+  for (int64_t layer = 0; layer < model.num_layers; ++layer) {
+    int& kind = MoeLayer(model, layer) ? moe : dense;
+    if (kind < 0) {
+      kind = static_cast<int>(kinds.size());
+      kinds.push_back({.tensors = LayerTensors(model, layer), .moe = &kind == &moe});
+    }
+    kinds[static_cast<size_t>(kind)].layers.push_back(layer);
+  }
+  return kinds;
 }
 
 std::vector<TensorSpec> OutputTensors(const ModelConfig& model) {
@@ -201,7 +251,9 @@ ParameterCounts CountParameters(const ModelConfig& model) {
     }
   };
   add(InputTensors(model), 1);
-  add(LayerTensors(model), model.num_layers);
+  for (const LayerKind& kind : LayerKinds(model)) {
+    add(kind.tensors, static_cast<int64_t>(kind.layers.size()));
+  }
   add(OutputTensors(model), 1);
   return counts;
 }

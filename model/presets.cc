@@ -134,6 +134,41 @@ const std::vector<ModelConfig>& ModelPresets() {
     phi4.rms_norm_eps = 1e-5;
     list->push_back(phi4);
 
+    // DeepSeek-V3 (deepseek-ai/DeepSeek-V3's config.json; Kimi K2 is this
+    // shape with 384 experts and 64 heads): multi-head latent attention, 3
+    // dense layers, then 256 routed experts of 2048 (8 per token) and one
+    // shared expert, YaRN to 160K. The checkpoint's layer 61 (multi-token
+    // prediction, which transformers does not run) is not counted.
+    ModelConfig deepseek = llama("deepseek-v3", 7168, 18432, 61, 128, 128, 129280, 163840);
+    deepseek.model_type = "deepseek_v3";
+    deepseek.num_experts = 256;
+    deepseek.experts_per_token = 8;
+    deepseek.moe_intermediate_size = 2048;
+    deepseek.shared_expert_intermediate_size = 2048;
+    deepseek.shared_expert_gated = false;
+    deepseek.routing = Routing::kSigmoidGroups;
+    deepseek.norm_topk_prob = true;
+    deepseek.routed_scaling_factor = 2.5;
+    deepseek.n_group = 8;
+    deepseek.topk_group = 4;
+    deepseek.first_k_dense_replace = 3;
+    deepseek.q_lora_rank = 1536;
+    deepseek.kv_lora_rank = 512;
+    deepseek.qk_nope_head_dim = 128;
+    deepseek.qk_rope_head_dim = 64;
+    deepseek.v_head_dim = 128;
+    deepseek.head_dim = 192;
+    deepseek.rope_interleave = true;
+    deepseek.rms_norm_eps = 1e-6;
+    deepseek.rope_scaling.type = "yarn";
+    deepseek.rope_scaling.factor = 40;
+    deepseek.rope_scaling.original_max_position_embeddings = 4096;
+    deepseek.rope_scaling.beta_fast = 32;
+    deepseek.rope_scaling.beta_slow = 1;
+    deepseek.rope_scaling.mscale = 1;
+    deepseek.rope_scaling.mscale_all_dim = 1;
+    list->push_back(deepseek);
+
     // GPT-3 175B as Korthikanti et al. 2022 size it: LayerNorm with biases,
     // biases on every linear, a 4h non-gated MLP, learned positions, an
     // output layer tied to the embedding, dropout in training.

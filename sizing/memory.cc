@@ -73,7 +73,8 @@ struct Job {
   const Scheme* opt_state = nullptr;
   const Scheme* kv = nullptr;
   const Scheme* host_grads = nullptr;  // fp32 gradients kept by optimizer offload
-  std::vector<TensorSpec> input, layer, output;
+  std::vector<TensorSpec> input, output;
+  std::vector<LayerKind> layers;  // each kind of decoder layer with its layers
   // weights is a llama.cpp mix (quant/recipe.h): each linear layer priced
   // as the mix stores it; with embed left to its default, every other weight
   // too (embeddings and lm_head in the mix's types, norms, biases and router
@@ -147,29 +148,18 @@ absl::Status CheckModelLimits(const ModelConfig& m) {
                       {"num_key_value_heads", m.num_kv_heads, 1 << 14},
                       {"head_dim", m.head_dim, 1 << 16},
                       {"vocab_size", m.vocab_size, 1 << 24},
-                      {"num_local_experts", m.num_experts, 1 << 12}};
+                      {"num_local_experts", m.num_experts, 1 << 12},
+                      {"q_lora_rank", m.q_lora_rank, 1 << 20},
+                      {"kv_lora_rank", m.kv_lora_rank, 1 << 20},
+                      {"qk_nope_head_dim", m.qk_nope_head_dim, 1 << 16},
+                      {"qk_rope_head_dim", m.qk_rope_head_dim, 1 << 16},
+                      {"v_head_dim", m.v_head_dim, 1 << 16}};
   for (const Field& f : fields) {
     if (f.value > f.limit) {
       return absl::InvalidArgumentError(absl::StrCat("model ", m.name, ": ", f.name, " = ", f.value,
                                                      " exceeds the memory model's limit ",
                                                      f.limit));
     }
-  }
-  // Every layer's tensors are counted alike (LayerTensors).
-  if (m.num_experts > 0 &&
-      (!m.mlp_only_layers.empty() || m.decoder_sparse_step != 1 || m.first_k_dense_replace > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model ", m.name, ": ",
-        m.first_k_dense_replace > 0 ? "first_k_dense_replace"
-        : m.mlp_only_layers.empty() ? "decoder_sparse_step"
-                                    : "mlp_only_layers",
-        " mixes dense layers into the experts' ones, which the memory model does not count "
-        "(every layer alike)"));
-  }
-  if (m.kv_lora_rank > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model ", m.name, ": kv_lora_rank: the memory model does not count multi-head latent "
-        "attention's tensors and cache"));
   }
   return ValidateModel(m);
 }
@@ -279,7 +269,7 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
   }
 
   job.input = InputTensors(model);
-  job.layer = LayerTensors(model);
+  job.layers = LayerKinds(model);
   job.output = OutputTensors(model);
   job.recipe = AsRecipe(*job.weights);
   if (job.recipe != nullptr) {
@@ -292,8 +282,12 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
   }
   if (job.adapters) {
     std::vector<std::string> known;
-    for (const TensorSpec& t : job.layer) {
-      if (!t.lora_name.empty()) known.push_back(t.lora_name);
+    for (const LayerKind& kind : job.layers) {
+      for (const TensorSpec& t : kind.tensors) {
+        if (!t.lora_name.empty() && std::find(known.begin(), known.end(), t.lora_name) == known.end()) {
+          known.push_back(t.lora_name);
+        }
+      }
     }
     for (const std::string& target : o.lora_targets) {
       if (std::find(known.begin(), known.end(), target) == known.end()) {
@@ -403,8 +397,30 @@ Wide OptimizerBytes(const Job& job, int64_t rows, int64_t cols, int64_t count) {
 // Activation bytes of one decoder layer for one micro-batch in training
 // (Korthikanti et al. 2022, generalized to grouped-query attention, gated
 // MLPs and mixtures of experts; docs/sizing.md derives each term).
-Wide LayerActivations(const Job& job, const Layout& l, int64_t seq, int64_t batch,
-                      Recompute recompute) {
+// Attention's widths on one device: q, k and v (the inputs of QK^T and of
+// the V product) and the attention's output (the input of o_proj), divided
+// by tp; and multi-head latent attention's latents, which every device
+// computes whole (q_a's and kv_a's outputs, the inputs of their norms).
+struct AttentionWidths {
+  Wide q = 0, k = 0, v = 0, out = 0, latents = 0;
+};
+AttentionWidths AttentionOf(const ModelConfig& m, const Layout& l) {
+  AttentionWidths w;
+  const Wide t = l.tp;
+  w.q = Wide{m.num_heads} * KeyHeadDim(m) / t;
+  w.out = Wide{m.num_heads} * ValueHeadDim(m) / t;
+  if (m.kv_lora_rank > 0) {  // keys and values per head, expanded from the latent
+    w.k = w.q;
+    w.v = w.out;
+    w.latents = Wide{m.q_lora_rank} + m.kv_lora_rank + m.qk_rope_head_dim;
+  } else {
+    w.k = w.v = Wide{l.kv_heads} * m.head_dim;
+  }
+  return w;
+}
+
+Wide LayerActivations(const Job& job, const LayerKind& kind, const Layout& l, int64_t seq,
+                      int64_t batch, Recompute recompute) {
   const ModelConfig& m = *job.model;
   const SizingOptions& o = job.options;
   const Wide a = o.activation_bytes;  // bytes of a stored activation value
@@ -418,28 +434,31 @@ Wide LayerActivations(const Job& job, const Layout& l, int64_t seq, int64_t batc
   // blocks, the dropout masks after them (1 byte each).
   Wide replicated = a * h * (m.norms_per_layer + 2);
   if (m.dropout) replicated += 2 * h;
-  // Divided by tp: q, k, v (inputs of QK^T and of the V product), the
-  // attention output (input of o_proj), q/k norm inputs, the MLP.
-  const Wide q = Wide{m.num_heads} * m.head_dim / t;
-  const Wide kv = Wide{l.kv_heads} * m.head_dim;
-  Wide divided = a * (q + 2 * kv + q);
-  if (m.qk_norm) divided += a * (q + kv);
-  const Wide f = Wide{m.num_experts > 0 ? ExpertWidth(m) : m.intermediate_size} / t;
+  // Divided by tp: q, k, v, the attention output, q/k norm inputs, the MLP.
+  // The latents of multi-head latent attention are kept twice, as their
+  // norms' inputs and outputs (the inputs of q_b and kv_b).
+  const AttentionWidths w = AttentionOf(m, l);
+  Wide divided = a * (w.q + w.k + w.v + w.out);
+  if (m.qk_norm) divided += a * (w.q + w.k);
+  replicated += 2 * a * w.latents;
+  const Wide f = Wide{kind.moe ? ExpertWidth(m) : m.intermediate_size} / t;
   // Gated: gate and up outputs (inputs of the activation and the product)
   // and the product (input of down); plain: the activation's input and
   // output. Each routed token passes through experts_per_token experts
   // (and Qwen2-MoE's shared expert).
-  const Wide experts = m.num_experts > 0 ? m.experts_per_token : 1;
+  const Wide experts = kind.moe ? m.experts_per_token : 1;
   divided += a * f * (m.gated_mlp ? 3 : 2) * experts;
-  divided += a * (Wide{m.shared_expert_intermediate_size} / t) * (m.gated_mlp ? 3 : 2);
+  if (kind.moe) {
+    divided += a * (Wide{m.shared_expert_intermediate_size} / t) * (m.gated_mlp ? 3 : 2);
+  }
   // A mixture of experts also keeps each expert's copy of its routed tokens
   // (input of its gate/up weight gradients) and its output (for the routing
   // weight's gradient): 2k h-wide copies, replicated like the block input.
-  if (m.num_experts > 0) replicated += 2 * experts * a * h;
+  if (kind.moe) replicated += 2 * experts * a * h;
   Wide bytes = sb_replicated * replicated + sb * divided;
   // LoRA: each adapter keeps A's output (rank wide) for B's gradient.
   if (job.adapters) {
-    for (const TensorSpec& tensor : job.layer) {
+    for (const TensorSpec& tensor : kind.tensors) {
       if (IsTarget(job, tensor)) bytes += a * sb * o.lora_rank * (tensor.count > 1 ? experts : 1);
     }
   }
@@ -468,23 +487,34 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
   // lm_head; a tied embedding is one tensor), each of this tensor-parallel
   // rank's shard, in its stored format, with the unit's full gradient before
   // the reduce-scatter where it is trained (docs/sizing.md).
-  Wide gathered_layer = 0;    // one decoder layer with its gradient
+  Wide gathered_layer = 0;    // the largest decoder layer with its gradient
   Wide gathered_largest = 0;  // the largest unit outside the layers
   Wide expert_weights = 0;
   Wide host_grads = 0;  // fp32 gradients on the host with optimizer offload
   // The stage's layers are [first_layer, first_layer + layers).
   const int64_t first_layer =
       stage * (m.num_layers / l.pp) + std::min<int64_t>(stage, m.num_layers % l.pp);
-  auto add = [&](const TensorSpec& t, int64_t multiplicity, bool in_layer) {
+  // The stage's layers of each kind.
+  std::vector<std::vector<int64_t>> stage_layers(job.layers.size());
+  for (size_t k = 0; k < job.layers.size(); ++k) {
+    for (int64_t i : job.layers[k].layers) {
+      if (i >= first_layer && i < first_layer + layers) stage_layers[k].push_back(i);
+    }
+  }
+  Wide gathered_kind = 0;  // one layer of the kind being added
+  // Tensor `t` of each of `held` (layers; {-1}: a tensor outside them).
+  auto add = [&](const TensorSpec& t, const std::vector<int64_t>& held) {
+    const bool in_layer = held.front() >= 0;
+    const int64_t multiplicity = static_cast<int64_t>(held.size());
     int64_t rows, cols;
     Shard(t, l, m, rows, cols);
     // Of one layer (the largest, when a mix stores layers differently), and
     // of all `multiplicity` copies.
-    Wide one = TensorBytes(WeightScheme(job, t, in_layer ? first_layer : -1), rows, cols, t.count);
+    Wide one = TensorBytes(WeightScheme(job, t, held.front()), rows, cols, t.count);
     Wide w = one * multiplicity;
     if (job.recipe != nullptr && in_layer) {
       w = 0;
-      for (int64_t i = first_layer; i < first_layer + multiplicity; ++i) {
+      for (int64_t i : held) {
         const Wide bytes = TensorBytes(WeightScheme(job, t, i), rows, cols, t.count);
         w += bytes;
         one = std::max(one, bytes);
@@ -514,22 +544,28 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
       train(rows, o.lora_rank);
     }
     if (in_layer) {
-      gathered_layer += gathered;
+      gathered_kind += gathered;
     } else {
       gathered_largest = std::max(gathered_largest, gathered);
     }
   };
+  const std::vector<int64_t> outside = {-1};
   if (first) {
-    for (const TensorSpec& t : job.input) add(t, 1, false);
+    for (const TensorSpec& t : job.input) add(t, outside);
   }
-  for (const TensorSpec& t : job.layer) add(t, layers, true);
+  for (size_t k = 0; k < job.layers.size(); ++k) {
+    if (stage_layers[k].empty()) continue;
+    gathered_kind = 0;
+    for (const TensorSpec& t : job.layers[k].tensors) add(t, stage_layers[k]);
+    gathered_layer = std::max(gathered_layer, gathered_kind);
+  }
   if (last) {
-    for (const TensorSpec& t : job.output) add(t, 1, false);
+    for (const TensorSpec& t : job.output) add(t, outside);
     // Tied embeddings split across stages: the last stage keeps its own copy
     // of the embedding as the lm_head (Megatron-LM).
     if (m.tie_word_embeddings && l.pp > 1) {
       for (const TensorSpec& t : job.input) {
-        if (t.component == Component::kEmbedding && t.name == "embed_tokens") add(t, 1, false);
+        if (t.component == Component::kEmbedding && t.name == "embed_tokens") add(t, outside);
       }
     }
   }
@@ -550,11 +586,13 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
   if (o.mode == Mode::kQlora) {
     // The largest linear dequantized for its matmul.
     Wide largest = 0;
-    for (const TensorSpec& t : job.layer) {
-      if (!t.linear) continue;
-      int64_t rows, cols;
-      Shard(t, l, m, rows, cols);
-      largest = std::max(largest, TensorBytes(*job.embed, rows, cols));
+    for (const LayerKind& kind : job.layers) {
+      for (const TensorSpec& t : kind.tensors) {
+        if (!t.linear) continue;
+        int64_t rows, cols;
+        Shard(t, l, m, rows, cols);
+        largest = std::max(largest, TensorBytes(*job.embed, rows, cols));
+      }
     }
     b.workspace += largest;
   }
@@ -571,11 +609,17 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
   if (job.training) {
     // 1F1B: stage i holds the activations of pp - i micro-batches.
     const Wide in_flight = l.pp - stage;
-    b.activations = LayerActivations(job, l, seq, batch, o.recompute) * layers * in_flight;
-    // Full recomputation rebuilds one layer's activations for its backward.
-    if (o.recompute == Recompute::kFull) {
-      b.workspace += LayerActivations(job, l, seq, batch, Recompute::kNone);
+    Wide rebuilt = 0;
+    for (size_t k = 0; k < job.layers.size(); ++k) {
+      if (stage_layers[k].empty()) continue;
+      const Wide count = static_cast<Wide>(stage_layers[k].size());
+      b.activations +=
+          LayerActivations(job, job.layers[k], l, seq, batch, o.recompute) * count * in_flight;
+      rebuilt = std::max(rebuilt,
+                         LayerActivations(job, job.layers[k], l, seq, batch, Recompute::kNone));
     }
+    // Full recomputation rebuilds one layer's activations for its backward.
+    if (o.recompute == Recompute::kFull) b.workspace += rebuilt;
     const Wide sb = Wide{seq} * batch;
     const Wide sb_replicated = l.ReplicatedTokens(seq, batch);
     if (first && m.dropout)
@@ -589,21 +633,35 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
     // the normed input, plus the wider of attention (q, k, v, output) and
     // MLP intermediates, for the tokens of one prefill chunk; fp32 logits of
     // each sequence's last token.
-    const Wide q = Wide{m.num_heads} * m.head_dim / l.tp;
-    const Wide kv = Wide{l.kv_heads} * m.head_dim;
+    const AttentionWidths w = AttentionOf(m, l);
+    const Wide attention = w.q + w.k + w.v + w.out + w.latents;
     // A mixture of experts: k experts' intermediates (ExpertWidth wide) and
-    // the shared expert's.
-    const Wide experts = m.num_experts > 0 ? m.experts_per_token : 1;
-    const Wide width = m.num_experts > 0 ? ExpertWidth(m) : m.intermediate_size;
-    const Wide mlp = (Wide{width} / l.tp * experts + Wide{m.shared_expert_intermediate_size} / l.tp) *
-                     (m.gated_mlp ? 3 : 2);
-    b.activations =
-        Wide{PrefillTokens(o, seq, batch)} * act * (2 * h + std::max(2 * q + 2 * kv, mlp));
+    // the shared expert's; the widest kind of layer on the stage.
+    Wide mlp = 0;
+    for (size_t k = 0; k < job.layers.size(); ++k) {
+      if (stage_layers[k].empty()) continue;
+      const bool moe = job.layers[k].moe;
+      const Wide experts = moe ? m.experts_per_token : 1;
+      const Wide width = moe ? ExpertWidth(m) : m.intermediate_size;
+      const Wide shared = moe ? m.shared_expert_intermediate_size : 0;
+      mlp = std::max(mlp, (Wide{width} / l.tp * experts + shared / l.tp) * (m.gated_mlp ? 3 : 2));
+    }
+    b.activations = Wide{PrefillTokens(o, seq, batch)} * act * (2 * h + std::max(attention, mlp));
     if (last) b.activations += 4 * Wide{batch} * vocab_rows;
-    // K and V of every layer for every token of every sequence.
-    // Each sequence's cache is priced as its own [seq * kv_heads, head_dim]
-    // tensor per layer for K and for V.
-    b.kv_cache = 2 * Wide{layers} * batch * TensorBytes(*job.kv, seq * l.kv_heads, m.head_dim);
+    if (m.kv_lora_rank > 0) {
+      // Multi-head latent attention caches each token's latent and its
+      // shared rotated key part, kv_lora_rank + qk_rope_head_dim values per
+      // layer, as vLLM, SGLang and llama.cpp do; every tensor-parallel
+      // device holds all of it. Each sequence's cache is priced as its own
+      // [seq, kv_lora_rank + qk_rope_head_dim] tensor per layer.
+      b.kv_cache = Wide{layers} * batch *
+                   TensorBytes(*job.kv, seq, m.kv_lora_rank + m.qk_rope_head_dim);
+    } else {
+      // K and V of every layer for every token of every sequence. Each
+      // sequence's cache is priced as its own [seq * kv_heads, head_dim]
+      // tensor per layer for K and for V.
+      b.kv_cache = 2 * Wide{layers} * batch * TensorBytes(*job.kv, seq * l.kv_heads, m.head_dim);
+    }
     // A decode step reads the weights and the KV cache. Of a mixture of
     // experts it reads the experts the batch's tokens are routed to: k of E
     // for one sequence; for b sequences routed uniformly and independently,
@@ -789,15 +847,18 @@ absl::StatusOr<SizingReport> EstimateMemory(const ModelConfig& model, const Sizi
   // Parameters trained, and bits per weight as stored.
   int64_t linear_params = 0;
   Wide linear_bytes = 0, adapter_bytes = 0;
-  for (const TensorSpec& t : job.layer) {
-    if (!t.linear) continue;
-    linear_params += t.parameters() * model.num_layers;
-    for (int64_t i = 0; i < model.num_layers; ++i) {
-      linear_bytes += TensorBytes(WeightScheme(job, t, i), t.rows, t.cols, t.count);
-    }
-    if (IsTarget(job, t)) {
-      r.trainable_parameters += o.lora_rank * (t.rows + t.cols) * t.count * model.num_layers;
-      adapter_bytes += AdapterBytes(job, t, t.rows, t.cols) * model.num_layers;
+  for (const LayerKind& kind : job.layers) {
+    const int64_t copies = static_cast<int64_t>(kind.layers.size());
+    for (const TensorSpec& t : kind.tensors) {
+      if (!t.linear) continue;
+      linear_params += t.parameters() * copies;
+      for (int64_t i : kind.layers) {
+        linear_bytes += TensorBytes(WeightScheme(job, t, i), t.rows, t.cols, t.count);
+      }
+      if (IsTarget(job, t)) {
+        r.trainable_parameters += o.lora_rank * (t.rows + t.cols) * t.count * copies;
+        adapter_bytes += AdapterBytes(job, t, t.rows, t.cols) * copies;
+      }
     }
   }
   if (job.training && !job.adapters) r.trainable_parameters = r.parameters.total;

@@ -42,11 +42,13 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
 bool TensorsAreTheModels(const ModelConfig& model, const std::vector<const TensorView*>& tensors,
                          std::string* reason) {
   std::set<std::vector<int64_t>> shapes;
-  for (const TensorSpec& t : LayerTensors(model)) {
-    if (!t.linear) continue;
-    shapes.insert({t.rows, t.cols});
-    shapes.insert({t.cols, t.rows});
-    if (t.count > 1) shapes.insert({t.count, t.rows, t.cols});
+  for (const LayerKind& kind : LayerKinds(model)) {
+    for (const TensorSpec& t : kind.tensors) {
+      if (!t.linear) continue;
+      shapes.insert({t.rows, t.cols});
+      shapes.insert({t.cols, t.rows});
+      if (t.count > 1) shapes.insert({t.count, t.rows, t.cols});
+    }
   }
   for (const TensorView* t : tensors) {
     if (!shapes.contains(t->shape)) {

@@ -85,28 +85,62 @@ TEST(SizingMemoryTest, Llama70BInFp16NeedsTwoDevicesForItsWeights) {
 // In int4 with groups of 128 and fp16 scales (4.125 bits per weight) the
 // linear layers of a 70B model and its bf16 embeddings fit one 80 GB device
 // with an 8K context.
-// The memory model counts every layer alike: a Qwen3-MoE config with dense
-// layers among the experts' is refused naming the field, not counted wrong.
-TEST(SizingMemoryTest, DenseLayersAmongExpertsAreRefused) {
+// Dense layers among the experts' (Qwen3-MoE's mlp_only_layers and
+// decoder_sparse_step, DeepSeek-V3's first_k_dense_replace) are counted as
+// what they are: in bf16 throughout, the weights are 2 bytes a parameter
+// however the layers mix.
+TEST(SizingMemoryTest, DenseLayersAmongExpertsAreCountedAsDense) {
   ModelConfig m = Model("qwen3-30b-a3b");
   SizingOptions o;
   o.mode = Mode::kInference;
-  EXPECT_TRUE(EstimateMemory(m, o, kH100).ok());
-  m.mlp_only_layers = {0};
-  EXPECT_THAT(EstimateMemory(m, o, kH100).status().message(), ::testing::HasSubstr("mlp_only_layers"));
+  const int64_t all_moe = Estimate(m, o).whole.weights;
+  EXPECT_EQ(all_moe, 2 * CountParameters(m).total);
+  m.mlp_only_layers = {0, 5};
+  const SizingReport two_dense = Estimate(m, o);
+  EXPECT_EQ(two_dense.whole.weights, 2 * CountParameters(m).total);
+  // Each dense layer trades the router and 128 experts of 768 for one MLP
+  // of 6144.
+  const int64_t per_layer = 3 * 2048 * (6144 - 128 * 768) - 128 * 2048;
+  EXPECT_EQ(two_dense.whole.weights - all_moe, 2 * 2 * per_layer);
   m.mlp_only_layers.clear();
   m.decoder_sparse_step = 2;
-  EXPECT_THAT(EstimateMemory(m, o, kH100).status().message(),
-              ::testing::HasSubstr("decoder_sparse_step"));
-  // DeepSeek-V3's dense first layers, and its latent attention (whose
-  // tensors and cache the memory model does not count yet).
+  EXPECT_EQ(Estimate(m, o).whole.weights - all_moe, 2 * 24 * per_layer);
+  // Pipeline stages hold their own layers: of 48 layers in 4 stages of 12,
+  // the last holds lm_head and is the heaviest, unless its layers are the
+  // dense ones; then the first, with the embedding.
   m.decoder_sparse_step = 1;
-  m.first_k_dense_replace = 3;
-  EXPECT_THAT(EstimateMemory(m, o, kH100).status().message(),
-              ::testing::HasSubstr("first_k_dense_replace"));
-  m.first_k_dense_replace = 0;
-  m.kv_lora_rank = 512;
-  EXPECT_THAT(EstimateMemory(m, o, kH100).status().message(), ::testing::HasSubstr("kv_lora_rank"));
+  o.pp = 4;
+  EXPECT_EQ(Estimate(m, o).pipeline_stage, 3);
+  for (int64_t layer = 36; layer < 48; ++layer) m.mlp_only_layers.push_back(layer);
+  EXPECT_EQ(Estimate(m, o).pipeline_stage, 0);
+  const ModelConfig deepseek = Model("deepseek-v3");
+  o.pp = 1;
+  EXPECT_EQ(Estimate(deepseek, o).whole.weights, 2 * CountParameters(deepseek).total);
+}
+
+// Multi-head latent attention caches each token's 512-wide latent and its
+// 64-wide shared rotated key in every layer, whole on every tensor-parallel
+// device: 61 x 576 values of 2 bytes a token for DeepSeek-V3, 70,272 bytes
+// (a llama of its 128 heads of 192 and 128 would cache 61 x 128 x 320).
+TEST(SizingMemoryTest, LatentAttentionCachesTheLatent) {
+  const ModelConfig m = Model("deepseek-v3");
+  SizingOptions o;
+  o.mode = Mode::kInference;
+  o.seq = 4096;
+  o.batch = 2;
+  SizingReport r = Estimate(m, o);
+  EXPECT_EQ(r.per_device.kv_cache, int64_t{61} * 576 * 2 * 4096 * 2);
+  o.tp = 8;
+  r = Estimate(m, o);
+  EXPECT_EQ(r.per_device.kv_cache, int64_t{61} * 576 * 2 * 4096 * 2);
+  o.kv = "fp8_e4m3fn";
+  EXPECT_EQ(Estimate(m, o).per_device.kv_cache, int64_t{61} * 576 * 4096 * 2);
+  // Training counts the heads' keys and values, expanded from the latents.
+  SizingOptions t;
+  t.seq = 4096;
+  t.tp = 8;
+  t.pp = 8;
+  EXPECT_GT(Estimate(m, t).per_device.activations, 0);
 }
 
 // Qwen3-MoE's experts are moe_intermediate_size wide; intermediate_size

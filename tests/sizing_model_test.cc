@@ -217,7 +217,7 @@ TEST(ParseModelConfigTest, Gemma3Layers) {
 
 TEST(TensorListsTest, LlamaLayerNamesSplitsAndLora) {
   const ModelConfig model = Preset("llama-3.1-8b");
-  const std::vector<TensorSpec> layer = LayerTensors(model);
+  const std::vector<TensorSpec> layer = LayerTensors(model, 0);
   struct Expected {
     const char* name;
     int64_t rows, cols;
@@ -266,7 +266,7 @@ TEST(TensorListsTest, LlamaLayerNamesSplitsAndLora) {
 
 TEST(TensorListsTest, GptBiasesAndPositions) {
   const ModelConfig gpt = Preset("gpt3-175b");
-  const std::vector<TensorSpec> layer = LayerTensors(gpt);
+  const std::vector<TensorSpec> layer = LayerTensors(gpt, 0);
   EXPECT_EQ(FindTensor(layer, "gate_proj"), nullptr);
   const std::pair<const char*, Split> biases[] = {
       {"q_proj.bias", Split::kRows},
@@ -296,7 +296,7 @@ TEST(TensorListsTest, GptBiasesAndPositions) {
 }
 
 TEST(TensorListsTest, MixtralExpertsAndRouter) {
-  const std::vector<TensorSpec> layer = LayerTensors(Preset("mixtral-8x7b"));
+  const std::vector<TensorSpec> layer = LayerTensors(Preset("mixtral-8x7b"), 0);
   const TensorSpec* router = FindTensor(layer, "gate");
   ASSERT_NE(router, nullptr);
   EXPECT_EQ(router->component, Component::kRouter);
@@ -409,7 +409,7 @@ TEST(ParseModelConfigTest, Qwen3) {
   absl::StatusOr<ModelConfig> model = ParseModelConfig(json, "qwen3.json");
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE(model->qk_norm);
-  const std::vector<TensorSpec> layer = LayerTensors(*model);
+  const std::vector<TensorSpec> layer = LayerTensors(*model, 0);
   const TensorSpec* q_norm = FindTensor(layer, "q_norm");
   ASSERT_NE(q_norm, nullptr);
   EXPECT_EQ(q_norm->cols, 128);
@@ -430,10 +430,10 @@ TEST(ParseModelConfigTest, LlamaBiases) {
   EXPECT_EQ(CountParameters(*plain).total, 8'030'261'248);
   EXPECT_EQ(CountParameters(*biased).total - CountParameters(*plain).total,
             32 * ((4096 + 1024 + 1024 + 4096) + (14336 + 14336 + 4096)));
-  EXPECT_NE(FindTensor(LayerTensors(*biased), "o_proj.bias"), nullptr);
-  EXPECT_NE(FindTensor(LayerTensors(*biased), "down_proj.bias"), nullptr);
+  EXPECT_NE(FindTensor(LayerTensors(*biased, 0), "o_proj.bias"), nullptr);
+  EXPECT_NE(FindTensor(LayerTensors(*biased, 0), "down_proj.bias"), nullptr);
   // Qwen2's fixed q/k/v biases leave o_proj without one.
-  EXPECT_EQ(FindTensor(LayerTensors(*FindModel("qwen2.5-7b")), "o_proj.bias"), nullptr);
+  EXPECT_EQ(FindTensor(LayerTensors(*FindModel("qwen2.5-7b"), 0), "o_proj.bias"), nullptr);
 }
 
 // A minimal Llama config, with `replace` substituted for `"num_key_value_heads": 8`.
@@ -598,6 +598,57 @@ TEST(ModelPresetsTest, Gemma3_27bClosedForm) {
   EXPECT_EQ(counts.total, V * h + L * layer + h);
   EXPECT_EQ(counts.total, 27'009'346'304);
   EXPECT_EQ(counts.lm_head, 0);
+}
+
+// DeepSeek-V3 without its multi-token prediction layer: the closed form of
+// its config, the report's "671B total", and 37.6B a token passes through
+// (the report's "37B activated"; lowp counts the embedding and lm_head).
+// Its first 3 layers are dense and the memory model lists them apart.
+TEST(ModelPresetsTest, DeepSeekV3ClosedForm) {
+  const int64_t h = 7168, V = 129280;
+  // q_a, its norm, q_b (128 heads of 128 + 64), kv_a (512 + 64), its norm,
+  // kv_b (128 heads of 128 + 128), o, and the two layer norms.
+  const int64_t attention = 1536 * h + 1536 + 128 * 192 * 1536 + 576 * h + 512 +
+                            128 * 256 * 512 + h * 128 * 128 + 2 * h;
+  const int64_t dense = 3 * h * 18432;
+  const int64_t expert = 3 * h * 2048;
+  const int64_t moe = 256 * expert + expert + 256 * h + 256;  // routed, shared, router, bias
+  const ModelConfig m = Preset("deepseek-v3");
+  const ParameterCounts counts = CountParameters(m);
+  EXPECT_EQ(counts.total, 2 * V * h + h + 61 * attention + 3 * dense + 58 * moe);
+  EXPECT_EQ(counts.total, 671'026'419'200);
+  EXPECT_EQ(counts.total - counts.active, 58 * 248 * expert);
+  EXPECT_NEAR(counts.active / 1e9, 37.55, 0.005);
+  const std::vector<LayerKind> kinds = LayerKinds(m);
+  ASSERT_EQ(kinds.size(), 2u);
+  EXPECT_FALSE(kinds[0].moe);
+  EXPECT_EQ(kinds[0].layers, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_TRUE(kinds[1].moe);
+  EXPECT_EQ(kinds[1].layers.size(), 58u);
+  EXPECT_EQ(kinds[1].layers.front(), 3);
+  EXPECT_EQ(FindTensor(kinds[0].tensors, "experts.up_proj"), nullptr);
+  const TensorSpec* kv_b = FindTensor(kinds[1].tensors, "kv_b_proj");
+  ASSERT_NE(kv_b, nullptr);
+  EXPECT_EQ(kv_b->rows, 128 * 256);
+  EXPECT_EQ(kv_b->split, Split::kRows);
+  EXPECT_EQ(FindTensor(kinds[1].tensors, "kv_a_proj_with_mqa")->split, Split::kReplicated);
+  EXPECT_EQ(FindTensor(kinds[1].tensors, "k_proj"), nullptr);
+  // The preset is what its config.json parses to (DeepseekV3Config's
+  // defaults are DeepSeek-V3's).
+  absl::StatusOr<ModelConfig> parsed = ParseModelConfig(
+      R"({"model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
+          "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
+          "vocab_size": 129280, "max_position_embeddings": 163840, "rms_norm_eps": 1e-6,
+          "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096,
+                           "beta_fast": 32, "beta_slow": 1, "mscale": 1.0,
+                           "mscale_all_dim": 1.0}})",
+      "deepseek-v3.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const ParameterCounts p = CountParameters(*parsed);
+  EXPECT_EQ(p.total, counts.total);
+  EXPECT_EQ(p.active, counts.active);
+  EXPECT_EQ(parsed->head_dim, m.head_dim);
+  EXPECT_EQ(parsed->rope_scaling.mscale_all_dim, m.rope_scaling.mscale_all_dim);
 }
 
 // gpt-oss's config.json: GptOssConfig's defaults where absent (even layers

@@ -24,8 +24,9 @@ int FuzzConfig(const uint8_t* data, size_t size) {
   Check(m.head_dim > 0, "head_dim not positive");
   Check(m.num_kv_heads > 0 && m.num_heads % m.num_kv_heads == 0,
         "num_key_value_heads does not divide num_attention_heads");
-  for (const std::vector<TensorSpec>& tensors :
-       {InputTensors(m), LayerTensors(m), OutputTensors(m)}) {
+  std::vector<std::vector<TensorSpec>> lists = {InputTensors(m), OutputTensors(m)};
+  for (const LayerKind& kind : LayerKinds(m)) lists.push_back(kind.tensors);
+  for (const std::vector<TensorSpec>& tensors : lists) {
     for (const TensorSpec& t : tensors) {
       Check(t.rows > 0 && t.cols > 0 && t.count > 0, "a tensor with an empty dimension");
     }

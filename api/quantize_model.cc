@@ -235,11 +235,16 @@ std::map<std::string, std::string> OutputMetadata(const QuantizeModelOptions& o,
 }
 
 // OK when every matrix of `model` is stored under its own name, rows in
-// order (a Hugging Face checkpoint, not a GGUF file's permuted q and k).
-absl::Status CheckOwnLayout(const Checkpoint& model, const std::string& path) {
+// order (a Hugging Face checkpoint, not a GGUF file's permuted q and k);
+// with `parts_allowed`, also as a part of a stacked or fused tensor
+// (gpt-oss's experts, Phi-3's qkv_proj and gate_up_proj).
+absl::Status CheckOwnLayout(const Checkpoint& model, const std::string& path,
+                            bool parts_allowed = false) {
   for (const TensorView& m : model.MatrixShapes()) {
     const Checkpoint::Found* found = model.Find(m.name);
-    if (found == nullptr || found->view->name != m.name || !found->row_of.empty()) {
+    const bool part = found != nullptr && found->source != nullptr;
+    if (found == nullptr || (found->view->name != m.name && !(parts_allowed && part)) ||
+        !found->row_of.empty()) {
       return OptionError("model", absl::StrCat(path, " stores ", m.name,
                                                found == nullptr ? " nowhere"
                                                                 : " under another name or order",
@@ -258,7 +263,8 @@ absl::StatusOr<QuantErrorResult> QuantizeToGguf(const QuantizeModelOptions& o) {
   }
   absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(o.model, {});
   if (!model.ok()) return model.status();
-  if (absl::Status s = CheckOwnLayout(*model, o.model); !s.ok()) return s;
+  // The GGUF writer lays out stacked and fused matrices itself.
+  if (absl::Status s = CheckOwnLayout(*model, o.model, /*parts_allowed=*/true); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
       LoadTokenizer(o.tokenizer.empty() ? o.model : o.tokenizer);
   if (!tokenizer.ok()) {
@@ -295,7 +301,9 @@ absl::StatusOr<QuantErrorResult> QuantizeToGguf(const QuantizeModelOptions& o) {
   if (absl::Status s = model->CheckIntact(); !s.ok()) return s;
   if (absl::Status s = (*variant)->CheckIntact(); !s.ok()) return s;
   if (absl::Status s = (*out)->Commit(); !s.ok()) return s;
-  return Reported(o, **variant);
+  absl::StatusOr<QuantErrorResult> r = Reported(o, **variant);
+  if (r.ok()) r->notes = LlamaCppNotes(model->config());
+  return r;
 }
 
 // The quantized Hugging Face checkpoint output of QuantizeModel.

@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "codecs/ggml.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "formats/format.h"
@@ -23,26 +25,44 @@ using Bytes = std::vector<uint8_t>;
 
 // One tensor of the file and where its bytes come from.
 struct Item {
-  enum class Kind { kVector, kMatrix, kExperts, kTable, kRopeFreqs };
+  enum class Kind { kVector, kMatrix, kHeadRows, kTable, kRopeFreqs, kFactors };
   std::string name;
   const ggml::TypeInfo* type = nullptr;
   std::vector<int64_t> ne;  // ggml order
   Kind kind = Kind::kVector;
-  // kVector: which of the layer's vectors (by the getter) and whether 1 is
-  // added (Gemma's norms, as the converter writes them).
-  std::function<std::span<const float>(const LayerWeights&)> vector;
+  // kVector: the values, from the layer (its norms, biases, sinks), and
+  // whether 1 is added (Gemma's norms, as the converter writes them);
+  // kFactors: Phi-3's rope factors.
+  std::function<std::vector<float>(const LayerWeights&)> vector;
   bool add_one = false;
-  // kMatrix: the index in LayerWeights::Matrices; kExperts: 0 gate, 1 up,
-  // 2 down; kTable: the table.
-  size_t entry = 0;
-  Table table = Table::kEmbedding;
+  // kMatrix: the matrices (indices in LayerWeights::Matrices) whose rows
+  // follow one another: one, Phi-3's q, k, v or gate, up, a layer's
+  // experts stacked. kHeadRows: the one matrix (DeepSeek's kv_b), of which
+  // each head's `per` rows give rows [first, first + count), transposed
+  // when `transpose` (attn_k_b) and otherwise as stored (attn_v_b).
+  std::vector<size_t> entries;
+  int64_t per = 0, first = 0, count = 0;
+  bool transpose = false;
+  Table table = Table::kEmbedding;  // kTable
   int64_t heads = 0;  // q/k rows permuted for these heads (0: not)
 };
 
 // Values in `type` (F32, F16 or BF16: the types of a matrix no rule
-// changes), appended to `out`.
+// changes; or MXFP4, gpt-oss's experts as stored, whose values the type
+// holds exactly: checked), appended to `out`.
 absl::Status EncodeFloat(std::span<const float> values, const ggml::TypeInfo& type, Bytes& out) {
   const size_t at = out.size();
+  if (type.type == ggml::Type::kMXFP4) {
+    out.resize(at + static_cast<size_t>(ggml::RowBytes(type, static_cast<int64_t>(values.size()))));
+    std::span<uint8_t> bytes = std::span<uint8_t>(out).subspan(at);
+    if (absl::Status s = ggml::Encode(type.type, values, bytes); !s.ok()) return s;
+    std::vector<float> back(values.size());
+    if (absl::Status s = ggml::Decode(type.type, bytes, back); !s.ok()) return s;
+    if (!std::equal(back.begin(), back.end(), values.begin())) {
+      return absl::InternalError("MXFP4 values as stored did not encode to themselves");
+    }
+    return absl::OkStatus();
+  }
   if (type.type == ggml::Type::kF32) {
     out.resize(at + values.size_bytes());
     if (!values.empty()) std::memcpy(out.data() + at, values.data(), values.size_bytes());
@@ -109,19 +129,37 @@ class Exporter {
     absl::StatusOr<std::string> arch = LlamaCppArchitecture(config_);
     if (!arch.ok()) return arch.status();
     arch_ = *arch;
-    // The tensors of the layers, from layer 0's (every layer has the same).
-    LayerStorage storage;
-    absl::StatusOr<LayerWeights> w0 = model_.ReadLayer(0, storage, options_.threads);
-    if (!w0.ok()) return w0.status();
+    // The tensors of the layers, from the first layer of each kind's.
+    LayerStorage storage[2];
+    std::optional<LayerWeights> first[2];  // dense, mixture of experts
+    for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
+      const int kind = MoeLayer(config_, layer) ? 1 : 0;
+      std::optional<LayerWeights>& w = first[kind];
+      if (w.has_value()) continue;
+      absl::StatusOr<LayerWeights> read = model_.ReadLayer(layer, storage[kind], options_.threads);
+      if (!read.ok()) return read.status();
+      w = *std::move(read);
+    }
     if (config_.rope_scaling.type == "llama3") {
       const std::vector<float> f = Llama3RopeFactors(config_);
       global_.push_back({.name = "rope_freqs.weight", .type = &F32(),
                          .ne = {static_cast<int64_t>(f.size())}, .kind = Item::Kind::kRopeFreqs});
     }
+    for (const auto& [name, factors] :
+         {std::pair{"rope_factors_long.weight", &config_.rope_scaling.long_factor},
+          std::pair{"rope_factors_short.weight", &config_.rope_scaling.short_factor}}) {
+      if (arch_ != "phi3" || config_.rope_scaling.long_factor.empty()) break;
+      global_.push_back({.name = name, .type = &F32(),
+                         .ne = {static_cast<int64_t>(factors->size())},
+                         .kind = Item::Kind::kFactors,
+                         .vector = [factors](const LayerWeights&) {
+                           return std::vector<float>(factors->begin(), factors->end());
+                         }});
+    }
     absl::Status s = AddTable(Table::kEmbedding, "token_embd.weight");
     layers_.resize(static_cast<size_t>(config_.num_layers));
     for (int64_t layer = 0; s.ok() && layer < config_.num_layers; ++layer) {
-      s = LayerPlan(*w0, layer);
+      s = LayerPlan(*first[MoeLayer(config_, layer) ? 1 : 0], layer);
     }
     if (!s.ok()) return s;
     if (!config_.tie_word_embeddings) s = AddTable(Table::kLmHead, "output.weight");
@@ -139,7 +177,7 @@ class Exporter {
       // The type of the most elements among the matrices.
       std::map<ggml::Type, int64_t> elements;
       auto count = [&](const Item& it) {
-        if (it.kind == Item::Kind::kVector || it.kind == Item::Kind::kRopeFreqs) return;
+        if (it.kind != Item::Kind::kMatrix && it.kind != Item::Kind::kTable) return;
         int64_t n = 1;
         for (int64_t d : it.ne) n *= d;
         elements[it.type->type] += n;
@@ -206,21 +244,21 @@ class Exporter {
         bytes.clear();
         absl::Status s;
         if (it.kind == Item::Kind::kVector) {
-          std::vector<float> v(it.vector(*reference).begin(), it.vector(*reference).end());
+          std::vector<float> v = it.vector(*reference);
           if (it.add_one) {
             for (float& x : v) x += 1.0f;
           }
           s = EncodeFloat(v, F32(), bytes);
           if (s.ok() && it.heads > 0) PermuteRows(bytes, static_cast<int64_t>(v.size()), it.heads);
         } else if (it.kind == Item::Kind::kMatrix) {
-          s = MatrixBytes(*entries[it.entry].matrix, it.entry, *it.type, storage, bytes);
-          if (s.ok() && it.heads > 0) PermuteRows(bytes, entries[it.entry].matrix->rows, it.heads);
-        } else {  // kExperts: each expert's matrix, stacked
-          const size_t first = 5;  // q, k, v, o, router
-          for (int64_t e = 0; s.ok() && e < config_.num_experts; ++e) {
-            const size_t j = first + static_cast<size_t>(e) * 3 + it.entry;
-            s = MatrixBytes(*entries[j].matrix, j, *it.type, storage, bytes);
+          for (size_t j : it.entries) {
+            if (s.ok()) s = MatrixBytes(*entries[j].matrix, j, *it.type, storage, bytes);
           }
+          if (s.ok() && it.heads > 0) {
+            PermuteRows(bytes, entries[it.entries[0]].matrix->rows, it.heads);
+          }
+        } else {  // kHeadRows
+          s = HeadRowBytes(it, *entries[it.entries[0]].matrix, storage, bytes);
         }
         if (s.ok()) s = sink(bytes);
         if (!s.ok()) return s;
@@ -272,6 +310,11 @@ class Exporter {
     if (IsRouter(name)) return &F32();
     const Checkpoint::Found* f = model_.Find(name);
     const DType d = f != nullptr ? f->view->dtype : DType::kF32;
+    // gpt-oss's experts as OpenAI ships them stay MXFP4, as the converter
+    // repacks them.
+    if (d == DType::kF4 && f->view->scales != nullptr && cols % 32 == 0) {
+      return &ggml::Info(ggml::Type::kMXFP4);
+    }
     return &ggml::Info(d == DType::kF16    ? ggml::Type::kF16
                        : d == DType::kBF16 ? ggml::Type::kBF16
                                            : ggml::Type::kF32);
@@ -293,97 +336,240 @@ class Exporter {
     return absl::StrCat("model.layers.", layer, ".", name);
   }
 
-  // The tensors of layer `layer`, shaped as layer 0's `w`.
+  // The tensors of layer `layer`, shaped as `w`, the first layer of its
+  // kind, in the converter's names for the architecture.
   absl::Status LayerPlan(LayerWeights& w, int64_t layer) {
-    std::vector<Item>& layer_ = layers_[static_cast<size_t>(layer)];
-    using V = std::span<const float>;
-    auto vec = [&](const std::string& name, V probe, std::function<V(const LayerWeights&)> get,
-                   bool norm) {
-      if (probe.empty()) return;
-      layer_.push_back({.name = name, .type = &F32(), .ne = {static_cast<int64_t>(probe.size())},
-                        .kind = Item::Kind::kVector, .vector = std::move(get),
-                        .add_one = norm && (arch_ == "gemma" || arch_ == "gemma2")});
+    std::vector<Item>& out = layers_[static_cast<size_t>(layer)];
+    using Get = std::function<std::vector<float>(const LayerWeights&)>;
+    const bool gemma = arch_ == "gemma" || arch_ == "gemma2";
+    auto vec = [&](const std::string& name, size_t size, Get get, bool norm = false) {
+      if (size == 0) return;
+      out.push_back({.name = name, .type = &F32(), .ne = {static_cast<int64_t>(size)},
+                     .kind = Item::Kind::kVector, .vector = std::move(get),
+                     .add_one = norm && gemma});
+    };
+    auto copy = [](std::span<const float> v) { return std::vector<float>(v.begin(), v.end()); };
+    auto norm = [&](const std::string& name, std::span<const float> LayerWeights::*field) {
+      vec(name, (w.*field).size(), [field, copy](const LayerWeights& l) { return copy(l.*field); },
+          true);
     };
     std::vector<LayerWeights::Entry> entries = w.Matrices(config_);
-    const bool permute = LlamaCppPermutesQk(config_);
-    auto matrix = [&](const std::string& name, size_t j, int64_t heads) -> absl::Status {
-      const Matrix& m = *entries[j].matrix;
-      absl::StatusOr<const ggml::TypeInfo*> t = TypeOf(NameIn(m, layer), m.cols);
-      if (!t.ok()) return t.status();
-      layer_.push_back({.name = name, .type = *t, .ne = {m.cols, m.rows},
-                        .kind = Item::Kind::kMatrix, .entry = j, .heads = permute ? heads : 0});
+    auto index = [&](const Matrix& m) {
+      for (size_t j = 0; j < entries.size(); ++j) {
+        if (entries[j].matrix == &m) return j;
+      }
+      return entries.size();  // not one of the layer's (never: callers pass its own)
+    };
+    // One tensor of the rows of `parts` (one matrix, or several stored one
+    // after another), of one type.
+    auto matrix = [&](const std::string& name, std::vector<const Matrix*> parts, int64_t heads,
+                      int64_t stack = 1) -> absl::Status {
+      Item it{.name = name, .kind = Item::Kind::kMatrix,
+              .heads = LlamaCppPermutesQk(config_) ? heads : 0};
+      int64_t rows = 0;
+      for (const Matrix* m : parts) {
+        absl::StatusOr<const ggml::TypeInfo*> t = TypeOf(NameIn(*m, layer), m->cols);
+        if (!t.ok()) return t.status();
+        if (it.type != nullptr && *t != it.type) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "weights: ", NameIn(*parts[0], layer), " is ", it.type->name, " but ",
+              NameIn(*m, layer), " is ", (*t)->name, ": llama.cpp stores them as one tensor ",
+              name, " of one type"));
+        }
+        it.type = *t;
+        it.entries.push_back(index(*m));
+        rows += m->rows;
+      }
+      it.ne = stack > 1 ? std::vector<int64_t>{parts[0]->cols, parts[0]->rows, stack}
+                        : std::vector<int64_t>{parts[0]->cols, rows};
+      out.push_back(std::move(it));
       return absl::OkStatus();
     };
-    vec("attn_norm.weight", w.input_norm, [](const LayerWeights& l) { return l.input_norm; }, true);
-    const char* attn[] = {"attn_q", "attn_k", "attn_v", "attn_output"};
-    const int64_t heads[] = {config_.num_heads, config_.num_kv_heads, 0, 0};
-    for (size_t j = 0; j < 4; ++j) {
-      if (absl::Status s = matrix(absl::StrCat(attn[j], ".weight"), j, heads[j]); !s.ok()) return s;
-      if (!entries[j].matrix->bias.empty()) {
-        vec(absl::StrCat(attn[j], ".bias"), entries[j].matrix->bias,
-            [j](const LayerWeights& l) {
-              const Matrix* ms[] = {&l.q, &l.k, &l.v, &l.o};
-              return ms[j]->bias;
-            },
-            false);
+    auto bias = [&](const std::string& name, const Matrix LayerWeights::*field) {
+      vec(name, (w.*field).bias.size(),
+          [field, copy](const LayerWeights& l) { return copy((l.*field).bias); });
+    };
+    absl::Status s;
+    auto then = [&s](absl::Status next) {
+      if (s.ok()) s = std::move(next);
+    };
+
+    norm("attn_norm.weight", &LayerWeights::input_norm);
+    if (w.kv_a.rows > 0) {  // DeepSeek's latent attention (DeepseekV2Model)
+      if (w.q_a.rows > 0) {
+        then(matrix("attn_q_a.weight", {&w.q_a}, 0));
+        norm("attn_q_a_norm.weight", &LayerWeights::q_a_norm);
+        then(matrix("attn_q_b.weight", {&w.q_b}, 0));
+      } else {
+        then(matrix("attn_q.weight", {&w.q}, 0));
+      }
+      then(matrix("attn_kv_a_mqa.weight", {&w.kv_a}, 0));
+      norm("attn_kv_a_norm.weight", &LayerWeights::kv_a_norm);
+      then(HeadRowsPlan(w.kv_b, index(w.kv_b), layer, out));
+      then(matrix("attn_output.weight", {&w.o}, 0));
+    } else if (config_.fused_projections) {  // Phi-3: q, k, v as one tensor
+      then(matrix("attn_qkv.weight", {&w.q, &w.k, &w.v}, 0));
+      then(matrix("attn_output.weight", {&w.o}, 0));
+    } else {
+      const char* attn[] = {"attn_q", "attn_k", "attn_v", "attn_output"};
+      const Matrix LayerWeights::*fields[] = {&LayerWeights::q, &LayerWeights::k, &LayerWeights::v,
+                                              &LayerWeights::o};
+      const int64_t heads[] = {config_.num_heads, config_.num_kv_heads, 0, 0};
+      for (size_t j = 0; j < 4; ++j) {
+        then(matrix(absl::StrCat(attn[j], ".weight"), {&(w.*fields[j])}, heads[j]));
+        bias(absl::StrCat(attn[j], ".bias"), fields[j]);
         // q's and k's biases take their rows' rope order (the converter's
         // permute of "q_proj.bias" / "k_proj.bias").
-        if (permute) layer_.back().heads = heads[j];
+        if (!(w.*fields[j]).bias.empty() && LlamaCppPermutesQk(config_)) out.back().heads = heads[j];
       }
     }
-    vec("attn_q_norm.weight", w.q_norm, [](const LayerWeights& l) { return l.q_norm; }, true);
-    vec("attn_k_norm.weight", w.k_norm, [](const LayerWeights& l) { return l.k_norm; }, true);
+    norm("attn_q_norm.weight", &LayerWeights::q_norm);
+    norm("attn_k_norm.weight", &LayerWeights::k_norm);
+    vec("attn_sinks.weight", w.sinks.size(), [copy](const LayerWeights& l) { return copy(l.sinks); });
     if (arch_ == "gemma2") {
-      vec("post_attention_norm.weight", w.post_attention_norm,
-          [](const LayerWeights& l) { return l.post_attention_norm; }, true);
-      vec("ffn_norm.weight", w.pre_feedforward_norm,
-          [](const LayerWeights& l) { return l.pre_feedforward_norm; }, true);
-    } else {
-      vec("ffn_norm.weight", w.post_attention_norm,
-          [](const LayerWeights& l) { return l.post_attention_norm; }, true);
+      norm("post_attention_norm.weight", &LayerWeights::post_attention_norm);
+      norm("ffn_norm.weight", &LayerWeights::pre_feedforward_norm);
+    } else {  // gpt-oss names the norm before its experts post_attention_norm
+      norm(arch_ == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight",
+           &LayerWeights::post_attention_norm);
     }
-    if (config_.num_experts > 0) {
-      if (absl::Status s = matrix("ffn_gate_inp.weight", 4, 0); !s.ok()) return s;
-      const char* kinds[] = {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"};
+    if (!w.experts.empty()) {
+      then(matrix("ffn_gate_inp.weight", {&w.router}, 0));
+      bias("ffn_gate_inp.bias", &LayerWeights::router);
+      vec("exp_probs_b.bias", w.score_bias.size(),
+          [copy](const LayerWeights& l) { return copy(l.score_bias); });
+      const char* kinds[] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+      const Matrix Expert::*fields[] = {&Expert::gate, &Expert::up, &Expert::down};
       for (size_t k = 0; k < 3; ++k) {
-        const ggml::TypeInfo* type = nullptr;
-        const Matrix* first = nullptr;
-        for (int64_t e = 0; e < config_.num_experts; ++e) {
-          const Matrix& m = *entries[5 + static_cast<size_t>(e) * 3 + k].matrix;
-          absl::StatusOr<const ggml::TypeInfo*> t = TypeOf(NameIn(m, layer), m.cols);
-          if (!t.ok()) return t.status();
-          if (type != nullptr && *t != type) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                "weights: ", NameIn(*first, layer), " is ", type->name, " but ", NameIn(m, layer),
-                " is ", (*t)->name,
-                ": llama.cpp stores a layer's experts as one tensor of one type"));
-          }
-          type = *t;
-          first = &m;
-        }
-        layer_.push_back({.name = kinds[k], .type = type,
-                          .ne = {first->cols, first->rows, config_.num_experts},
-                          .kind = Item::Kind::kExperts, .entry = k});
+        std::vector<const Matrix*> stack;
+        for (const Expert& e : w.experts) stack.push_back(&(e.*fields[k]));
+        then(matrix(absl::StrCat(kinds[k], ".weight"), stack, 0,
+                    static_cast<int64_t>(stack.size())));
+        const Matrix& first = *stack[0];
+        if (first.bias.empty()) continue;
+        // gpt-oss's expert biases, one row per expert.
+        out.push_back({.name = absl::StrCat(kinds[k], ".bias"), .type = &F32(),
+                       .ne = {first.rows, static_cast<int64_t>(stack.size())},
+                       .kind = Item::Kind::kVector,
+                       .vector = [field = fields[k]](const LayerWeights& l) {
+                         std::vector<float> v;
+                         for (const Expert& e : l.experts) {
+                           v.insert(v.end(), (e.*field).bias.begin(), (e.*field).bias.end());
+                         }
+                         return v;
+                       }});
       }
+      if (w.shared.gate.rows > 0) {
+        then(matrix("ffn_gate_shexp.weight", {&w.shared.gate}, 0));
+        then(matrix("ffn_up_shexp.weight", {&w.shared.up}, 0));
+        then(matrix("ffn_down_shexp.weight", {&w.shared.down}, 0));
+      }
+      if (w.shared_gate.rows > 0) {  // Qwen2-MoE's sigmoid gate: a vector, F32
+        const std::string name = NameIn(w.shared_gate, layer);
+        if (schemes_.contains(name)) {
+          then(absl::InvalidArgumentError(absl::StrCat(
+              "weights: ", name, " has a rule, but llama.cpp holds ffn_gate_inp_shexp in F32")));
+        }
+        vec("ffn_gate_inp_shexp.weight", w.shared_gate.values.size(),
+            [copy](const LayerWeights& l) { return copy(l.shared_gate.values); });
+      }
+    } else if (config_.fused_projections) {  // Phi-3: gate, then up, as ffn_up
+      then(matrix("ffn_up.weight", {&w.gate, &w.up}, 0));
+      then(matrix("ffn_down.weight", {&w.down}, 0));
     } else {
       const char* mlp[] = {"ffn_gate", "ffn_up", "ffn_down"};
-      for (size_t j = 4; j < 7; ++j) {
-        if (absl::Status s = matrix(absl::StrCat(mlp[j - 4], ".weight"), j, 0); !s.ok()) return s;
-        if (!entries[j].matrix->bias.empty()) {
-          vec(absl::StrCat(mlp[j - 4], ".bias"), entries[j].matrix->bias,
-              [j](const LayerWeights& l) {
-                const Matrix* ms[] = {&l.gate, &l.up, &l.down};
-                return ms[j - 4]->bias;
-              },
-              false);
+      const Matrix LayerWeights::*fields[] = {&LayerWeights::gate, &LayerWeights::up,
+                                              &LayerWeights::down};
+      for (size_t j = 0; j < 3; ++j) {
+        then(matrix(absl::StrCat(mlp[j], ".weight"), {&(w.*fields[j])}, 0));
+        bias(absl::StrCat(mlp[j], ".bias"), fields[j]);
+      }
+    }
+    if (arch_ == "gemma2") norm("post_ffw_norm.weight", &LayerWeights::post_feedforward_norm);
+    return s;
+  }
+
+  // DeepSeek's kv_b as the converter splits it for MLA's absorption: each
+  // head's nope rows transposed (attn_k_b, [heads][kv_lora_rank][nope]) and
+  // its value rows (attn_v_b, [heads][v][kv_lora_rank]). attn_v_b holds
+  // kv_b's own bytes; attn_k_b holds its values in kv_b's type when that is
+  // a float (exact) and in F32 otherwise (the variant's values exactly: a
+  // quantized type's blocks run along kv_b's rows, not along the
+  // transposed ones).
+  absl::Status HeadRowsPlan(const Matrix& kv_b, size_t entry, int64_t layer,
+                            std::vector<Item>& out) {
+    absl::StatusOr<const ggml::TypeInfo*> t = TypeOf(NameIn(kv_b, layer), kv_b.cols);
+    if (!t.ok()) return t.status();
+    const int64_t heads = config_.num_heads, nope = config_.qk_nope_head_dim;
+    const int64_t v = config_.v_head_dim, rank = config_.kv_lora_rank;
+    const ggml::Type k_type = (*t)->type == ggml::Type::kF16 || (*t)->type == ggml::Type::kBF16
+                                  ? (*t)->type
+                                  : ggml::Type::kF32;
+    out.push_back({.name = "attn_k_b.weight", .type = &ggml::Info(k_type),
+                   .ne = {nope, rank, heads}, .kind = Item::Kind::kHeadRows, .entries = {entry},
+                   .per = nope + v, .first = 0, .count = nope, .transpose = true});
+    out.push_back({.name = "attn_v_b.weight", .type = *t, .ne = {rank, v, heads},
+                   .kind = Item::Kind::kHeadRows, .entries = {entry}, .per = nope + v,
+                   .first = nope, .count = v});
+    return absl::OkStatus();
+  }
+
+  // Item `it`'s bytes (kHeadRows) from kv_b `m`, appended to `out`.
+  absl::Status HeadRowBytes(const Item& it, const Matrix& m, const LayerStorage& storage,
+                            Bytes& out) const {
+    const size_t entry = it.entries[0];
+    Bytes whole;
+    const ggml::TypeInfo& stored = it.transpose ? *TypeOfStored(m) : *it.type;
+    if (absl::Status s = MatrixBytes(m, entry, stored, storage, whole); !s.ok()) return s;
+    const size_t row_bytes = static_cast<size_t>(ggml::RowBytes(stored, m.cols));
+    const int64_t heads = m.rows / it.per;
+    if (!it.transpose) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const size_t at = static_cast<size_t>(h * it.per + it.first) * row_bytes;
+        out.insert(out.end(), whole.begin() + static_cast<ptrdiff_t>(at),
+                   whole.begin() + static_cast<ptrdiff_t>(at + it.count * row_bytes));
+      }
+      return absl::OkStatus();
+    }
+    // The values the bytes hold, then each head's rows transposed.
+    std::vector<float> values(static_cast<size_t>(m.rows * m.cols));
+    for (int64_t r = 0; r < m.rows; ++r) {
+      absl::Status s = DecodeRow(stored, std::span<const uint8_t>(whole).subspan(
+                                             static_cast<size_t>(r) * row_bytes, row_bytes),
+                                 std::span<float>(values).subspan(static_cast<size_t>(r * m.cols),
+                                                                  static_cast<size_t>(m.cols)));
+      if (!s.ok()) return s;
+    }
+    std::vector<float> t(static_cast<size_t>(heads * it.count * m.cols));
+    size_t at = 0;
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t c = 0; c < m.cols; ++c) {
+        for (int64_t r = 0; r < it.count; ++r) {
+          t[at++] = values[static_cast<size_t>((h * it.per + it.first + r) * m.cols + c)];
         }
       }
     }
-    if (arch_ == "gemma2") {
-      vec("post_ffw_norm.weight", w.post_feedforward_norm,
-          [](const LayerWeights& l) { return l.post_feedforward_norm; }, true);
+    return EncodeFloat(t, *it.type, out);
+  }
+
+  // The type kv_b's bytes are made in (its TypeOf, known valid by Plan).
+  const ggml::TypeInfo* TypeOfStored(const Matrix& m) const {
+    absl::StatusOr<const ggml::TypeInfo*> t = TypeOf(m.name, m.cols);
+    return t.ok() ? *t : &F32();
+  }
+
+  // One row of `type` decoded (F32, F16 and BF16 included).
+  static absl::Status DecodeRow(const ggml::TypeInfo& type, std::span<const uint8_t> in,
+                                std::span<float> out) {
+    if (type.type == ggml::Type::kF32) {
+      std::memcpy(out.data(), in.data(), out.size_bytes());
+      return absl::OkStatus();
     }
-    return absl::OkStatus();
+    if (type.type == ggml::Type::kF16 || type.type == ggml::Type::kBF16) {
+      const Format half = *FindFormat(type.type == ggml::Type::kF16 ? "fp16" : "bf16");
+      return DecodeArray(half, in, out);
+    }
+    return ggml::Decode(type.type, in, out);
   }
 
   // A matrix's bytes appended to `out`: the variant's own, or its values
@@ -409,6 +595,10 @@ class Exporter {
 
   absl::Status WriteGlobal(const Item& it, const ByteSink& sink) {
     Bytes bytes;
+    if (it.kind == Item::Kind::kFactors) {
+      absl::Status s = EncodeFloat(it.vector(LayerWeights()), F32(), bytes);
+      return s.ok() ? sink(bytes) : s;
+    }
     if (it.kind == Item::Kind::kRopeFreqs) {
       absl::Status s = EncodeFloat(Llama3RopeFactors(config_), F32(), bytes);
       return s.ok() ? sink(bytes) : s;

@@ -1,9 +1,13 @@
 #include "model/gguf_layout.h"
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace lowp {
 namespace {
@@ -30,32 +34,74 @@ absl::StatusOr<std::string> LlamaCppArchitecture(const ModelConfig& c) {
   auto refuse = [&](const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat(c.name, ": ", why));
   };
-  if (t != "llama" && t != "mistral" && t != "mixtral" && t != "qwen2" && t != "qwen3" &&
-      t != "qwen3_moe" && t != "gemma" && t != "gemma2") {
-    return refuse(absl::StrCat("model_type ", t, " has no GGUF layout in lowp (llama, mistral, ",
-                               "mixtral, qwen2, qwen3, qwen3_moe, gemma, gemma2)"));
+  static constexpr const char* kTypes[] = {"llama",     "mistral",  "mixtral", "qwen2",
+                                           "qwen3",     "qwen2_moe", "qwen3_moe", "gemma",
+                                           "gemma2",    "phi3",     "gpt_oss", "deepseek_v3"};
+  if (std::find(std::begin(kTypes), std::end(kTypes), t) == std::end(kTypes)) {
+    return refuse(absl::StrCat("model_type ", t, " has no GGUF layout in lowp (",
+                               absl::StrJoin(kTypes, ", "), ")"));
   }
-  // llama.cpp's qwen3moe: experts in every layer, their weights renormalized.
-  if (t == "qwen3_moe" && !c.norm_topk_prob) {
-    return refuse("norm_topk_prob false: llama.cpp's qwen3moe renormalizes the top-k weights");
+  // llama.cpp's qwen2moe and qwen3moe: experts in every layer; qwen3moe
+  // renormalizes the top-k weights, qwen2moe does not.
+  const bool qwen_moe = t == "qwen2_moe" || t == "qwen3_moe";
+  if (qwen_moe && c.norm_topk_prob != (t == "qwen3_moe")) {
+    return refuse(absl::StrCat("norm_topk_prob ", c.norm_topk_prob ? "true" : "false",
+                               ": llama.cpp's ", t == "qwen3_moe" ? "qwen3moe" : "qwen2moe",
+                               t == "qwen3_moe" ? " renormalizes" : " does not renormalize",
+                               " the top-k weights"));
   }
-  if (t == "qwen3_moe" && (!c.mlp_only_layers.empty() || c.decoder_sparse_step != 1)) {
+  if (qwen_moe && (!c.mlp_only_layers.empty() || c.decoder_sparse_step != 1)) {
     return refuse(absl::StrCat(c.mlp_only_layers.empty() ? "decoder_sparse_step" : "mlp_only_layers",
-                               ": llama.cpp's qwen3moe has experts in every layer"));
+                               ": llama.cpp's ", t, " has experts in every layer"));
   }
-  if (!c.rope_scaling.type.empty() && c.rope_scaling.type != "linear" &&
-      !(c.rope_scaling.type == "llama3" && t == "llama")) {
-    return refuse(absl::StrCat("rope_scaling ", c.rope_scaling.type, " is not written for ", t));
+  if (t == "qwen2_moe" && c.head_dim * c.num_heads != c.hidden_size) {
+    return refuse(absl::StrCat("head_dim ", c.head_dim, ": llama.cpp's qwen2moe takes "
+                               "hidden_size / num_attention_heads"));
+  }
+  const std::string& rope = c.rope_scaling.type;
+  const bool rope_ok = rope.empty() || rope == "linear" || (rope == "llama3" && t == "llama") ||
+                       (rope == "yarn" && (t == "gpt_oss" || t == "deepseek_v3")) ||
+                       (rope == "longrope" && t == "phi3");
+  if (!rope_ok) return refuse(absl::StrCat("rope_scaling ", rope, " is not written for ", t));
+  // gpt-oss: llama.cpp windows the even layers, with its SwiGLU's alpha
+  // 1.702 and limit 7 fixed.
+  if (t == "gpt_oss") {
+    for (int64_t layer = 0; layer < c.num_layers; ++layer) {
+      if (SlidingLayer(c, layer) != (layer % 2 == 0)) {
+        return refuse(absl::StrCat("layer_types: layer ", layer, " is ",
+                                   SlidingLayer(c, layer) ? "" : "not ",
+                                   "windowed; llama.cpp's gpt-oss windows the even layers"));
+      }
+    }
+    if (c.swiglu_limit != 7 || c.swiglu_alpha != 1.702) {
+      return refuse(absl::StrCat("swiglu_limit ", c.swiglu_limit, ", alpha ", c.swiglu_alpha,
+                                 ": llama.cpp's gpt-oss fixes them at 7 and 1.702"));
+    }
+  }
+  if (t == "deepseek_v3" && !c.rope_interleave) {
+    return refuse("rope_interleave false: llama.cpp's deepseek2 rotates interleaved pairs");
+  }
+  // llama.cpp's YaRN for DeepSeek takes one mscale for both of
+  // transformers' (the rotation's and the softmax's): DeepSeek-V2's and
+  // V3's configs have them equal.
+  if (t == "deepseek_v3" && rope == "yarn" &&
+      (c.rope_scaling.mscale_all_dim <= 0 || c.rope_scaling.mscale != c.rope_scaling.mscale_all_dim)) {
+    return refuse(absl::StrCat("rope_scaling mscale ", c.rope_scaling.mscale, " and mscale_all_dim ",
+                               c.rope_scaling.mscale_all_dim,
+                               ": llama.cpp's deepseek2 runs YaRN with the two equal and positive"));
+  }
+  if (t == "deepseek_v3" && c.num_experts > 0 && c.first_k_dense_replace >= c.num_layers) {
+    return refuse("first_k_dense_replace: no layer has experts");
   }
   // What llama.cpp's architectures cannot express, refused rather than
   // written as a model that runs differently there: a sliding window on
   // llama's and qwen2's (llama.cpp attends to the whole context), Gemma 2's
   // query scaling other than its head size (or its 27B's hidden / heads,
   // which llama.cpp takes from the layer count).
-  if (c.sliding_window > 0 && t != "gemma2" &&
+  if (c.sliding_window > 0 && t != "gemma2" && t != "gpt_oss" &&
       (c.max_position_embeddings == 0 || c.sliding_window < c.max_position_embeddings)) {
     return refuse(absl::StrCat("sliding_window ", c.sliding_window, ": llama.cpp's ",
-                               t == "qwen2" ? "qwen2" : "llama",
+                               t == "qwen2" || t == "phi3" ? t : "llama",
                                " architecture attends to the whole context, so the file would "
                                "run as another model"));
   }
@@ -73,7 +119,28 @@ absl::StatusOr<std::string> LlamaCppArchitecture(const ModelConfig& c) {
   }
   if (t == "mistral" || t == "mixtral") return std::string("llama");
   if (t == "qwen3_moe") return std::string("qwen3moe");
+  if (t == "qwen2_moe") return std::string("qwen2moe");
+  if (t == "gpt_oss") return std::string("gpt-oss");
+  if (t == "deepseek_v3") return std::string("deepseek2");
   return t;
+}
+
+std::vector<std::string> LlamaCppNotes(const ModelConfig& c) {
+  std::vector<std::string> notes;
+  if (c.model_type == "gpt_oss" && c.rope_scaling.type == "yarn" && !c.rope_scaling.truncate) {
+    notes.push_back(
+        "rope_scaling truncate false: llama.cpp rounds YaRN's correction range to whole "
+        "dimensions (floor and ceil), as truncate true does, so it rotates some frequencies "
+        "otherwise than transformers and OpenAI's reference (evaluate with truncate true to "
+        "measure llama.cpp's)");
+  }
+  if (c.model_type == "phi3" && !c.rope_scaling.long_factor.empty()) {
+    notes.push_back(
+        "longrope: llama.cpp takes the long factors whenever its context (n_ctx, which it "
+        "pads to a multiple of 256) exceeds original_max_position_embeddings, whatever the "
+        "sequence's length; lowp's eval takes the short ones and refuses longer sequences");
+  }
+  return notes;
 }
 
 bool LlamaCppPermutesQk(const ModelConfig& config) {
@@ -108,7 +175,30 @@ absl::Status AddLlamaCppModelKeys(const ModelConfig& c, absl::string_view name,
       out.AddF32(key("final_logit_softcapping"), static_cast<float>(c.final_logit_softcapping));
       out.AddU32(key("attention.sliding_window"), u32(c.sliding_window));
     }
-  } else {  // TextModel.set_gguf_parameters, then LlamaModel's extras
+  } else if (a == "phi3") {  // Phi3MiniModel.set_gguf_parameters: its own list
+    const int64_t original = c.rope_scaling.original_max_position_embeddings > 0
+                                 ? c.rope_scaling.original_max_position_embeddings
+                                 : c.max_position_embeddings;
+    out.AddU32(key("context_length"), u32(c.max_position_embeddings));
+    out.AddU32(key("rope.scaling.original_context_length"), u32(original));
+    out.AddU32(key("embedding_length"), u32(c.hidden_size));
+    out.AddU32(key("feed_forward_length"), u32(c.intermediate_size));
+    out.AddU32(key("block_count"), u32(c.num_layers));
+    out.AddU32(key("attention.head_count"), u32(c.num_heads));
+    out.AddU32(key("attention.head_count_kv"), u32(c.num_kv_heads));
+    out.AddF32(key("attention.layer_norm_rms_epsilon"), static_cast<float>(c.rms_norm_eps));
+    out.AddU32(key("rope.dimension_count"), u32(RotaryDim(c)));
+    out.AddF32(key("rope.freq_base"), static_cast<float>(c.rope_theta));
+    out.AddU32("general.file_type", file_type);
+    out.AddU32(key("attention.sliding_window"), u32(std::max<int64_t>(c.sliding_window, 0)));
+    if (!c.rope_scaling.long_factor.empty()) {  // generate_extra_tensors' attention factor
+      const double scale = static_cast<double>(c.max_position_embeddings) / original;
+      const double factor =
+          scale > 1 ? std::sqrt(1 + std::log(scale) / std::log(static_cast<double>(original))) : 1;
+      out.AddF32(key("rope.scaling.attn_factor"), static_cast<float>(factor));
+    }
+  } else {  // TextModel.set_gguf_parameters, then the subclass's extras
+    const bool deepseek = a == "deepseek2";
     out.AddU32(key("block_count"), u32(c.num_layers));
     if (c.max_position_embeddings > 0) {
       out.AddU32(key("context_length"), u32(c.max_position_embeddings));
@@ -116,10 +206,22 @@ absl::Status AddLlamaCppModelKeys(const ModelConfig& c, absl::string_view name,
     out.AddU32(key("embedding_length"), u32(c.hidden_size));
     out.AddU32(key("feed_forward_length"), u32(c.intermediate_size));
     out.AddU32(key("attention.head_count"), u32(c.num_heads));
-    out.AddU32(key("attention.head_count_kv"), u32(c.num_kv_heads));
-    if (c.rope_scaling.type == "linear") {
+    // DeepSeek's latent attention is written as one key-value head (MQA).
+    out.AddU32(key("attention.head_count_kv"), u32(deepseek ? 1 : c.num_kv_heads));
+    const RopeScaling& r = c.rope_scaling;
+    if (r.type == "linear") {
       out.AddString(key("rope.scaling.type"), "linear");
-      out.AddF32(key("rope.scaling.factor"), static_cast<float>(c.rope_scaling.factor));
+      out.AddF32(key("rope.scaling.factor"), static_cast<float>(r.factor));
+    } else if (r.type == "yarn") {
+      out.AddString(key("rope.scaling.type"), "yarn");
+      out.AddF32(key("rope.scaling.factor"), static_cast<float>(r.factor));
+      out.AddU32(key("rope.scaling.original_context_length"),
+                 u32(r.original_max_position_embeddings));
+      if (r.attention_factor > 0) {
+        out.AddF32(key("rope.scaling.yarn_attn_factor"), static_cast<float>(r.attention_factor));
+      }
+      out.AddF32(key("rope.scaling.yarn_beta_fast"), static_cast<float>(r.beta_fast));
+      out.AddF32(key("rope.scaling.yarn_beta_slow"), static_cast<float>(r.beta_slow));
     }
     out.AddF32(key("rope.freq_base"), static_cast<float>(c.rope_theta));
     out.AddF32(key("attention.layer_norm_rms_epsilon"), static_cast<float>(c.rms_norm_eps));
@@ -127,9 +229,14 @@ absl::Status AddLlamaCppModelKeys(const ModelConfig& c, absl::string_view name,
       out.AddU32(key("expert_count"), u32(c.num_experts));
       out.AddU32(key("expert_used_count"), u32(c.experts_per_token));
     }
+    if (deepseek) {
+      out.AddU32(key("expert_group_count"), u32(c.n_group));
+      out.AddU32(key("expert_group_used_count"), u32(c.topk_group));
+      out.AddU32(key("expert_gating_func"), 2);  // sigmoid
+    }
     // The converter writes these from a config's head_dim; written here
     // where llama.cpp's default (embedding_length / head_count) is not it.
-    if (c.head_dim * c.num_heads != c.hidden_size) {
+    if (!deepseek && c.head_dim * c.num_heads != c.hidden_size) {
       out.AddU32(key("attention.key_length"), u32(c.head_dim));
       out.AddU32(key("attention.value_length"), u32(c.head_dim));
     }
@@ -138,8 +245,38 @@ absl::Status AddLlamaCppModelKeys(const ModelConfig& c, absl::string_view name,
       out.AddU32(key("vocab_size"), u32(c.vocab_size));
       out.AddU32(key("rope.dimension_count"), u32(c.head_dim));
     }
-    if (a == "qwen3moe") {  // Qwen2MoeModel.set_gguf_parameters' addition
+    if (a == "qwen3moe" || a == "qwen2moe") {  // Qwen2MoeModel.set_gguf_parameters' additions
       out.AddU32(key("expert_feed_forward_length"), u32(ExpertWidth(c)));
+    }
+    if (a == "qwen2moe") {
+      out.AddU32(key("expert_shared_feed_forward_length"), u32(c.shared_expert_intermediate_size));
+    }
+    if (a == "gpt-oss") {  // GptOssModel.set_gguf_parameters
+      out.AddU32(key("attention.sliding_window"), u32(c.sliding_window));
+      out.AddU32(key("expert_feed_forward_length"), u32(ExpertWidth(c)));
+    }
+    if (deepseek) {  // DeepseekV2Model.set_gguf_parameters
+      out.AddU32(key("leading_dense_block_count"), u32(c.first_k_dense_replace));
+      out.AddU32(key("vocab_size"), u32(c.vocab_size));
+      // 0 for q_proj: the converter leaves the key out, which llama.cpp
+      // takes for its lite shapes only (26 or 27 layers) and refuses for
+      // others; 0 loads as q_proj in all.
+      out.AddU32(key("attention.q_lora_rank"), u32(c.q_lora_rank));
+      out.AddU32(key("attention.kv_lora_rank"), u32(c.kv_lora_rank));
+      out.AddU32(key("attention.key_length"), u32(c.kv_lora_rank + c.qk_rope_head_dim));
+      out.AddU32(key("attention.value_length"), u32(c.kv_lora_rank));
+      out.AddU32(key("attention.key_length_mla"), u32(KeyHeadDim(c)));
+      out.AddU32(key("attention.value_length_mla"), u32(ValueHeadDim(c)));
+      out.AddU32(key("expert_feed_forward_length"), u32(ExpertWidth(c)));
+      out.AddU32(key("expert_shared_count"),
+                 u32(c.shared_expert_intermediate_size / ExpertWidth(c)));
+      out.AddF32(key("expert_weights_scale"), static_cast<float>(c.routed_scaling_factor));
+      if (c.norm_topk_prob) out.AddBool(key("expert_weights_norm"), true);
+      out.AddU32(key("rope.dimension_count"), u32(c.qk_rope_head_dim));
+      if (r.type == "yarn" && r.mscale_all_dim > 0) {
+        out.AddF32(key("rope.scaling.yarn_log_multiplier"),
+                   static_cast<float>(0.1 * r.mscale_all_dim));
+      }
     }
   }
   out.AddU32("general.quantization_version", kQuantizationVersion);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -23,6 +24,11 @@ namespace lowp {
 // learned positions), or one whose rope_scaling llama.cpp would run
 // differently.
 absl::StatusOr<std::string> LlamaCppArchitecture(const ModelConfig& config);
+
+// What llama.cpp runs differently from the model a file of `config` holds,
+// for the writer to say (gpt-oss's YaRN without truncation, Phi-3's long
+// factors by context size); empty for most models.
+std::vector<std::string> LlamaCppNotes(const ModelConfig& config);
 
 // Whether the converter permutes q's and k's rows for llama.cpp's rope
 // (architecture "llama"; LlamaRopeRowOrder, io/gguf_names.h).

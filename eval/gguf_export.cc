@@ -26,21 +26,21 @@ using Bytes = std::vector<uint8_t>;
 // One tensor of the file and where its bytes come from.
 struct Item {
   enum class Kind { kVector, kMatrix, kHeadRows, kTable, kRopeFreqs, kFactors };
-  std::string name;
+  std::string name{};
   const ggml::TypeInfo* type = nullptr;
-  std::vector<int64_t> ne;  // ggml order
+  std::vector<int64_t> ne{};  // ggml order
   Kind kind = Kind::kVector;
   // kVector: the values, from the layer (its norms, biases, sinks), and
   // whether 1 is added (Gemma's norms, as the converter writes them);
   // kFactors: Phi-3's rope factors.
-  std::function<std::vector<float>(const LayerWeights&)> vector;
+  std::function<std::vector<float>(const LayerWeights&)> vector{};
   bool add_one = false;
   // kMatrix: the matrices (indices in LayerWeights::Matrices) whose rows
   // follow one another: one, Phi-3's q, k, v or gate, up, a layer's
   // experts stacked. kHeadRows: the one matrix (DeepSeek's kv_b), of which
   // each head's `per` rows give rows [first, first + count), transposed
   // when `transpose` (attn_k_b) and otherwise as stored (attn_v_b).
-  std::vector<size_t> entries;
+  std::vector<size_t> entries{};
   int64_t per = 0, first = 0, count = 0;
   bool transpose = false;
   Table table = Table::kEmbedding;  // kTable

@@ -285,6 +285,9 @@ absl::Status ReadPart(const Checkpoint::Found& found, int64_t first_row, int64_t
 absl::string_view LlamaCppArchitecture(absl::string_view model_type) {
   if (model_type == "mistral" || model_type == "mixtral") return "llama";
   if (model_type == "qwen3_moe") return "qwen3moe";
+  if (model_type == "qwen2_moe") return "qwen2moe";
+  if (model_type == "gpt_oss") return "gpt-oss";
+  if (model_type == "deepseek_v3") return "deepseek2";
   return model_type;
 }
 
@@ -311,7 +314,7 @@ MoeName MoeTensor(absl::string_view name, absl::string_view model_type) {
   const std::string p = absl::StrCat("model.layers.", layer, ".",
                                      mixtral ? "block_sparse_moe." : "mlp.");
   if (rest == "ffn_gate_inp.weight") {
-    out.router = p + "gate.weight";
+    out.router = p + (model_type == "gpt_oss" ? "router.weight" : "gate.weight");
     return out;
   }
   const char* kinds[][3] = {{"ffn_gate_exps.weight", ".w1.weight", ".gate_proj.weight"},
@@ -354,7 +357,9 @@ absl::Status CheckGgufModel(const TensorSet& set, const ModelConfig& config) {
   const Key keys[] = {{"block_count", config.num_layers, "num_hidden_layers"},
                       {"embedding_length", config.hidden_size, "hidden_size"},
                       {"attention.head_count", config.num_heads, "num_attention_heads"},
-                      {"attention.head_count_kv", config.num_kv_heads, "num_key_value_heads"}};
+                      // DeepSeek's latent attention is written as one kv head
+                      {"attention.head_count_kv", want == "deepseek2" ? 1 : config.num_kv_heads,
+                       "num_key_value_heads"}};
   for (const Key& k : keys) {
     const std::string key = absl::StrCat(want, ".", k.suffix);
     const GgufValue* v = gguf.Find(key);
@@ -424,10 +429,57 @@ absl::Status Checkpoint::Index() {
         continue;
       }
     }
+    if (gguf && (absl::EndsWith(t.name, ".attn_k_b.weight") ||
+                 absl::EndsWith(t.name, ".attn_v_b.weight"))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          t.file, ": tensor ", t.name, ": lowp does not read llama.cpp's split of kv_b "
+          "(attn_k_b transposed, attn_v_b) back into ", config_.name, "'s kv_b_proj"));
+    }
+    if (gguf && t.shape.size() == 2 && t.shape[0] > 0 && (t.ggml == nullptr || t.shape[1] % t.ggml->block == 0)) {
+      // Phi-3's fused attn_qkv and ffn_up: each part's rows, one after
+      // another (whole rows of whole blocks).
+      absl::string_view stem = t.name;
+      std::vector<std::pair<std::string, int64_t>> parts;
+      const int64_t q = config_.num_heads * config_.head_dim;
+      const int64_t kv = config_.num_kv_heads * config_.head_dim;
+      if (config_.fused_projections && absl::ConsumeSuffix(&stem, ".attn_qkv.weight")) {
+        parts = {{"self_attn.q_proj.weight", q}, {"self_attn.k_proj.weight", kv},
+                 {"self_attn.v_proj.weight", kv}};
+      } else if (config_.fused_projections && absl::ConsumeSuffix(&stem, ".ffn_up.weight")) {
+        parts = {{"mlp.gate_proj.weight", config_.intermediate_size},
+                 {"mlp.up_proj.weight", config_.intermediate_size}};
+      }
+      int64_t rows = 0;
+      for (const auto& part : parts) rows += part.second;
+      if (!parts.empty() && rows == t.shape[0] && absl::ConsumePrefix(&stem, "blk.")) {
+        const size_t row_bytes = t.bytes.size() / static_cast<size_t>(t.shape[0]);
+        size_t at = 0;
+        for (const auto& [part, count] : parts) {
+          TensorView slice = t;
+          slice.name = absl::StrCat(t.name, "[", at / row_bytes, ":", at / row_bytes + count, "]");
+          slice.shape = {count, t.shape[1]};
+          slice.bytes = t.bytes.subspan(at, static_cast<size_t>(count) * row_bytes);
+          at += static_cast<size_t>(count) * row_bytes;
+          expert_slices_.push_back(std::move(slice));
+          by_name_.emplace(absl::StrCat("model.layers.", stem, ".", part),
+                           Found{&expert_slices_.back(), {}});
+        }
+        continue;
+      }
+    }
     if (gguf) {
       std::optional<std::string> hf = HuggingFaceName(t.name);
       if (!hf.has_value()) continue;
       name = *std::move(hf);
+      if (absl::EndsWith(name, ".mlp.shared_expert_gate.weight") && t.shape.size() == 1) {
+        // Qwen2-MoE's shared expert gate: a vector in the file, [1, hidden]
+        // in the model.
+        TensorView row = t;
+        row.shape = {1, t.shape[0]};
+        expert_slices_.push_back(std::move(row));
+        by_name_.emplace(std::move(name), Found{&expert_slices_.back(), {}});
+        continue;
+      }
     }
     Found found{&t, {}};
     if (permuted && t.shape.size() == 2) {

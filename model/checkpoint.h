@@ -133,8 +133,10 @@ class Checkpoint {
   std::unique_ptr<TensorSet> set_;
   bool matrices_only_ = false;
   std::map<std::string, Found> by_name_;
-  // llama.cpp's merged expert tensors (blk.N.ffn_*_exps, [experts, rows,
-  // cols]) seen as each expert's matrix under its Hugging Face name.
+  // Views of a GGUF file's tensors under Hugging Face names: llama.cpp's
+  // merged expert tensors (blk.N.ffn_*_exps, [experts, rows, cols]) as each
+  // expert's matrix, Phi-3's attn_qkv and ffn_up as q, k, v and gate, up,
+  // Qwen2-MoE's vector ffn_gate_inp_shexp as its [1, hidden] gate.
   std::deque<TensorView> expert_slices_;
   std::deque<TensorView> part_views_;  // Found::view of each part
 };

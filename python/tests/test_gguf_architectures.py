@@ -276,3 +276,27 @@ def test_gpt_oss_yarn_without_truncation_is_noted(tmp_path):
     r = lowp.quantize_model(model=str(model), tokenizer=TOKENIZER, weights="fp32",
                             out=str(tmp_path / "m.gguf"), quiet=True, summary=True)
     assert any("truncate" in note for note in r.get("notes", []))
+
+
+@pytest.mark.parametrize("name,weights", [
+    ("qwen2_moe_shared", "q8_0"), ("phi3", "q8_0"), ("gpt_oss_dense", "q8_0"),
+    ("gpt_oss_mxfp4", "*.self_attn.*=q8_0"),
+])
+def test_a_written_file_reads_back_as_the_candidate(tmp_path, name, weights):
+    # Hidden and widths in whole q8_0 blocks.
+    changes = {"hidden_size": 64, "intermediate_size": 96, "moe_intermediate_size": 32,
+               "shared_expert_intermediate_size": 64}
+    changes = {k: v for k, v in changes.items() if k in CASES[name]}
+    cfg, _, path = write(tmp_path, name, weights=weights, **changes)
+    r = lowp.eval(model=str(tmp_path / "model"), tokens=[list(range(1, 25))], weights=weights,
+                  weights_file=[path])
+    rule, file = r["candidates"]
+    assert rule["kl_mean"] > 0
+    assert file["kl_mean"] == rule["kl_mean"]
+    assert file["top1_agreement"] == rule["top1_agreement"]
+
+
+def test_deepseek_files_are_refused_as_candidates_by_the_split_kv_b(tmp_path):
+    _, _, path = write(tmp_path, "deepseek_v3_fp8")
+    with pytest.raises(ValueError, match="attn_k_b"):
+        lowp.eval(model=str(tmp_path / "model"), tokens=[list(range(1, 25))], weights_file=[path])

@@ -362,37 +362,72 @@ class LayerPass {
     }
     Norm(c_, sites_, normed, latent, w_.kv_a_norm, normed, Site::kLatentNorm, threads_,
          kLatentNormEps);
+    const int64_t half = rope / 2;
+    auto rotate = [&](float* x, int64_t t, std::vector<float>& pe) {  // a rope part of row t
+      pe.resize(static_cast<size_t>(rope));
+      if (c_.rope_interleave) {
+        for (int64_t i = 0; i < half; ++i) {
+          pe[i] = x[2 * i];
+          pe[half + i] = x[2 * i + 1];
+        }
+        std::copy(pe.begin(), pe.end(), x);
+      }
+      lowp::Rope(x, 1, rope, cos_.data() + t * half, sin_.data() + t * half);
+    };
+    ForRows(b_.rows, width, threads_, [&](int64_t first, int64_t end) {
+      std::vector<float> pe;
+      for (int64_t t = first; t < end; ++t) rotate(buf_.kv_latent.data() + t * width + latent, t, pe);
+    });
+    // What the cache holds, as vLLM and llama.cpp keep it: each token's
+    // normed latent and rotated key part, one row of kv_lora_rank +
+    // qk_rope_head_dim, in the KV format; the heads' keys and values are
+    // expanded from it.
+    if (e_.kv != nullptr) {
+      for (int64_t r = 0; r < b_.rows; ++r) {
+        std::copy_n(normed.data() + r * latent, latent, buf_.kv_latent.data() + r * width);
+      }
+      StoreAsKv(buf_.kv_latent, width);
+      for (int64_t r = 0; r < b_.rows; ++r) {
+        std::copy_n(buf_.kv_latent.data() + r * width, latent, normed.data() + r * latent);
+      }
+    }
     std::span<const float> kv_in =
         QuantizePerSequence(e_.activations.get(), b_, normed, latent, buf_.act_in, threads_);
     std::vector<float>& heads = buf_.up;  // free until the MLP
     Linear(w_.kv_b, kv_in, heads, Site::kKvbProj);
     buf_.k.resize(static_cast<size_t>(b_.rows * H * dk));
     buf_.v.resize(static_cast<size_t>(b_.rows * H * dv));
-    const int64_t half = rope / 2;
     ForRows(b_.rows, H * (dk + dv), threads_, [&](int64_t first, int64_t end) {
-      std::vector<float> pe(static_cast<size_t>(rope));
-      auto rotate = [&](float* x, int64_t t) {  // x: a rope part of row t
-        if (c_.rope_interleave) {
-          for (int64_t i = 0; i < half; ++i) {
-            pe[i] = x[2 * i];
-            pe[half + i] = x[2 * i + 1];
-          }
-          std::copy(pe.begin(), pe.end(), x);
-        }
-        lowp::Rope(x, 1, rope, cos_.data() + t * half, sin_.data() + t * half);
-      };
+      std::vector<float> pe;
       for (int64_t t = first; t < end; ++t) {
-        float* k_pe = buf_.kv_latent.data() + t * width + latent;
-        rotate(k_pe, t);
+        const float* k_pe = buf_.kv_latent.data() + t * width + latent;
         for (int64_t h = 0; h < H; ++h) {
           const float* kv = heads.data() + (t * H + h) * (nope + dv);
           float* k = buf_.k.data() + (t * H + h) * dk;
           std::copy_n(kv, nope, k);
           std::copy_n(k_pe, rope, k + nope);
           std::copy_n(kv + nope, dv, buf_.v.data() + (t * H + h) * dv);
-          rotate(buf_.q.data() + (t * H + h) * dk + nope, t);
+          rotate(buf_.q.data() + (t * H + h) * dk + nope, t, pe);
         }
       }
+    });
+  }
+
+  // Each sequence's rows of `rows` (`width` values each) replaced by what
+  // the KV format stores of them, the sequence's rows one tensor.
+  void StoreAsKv(std::vector<float>& rows, int64_t width) {
+    ParallelFor(b_.sequences.size(), Workers(threads_, b_.rows * width), [&](size_t s) {
+      const SequenceRows& seq = b_.sequences[s];
+      thread_local std::vector<float> stored;
+      const size_t first = static_cast<size_t>(seq.first_row * width);
+      const size_t n = static_cast<size_t>(seq.rows * width);
+      std::span<float> x = std::span<float>(rows).subspan(first, n);
+      stored.resize(n);
+      TensorContext context;
+      if (e_.kv->NeedsTensorPass()) e_.kv->Observe(x, width, context);
+      SchemeCounts counts;
+      e_.kv->Apply(x, width, context, stored, counts);
+      std::copy(stored.begin(), stored.end(), x.begin());
     });
   }
 
@@ -424,7 +459,9 @@ class LayerPass {
         const size_t first = static_cast<size_t>(seq.first_row * KV * d);
         const size_t n = static_cast<size_t>(seq.rows * KV * d);
         std::span<const float> x = std::span<const float>(*from).subspan(first, n);
-        if (e_.kv != nullptr) {
+        // Multi-head latent attention's keys and values came from a cache
+        // already in the KV format (LatentProjections).
+        if (e_.kv != nullptr && c_.kv_lora_rank == 0) {
           stored.resize(n);
           TensorContext context;
           if (e_.kv->NeedsTensorPass()) e_.kv->Observe(x, d, context);

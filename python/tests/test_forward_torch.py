@@ -760,3 +760,25 @@ def test_calibrated_rules_need_matrices_read_whole(tmp_path):
     assert lowp.eval(**args)["candidates"][0]["kl_mean"] == whole["kl_mean"] > 0
     with pytest.raises(ValueError, match="read one at a time.*matrices read whole"):
         lowp.eval(**args, matrices="one-at-a-time")
+
+
+
+def test_mla_kv_format_stores_the_latent(tmp_path):
+    """`eval --kv bf16` on DeepSeek-V3 rounds what vLLM and llama.cpp cache, each
+    token's normed latent and rotated key part, not the heads' expanded keys and
+    values: its mean KL is the oracle's with the latent rounded, and not the one
+    with k and v rounded (which differs by more than the tolerance)."""
+    cfg, _ = make_model(tmp_path, "deepseek_v3_q_lora")
+    _, weights = ref.load_model(tmp_path)
+    tokens = np.arange(1, 25) % cfg["vocab_size"]
+    bf16 = lambda x: x.to(torch.bfloat16).to(torch.float64)  # noqa: E731
+    p = torch.log_softmax(ref.forward(cfg, weights, tokens), -1)
+
+    def kl(**store):
+        q = torch.log_softmax(ref.forward(cfg, weights, tokens, **store), -1)
+        return float((p.exp() * (p - q)).sum(-1).mean())
+
+    latent, heads = kl(kv_store=bf16), kl(kv_heads_store=bf16)
+    ours = lowp.eval(model=str(tmp_path), tokens=[tokens.tolist()], kv="bf16")["candidates"][-1]
+    assert latent > 0 and abs(heads - latent) > 0.05 * latent
+    assert ours["kl_mean"] == pytest.approx(latent, rel=0.02)

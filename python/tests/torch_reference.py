@@ -695,14 +695,20 @@ def mla_attention(s, weights, p, x, cos, sin):
         q = linear(x, weights, p + "q_proj")
     q_nope, q_rot = q.reshape(n, T, H, nope + rope).transpose(1, 2).split([nope, rope], dim=-1)
     latent, k_rot = linear(x, weights, p + "kv_a_proj_with_mqa").split([s.kv_lora, rope], dim=-1)
-    kv = linear(rms_norm(latent, weights[p + "kv_a_layernorm.weight"], 1e-6, False), weights, p + "kv_b_proj")
-    k_nope, v = kv.reshape(n, T, H, nope + s.v_dim).transpose(1, 2).split([nope, s.v_dim], dim=-1)
+    latent = rms_norm(latent, weights[p + "kv_a_layernorm.weight"], 1e-6, False)
     k_rot = k_rot[:, None]  # [n, 1, T, rope]: one rope key for all heads
     if s.rope_interleave:  # apply_rotary_pos_emb_interleave: dims [0, 2, 4, ..., 1, 3, 5, ...] first
         q_rot = torch.cat([q_rot[..., 0::2], q_rot[..., 1::2]], dim=-1)
         k_rot = torch.cat([k_rot[..., 0::2], k_rot[..., 1::2]], dim=-1)
+    k_rot = apply_rope(k_rot, cos, sin)
+    if s.kv_store is not None:  # the cache as vLLM and llama.cpp keep it: latent and rotated key
+        latent, k_rot = s.kv_store(latent), s.kv_store(k_rot)
+    kv = linear(latent, weights, p + "kv_b_proj")
+    k_nope, v = kv.reshape(n, T, H, nope + s.v_dim).transpose(1, 2).split([nope, s.v_dim], dim=-1)
     q = torch.cat([q_nope, apply_rope(q_rot, cos, sin)], dim=-1)
-    k = torch.cat([k_nope, apply_rope(k_rot, cos, sin).expand(n, H, T, rope)], dim=-1)
+    k = torch.cat([k_nope, k_rot.expand(n, H, T, rope)], dim=-1)
+    if s.kv_heads_store is not None:  # the cache as transformers keeps it: each head's k and v
+        k, v = s.kv_heads_store(k), s.kv_heads_store(v)
     scores = (q @ k.transpose(-1, -2)) * s.scaling
     scores = scores.masked_fill(~attention_mask(T, None), float("-inf"))
     out = torch.softmax(scores, dim=-1) @ v  # [n, H, T, v_dim]
@@ -805,11 +811,15 @@ def deepseek_moe(s, weights, p, x, routes=None):
     return out
 
 
-def forward(config, weights, tokens, routes=None):
+def forward(config, weights, tokens, routes=None, kv_store=None, kv_heads_store=None):
     """float64 logits [n, T, vocab] of int tokens [n, T] (or [T, vocab] of
     [T]); every sequence starts at position 0. `routes`, a dict, gets each
-    layer with experts' top-k experts per token ([n, T, k])."""
+    layer with experts' top-k experts per token ([n, T, k]). `kv_store`, an
+    elementwise function, gives what a KV cache stores of its values (only
+    multi-head latent attention's latent cache, so far; `kv_heads_store` its
+    heads' keys and values instead)."""
     s = Spec(config)
+    s.kv_store, s.kv_heads_store = kv_store, kv_heads_store
     tokens = torch.as_tensor(np.asarray(tokens), dtype=torch.long)
     single = tokens.dim() == 1
     if single:

@@ -140,7 +140,7 @@ nlohmann::json ToJson(const MixResult& r) {
   const MixRow& mix = r.rows.front();
   nlohmann::ordered_json rules = nlohmann::ordered_json::array();
   for (size_t g = 0; g < r.groups.size(); ++g) {
-    rules.push_back({{"pattern", r.groups[g].name}, {"scheme", mix.schemes[g]}});
+    rules.push_back({{"pattern", r.groups[g].pattern()}, {"scheme", mix.schemes[g]}});
   }
   j["rules"] = rules;
   j["weights_option"] = absl::StrJoin(r.rules, ",");

@@ -44,10 +44,17 @@ ImatrixCollector::ImatrixCollector(const ModelConfig& config, bool process_outpu
 void ImatrixCollector::Add(int64_t layer, Site site, int64_t expert, std::span<const float> in,
                            int64_t cols) {
   if (site == Site::kLogits && !process_output_) return;
-  // DeepSeek-V3's q_b_proj reports at q_proj's site.
-  const std::string name = config_.q_lora_rank > 0 && site == Site::kQProj
-                               ? absl::StrCat("blk.", layer, ".attn_q_b.weight")
-                               : ImatrixTensorName(site, layer, expert);
+  // DeepSeek-V3's q_b_proj reports at q_proj's site. Phi-3's fused
+  // attn_qkv and ffn_up (gate, then up) take the input q and gate take:
+  // one entry each, under llama.cpp's names.
+  std::string name = config_.q_lora_rank > 0 && site == Site::kQProj
+                         ? absl::StrCat("blk.", layer, ".attn_q_b.weight")
+                         : ImatrixTensorName(site, layer, expert);
+  if (config_.fused_projections && expert < 0) {
+    if (site == Site::kKProj || site == Site::kVProj || site == Site::kUpProj) return;
+    if (site == Site::kQProj) name = absl::StrCat("blk.", layer, ".attn_qkv.weight");
+    if (site == Site::kGateProj) name = absl::StrCat("blk.", layer, ".ffn_up.weight");
+  }
   if (name.empty() || cols <= 0) return;
   const int64_t matrices = expert >= 0 ? std::max<int64_t>(1, config_.num_experts) : 1;
   const int64_t m = expert >= 0 ? expert : 0;

@@ -373,10 +373,19 @@ const ImatrixEntry* Imatrix::FindExact(absl::string_view name) const {
 
 const ImatrixEntry* Imatrix::Find(absl::string_view tensor_name) const {
   if (const ImatrixEntry* e = FindExact(tensor_name)) return e;
-  for (const std::optional<std::string>& other :
-       {LlamaCppName(tensor_name), HuggingFaceName(tensor_name)}) {
+  const std::optional<std::string> llama_cpp = LlamaCppName(tensor_name);
+  for (const std::optional<std::string>& other : {llama_cpp, HuggingFaceName(tensor_name)}) {
     if (!other.has_value()) continue;
     if (const ImatrixEntry* e = FindExact(*other)) return e;
+  }
+  // A matrix of a fused tensor (Phi-3's attn_qkv and ffn_up, gate then up)
+  // takes the fused tensor's input, which is its own.
+  absl::string_view stem = llama_cpp.value_or(std::string(tensor_name));
+  for (const auto& [part, fused] : {std::pair{".attn_q.weight", ".attn_qkv.weight"},
+                                    std::pair{".attn_k.weight", ".attn_qkv.weight"},
+                                    std::pair{".attn_v.weight", ".attn_qkv.weight"},
+                                    std::pair{".ffn_gate.weight", ".ffn_up.weight"}}) {
+    if (absl::ConsumeSuffix(&stem, part)) return FindExact(absl::StrCat(stem, fused));
   }
   return nullptr;
 }

@@ -169,7 +169,9 @@ class Imatrix {
   // The entry of a weight named either way: `tensor_name` as it is, else its
   // llama.cpp name (LlamaCppName: "model.layers.3.self_attn.q_proj.weight" ->
   // "blk.3.attn_q.weight"), else its Hugging Face name (HuggingFaceName, for
-  // a file keyed by those). Null when none is there. Merged experts
+  // a file keyed by those), else the fused tensor that takes the same input
+  // (q, k, v: "blk.N.attn_qkv.weight"; gate: "blk.N.ffn_up.weight", Phi-3's
+  // gate and up). Null when none is there. Merged experts
   // ("blk.N.ffn_down_exps.weight") are found only by llama.cpp's name.
   const ImatrixEntry* Find(absl::string_view tensor_name) const;
 

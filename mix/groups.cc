@@ -51,7 +51,32 @@ std::optional<std::pair<std::string, std::string>> ExpertGroup(absl::string_view
                    absl::StrCat("blk.", layer, ".", merged, ".weight")};
 }
 
+// A matrix of Phi-3's fused projections as its fused tensor: the Hugging
+// Face name the checkpoint stores it under and llama.cpp's; nullopt for
+// another matrix or model.
+struct Fused {
+  std::string name, llama_cpp;
+};
+std::optional<Fused> FusedGroup(absl::string_view name, int64_t layer, const ModelConfig& c) {
+  if (!c.fused_projections || layer < 0) return std::nullopt;
+  const std::string p = absl::StrCat("model.layers.", layer, ".");
+  for (const char* q : {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                        "self_attn.v_proj.weight"}) {
+    if (name == p + q) return Fused{p + "self_attn.qkv_proj.weight",
+                                    absl::StrCat("blk.", layer, ".attn_qkv.weight")};
+  }
+  for (const char* g : {"mlp.gate_proj.weight", "mlp.up_proj.weight"}) {
+    if (name == p + g) return Fused{p + "mlp.gate_up_proj.weight",
+                                    absl::StrCat("blk.", layer, ".ffn_up.weight")};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::string MixGroup::pattern() const {
+  return members.empty() ? name : absl::StrJoin(members, ",");
+}
 
 std::vector<MixGroup> MixGroups(const Checkpoint& model, ExpertGroups experts) {
   std::vector<MixGroup> out;
@@ -68,6 +93,17 @@ std::vector<MixGroup> MixGroups(const Checkpoint& model, ExpertGroups experts) {
       g.layer = std::stoll(std::string(rest.substr(0, rest.find('.'))));
     }
     g.tied = tied && m.name == model.TableName(Table::kEmbedding);
+    if (auto fused = FusedGroup(m.name, g.layer, model.config())) {
+      if (auto it = merged.find(fused->name); it != merged.end()) {
+        out[it->second].rows += g.rows;
+        out[it->second].members.push_back(m.name);
+        continue;
+      }
+      g.name = fused->name;
+      g.llama_cpp = fused->llama_cpp;
+      g.members = {m.name};
+      merged.emplace(g.name, out.size());
+    }
     if (experts == ExpertGroups::kLayer) {
       if (auto group = ExpertGroup(m.name, g.layer)) {
         if (auto it = merged.find(group->first); it != merged.end()) {
@@ -96,7 +132,13 @@ absl::StatusOr<uint64_t> GroupBytes(const Scheme& scheme, const MixGroup& group)
 std::vector<std::string> MixRules(const std::vector<MixGroup>& groups,
                                   const MixAssignment& schemes) {
   std::vector<std::string> out;
-  for (size_t g = 0; g < groups.size(); ++g) out.push_back(groups[g].name + "=" + schemes[g]);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].members.empty()) {
+      out.push_back(groups[g].name + "=" + schemes[g]);
+    } else {
+      for (const std::string& m : groups[g].members) out.push_back(m + "=" + schemes[g]);
+    }
+  }
   return out;
 }
 
@@ -154,9 +196,15 @@ absl::StatusOr<LlamaQuantizeCommand> LlamaQuantizeArguments(const std::vector<Mi
     const std::string kind = absl::StartsWith(m.llama_cpp, prefix)
                                  ? m.llama_cpp.substr(prefix.size())
                                  : m.llama_cpp;
-    const std::pair<std::string, std::string> key{kind, name};
-    if (!layers.contains(key)) keys.push_back(key);
-    layers[key].push_back(m.layer);
+    // DeepSeek's kv_b is two tensors in a llama.cpp file of today
+    // (attn_k_b transposed, attn_v_b; a legacy file's attn_kv_b).
+    for (const std::string& k : kind == "attn_kv_b.weight"
+                                     ? std::vector<std::string>{"attn_k_b.weight", "attn_v_b.weight"}
+                                     : std::vector<std::string>{kind}) {
+      const std::pair<std::string, std::string> key{k, name};
+      if (!layers.contains(key)) keys.push_back(key);
+      layers[key].push_back(m.layer);
+    }
     ++count[name];
   }
   LlamaQuantizeCommand out;

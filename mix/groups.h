@@ -23,8 +23,14 @@ struct MixGroup {
   int64_t layer = -1;  // the decoder layer; -1 for the embedding and lm_head
   bool tied = false;   // the embedding that also serves as lm_head
   int64_t count = 1;   // matrices of that shape (a layer's routed experts of one kind)
+  // The matrices of a fused tensor (Phi-3's q, k, v of "...qkv_proj.weight"
+  // and gate, up of "...gate_up_proj.weight", which llama.cpp stores as one
+  // tensor of one type), their rows one after another; empty for others.
+  std::vector<std::string> members{};
 
   int64_t weights() const { return rows * cols * count; }
+  // What a weight rule for the group matches: its name, or its members.
+  std::string pattern() const;
 };
 
 // How a layer's routed experts are grouped: each kind (gate, up, down) of
@@ -35,7 +41,7 @@ enum class ExpertGroups { kLayer, kEach };
 
 // The groups of `model` in checkpoint order (a merged group where its first
 // expert's matrix is). Routers, shared experts and attention matrices are
-// groups of their own.
+// groups of their own; Phi-3's fused q, k, v and gate, up are a group each.
 std::vector<MixGroup> MixGroups(const Checkpoint& model, ExpertGroups experts = ExpertGroups::kLayer);
 
 // The bytes `scheme` stores `group` in (its storage bits rounded up to a

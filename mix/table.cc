@@ -56,7 +56,7 @@ EvalCandidate MixTable::Candidate(const std::string& label, const MixAssignment&
   for (size_t g = 0; g < groups.size(); ++g) {
     const size_t t = static_cast<size_t>(std::find(types.begin(), types.end(), a[g]) -
                                          types.begin());
-    rules.push_back({groups[g].name, schemes[t], calibrations[t]});
+    rules.push_back({groups[g].pattern(), schemes[t], calibrations[t]});
     calibrated |= calibrations[t].active();
   }
   EvalCandidate c = RulesCandidate(label, std::move(rules));
@@ -66,7 +66,7 @@ EvalCandidate MixTable::Candidate(const std::string& label, const MixAssignment&
 
 EvalCandidate MixTable::Single(size_t g, size_t t) const {
   EvalCandidate c = RulesCandidate(absl::StrCat(groups[g].name, "=", types[t]),
-                                   {{groups[g].name, schemes[t], calibrations[t]}});
+                                   {{groups[g].pattern(), schemes[t], calibrations[t]}});
   if (calibrations[t].active()) c.calibration = calibration;
   return c;
 }

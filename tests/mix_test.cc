@@ -457,3 +457,32 @@ TEST(PlanMix, PerDeviceTheMixForWhatTheDeviceLeaves) {
 
 }  // namespace
 }  // namespace lowp
+
+namespace lowp {
+namespace {
+
+using ::testing::ElementsAre;
+
+// Phi-3's q, k, v (and gate, up) are one tensor of one type in a llama.cpp
+// file: one group each, whose rule names its members and whose llama-quantize
+// option names the fused tensor; DeepSeek's kv_b is llama.cpp's attn_k_b and
+// attn_v_b.
+TEST(MixGroups, FusedTensorsAndSplitKvB) {
+  MixGroup qkv{"model.layers.2.self_attn.qkv_proj.weight", "blk.2.attn_qkv.weight", 96, 64, 2};
+  qkv.members = {"model.layers.2.self_attn.q_proj.weight", "model.layers.2.self_attn.k_proj.weight",
+                 "model.layers.2.self_attn.v_proj.weight"};
+  EXPECT_EQ(qkv.pattern(), absl::StrJoin(qkv.members, ","));
+  EXPECT_THAT(MixRules({qkv}, {"q8_0"}),
+              ElementsAre("model.layers.2.self_attn.q_proj.weight=q8_0",
+                          "model.layers.2.self_attn.k_proj.weight=q8_0",
+                          "model.layers.2.self_attn.v_proj.weight=q8_0"));
+  MixGroup kv_b{"model.layers.2.self_attn.kv_b_proj.weight", "blk.2.attn_kv_b.weight", 64, 32, 2};
+  absl::StatusOr<LlamaQuantizeCommand> line = LlamaQuantizeArguments({qkv, kv_b}, {"q8_0", "q4_0"});
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_THAT(line->options, ElementsAre("--tensor-type", "blk\\.2\\.attn_qkv\\.weight=q8_0",
+                                         "--tensor-type", "blk\\.2\\.attn_k_b\\.weight=q4_0",
+                                         "--tensor-type", "blk\\.2\\.attn_v_b\\.weight=q4_0"));
+}
+
+}  // namespace
+}  // namespace lowp

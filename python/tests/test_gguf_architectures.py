@@ -300,3 +300,29 @@ def test_deepseek_files_are_refused_as_candidates_by_the_split_kv_b(tmp_path):
     _, _, path = write(tmp_path, "deepseek_v3_fp8")
     with pytest.raises(ValueError, match="attn_k_b"):
         lowp.eval(model=str(tmp_path / "model"), tokens=[list(range(1, 25))], weights_file=[path])
+
+
+def test_phi3_imatrix_is_keyed_by_the_fused_tensors_and_serves_their_parts(tmp_path):
+    # llama-quantize looks attn_qkv and ffn_up up in a Phi-3 file; q, k and v
+    # (and gate, up) take the same input, so one entry serves each part.
+    write(tmp_path, "phi3", hidden_size=64, intermediate_size=96)
+    model, out = str(tmp_path / "model"), str(tmp_path / "phi3.imatrix.gguf")
+    r = lowp.imatrix(model=model, tokens=[list(range(1, 33))], out=out)
+    names = set(r["importance"])
+    assert {"blk.0.attn_qkv.weight", "blk.0.ffn_up.weight"} <= names
+    assert not names & {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.ffn_gate.weight"}
+    # An i-quant that needs an importance matrix finds it for every part.
+    e = lowp.eval(model=model, tokens=[list(range(1, 33))], weights="iq2_xxs", imatrix=out)
+    assert e["candidates"][-1]["kl_mean"] > 0
+
+
+def test_phi3_mix_types_each_fused_tensor_as_one(tmp_path):
+    write(tmp_path, "phi3", hidden_size=64, intermediate_size=96)
+    r = lowp.mix(model=str(tmp_path / "model"), bits_per_weight=6.0, types=["q8_0", "q4_0"],
+                 baselines="none", sample=(2, 32), tune_sample=(1, 32))
+    patterns = [rule["pattern"] for rule in r["rules"]]
+    p = "model.layers.0."
+    assert f"{p}self_attn.q_proj.weight,{p}self_attn.k_proj.weight,{p}self_attn.v_proj.weight" in patterns
+    assert f"{p}mlp.gate_proj.weight,{p}mlp.up_proj.weight" in patterns
+    options = " ".join(r["llama_quantize"]["options"])
+    assert "attn_qkv" in options and "ffn_gate" not in options and "attn_q\\\\." not in options

@@ -57,7 +57,7 @@ absl::StatusOr<std::vector<int32_t>> SampleTokens(const Checkpoint& model, const
     return OptionError("temperature", absl::StrCat(o.temperature, " is not in [0, 100]"));
   }
   const ModelConfig& c = model.config();
-  if (absl::Status s = CheckSequenceLength(c, o.length); !s.ok()) {
+  if (absl::Status s = CheckSequenceLength(c, o.length, /*whole=*/false); !s.ok()) {
     return OptionError("length", s.message());
   }
   if (c.bos_token_id >= c.vocab_size) {

@@ -286,11 +286,26 @@ class LayerPass {
   // queries and the keys.
   void RopeAngles() {
     const int64_t half = RotaryDim(c_) / 2;
-    const RopeFrequencies freq = InverseFrequencies(c_, layer_);
+    const RopeFrequencies freqs[2] = {InverseFrequencies(c_, layer_),
+                                      InverseFrequencies(c_, layer_, /*long_factors=*/true)};
+    // LongRoPE: a sequence longer than original_max_position_embeddings
+    // rotates by the long factors throughout, as transformers runs a whole
+    // sequence (CheckSequenceLength refuses a longer one continued from a
+    // cache).
+    std::vector<uint8_t>& long_rows = buf_.long_rope;
+    long_rows.assign(static_cast<size_t>(b_.rows), 0);
+    if (!c_.rope_scaling.long_factor.empty()) {
+      for (const SequenceRows& s : b_.sequences) {
+        if (s.first_position + s.rows > c_.rope_scaling.original_max_position_embeddings) {
+          std::fill_n(long_rows.begin() + s.first_row, s.rows, 1);
+        }
+      }
+    }
     cos_.resize(static_cast<size_t>(b_.rows * half));
     sin_.resize(static_cast<size_t>(b_.rows * half));
     ForRows(b_.rows, half * 8, threads_, [&](int64_t first, int64_t end) {
       for (int64_t t = first; t < end; ++t) {
+        const RopeFrequencies& freq = freqs[long_rows[static_cast<size_t>(t)]];
         const double pos = static_cast<double>(buf_.positions[t]);
         for (int64_t i = 0; i < half; ++i) {
           const double angle = pos * freq.inv_freq[i];
@@ -933,24 +948,25 @@ absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerW
   return pass.status();
 }
 
-int64_t MaxSequenceTokens(const ModelConfig& config) {
-  // longrope's short factors serve this far; Hugging Face switches the whole
-  // sequence to the long factors beyond, which no cache of earlier keys
-  // follows.
-  if (config.rope_scaling.type == "longrope") {
+int64_t MaxSequenceTokens(const ModelConfig& config, bool whole) {
+  // longrope's short factors serve this far for a sequence continued from
+  // a cache (generation); transformers switches the whole sequence to the
+  // long factors beyond, which no cache of earlier keys follows.
+  if (config.rope_scaling.type == "longrope" && !whole) {
     return config.rope_scaling.original_max_position_embeddings;
   }
   return config.max_position_embeddings > 0 ? config.max_position_embeddings
                                             : kMaxTokensWithoutPositions;
 }
 
-absl::Status CheckSequenceLength(const ModelConfig& c, int64_t length) {
-  if (length <= MaxSequenceTokens(c)) return absl::OkStatus();
-  if (c.rope_scaling.type == "longrope") {
+absl::Status CheckSequenceLength(const ModelConfig& c, int64_t length, bool whole) {
+  if (length <= MaxSequenceTokens(c, whole)) return absl::OkStatus();
+  if (c.rope_scaling.type == "longrope" && !whole) {
     return absl::InvalidArgumentError(absl::StrCat(
         "sequences of ", length, " tokens are longer than ", c.name,
         "'s original_max_position_embeddings (", c.rope_scaling.original_max_position_embeddings,
-        "): longrope's long_factor, which Hugging Face takes beyond it, is not implemented"));
+        "): transformers would rotate the whole sequence by longrope's long_factor, which the "
+        "cache of its first tokens does not follow"));
   }
   if (c.max_position_embeddings > 0) {
     return absl::InvalidArgumentError(

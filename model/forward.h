@@ -184,6 +184,7 @@ struct ForwardBuffers {
   std::vector<float> normed, in, q, k, v, attn, branch, gate, up, act_in, vec_dot;
   std::vector<float> q_latent, kv_latent;  // DeepSeek-V3's q_a and kv_a outputs
   std::vector<int64_t> positions;  // per row of the batch
+  std::vector<uint8_t> long_rope;  // per row: rotated by LongRoPE's long factors
 };
 
 // Scales the embedding rows already in `hidden` ([batch rows, hidden_size])
@@ -203,11 +204,14 @@ absl::Status ForwardLayer(const ModelConfig& config, int64_t layer, const LayerW
                           std::span<int32_t> routes = {});
 
 // The longest sequence a run takes: the config's max_position_embeddings,
-// or kMaxTokensWithoutPositions when the config gives none.
+// or kMaxTokensWithoutPositions when the config gives none. A sequence not
+// run `whole` from position 0 in one batch (generation, token by token) of
+// a LongRoPE model stops at original_max_position_embeddings: beyond it
+// transformers rotates the whole sequence by the long factors.
 constexpr int64_t kMaxTokensWithoutPositions = 32768;
-int64_t MaxSequenceTokens(const ModelConfig& config);
+int64_t MaxSequenceTokens(const ModelConfig& config, bool whole = true);
 // InvalidArgument naming the model and the limit when `length` exceeds it.
-absl::Status CheckSequenceLength(const ModelConfig& config, int64_t length);
+absl::Status CheckSequenceLength(const ModelConfig& config, int64_t length, bool whole = true);
 
 // One ForwardLayer call of a run: one stream's batch, or one group of it.
 struct LayerTask {

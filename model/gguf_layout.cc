@@ -138,7 +138,7 @@ std::vector<std::string> LlamaCppNotes(const ModelConfig& c) {
     notes.push_back(
         "longrope: llama.cpp takes the long factors whenever its context (n_ctx, which it "
         "pads to a multiple of 256) exceeds original_max_position_embeddings, whatever the "
-        "sequence's length; lowp's eval takes the short ones and refuses longer sequences");
+        "sequence's length; lowp's eval, as transformers, takes them by the sequence's length");
   }
   return notes;
 }

@@ -14,7 +14,7 @@ double YarnMscale(double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * 
 
 }  // namespace
 
-RopeFrequencies InverseFrequencies(const ModelConfig& c, int64_t layer) {
+RopeFrequencies InverseFrequencies(const ModelConfig& c, int64_t layer, bool long_factors) {
   const int64_t d = RotaryDim(c);
   RopeFrequencies out;
   out.inv_freq.resize(static_cast<size_t>(d / 2));
@@ -74,9 +74,9 @@ RopeFrequencies InverseFrequencies(const ModelConfig& c, int64_t layer) {
       const double extrapolation = 1 - ramp;
       f = f / factor * (1 - extrapolation) + f * extrapolation;
     } else if (r.type == "longrope") {
-      // Sequences within original_max_position_embeddings (longer ones are
-      // refused: CheckSequenceLength).
-      f /= r.short_factor[static_cast<size_t>(i)];
+      const std::vector<double>& factors =
+          long_factors && !r.long_factor.empty() ? r.long_factor : r.short_factor;
+      f /= factors[static_cast<size_t>(i)];
     }
     out.inv_freq[i] = f;
   }

@@ -20,7 +20,10 @@ struct RopeFrequencies {
   std::vector<double> inv_freq;
   double attention_factor = 1;
 };
-RopeFrequencies InverseFrequencies(const ModelConfig& config, int64_t layer);
+// `long_factors`: LongRoPE's long factors instead of its short ones (a
+// sequence longer than original_max_position_embeddings).
+RopeFrequencies InverseFrequencies(const ModelConfig& config, int64_t layer,
+                                   bool long_factors = false);
 
 // What the scores' 1/sqrt(key width) is multiplied by: DeepSeek-V3's
 // mscale(factor, mscale_all_dim)^2 under yarn; else 1.

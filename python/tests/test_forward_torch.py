@@ -191,9 +191,8 @@ CASES = {
         max_position_embeddings=256, original_max_position_embeddings=32, tie_word_embeddings=True,
         rope_scaling={"type": "longrope", "short_factor": [1.0, 1.25, 1.5, 2.0, 3.0, 5.0],
                       "long_factor": [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]}),
-    # 24 tokens > the original 16: the oracle takes the long factors for the
-    # whole sequence (transformers' dynamic update); lowp refuses such a
-    # sequence and matches on the first 16 tokens
+    # 24 tokens > the original 16: the long factors for the whole sequence
+    # (transformers' dynamic update), in the oracle and in lowp
     "phi3_longrope_long": config(
         "phi3", "Phi3ForCausalLM", hidden_size=64, partial_rotary_factor=0.75,
         max_position_embeddings=256, original_max_position_embeddings=16,
@@ -212,21 +211,12 @@ def make_model(tmp_path, name, shards=1):
     return cfg, seed
 
 
-# longrope's long factors (a sequence beyond original_max_position_embeddings)
-# are not in lowp: it refuses the sequence, naming the field.
-LONG_FACTORS_REFUSED = {"phi3_longrope_long"}
-
-
 @pytest.mark.parametrize("name", list(CASES))
 def test_random_model_matches_oracle(tmp_path, name):
     cfg, seed = make_model(tmp_path, name)
     rng = np.random.default_rng(100 + seed)
     # int32 and int64 inputs alternate over the cases
     tokens = rng.integers(0, cfg["vocab_size"], size=(2, 24)).astype(np.int32 if seed % 2 else np.int64)
-    if name in LONG_FACTORS_REFUSED:
-        with pytest.raises(ValueError, match=r"original_max_position_embeddings \(16\).*long_factor"):
-            lowp.forward(tmp_path, tokens)
-        tokens = tokens[:, :cfg["original_max_position_embeddings"]]
     ours = lowp.forward(tmp_path, tokens)  # os.PathLike
     assert ours.dtype == np.float32 and ours.shape == (2, tokens.shape[1], cfg["vocab_size"])
     theirs = ref.forward(*ref.load_model(tmp_path), tokens)
@@ -782,3 +772,20 @@ def test_mla_kv_format_stores_the_latent(tmp_path):
     ours = lowp.eval(model=str(tmp_path), tokens=[tokens.tolist()], kv="bf16")["candidates"][-1]
     assert latent > 0 and abs(heads - latent) > 0.05 * latent
     assert ours["kl_mean"] == pytest.approx(latent, rel=0.02)
+
+
+def test_longrope_takes_the_long_factors_by_the_sequences_length(tmp_path):
+    """A whole sequence within original_max_position_embeddings rotates by
+    the short factors, a longer one by the long factors from its first token
+    (transformers' dynamic update), so its first 16 logits differ from the
+    same tokens run alone; a sequence generated token by token stops at the
+    original length, naming the long factors the cache would not follow."""
+    cfg, _ = make_model(tmp_path, "phi3_longrope_long")
+    tokens = np.arange(1, 25) % cfg["vocab_size"]
+    whole = lowp.forward(tmp_path, tokens)
+    short = lowp.forward(tmp_path, tokens[:16])
+    oracle_short = ref.forward(*ref.load_model(tmp_path), tokens[:16]).numpy()
+    check_close(short, oracle_short, "phi3_longrope_long[:16]")
+    assert np.abs(whole[:16] - short).max() > 0.1
+    with pytest.raises(ValueError, match="long_factor"):
+        lowp.sample(model=str(tmp_path), count=1, length=24)

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "codecs/ggml.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "codecs/ggml.h"
 #include "formats/format.h"
 #include "io/gguf_names.h"
 #include "io/gguf_writer.h"

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "model/gguf_index.h"
 
 namespace lowp {
 namespace {
@@ -117,12 +118,7 @@ absl::StatusOr<std::string> LlamaCppArchitecture(const ModelConfig& c) {
     return refuse(absl::StrCat("rope_theta ", c.rope_theta, ": llama.cpp's ", t,
                                " has no key for it and takes 10000"));
   }
-  if (t == "mistral" || t == "mixtral") return std::string("llama");
-  if (t == "qwen3_moe") return std::string("qwen3moe");
-  if (t == "qwen2_moe") return std::string("qwen2moe");
-  if (t == "gpt_oss") return std::string("gpt-oss");
-  if (t == "deepseek_v3") return std::string("deepseek2");
-  return t;
+  return std::string(LlamaCppArchitectureName(t));
 }
 
 std::vector<std::string> LlamaCppNotes(const ModelConfig& c) {

@@ -1,10 +1,15 @@
 #include "cli/table.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 
 namespace lowp::cli {
@@ -77,17 +82,51 @@ void PrintCsv(const std::vector<Row>& rows) {
   }
 }
 
+std::string Duration(double seconds) {
+  const int64_t s = static_cast<int64_t>(std::llround(std::max(seconds, 0.0)));
+  if (s < 3600) return absl::StrFormat("%d:%02d", s / 60, s % 60);
+  return absl::StrFormat("%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
+}
+
 Progress::Progress(size_t total, bool quiet)
-    : total_(total), on_(!quiet && total > 1 && isatty(STDERR_FILENO)) {}
+    : total_(total),
+      on_(!quiet && total > 1 && isatty(STDERR_FILENO)),
+      start_(std::chrono::steady_clock::now()) {}
 
 Progress::~Progress() {
-  if (on_ && shown_) std::fprintf(stderr, "\r\033[K");
+  if (!on_ || !shown_) return;
+  std::fprintf(stderr, "\r\033[K");
+  if (done_ >= total_) {
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
+    std::fprintf(stderr, "%zu steps in %s\n", total_, Duration(elapsed.count()).c_str());
+  }
 }
 
 void Progress::Step(const std::string& what) {
   if (!on_) return;
   shown_ = true;
-  std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", ++done_, total_, Printable(what).c_str());
+  ++done_;
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  std::string timing = absl::StrCat("  ", Duration(elapsed), " elapsed");
+  // The steps before this one are done: their rate gives the rest's time.
+  const double finished = static_cast<double>(done_ - 1);
+  if (finished > 0 && elapsed > 0 && done_ <= total_) {
+    const double rate = finished / elapsed;
+    absl::StrAppend(&timing, absl::StrFormat(", %.3g steps/s, ETA ", rate),
+                    Duration(static_cast<double>(total_ - done_ + 1) / rate));
+  }
+  // One line: the name shortened to what the terminal's width leaves (a
+  // wrapped line would not be erased by the next).
+  std::string line = absl::StrFormat("[%zu/%zu] %s", done_, total_, Printable(what));
+  struct winsize size {};
+  const size_t width = ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0
+                           ? static_cast<size_t>(size.ws_col) - 1
+                           : 0;
+  if (width > 0 && line.size() + timing.size() > width) {
+    line.resize(width > timing.size() ? width - timing.size() : 0);
+  }
+  std::fprintf(stderr, "\r\033[K%s%s", line.c_str(), timing.c_str());
   std::fflush(stderr);
 }
 

@@ -3,6 +3,7 @@
 #ifndef LOWP_CLI_TABLE_H_
 #define LOWP_CLI_TABLE_H_
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,10 @@ void PrintTable(const std::vector<Row>& rows, const std::vector<size_t>& left);
 // Prints rows as CSV (RFC 4180 quoting where a field needs it).
 void PrintCsv(const std::vector<Row>& rows);
 
-// A "\r[i/n] what" line on stderr while work goes on, only when stderr is a
-// terminal and `quiet` is false; erased when done.
+// A "\r[i/n] what  1:23 elapsed, 0.52 steps/s, ETA 4:10" line on stderr
+// while work goes on (step i begun, i - 1 done: the rate and ETA from
+// those), only when stderr is a terminal and `quiet` is false; erased when
+// done, and when all n steps were begun, a last line "n steps in 5:33".
 class Progress {
  public:
   explicit Progress(size_t total, bool quiet = false);
@@ -41,7 +44,11 @@ class Progress {
   size_t done_ = 0;
   bool on_;
   bool shown_ = false;
+  std::chrono::steady_clock::time_point start_;
 };
+
+// Seconds as "m:ss" ("h:mm:ss" from an hour on).
+std::string Duration(double seconds);
 
 }  // namespace lowp::cli
 

@@ -735,8 +735,12 @@ TEST(ParseModelConfigTest, Phi3Fields) {
   EXPECT_EQ(m->rope_scaling.factor, 4.0);  // none given: 1024 / 256
   EXPECT_EQ(m->rope_scaling.original_max_position_embeddings, 256);
   EXPECT_TRUE(CheckForwardSupport(*m).ok());
-  EXPECT_TRUE(CheckSequenceLength(*m, 256).ok());
-  EXPECT_THAT(CheckSequenceLength(*m, 257).message(),
+  // A whole sequence runs to max_position_embeddings (the long factors past
+  // 256); one generated token by token stops at the original length.
+  EXPECT_TRUE(CheckSequenceLength(*m, 1024).ok());
+  EXPECT_FALSE(CheckSequenceLength(*m, 1025).ok());
+  EXPECT_TRUE(CheckSequenceLength(*m, 256, /*whole=*/false).ok());
+  EXPECT_THAT(CheckSequenceLength(*m, 257, /*whole=*/false).message(),
               AllOf(HasSubstr("original_max_position_embeddings (256)"), HasSubstr("long_factor")));
   // Five factors for six rotated pairs; a factor of zero.
   m = ParseModelConfig(base + R"(, "partial_rotary_factor": 0.75,

@@ -145,15 +145,16 @@ class Exporter {
       global_.push_back({.name = "rope_freqs.weight", .type = &F32(),
                          .ne = {static_cast<int64_t>(f.size())}, .kind = Item::Kind::kRopeFreqs});
     }
-    for (const auto& [name, factors] :
+    for (const auto& factors :
          {std::pair{"rope_factors_long.weight", &config_.rope_scaling.long_factor},
           std::pair{"rope_factors_short.weight", &config_.rope_scaling.short_factor}}) {
       if (arch_ != "phi3" || config_.rope_scaling.long_factor.empty()) break;
-      global_.push_back({.name = name, .type = &F32(),
-                         .ne = {static_cast<int64_t>(factors->size())},
+      const std::vector<double>* list = factors.second;
+      global_.push_back({.name = factors.first, .type = &F32(),
+                         .ne = {static_cast<int64_t>(list->size())},
                          .kind = Item::Kind::kFactors,
-                         .vector = [factors](const LayerWeights&) {
-                           return std::vector<float>(factors->begin(), factors->end());
+                         .vector = [list](const LayerWeights&) {
+                           return std::vector<float>(list->begin(), list->end());
                          }});
     }
     absl::Status s = AddTable(Table::kEmbedding, "token_embd.weight");

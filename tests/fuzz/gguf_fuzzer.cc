@@ -15,6 +15,8 @@
 #include "absl/status/status.h"
 #include "io/gguf.h"
 #include "io/tensor.h"
+#include "model/config.h"
+#include "model/gguf_index.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace lowp::fuzz {
@@ -64,6 +66,49 @@ void CheckDecode(const TensorView& v, int64_t elements) {
   }
   Check(ReadAsFloat32(v, elements - n, first_n).ok(), "ReadAsFloat32 of the last elements failed");
   Check(!ReadAsFloat32(v, elements - n, out).ok(), "ReadAsFloat32 past the end succeeded");
+}
+
+// The file's tensors under Hugging Face names, as a checkpoint or
+// --weights-file of these models reads them (model/gguf_index.h): every view
+// of a part lies inside its tensor's bytes and holds whole rows of its type.
+void CheckNames(const TensorView& v) {
+  static const std::vector<ModelConfig>* configs = [] {
+    auto* out = new std::vector<ModelConfig>;
+    ModelConfig llama = LlamaShape("llama", 64, 96, 2, 4, 2, 512, 256);
+    out->push_back(llama);
+    ModelConfig phi3 = llama;
+    phi3.model_type = "phi3";
+    phi3.fused_projections = true;
+    out->push_back(phi3);
+    for (const char* type : {"mixtral", "qwen2_moe", "gpt_oss", "deepseek_v3"}) {
+      ModelConfig moe = llama;
+      moe.model_type = type;
+      moe.num_experts = 4;
+      moe.experts_per_token = 2;
+      out->push_back(moe);
+    }
+    return out;
+  }();
+  for (const ModelConfig& c : *configs) {
+    absl::StatusOr<std::vector<GgufTensorName>> names = GgufTensorNames(v, c);
+    if (!names.ok()) {
+      CheckError(names.status(), "fuzz.gguf");
+      continue;
+    }
+    for (const GgufTensorName& n : *names) {
+      Check(!n.name.empty(), "a tensor under an empty name");
+      if (!n.row_of.empty()) Check(n.row_of.size() == static_cast<size_t>(v.rows()), "row order");
+      if (!n.view.has_value()) continue;
+      const TensorView& part = *n.view;
+      Check(part.bytes.empty() || (part.bytes.data() >= v.bytes.data() &&
+                                   part.bytes.data() + part.bytes.size() <=
+                                       v.bytes.data() + v.bytes.size()),
+            "a part's bytes outside its tensor");
+      const absl::StatusOr<int64_t> elements = ShapeElements(part.shape, part.name);
+      Check(elements.ok() && TypeBytes(part, *elements) == part.bytes.size(),
+            "a part's bytes disagree with its shape");
+    }
+  }
 }
 
 }  // namespace
@@ -124,6 +169,7 @@ int FuzzGguf(const uint8_t* data, size_t size) {
             "view bytes outside the file");
     }
     CheckDecode(v, t.elements);
+    CheckNames(v);
   }
   // No two tensors with bytes share any.
   std::sort(extents.begin(), extents.end());

@@ -13,6 +13,7 @@
 #include "api/quant.h"
 #include "api/quantize_model.h"
 #include "mix/sensitivity.h"
+#include "mix/table_file.h"
 #include "formats/option_error.h"
 #include "io/bundled.h"
 #include "quant/recipe.h"
@@ -27,6 +28,15 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
   }
   const MixBudgetOptions budget{o.bits_per_weight, o.bytes, o.device, o.job};
   if (absl::Status s = CheckMixBudget(budget); !s.ok()) return s;
+  if (o.shard.empty() != o.table_out.empty()) {
+    return OptionError(o.shard.empty() ? "table_out" : "shard",
+                       "shard and table_out go together: a shard of the sweep is written there");
+  }
+  if (!o.shard.empty()) {
+    if (absl::StatusOr<MixShard> s = ParseMixShard(o.shard); !s.ok()) return s.status();
+    if (!o.tables.empty()) return OptionError("tables", "a shard run measures; it reads no tables");
+    if (!o.out.empty()) return OptionError("out", "a shard run chooses no mix to write");
+  }
   if (o.random_mixes < 0 || o.random_mixes > kMaxRandomMixes) {
     return OptionError("random_mixes", absl::StrCat(o.random_mixes, " is not in 0..",
                                                     kMaxRandomMixes));
@@ -77,7 +87,21 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
   }
 
   const MixRun run{.threads = o.threads, .progress = o.progress};
-  if (absl::Status s = MeasureSensitivity(*model, *tune, run, result); !s.ok()) return s;
+  if (!o.shard.empty()) {
+    absl::StatusOr<MixShard> shard = ParseMixShard(o.shard);
+    if (!shard.ok()) return shard.status();
+    const std::function<bool(int64_t)> takes = [&](int64_t k) { return shard->Takes(k); };
+    if (absl::Status s = MeasureSensitivity(*model, *tune, run, result, takes); !s.ok()) return s;
+    if (absl::Status s = WriteMixShard(result, *tune, *shard, o.table_out); !s.ok()) return s;
+    result.shard = o.shard;
+    result.table_written = o.table_out;
+    return result;
+  }
+  if (!o.tables.empty()) {
+    if (absl::Status s = ReadMixShards(o.tables, *tune, result); !s.ok()) return s;
+  } else if (absl::Status s = MeasureSensitivity(*model, *tune, run, result); !s.ok()) {
+    return s;
+  }
   absl::StatusOr<Allocation> chosen = result.Allocate(result.budget_bytes);
   if (!chosen.ok()) return OptionError(b->field, chosen.status().message());
   result.allocation = *chosen;
@@ -123,6 +147,15 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
 nlohmann::json ToJson(const MixResult& r) {
   nlohmann::ordered_json j;
   j["model"] = r.model;
+  if (!r.shard.empty()) {
+    j["shard"] = r.shard;
+    j["table_out"] = r.table_written;
+    j["types"] = r.types;
+    j["groups"] = r.groups.size();
+    j["tokens"] = {{"tune", r.tune_tokens}, {"tune_positions", r.tune_positions}};
+    j["candidates_measured"] = r.candidates_measured;
+    return j;
+  }
   j["weights"] = r.weights;
   j["budget_bytes"] = r.budget_bytes;
   if (r.device) {

@@ -94,6 +94,15 @@ struct MixOptions {
   // when given, else the model's) or a .safetensors file of the dequantized
   // model.
   std::string out;
+  // The sweep in shards, for several machines or processes: with `shard`
+  // ("I/N") and `table_out`, only every N-th candidate of the sensitivity
+  // sweep from the I-th is measured and written to table_out, and nothing
+  // else is done (the other options as the merging run's); with `tables`,
+  // the N shard files are read instead of measuring, then allocation and
+  // verification run as usual (mix/table_file.h).
+  std::string shard;
+  std::string table_out;
+  std::vector<std::string> tables;
 };
 
 struct MixResult : MixTable {
@@ -114,6 +123,10 @@ struct MixResult : MixTable {
   // |predicted - measured| / measured.
   double spearman = NAN;
   double median_relative_error = NAN;
+  // A shard run (MixOptions::shard): the shard and the file written; the
+  // table then holds the shard's KLs only, and nothing else is set.
+  std::string shard;
+  std::string table_written;
 };
 
 // Errors name the option: model, tensors, bits_per_weight / bytes / device

@@ -24,7 +24,8 @@ const char kMixHelp[] =
     "                 --tune-sample N:LEN] [--baselines LIST|none] [--random-mixes K]\n"
     "                [--random-seed S] [--imatrix FILE] [--calib-text FILE [--calib-ctx N]\n"
     "                 [--calib-chunks N] | --calib-tokens F] [--out FILE]\n"
-    "                [--expert-groups layer|each] [--json] [--threads N] [--quiet]\n"
+    "                [--expert-groups layer|each] [--shard I/N --table-out F | --tables LIST]\n"
+    "                [--json] [--threads N] [--quiet]\n"
     "\n"
     "Chooses a type for every matrix of the model (the embedding, each layer's\n"
     "attention and MLP matrices, lm_head unless tied) so that the matrices fit the\n"
@@ -64,6 +65,12 @@ const char kMixHelp[] =
     "  kind (gate, up, down) of a layer's experts one group, as llama.cpp stores\n"
     "  them; each, every expert's matrix alone (no llama-quantize line). Routers,\n"
     "  shared experts and attention are groups of their own.\n"
+    "--shard I/N --table-out F: measures only every N-th candidate of the\n"
+    "  sensitivity sweep from the I-th and writes them to F, nothing more (run the N\n"
+    "  shards on N machines or processes with the same other options); --tables\n"
+    "  F1,...,FN: reads the N shards instead of measuring, then allocates and\n"
+    "  verifies: the same result as one run, bit for bit. A shard of another model,\n"
+    "  type list, tuning tokens, imatrix or calibration is refused, naming it.\n"
     "--model: default the bundled stories3M-hf (llama, 3.3 M parameters, rows of\n"
     "  256 and 768, so llama.cpp's super-block types apply).\n"
     "Tokens: the verification's as eval takes them (default --sample 16:256,\n"
@@ -78,6 +85,16 @@ std::string Fixed(double v, int digits) {
 }
 
 void PrintResult(const api::MixResult& r) {
+  if (!r.shard.empty()) {
+    std::printf("shard       %s of the sensitivity sweep: %lld of %zu candidates on %s "
+                "(%llu positions)\n",
+                r.shard.c_str(), static_cast<long long>(r.candidates_measured),
+                r.groups.size() * r.types.size(), Printable(r.tune_tokens).c_str(),
+                static_cast<unsigned long long>(r.tune_positions));
+    std::printf("wrote       %s (merge the shards with --tables)\n",
+                Printable(r.table_written).c_str());
+    return;
+  }
   const MixRow& mix = r.rows.front();
   std::printf("model       %s: %zu matrices, %llu weights\n", Printable(ShortPath(r.model)).c_str(),
               r.groups.size(), static_cast<unsigned long long>(r.weights));
@@ -155,7 +172,8 @@ int MixCommand(const std::vector<std::string>& argv) {
   std::vector<std::string> values = {"model",     "tensors",      "bits-per-weight", "bytes",
                                      "device",    "types",        "baselines",
                                      "random-mixes", "random-seed", "threads", "imatrix",
-                                     "out",       "expert-groups"};
+                                     "out",       "expert-groups", "shard",
+                                     "table-out", "tables"};
   for (const std::string& name : JobValueOptions()) values.push_back(name);
   for (const std::string& prefix :
        {std::string(), std::string("tune-"), std::string("calib-")}) {
@@ -193,6 +211,9 @@ int MixCommand(const std::vector<std::string>& argv) {
   o.imatrix = args->Value("imatrix").value_or("");
   o.out = args->Value("out").value_or("");
   o.expert_groups = args->Value("expert-groups").value_or("layer");
+  o.shard = args->Value("shard").value_or("");
+  o.table_out = args->Value("table-out").value_or("");
+  if (std::optional<std::string> t = args->Value("tables")) o.tables = SplitNames(*t);
   if (absl::Status s = ReadJobOptions(*args, &o.job); !s.ok()) return Fail(s);
   if (o.device.empty()) {
     for (const std::string& name : JobValueOptions()) {

@@ -1,6 +1,7 @@
 #include "mix/sensitivity.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 
@@ -38,13 +39,17 @@ absl::StatusOr<std::vector<CandidateResult>> EvaluateInRounds(
 }
 
 absl::Status MeasureSensitivity(const Checkpoint& model, const MixTokens& tune, const MixRun& run,
-                                MixTable& table) {
+                                MixTable& table,
+                                const std::function<bool(int64_t candidate)>& takes) {
   table.tune_tokens = tune.description;
   const size_t G = table.groups.size(), T = table.types.size();
   std::vector<EvalCandidate> singles;
+  std::vector<size_t> which;  // each single's candidate number
   for (size_t g = 0; g < G; ++g) {
     for (size_t t = 0; t < T; ++t) {
+      if (takes && !takes(static_cast<int64_t>(g * T + t))) continue;
       singles.push_back(table.Single(g, t));
+      which.push_back(g * T + t);
     }
   }
   EvalReport report;
@@ -52,9 +57,9 @@ absl::Status MeasureSensitivity(const Checkpoint& model, const MixTokens& tune, 
       EvaluateInRounds(model, tune, singles, table.importance, run, "sensitivity", &report);
   if (!measured.ok()) return measured.status();
   table.tune_positions = report.positions;
-  table.sensitivity.assign(G, std::vector<double>(T));
-  for (size_t g = 0; g < G; ++g) {
-    for (size_t t = 0; t < T; ++t) table.sensitivity[g][t] = (*measured)[g * T + t].kl.mean;
+  table.sensitivity.assign(G, std::vector<double>(T, NAN));
+  for (size_t i = 0; i < which.size(); ++i) {
+    table.sensitivity[which[i] / T][which[i] % T] = (*measured)[i].kl.mean;
   }
   table.candidates_measured = static_cast<int64_t>(singles.size());
   return absl::OkStatus();

@@ -44,9 +44,12 @@ absl::StatusOr<std::vector<CandidateResult>> EvaluateInRounds(
     EvalReport* last);
 constexpr size_t kMixRound = 64;
 
-// Fills the table's sensitivity on the tuning tokens.
+// Fills the table's sensitivity on the tuning tokens: of the candidates
+// `takes` (candidate g * types + t: group g in type t) when given, the
+// others NaN (a shard of the sweep, mix/table_file.h).
 absl::Status MeasureSensitivity(const Checkpoint& model, const MixTokens& tune, const MixRun& run,
-                                MixTable& table);
+                                MixTable& table,
+                                const std::function<bool(int64_t candidate)>& takes = {});
 
 }  // namespace lowp
 

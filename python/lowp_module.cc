@@ -1098,7 +1098,8 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
         "or 'none') and random_mixes. The verification's tokens as eval takes them, the "
         "tuning's with tune_ before each. With `out`, the mix is written there as "
         "quantize_model writes rules (.gguf, with the vocabulary of `tokenizer` or the model's, "
-        "or .safetensors).");
+        "or .safetensors). shard='I/N' with table_out: only that shard of the sensitivity "
+        "sweep, written there; tables: the N shard files, read instead of measuring.");
     ModelParams(
         f, [](O& o) -> std::string& { return o.model; },
         [](O& o) -> std::vector<std::string>& { return o.tensors; });
@@ -1132,6 +1133,12 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
         f, "calib_", [](O& o) -> api::TokenOptions& { return o.calibration; }, d.calibration);
     f.Optional(kKeyword, "out", "FilePath | None", py::none(),
                [](O& o, const Arg& a) { o.out = Path(a); });
+    f.Optional(kKeyword, "shard", "str | None", py::none(),
+               [](O& o, const Arg& a) { o.shard = Text(a); });
+    f.Optional(kKeyword, "table_out", "FilePath | None", py::none(),
+               [](O& o, const Arg& a) { o.table_out = Path(a); });
+    f.Optional(kKeyword, "tables", "FilePaths | None", py::none(),
+               [](O& o, const Arg& a) { o.tables = Paths(a); });
     ThreadsParam(f, [](O& o) -> int& { return o.threads; });
     f.Define(m, sig,
              [](O& o, const Call&) { return Run<api::MixResult>([&] { return api::Mix(o); }); });

@@ -249,6 +249,9 @@ def mix(
     calib_ctx: int = 256,
     calib_chunks: int = 64,
     out: FilePath | None = None,
+    shard: str | None = None,
+    table_out: FilePath | None = None,
+    tables: FilePaths | None = None,
     threads: int | None = 0,
 ) -> dict[str, Any]:
     """`lowp mix --json`: the type of each matrix of a model (None: the bundled stories3M-hf) of least
@@ -257,7 +260,8 @@ def mix(
     headroom), verified beside llama.cpp's recipes (baselines, or 'none') and random_mixes. The
     verification's tokens as eval takes them, the tuning's with tune_ before each. With `out`, the
     mix is written there as quantize_model writes rules (.gguf, with the vocabulary of `tokenizer`
-    or the model's, or .safetensors).
+    or the model's, or .safetensors). shard='I/N' with table_out: only that shard of the
+    sensitivity sweep, written there; tables: the N shard files, read instead of measuring.
     """
     ...
 

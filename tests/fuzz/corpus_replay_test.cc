@@ -39,6 +39,7 @@ int FuzzTokenizerJson(const uint8_t* data, size_t size);
 int FuzzSentencePiece(const uint8_t* data, size_t size);
 int FuzzImatrix(const uint8_t* data, size_t size);
 int FuzzPacked(const uint8_t* data, size_t size);
+int FuzzMixTable(const uint8_t* data, size_t size);
 namespace {
 
 // Whether a model fuzz input (4-byte config length, config.json,
@@ -142,6 +143,7 @@ TEST(FuzzCorpusReplayTest, SentencePiece) {
 }
 TEST(FuzzCorpusReplayTest, Imatrix) { EXPECT_GE(Replay("imatrix", FuzzImatrix), 20); }
 TEST(FuzzCorpusReplayTest, Packed) { EXPECT_GE(Replay("packed", FuzzPacked), 6); }
+TEST(FuzzCorpusReplayTest, MixTable) { EXPECT_GE(Replay("mix_table", FuzzMixTable), 7); }
 
 }  // namespace
 }  // namespace lowp::fuzz

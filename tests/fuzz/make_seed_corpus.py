@@ -615,3 +615,37 @@ write(im, "bad_dat_partial_tail", dat([ATTN]) + b"\1\0")
 write(im, "bad_dat_duplicate", dat([ATTN, ATTN]))
 write(im, "bad_dat_nan", dat([("w", 1, [float("nan")])]))
 write(im, "bad_dat_negative_ncall", dat([("w", -3, [1.0])]))
+
+
+# lowp mix --tables' shard files (mix/table_file.h), for mix_table_fuzzer's
+# fixed table: 3 groups, 2 types, tuning tokens 1 2 3 4.
+def fnv(data, h=1469598103934665603):
+    for b in data:
+        h = ((h ^ b) * 1099511628211) % (1 << 64)
+    return h
+
+
+def mix_shard(index, count, entries, **changes):
+    ids = struct.pack("<4i", 1, 2, 3, 4) + struct.pack("<qq", 4, -1)
+    identity = {"groups": [["g0", 8, 32, 1], ["g1", 16, 32, 1], ["g2", 8, 64, 4]],
+                "types": ["q4_0", "q8_0"],
+                "tokens": {"description": "fuzz tokens", "fingerprint": "%016x" % fnv(ids)},
+                "imatrix": "none", "calibration": "none"}
+    identity.update(changes)
+    return json.dumps({"format": "lowp-mix-table", "version": 1, "model": "m",
+                       "identity": identity, "shard": {"index": index, "count": count},
+                       "positions": 3, "kl_mean": entries}, indent=1)
+
+
+mt = "mix_table"
+everything = [[g, t, 0.001 * (g * 2 + t + 1)] for g in range(3) for t in range(2)]
+write(mt, "whole.json", mix_shard(1, 1, everything))
+odd = [e for e in everything if (e[0] * 2 + e[1]) % 2 == 0]
+even = [e for e in everything if (e[0] * 2 + e[1]) % 2 == 1]
+write(mt, "two-shards", mix_shard(1, 2, odd) + "\0" + mix_shard(2, 2, even))
+write(mt, "nan-inf", mix_shard(1, 1, [[g, t, "nan" if g == 0 else "inf"] for g in range(3)
+                                      for t in range(2)]))
+write(mt, "missing-shard", mix_shard(1, 2, odd))
+write(mt, "other-types", mix_shard(1, 1, everything, types=["q4_0", "q6_K"]))
+write(mt, "entry-of-another-shard", mix_shard(1, 2, everything) + "\0" + mix_shard(2, 2, even))
+write(mt, "not-json", "{\"format\": \"lowp-mix-table\", ")

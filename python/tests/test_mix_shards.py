@@ -1,0 +1,58 @@
+"""lowp.mix's sensitivity sweep in shards (shard='I/N', table_out) merged
+with tables=: the merged result equals one run's, bit for bit, whatever the
+order of the files; shards of another sweep are refused naming the field."""
+import json
+import os
+
+import pytest
+
+import lowp
+
+DATA = os.environ.get("LOWP_TEST_DATA", os.path.join(os.path.dirname(__file__), "../../tests/data"))
+MIX = dict(model=os.path.join(DATA, "stories3M-hf"), bits_per_weight=5.5,
+           types=["q4_0", "q8_0", "q6_K"], sample=(2, 64), tune_sample=(1, 64),
+           baselines=["Q4_K_M"], random_mixes=3)
+
+
+def shards(tmp_path, n, **changes):
+    paths = []
+    for i in range(1, n + 1):
+        path = str(tmp_path / f"shard{i}-{len(changes)}.json")
+        r = lowp.mix(**{**MIX, **changes}, shard=f"{i}/{n}", table_out=path)
+        assert r["shard"] == f"{i}/{n}" and r["table_out"] == path
+        paths.append(path)
+    return paths
+
+
+def test_merged_shards_are_one_run_bit_for_bit(tmp_path):
+    whole = lowp.mix(**MIX)
+    paths = shards(tmp_path, 3)
+    # Each candidate is in exactly one shard.
+    counts = [len(json.load(open(p))["kl_mean"]) for p in paths]
+    assert sum(counts) == whole["candidates_measured"] and min(counts) > 0
+    for order in (paths, paths[::-1]):
+        assert lowp.mix(**MIX, tables=order) == whole
+
+
+def test_shards_of_another_sweep_are_refused_naming_the_field(tmp_path):
+    paths = shards(tmp_path, 2)
+    with pytest.raises(ValueError, match="types"):
+        lowp.mix(**{**MIX, "types": ["q4_0", "q8_0"]}, tables=paths)
+    with pytest.raises(ValueError, match="tokens"):
+        lowp.mix(**{**MIX, "tune_sample": (1, 32)}, tables=paths)
+    with pytest.raises(ValueError, match=r"shard 2/2 is missing"):
+        lowp.mix(**MIX, tables=paths[:1])
+    with pytest.raises(ValueError, match="again"):
+        lowp.mix(**MIX, tables=[paths[0], paths[0], paths[1]])
+    other = shards(tmp_path, 3, random_mixes=0)  # same sweep, another cut
+    with pytest.raises(ValueError, match="shard: one of"):
+        lowp.mix(**MIX, tables=[paths[0], other[1]])
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "lowp-mix-table", "version": 1, "identity": 3}')
+    with pytest.raises(ValueError, match="bad.json"):
+        lowp.mix(**MIX, tables=[str(bad)])
+    with pytest.raises(ValueError, match="table_out"):
+        lowp.mix(**MIX, shard="1/2")
+    with pytest.raises(ValueError, match="shard"):
+        lowp.mix(**MIX, shard="3/2", table_out=str(tmp_path / "x.json"))
+    assert not os.path.exists(tmp_path / "x.json")

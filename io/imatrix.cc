@@ -380,7 +380,8 @@ const ImatrixEntry* Imatrix::Find(absl::string_view tensor_name) const {
   }
   // A matrix of a fused tensor (Phi-3's attn_qkv and ffn_up, gate then up)
   // takes the fused tensor's input, which is its own.
-  absl::string_view stem = llama_cpp.value_or(std::string(tensor_name));
+  const std::string name = llama_cpp.value_or(std::string(tensor_name));
+  absl::string_view stem = name;
   for (const auto& [part, fused] : {std::pair{".attn_q.weight", ".attn_qkv.weight"},
                                     std::pair{".attn_k.weight", ".attn_qkv.weight"},
                                     std::pair{".attn_v.weight", ".attn_qkv.weight"},

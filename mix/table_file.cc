@@ -1,6 +1,7 @@
 #include "mix/table_file.h"
 
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <utility>
@@ -22,7 +23,6 @@ using Json = nlohmann::ordered_json;
 
 constexpr int64_t kMaxShards = 4096;
 constexpr uint64_t kMaxShardFileBytes = uint64_t{1} << 30;
-constexpr uint64_t kMaxImatrixBytes = uint64_t{16} << 30;
 constexpr const char* kFormat = "lowp-mix-table";
 constexpr int kVersion = 1;
 
@@ -60,11 +60,14 @@ absl::StatusOr<Json> Identity(const MixTable& t, const MixTokens& tune) {
   id["tokens"] = {{"description", tune.description},
                   {"fingerprint", TokensFingerprint(tune.ids, tune.length, tune.scored_from)}};
   std::string imatrix = "none";
-  if (!t.imatrix.empty()) {
-    absl::StatusOr<std::string> bytes = ReadRegularFile(t.imatrix, kMaxImatrixBytes);
-    if (!bytes.ok()) return bytes.status();
+  if (!t.imatrix.empty()) {  // read a chunk at a time: an expert model's can be large
+    std::ifstream in(t.imatrix, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat("imatrix ", t.imatrix, ": cannot open"));
     Fingerprint f;
-    f.Add(bytes->data(), bytes->size());
+    std::vector<char> chunk(size_t{1} << 20);
+    while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+      f.Add(chunk.data(), static_cast<size_t>(in.gcount()));
+    }
     imatrix = f.Hex();
   }
   id["imatrix"] = imatrix;
@@ -152,14 +155,14 @@ absl::Status MergeMixShards(const std::vector<std::pair<std::string, std::string
     }
     if (j.value("version", Json()) != kVersion) return fail("a version lowp does not read");
     const Json& id = j.value("identity", Json());
-    for (const char* field : {"groups", "types", "tokens", "imatrix", "calibration"}) {
+    for (const auto& [field, what] :
+         {std::pair{"groups", "another model's matrices"}, std::pair{"types", "another type list"},
+          std::pair{"tokens", "other tuning tokens"},
+          std::pair{"imatrix", "another importance matrix"},
+          std::pair{"calibration", "other calibration tokens"}}) {
       if (!id.is_object() || !id.contains(field) || id[field] != (*want)[field]) {
-        const char* what = std::string_view(field) == "groups" ? "the model's matrices"
-                           : std::string_view(field) == "tokens"
-                               ? "the tuning tokens"
-                               : field;
-        return fail(absl::StrCat(field, ": the shard was measured with other ", what,
-                                 " than this run's"));
+        return fail(absl::StrCat(field, ": the shard was measured with ", what,
+                                 ", not this run's"));
       }
     }
     const Json& s = j.value("shard", Json());

@@ -56,3 +56,17 @@ def test_shards_of_another_sweep_are_refused_naming_the_field(tmp_path):
     with pytest.raises(ValueError, match="shard"):
         lowp.mix(**MIX, shard="3/2", table_out=str(tmp_path / "x.json"))
     assert not os.path.exists(tmp_path / "x.json")
+
+
+def test_a_shard_of_another_importance_matrix_is_refused(tmp_path):
+    files = []
+    for n in (2, 3):
+        out = str(tmp_path / f"imatrix{n}.gguf")
+        lowp.imatrix(model=MIX["model"], sample=(n, 64), out=out)
+        files.append(out)
+    opts = {**MIX, "random_mixes": 0, "baselines": "none"}
+    table = str(tmp_path / "shard.json")
+    lowp.mix(**opts, imatrix=files[0], shard="1/1", table_out=table)
+    with pytest.raises(ValueError, match="imatrix: the shard was measured with another importance"):
+        lowp.mix(**opts, imatrix=files[1], tables=[table])
+    assert lowp.mix(**opts, imatrix=files[0], tables=[table]) == lowp.mix(**opts, imatrix=files[0])

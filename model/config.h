@@ -44,7 +44,7 @@ struct RopeScaling {
   double mscale = 0;
   double mscale_all_dim = 0;
   // longrope (Phi-3): each frequency's divisor, head_dim / 2 of each.
-  std::vector<double> short_factor, long_factor;
+  std::vector<double> short_factor{}, long_factor{};
 };
 
 // How a mixture of experts picks each token's experts.

@@ -220,7 +220,8 @@ std::vector<LayerKind> LayerKinds(const ModelConfig& model) {
     int& kind = MoeLayer(model, layer) ? moe : dense;
     if (kind < 0) {
       kind = static_cast<int>(kinds.size());
-      kinds.push_back({.tensors = LayerTensors(model, layer), .moe = &kind == &moe});
+      kinds.push_back(
+          {.tensors = LayerTensors(model, layer), .moe = &kind == &moe, .layers = {}});
     }
     kinds[static_cast<size_t>(kind)].layers.push_back(layer);
   }

@@ -32,8 +32,11 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
     return OptionError(o.shard.empty() ? "table_out" : "shard",
                        "shard and table_out go together: a shard of the sweep is written there");
   }
+  std::optional<MixShard> shard;
   if (!o.shard.empty()) {
-    if (absl::StatusOr<MixShard> s = ParseMixShard(o.shard); !s.ok()) return s.status();
+    absl::StatusOr<MixShard> parsed = ParseMixShard(o.shard);
+    if (!parsed.ok()) return parsed.status();
+    shard = *parsed;
     if (!o.tables.empty()) return OptionError("tables", "a shard run measures; it reads no tables");
     if (!o.out.empty()) return OptionError("out", "a shard run chooses no mix to write");
   }
@@ -87,9 +90,7 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
   }
 
   const MixRun run{.threads = o.threads, .progress = o.progress};
-  if (!o.shard.empty()) {
-    absl::StatusOr<MixShard> shard = ParseMixShard(o.shard);
-    if (!shard.ok()) return shard.status();
+  if (shard.has_value()) {
     const std::function<bool(int64_t)> takes = [&](int64_t k) { return shard->Takes(k); };
     if (absl::Status s = MeasureSensitivity(*model, *tune, run, result, takes); !s.ok()) return s;
     if (absl::Status s = WriteMixShard(result, *tune, *shard, o.table_out); !s.ok()) return s;

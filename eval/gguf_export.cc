@@ -25,24 +25,28 @@ using Bytes = std::vector<uint8_t>;
 
 // One tensor of the file and where its bytes come from.
 struct Item {
-  enum class Kind { kVector, kMatrix, kHeadRows, kTable, kRopeFreqs, kFactors };
+  enum class Kind { kVector, kMatrix, kHeadRows, kTable, kConstant };
   std::string name{};
   const ggml::TypeInfo* type = nullptr;
   std::vector<int64_t> ne{};  // ggml order
   Kind kind = Kind::kVector;
   // kVector: the values, from the layer (its norms, biases, sinks), and
-  // whether 1 is added (Gemma's norms, as the converter writes them);
-  // kFactors: Phi-3's rope factors.
+  // whether 1 is added (Gemma's norms, as the converter writes them).
   std::function<std::vector<float>(const LayerWeights&)> vector{};
   bool add_one = false;
+  // kConstant: the values, from the config (Llama 3's rope_freqs, Phi-3's
+  // rope factors).
+  std::vector<float> values{};
   // kMatrix: the matrices (indices in LayerWeights::Matrices) whose rows
   // follow one another: one, Phi-3's q, k, v or gate, up, a layer's
   // experts stacked. kHeadRows: the one matrix (DeepSeek's kv_b), of which
   // each head's `per` rows give rows [first, first + count), transposed
-  // when `transpose` (attn_k_b) and otherwise as stored (attn_v_b).
+  // when `transpose` (attn_k_b) and otherwise as stored (attn_v_b); the
+  // matrix's bytes are made in `source`.
   std::vector<size_t> entries{};
   int64_t per = 0, first = 0, count = 0;
   bool transpose = false;
+  const ggml::TypeInfo* source = nullptr;
   Table table = Table::kEmbedding;  // kTable
   int64_t heads = 0;  // q/k rows permuted for these heads (0: not)
 };
@@ -140,22 +144,16 @@ class Exporter {
       if (!read.ok()) return read.status();
       w = *std::move(read);
     }
-    if (config_.rope_scaling.type == "llama3") {
-      const std::vector<float> f = Llama3RopeFactors(config_);
-      global_.push_back({.name = "rope_freqs.weight", .type = &F32(),
-                         .ne = {static_cast<int64_t>(f.size())}, .kind = Item::Kind::kRopeFreqs});
-    }
-    for (const auto& factors :
-         {std::pair{"rope_factors_long.weight", &config_.rope_scaling.long_factor},
-          std::pair{"rope_factors_short.weight", &config_.rope_scaling.short_factor}}) {
-      if (arch_ != "phi3" || config_.rope_scaling.long_factor.empty()) break;
-      const std::vector<double>* list = factors.second;
-      global_.push_back({.name = factors.first, .type = &F32(),
-                         .ne = {static_cast<int64_t>(list->size())},
-                         .kind = Item::Kind::kFactors,
-                         .vector = [list](const LayerWeights&) {
-                           return std::vector<float>(list->begin(), list->end());
-                         }});
+    auto constant = [&](const std::string& name, std::vector<float> values) {
+      global_.push_back({.name = name, .type = &F32(),
+                         .ne = {static_cast<int64_t>(values.size())},
+                         .kind = Item::Kind::kConstant, .values = std::move(values)});
+    };
+    const RopeScaling& rope = config_.rope_scaling;
+    if (rope.type == "llama3") constant("rope_freqs.weight", Llama3RopeFactors(config_));
+    if (arch_ == "phi3" && !rope.long_factor.empty()) {
+      constant("rope_factors_long.weight", {rope.long_factor.begin(), rope.long_factor.end()});
+      constant("rope_factors_short.weight", {rope.short_factor.begin(), rope.short_factor.end()});
     }
     absl::Status s = AddTable(Table::kEmbedding, "token_embd.weight");
     layers_.resize(static_cast<size_t>(config_.num_layers));
@@ -508,10 +506,10 @@ class Exporter {
                                   : ggml::Type::kF32;
     out.push_back({.name = "attn_k_b.weight", .type = &ggml::Info(k_type),
                    .ne = {nope, rank, heads}, .kind = Item::Kind::kHeadRows, .entries = {entry},
-                   .per = nope + v, .first = 0, .count = nope, .transpose = true});
+                   .per = nope + v, .first = 0, .count = nope, .transpose = true, .source = *t});
     out.push_back({.name = "attn_v_b.weight", .type = *t, .ne = {rank, v, heads},
                    .kind = Item::Kind::kHeadRows, .entries = {entry}, .per = nope + v,
-                   .first = nope, .count = v});
+                   .first = nope, .count = v, .source = *t});
     return absl::OkStatus();
   }
 
@@ -520,7 +518,7 @@ class Exporter {
                             Bytes& out) const {
     const size_t entry = it.entries[0];
     Bytes whole;
-    const ggml::TypeInfo& stored = it.transpose ? *TypeOfStored(m) : *it.type;
+    const ggml::TypeInfo& stored = *it.source;
     if (absl::Status s = MatrixBytes(m, entry, stored, storage, whole); !s.ok()) return s;
     const size_t row_bytes = static_cast<size_t>(ggml::RowBytes(stored, m.cols));
     const int64_t heads = m.rows / it.per;
@@ -551,12 +549,6 @@ class Exporter {
       }
     }
     return EncodeFloat(t, *it.type, out);
-  }
-
-  // The type kv_b's bytes are made in (its TypeOf, known valid by Plan).
-  const ggml::TypeInfo* TypeOfStored(const Matrix& m) const {
-    absl::StatusOr<const ggml::TypeInfo*> t = TypeOf(m.name, m.cols);
-    return t.ok() ? *t : &F32();
   }
 
   // One row of `type` decoded (F32, F16 and BF16 included).
@@ -596,12 +588,8 @@ class Exporter {
 
   absl::Status WriteGlobal(const Item& it, const ByteSink& sink) {
     Bytes bytes;
-    if (it.kind == Item::Kind::kFactors) {
-      absl::Status s = EncodeFloat(it.vector(LayerWeights()), F32(), bytes);
-      return s.ok() ? sink(bytes) : s;
-    }
-    if (it.kind == Item::Kind::kRopeFreqs) {
-      absl::Status s = EncodeFloat(Llama3RopeFactors(config_), F32(), bytes);
+    if (it.kind == Item::Kind::kConstant) {
+      absl::Status s = EncodeFloat(it.values, F32(), bytes);
       return s.ok() ? sink(bytes) : s;
     }
     if (variant_.Changes(it.table)) return variant_.TableBytes(it.table, options_.threads, sink);

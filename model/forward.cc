@@ -286,21 +286,23 @@ class LayerPass {
   // queries and the keys.
   void RopeAngles() {
     const int64_t half = RotaryDim(c_) / 2;
-    const RopeFrequencies freqs[2] = {InverseFrequencies(c_, layer_),
-                                      InverseFrequencies(c_, layer_, /*long_factors=*/true)};
     // LongRoPE: a sequence longer than original_max_position_embeddings
     // rotates by the long factors throughout, as transformers runs a whole
     // sequence (CheckSequenceLength refuses a longer one continued from a
     // cache).
     std::vector<uint8_t>& long_rows = buf_.long_rope;
     long_rows.assign(static_cast<size_t>(b_.rows), 0);
+    bool any_long = false;
     if (!c_.rope_scaling.long_factor.empty()) {
       for (const SequenceRows& s : b_.sequences) {
         if (s.first_position + s.rows > c_.rope_scaling.original_max_position_embeddings) {
           std::fill_n(long_rows.begin() + s.first_row, s.rows, 1);
+          any_long = true;
         }
       }
     }
+    RopeFrequencies freqs[2] = {InverseFrequencies(c_, layer_), {}};
+    if (any_long) freqs[1] = InverseFrequencies(c_, layer_, /*long_factors=*/true);
     cos_.resize(static_cast<size_t>(b_.rows * half));
     sin_.resize(static_cast<size_t>(b_.rows * half));
     ForRows(b_.rows, half * 8, threads_, [&](int64_t first, int64_t end) {
@@ -428,21 +430,28 @@ class LayerPass {
     });
   }
 
+  // One sequence's cached values `x` (rows of `width`, one tensor) as the
+  // KV format stores them, in `stored`.
+  std::span<const float> AsKvStored(std::span<const float> x, int64_t width,
+                                    std::vector<float>& stored) const {
+    stored.resize(x.size());
+    TensorContext context;
+    if (e_.kv->NeedsTensorPass()) e_.kv->Observe(x, width, context);
+    SchemeCounts counts;
+    e_.kv->Apply(x, width, context, stored, counts);
+    return stored;
+  }
+
   // Each sequence's rows of `rows` (`width` values each) replaced by what
-  // the KV format stores of them, the sequence's rows one tensor.
+  // the KV format stores of them.
   void StoreAsKv(std::vector<float>& rows, int64_t width) {
     ParallelFor(b_.sequences.size(), Workers(threads_, b_.rows * width), [&](size_t s) {
       const SequenceRows& seq = b_.sequences[s];
       thread_local std::vector<float> stored;
-      const size_t first = static_cast<size_t>(seq.first_row * width);
-      const size_t n = static_cast<size_t>(seq.rows * width);
-      std::span<float> x = std::span<float>(rows).subspan(first, n);
-      stored.resize(n);
-      TensorContext context;
-      if (e_.kv->NeedsTensorPass()) e_.kv->Observe(x, width, context);
-      SchemeCounts counts;
-      e_.kv->Apply(x, width, context, stored, counts);
-      std::copy(stored.begin(), stored.end(), x.begin());
+      std::span<float> x = std::span<float>(rows).subspan(
+          static_cast<size_t>(seq.first_row * width), static_cast<size_t>(seq.rows * width));
+      std::span<const float> kept = AsKvStored(x, width, stored);
+      std::copy(kept.begin(), kept.end(), x.begin());
     });
   }
 
@@ -476,14 +485,7 @@ class LayerPass {
         std::span<const float> x = std::span<const float>(*from).subspan(first, n);
         // Multi-head latent attention's keys and values came from a cache
         // already in the KV format (LatentProjections).
-        if (e_.kv != nullptr && c_.kv_lora_rank == 0) {
-          stored.resize(n);
-          TensorContext context;
-          if (e_.kv->NeedsTensorPass()) e_.kv->Observe(x, d, context);
-          SchemeCounts counts;
-          e_.kv->Apply(x, d, context, stored, counts);
-          x = stored;
-        }
+        if (e_.kv != nullptr && c_.kv_lora_rank == 0) x = AsKvStored(x, d, stored);
         to->insert(to->end(), x.begin(), x.end());
       }
       cache.positions += seq.rows;

@@ -51,6 +51,17 @@ MoeName MoeTensor(absl::string_view name, absl::string_view model_type) {
   return out;
 }
 
+// Bytes [first, first + size) of `t` as a tensor `name` of `shape` (whole
+// rows of whole blocks: the callers' to see).
+TensorView Part(const TensorView& t, std::string name, std::vector<int64_t> shape, size_t first,
+                size_t size) {
+  TensorView part = t;
+  part.name = std::move(name);
+  part.shape = std::move(shape);
+  part.bytes = t.bytes.subspan(first, size);
+  return part;
+}
+
 }  // namespace
 
 absl::string_view LlamaCppArchitectureName(absl::string_view model_type) {
@@ -140,11 +151,10 @@ absl::StatusOr<std::vector<GgufTensorName>> GgufTensorNames(const TensorView& t,
       const int64_t experts = t.shape[0];
       const size_t part = t.bytes.size() / static_cast<size_t>(experts);
       for (int64_t e = 0; e < experts; ++e) {
-        TensorView slice = t;
-        slice.name = absl::StrCat(t.name, "[", e, "]");
-        slice.shape = {t.shape[1], t.shape[2]};
-        slice.bytes = t.bytes.subspan(static_cast<size_t>(e) * part, part);
-        out.push_back({absl::StrCat(moe.prefix, e, moe.suffix), std::move(slice), {}});
+        out.push_back({absl::StrCat(moe.prefix, e, moe.suffix),
+                       Part(t, absl::StrCat(t.name, "[", e, "]"), {t.shape[1], t.shape[2]},
+                            static_cast<size_t>(e) * part, part),
+                       {}});
       }
       return out;
     }
@@ -177,13 +187,12 @@ absl::StatusOr<std::vector<GgufTensorName>> GgufTensorNames(const TensorView& t,
       const size_t row_bytes = t.bytes.size() / static_cast<size_t>(t.shape[0]);
       int64_t first = 0;
       for (const auto& [part, count] : parts) {
-        TensorView slice = t;
-        slice.name = absl::StrCat(t.name, "[", first, ":", first + count, "]");
-        slice.shape = {count, t.shape[1]};
-        slice.bytes = t.bytes.subspan(static_cast<size_t>(first) * row_bytes,
-                                      static_cast<size_t>(count) * row_bytes);
+        out.push_back({absl::StrCat("model.layers.", layer, ".", part),
+                       Part(t, absl::StrCat(t.name, "[", first, ":", first + count, "]"),
+                            {count, t.shape[1]}, static_cast<size_t>(first) * row_bytes,
+                            static_cast<size_t>(count) * row_bytes),
+                       {}});
         first += count;
-        out.push_back({absl::StrCat("model.layers.", layer, ".", part), std::move(slice), {}});
       }
       return out;
     }

@@ -615,8 +615,10 @@ WideBytes StageBytes(const Job& job, const Layout& l, int stage, int64_t seq, in
       const Wide count = static_cast<Wide>(stage_layers[k].size());
       b.activations +=
           LayerActivations(job, job.layers[k], l, seq, batch, o.recompute) * count * in_flight;
-      rebuilt = std::max(rebuilt,
-                         LayerActivations(job, job.layers[k], l, seq, batch, Recompute::kNone));
+      if (o.recompute == Recompute::kFull) {
+        rebuilt = std::max(rebuilt,
+                           LayerActivations(job, job.layers[k], l, seq, batch, Recompute::kNone));
+      }
     }
     // Full recomputation rebuilds one layer's activations for its backward.
     if (o.recompute == Recompute::kFull) b.workspace += rebuilt;

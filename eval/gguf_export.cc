@@ -419,12 +419,15 @@ class Exporter {
         bias(absl::StrCat(attn[j], ".bias"), fields[j]);
         // q's and k's biases take their rows' rope order (the converter's
         // permute of "q_proj.bias" / "k_proj.bias").
-        if (!(w.*fields[j]).bias.empty() && LlamaCppPermutesQk(config_)) out.back().heads = heads[j];
+        if (!(w.*fields[j]).bias.empty() && LlamaCppPermutesQk(config_)) {
+          out.back().heads = heads[j];
+        }
       }
     }
     norm("attn_q_norm.weight", &LayerWeights::q_norm);
     norm("attn_k_norm.weight", &LayerWeights::k_norm);
-    vec("attn_sinks.weight", w.sinks.size(), [copy](const LayerWeights& l) { return copy(l.sinks); });
+    vec("attn_sinks.weight", w.sinks.size(),
+        [copy](const LayerWeights& l) { return copy(l.sinks); });
     if (arch_ == "gemma2") {
       norm("post_attention_norm.weight", &LayerWeights::post_attention_norm);
       norm("ffn_norm.weight", &LayerWeights::pre_feedforward_norm);

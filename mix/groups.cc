@@ -198,9 +198,10 @@ absl::StatusOr<LlamaQuantizeCommand> LlamaQuantizeArguments(const std::vector<Mi
                                  : m.llama_cpp;
     // DeepSeek's kv_b is two tensors in a llama.cpp file of today
     // (attn_k_b transposed, attn_v_b; a legacy file's attn_kv_b).
-    for (const std::string& k : kind == "attn_kv_b.weight"
-                                     ? std::vector<std::string>{"attn_k_b.weight", "attn_v_b.weight"}
-                                     : std::vector<std::string>{kind}) {
+    const std::vector<std::string> kinds =
+        kind == "attn_kv_b.weight" ? std::vector<std::string>{"attn_k_b.weight", "attn_v_b.weight"}
+                                   : std::vector<std::string>{kind};
+    for (const std::string& k : kinds) {
       const std::pair<std::string, std::string> key{k, name};
       if (!layers.contains(key)) keys.push_back(key);
       layers[key].push_back(m.layer);

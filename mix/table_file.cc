@@ -180,7 +180,8 @@ absl::Status MergeMixShards(const std::vector<std::pair<std::string, std::string
     }
     count = shard.count;
     if (auto [it, fresh] = shards.emplace(shard.index, path); !fresh) {
-      return fail(absl::StrCat("shard ", shard.index, "/", count, " again (also ", it->second, ")"));
+      return fail(
+          absl::StrCat("shard ", shard.index, "/", count, " again (also ", it->second, ")"));
     }
     const Json& p = j.value("positions", Json());
     if (!p.is_number_unsigned() || (positions != 0 && p.get<uint64_t>() != positions)) {

@@ -393,7 +393,9 @@ class LayerPass {
     };
     ForRows(b_.rows, width, threads_, [&](int64_t first, int64_t end) {
       std::vector<float> pe;
-      for (int64_t t = first; t < end; ++t) rotate(buf_.kv_latent.data() + t * width + latent, t, pe);
+      for (int64_t t = first; t < end; ++t) {
+        rotate(buf_.kv_latent.data() + t * width + latent, t, pe);
+      }
     });
     // What the cache holds, as vLLM and llama.cpp keep it: each token's
     // normed latent and rotated key part, one row of kv_lora_rank +

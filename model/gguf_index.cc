@@ -86,13 +86,15 @@ absl::Status CheckGgufModel(const TensorSet& set, const ModelConfig& config) {
   if (arch == nullptr || arch->type != GgufType::kString) {
     return absl::InvalidArgumentError(absl::StrCat(
         file, ": general.architecture is ",
-        arch == nullptr ? "missing" : absl::StrCat("a ", GgufTypeName(arch->type), ", not a string"),
+        arch == nullptr ? "missing"
+                        : absl::StrCat("a ", GgufTypeName(arch->type), ", not a string"),
         " (llama.cpp refuses such a file; ", config.name, " would be \"", want, "\")"));
   }
   if (arch->s != want) {
     return absl::InvalidArgumentError(absl::StrCat(
         file, ": a GGUF of architecture \"", absl::CHexEscape(arch->s), "\", but ", config.name,
-        " is ", config.model_type, " (llama.cpp's \"", want, "\"): its tensors are not this model's"));
+        " is ", config.model_type, " (llama.cpp's \"", want,
+        "\"): its tensors are not this model's"));
   }
   struct Key {
     const char* suffix;

@@ -86,10 +86,12 @@ absl::StatusOr<std::string> LlamaCppArchitecture(const ModelConfig& c) {
   // transformers' (the rotation's and the softmax's): DeepSeek-V2's and
   // V3's configs have them equal.
   if (t == "deepseek_v3" && rope == "yarn" &&
-      (c.rope_scaling.mscale_all_dim <= 0 || c.rope_scaling.mscale != c.rope_scaling.mscale_all_dim)) {
-    return refuse(absl::StrCat("rope_scaling mscale ", c.rope_scaling.mscale, " and mscale_all_dim ",
-                               c.rope_scaling.mscale_all_dim,
-                               ": llama.cpp's deepseek2 runs YaRN with the two equal and positive"));
+      (c.rope_scaling.mscale_all_dim <= 0 ||
+       c.rope_scaling.mscale != c.rope_scaling.mscale_all_dim)) {
+    return refuse(absl::StrCat(
+        "rope_scaling mscale ", c.rope_scaling.mscale, " and mscale_all_dim ",
+        c.rope_scaling.mscale_all_dim,
+        ": llama.cpp's deepseek2 runs YaRN with the two equal and positive"));
   }
   if (t == "deepseek_v3" && c.num_experts > 0 && c.first_k_dense_replace >= c.num_layers) {
     return refuse("first_k_dense_replace: no layer has experts");

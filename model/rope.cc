@@ -10,7 +10,9 @@ namespace lowp {
 namespace {
 
 // YaRN's mscale: 1 + 0.1 m ln(s) above a scale of 1.
-double YarnMscale(double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; }
+double YarnMscale(double scale, double m) {
+  return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
+}
 
 }  // namespace
 

@@ -284,7 +284,8 @@ absl::StatusOr<Job> Resolve(const ModelConfig& model, const SizingOptions& in) {
     std::vector<std::string> known;
     for (const LayerKind& kind : job.layers) {
       for (const TensorSpec& t : kind.tensors) {
-        if (!t.lora_name.empty() && std::find(known.begin(), known.end(), t.lora_name) == known.end()) {
+        if (!t.lora_name.empty() &&
+            std::find(known.begin(), known.end(), t.lora_name) == known.end()) {
           known.push_back(t.lora_name);
         }
       }

@@ -30,7 +30,6 @@ void Append(const StoredChunk& piece, StoredChunk& to) {
 using variant_parts::CompareInto;
 using variant_parts::ExpertEntries;
 using variant_parts::MatrixEntries;
-using variant_parts::F32View;
 using variant_parts::kEmbeddingKey;
 using variant_parts::kHeadKey;
 using variant_parts::LayerKey;

@@ -9,17 +9,6 @@
 
 namespace lowp::variant_parts {
 
-TensorView F32View(const std::string& name, int64_t rows, int64_t cols,
-                   std::span<const float> values) {
-  TensorView v;
-  v.name = name;
-  v.dtype = DType::kF32;
-  v.shape = {rows, cols};
-  v.bytes = {reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float)};
-  v.file = "(memory)";
-  return v;
-}
-
 void CompareInto(std::span<const float> x, std::span<const float> q, int64_t cols, int threads,
                  ErrorStats& stats) {
   constexpr int64_t kPiece = int64_t{1} << 16;

@@ -1,6 +1,5 @@
 // Internal to eval/: what the weight variants share (their reports' order,
-// float32 views of matrices in memory, the comparison of a matrix with its
-// stored form).
+// the comparison of a matrix with its stored form).
 #ifndef LOWP_EVAL_VARIANT_PARTS_H_
 #define LOWP_EVAL_VARIANT_PARTS_H_
 
@@ -25,9 +24,6 @@ inline int64_t LayerKey(int64_t layer, size_t matrix) {
   return 1 + layer * (int64_t{1} << 20) + static_cast<int64_t>(matrix);
 }
 
-// A float32 view of values in memory, for the quantizers.
-TensorView F32View(const std::string& name, int64_t rows, int64_t cols,
-                   std::span<const float> values);
 
 // Each routed expert's place among a layer's matrices (its gate's entry;
 // up and down follow), for the variants that make experts one at a time.

@@ -325,6 +325,17 @@ int64_t TensorView::rows() const {
                        : SaturatingProduct(std::span<const int64_t>(shape).first(shape.size() - 1));
 }
 
+TensorView F32View(const std::string& name, int64_t rows, int64_t cols,
+                   std::span<const float> values) {
+  TensorView v;
+  v.name = name;
+  v.dtype = DType::kF32;
+  v.shape = {rows, cols};
+  v.bytes = {reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float)};
+  v.file = "(memory)";
+  return v;
+}
+
 absl::StatusOr<int64_t> ShapeElements(std::span<const int64_t> shape, absl::string_view what) {
   int64_t n = 1;
   for (size_t i = 0; i < shape.size(); ++i) {

@@ -105,6 +105,11 @@ struct TensorView {
   int64_t rows() const;
 };
 
+// A float32 [rows, cols] view of values in memory (file "(memory)"), for the
+// quantizers.
+TensorView F32View(const std::string& name, int64_t rows, int64_t cols,
+                   std::span<const float> values);
+
 // Element count of a shape, or InvalidArgument if a dimension is negative or
 // the product overflows int64 (the message names `what`).
 absl::StatusOr<int64_t> ShapeElements(std::span<const int64_t> shape, absl::string_view what);

@@ -70,6 +70,9 @@ absl::StatusOr<MixResult> Mix(const MixOptions& o) {
       return s;
     }
   }
+  absl::StatusOr<MixSensitivity> method = ParseMixSensitivity(o.sensitivity);
+  if (!method.ok()) return method.status();
+  table->method = *method;
   MixResult result;
   static_cast<MixTable&>(result) = *std::move(table);
   result.imatrix = o.imatrix;
@@ -153,6 +156,8 @@ nlohmann::json ToJson(const MixResult& r) {
     j["table_out"] = r.table_written;
     j["types"] = r.types;
     j["groups"] = r.groups.size();
+    j["sensitivity_method"] = MixSensitivityName(r.method);
+    if (!r.probe.empty()) j["probe"] = r.probe;
     j["tokens"] = {{"tune", r.tune_tokens}, {"tune_positions", r.tune_positions}};
     j["candidates_measured"] = r.candidates_measured;
     return j;
@@ -226,20 +231,30 @@ nlohmann::json ToJson(const MixResult& r) {
                                                      })},
                      {"spearman", JsonNumber(r.spearman)},
                      {"median_relative_error", JsonNumber(r.median_relative_error)}};
+  const bool predicted = !r.weight_error.empty();
   nlohmann::ordered_json sens = nlohmann::ordered_json::array();
   for (size_t g = 0; g < r.groups.size(); ++g) {
-    nlohmann::ordered_json kl, bytes;
+    nlohmann::ordered_json kl, bytes, error, measured = nlohmann::ordered_json::array();
     for (size_t t = 0; t < r.types.size(); ++t) {
       kl[r.types[t]] = JsonNumber(r.sensitivity[g][t]);
       bytes[r.types[t]] = r.bytes[g][t];
+      if (predicted) error[r.types[t]] = JsonNumber(r.weight_error[g][t]);
+      if (r.measured[g][t]) measured.push_back(r.types[t]);
     }
-    sens.push_back({{"tensor", r.groups[g].name},
-                    {"llama_cpp", r.groups[g].llama_cpp},
-                    {"weights", r.groups[g].weights()},
-                    {"kl_mean", kl},
-                    {"bytes", bytes}});
+    nlohmann::ordered_json x = {{"tensor", r.groups[g].name},
+                                {"llama_cpp", r.groups[g].llama_cpp},
+                                {"weights", r.groups[g].weights()},
+                                {"kl_mean", kl},
+                                {"bytes", bytes}};
+    if (predicted) {
+      x["kl_measured"] = measured;  // the others predicted
+      x["weight_error"] = error;
+    }
+    sens.push_back(std::move(x));
   }
   j["types"] = r.types;
+  j["sensitivity_method"] = MixSensitivityName(r.method);
+  if (!r.probe.empty()) j["probe"] = r.probe;
   j["sensitivity"] = sens;
   j["tokens"] = {{"tune", r.tune_tokens},
                  {"tune_positions", r.tune_positions},

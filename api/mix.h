@@ -2,11 +2,13 @@
 // measured end-to-end loss (the logic is mix/'s; this reads the options and
 // the tokens, runs the stages and writes the result).
 //
-//   sensitivity  every matrix of the model (mix/groups.h) quantized alone
-//                with each type, all other weights float32, evaluated end to
-//                end on the tuning tokens (the streamed evaluator, each
-//                candidate starting from the reference's hidden state at its
-//                layer): the mean KL that matrix costs under that type.
+//   sensitivity  what each matrix of the model (mix/groups.h) costs alone in
+//                each type, all other weights float32, on the tuning tokens
+//                (the streamed evaluator, each candidate starting from the
+//                reference's hidden state at its layer): predicted (the
+//                default) from one probe type measured end to end per matrix
+//                and each type's weight error on it, or exact, every matrix
+//                in every type measured (mix/sensitivity.h).
 //   prediction   a mix's KL is the sum of its matrices' costs (independent
 //                small perturbations add to first order in the KL).
 //   allocation   the assignment of least predicted KL within the budget,
@@ -56,6 +58,8 @@ struct MixOptions {
   // The types to choose from; empty: DefaultMixTypes() that apply to every
   // matrix's rows.
   std::vector<std::string> types;
+  // "predicted" (default) or "exact" (mix/sensitivity.h).
+  std::string sensitivity = "predicted";
   // The tokens (api/inputs.h): `tune` for the sensitivities, `verify` for
   // the verification. Defaults: 8 sequences of 256 sampled with seed 1, and
   // 16 of 256 with seed 0.
@@ -95,9 +99,10 @@ struct MixOptions {
   // model.
   std::string out;
   // The sweep in shards, for several machines or processes: with `shard`
-  // ("I/N") and `table_out`, only every N-th candidate of the sensitivity
-  // sweep from the I-th is measured and written to table_out, and nothing
-  // else is done (the other options as the merging run's); with `tables`,
+  // ("I/N") and `table_out`, only every N-th unit of the sensitivity sweep
+  // from the I-th (a candidate, or a group when predicted) is measured and
+  // written to table_out, and nothing else is done (the other options as
+  // the merging run's); with `tables`,
   // the N shard files are read instead of measuring, then allocation and
   // verification run as usual (mix/table_file.h).
   std::string shard;

@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "api/eval.h"
 #include "api/json.h"
 #include "api/inputs.h"
@@ -48,6 +50,56 @@ nlohmann::json EndToEndJson(const PlanCandidate::EndToEnd& x) {
           {"top1_agreement", JsonNumber(x.top1_agreement)},
           {"perplexity", JsonNumber(x.perplexity)},
           {"perplexity_ratio", JsonNumber(x.perplexity_ratio)}};
+}
+
+// lowp plan --kv's pairs and formats (sizing/plan.h PlanKvStudy).
+nlohmann::ordered_json KvStudyJson(const PlanKvStudy& k) {
+  nlohmann::ordered_json kj;
+  kj["model"] = k.model;
+  kj["tokens"] = k.tokens;
+  kj["context"] = k.context;
+  kj["positions"] = k.positions;
+  kj["reference_perplexity"] = JsonNumber(k.reference_perplexity);
+  kj["formats"] = nlohmann::ordered_json::array();
+  for (const PlanKvFormat& f : k.formats) {
+    nlohmann::ordered_json fj;
+    fj["kv"] = f.format;
+    fj["kv_cache_bytes"] = f.kv_cache_bytes;
+    fj["end_to_end"] = f.end_to_end ? nlohmann::ordered_json(EndToEndJson(*f.end_to_end))
+                                    : nlohmann::ordered_json();
+    kj["formats"].push_back(fj);
+  }
+  // Pareto over weight_bytes + kv_cache_bytes and end_to_end.kl_mean.
+  kj["pairs"] = nlohmann::ordered_json::array();
+  for (const PlanCandidate& c : k.pairs) {
+    nlohmann::ordered_json pj;
+    pj["format"] = c.format;
+    pj["kv"] = c.kv;
+    pj["weight_bytes"] = c.weight_bytes;
+    pj["kv_cache_bytes"] = c.kv_cache_bytes;
+    pj["end_to_end"] = c.end_to_end ? nlohmann::ordered_json(EndToEndJson(*c.end_to_end))
+                                    : nlohmann::ordered_json();
+    pj["pareto"] = c.pareto;
+    pj["devices"] = nlohmann::ordered_json::array();
+    for (const PlanFit& f : c.fits) {
+      nlohmann::ordered_json fj;
+      fj["device"] = f.device.name;
+      fj["possible"] = f.possible;
+      fj["fits"] = f.report.fits;
+      fj["devices_needed"] = f.possible ? nlohmann::ordered_json(f.report.devices_needed)
+                                        : nlohmann::ordered_json();
+      if (Sized(f)) {
+        fj["per_device_bytes"] = f.report.per_device.total();
+        fj["per_device_kv_cache"] = f.report.per_device.kv_cache;
+        fj["capacity_bytes"] = f.report.capacity_bytes;
+        fj["max_seq"] = f.report.max_seq;
+        fj["max_batch"] = f.report.max_batch;
+      }
+      pj["devices"].push_back(fj);
+    }
+    kj["pairs"].push_back(pj);
+  }
+  return kj;
 }
 
 }  // namespace
@@ -91,6 +143,7 @@ nlohmann::json ToJson(const Plan& plan) {
     mj["types"] = m.types;
     mj["tune_tokens"] = m.tune_tokens;
     mj["tune_positions"] = m.tune_positions;
+    mj["sensitivity_method"] = m.sensitivity;
     mj["candidates_measured"] = m.candidates_measured;
     mj["devices"] = nlohmann::ordered_json::array();
     for (const PlanMix& d : m.devices) {
@@ -116,6 +169,7 @@ nlohmann::json ToJson(const Plan& plan) {
   } else {
     j["mix"] = nullptr;
   }
+  j["kv_study"] = plan.kv_study ? nlohmann::json(KvStudyJson(*plan.kv_study)) : nlohmann::json();
   j["pareto_on"] = plan.eval ? "kl_mean" : "relative_rmse";
   j["pareto_size_tolerance"] = kParetoSizeTolerance;
   j["candidates"] = nlohmann::json::array();
@@ -192,6 +246,39 @@ bool SameShape(const ModelConfig& a, const ModelConfig& b) {
          a.num_experts == b.num_experts;
 }
 
+// lowp eval for the plan: `e` (its sites and tokens set) with the plan's
+// seed, imatrix, calibration and threads, progress named `stage`; errors on
+// the tokens name plan's options (eval_model, `sample` for eval's sample,
+// eval_text, ...).
+absl::StatusOr<EvalResult> RunEval(const PlanJobOptions& o, EvalOptions e, const char* stage,
+                                   const char* sample) {
+  e.seed = o.eval_seed;
+  e.imatrix = o.eval_imatrix;
+  e.calibration = o.calibration;
+  e.threads = o.threads;
+  if (o.progress) {
+    e.progress = [&o, stage](int64_t, int64_t total, const std::string& what) {
+      o.progress(static_cast<size_t>(total), absl::StrCat(stage, ": ", what));
+    };
+  }
+  absl::StatusOr<EvalResult> r = Eval(e);
+  if (r.ok()) return r;
+  const std::string field = OptionOf(r.status()).value_or("");
+  if (field == "model") return OptionError("eval_model", r.status().message());
+  if (field == "sample") return OptionError(sample, r.status().message());
+  if (field == "text" || field == "ctx" || field == "chunks" || field == "tokenizer") {
+    return OptionError(absl::StrCat("eval_", field), r.status().message());
+  }
+  return r.status();
+}
+
+// Candidate i of an evaluation as the plan's columns.
+PlanCandidate::EndToEnd EndToEndOf(const EvalResult& r, size_t i) {
+  const CandidateResult& c = r.report.candidates[i];
+  return {c.kl.mean, c.kl.p99, c.top1_agreement, c.perplexity,
+          c.perplexity / r.report.reference_perplexity};
+}
+
 // lowp eval with each candidate's format on the linear layers; the Pareto
 // front is then taken on mean KL.
 absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model,
@@ -199,32 +286,15 @@ absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model,
   EvalOptions e;
   e.model = model;
   e.sample = o.eval_sample;
-  e.seed = o.eval_seed;
   e.text_file = o.eval_text;
   e.ctx = o.eval_ctx;
   e.chunks = o.eval_chunks;
-  e.imatrix = o.eval_imatrix;
-  e.calibration = o.calibration;
-  e.threads = o.threads;
   std::vector<std::string> formats;
   for (const PlanCandidate& c : plan.candidates) formats.push_back(c.format);
   e.weights = absl::StrJoin(formats, ",");
   e.candidates = std::move(mixes);
-  if (o.progress) {
-    e.progress = [&o](int64_t, int64_t total, const std::string& what) {
-      o.progress(static_cast<size_t>(total), absl::StrCat("eval: ", what));
-    };
-  }
-  absl::StatusOr<EvalResult> r = Eval(e);
-  if (!r.ok()) {
-    const std::string field = OptionOf(r.status()).value_or("");
-    if (field == "model") return OptionError("eval_model", r.status().message());
-    if (field == "sample") return OptionError("eval_sample", r.status().message());
-    if (field == "text" || field == "ctx" || field == "chunks" || field == "tokenizer") {
-      return OptionError(absl::StrCat("eval_", field), r.status().message());
-    }
-    return r.status();
-  }
+  absl::StatusOr<EvalResult> r = RunEval(o, std::move(e), "eval", "eval_sample");
+  if (!r.ok()) return r.status();
   PlanEval pe;
   pe.model = r->model;
   pe.tokens = r->tokens;
@@ -239,16 +309,9 @@ absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model,
   plan.eval = pe;
   std::vector<double> bytes, kl;
   for (size_t i = 0; i < plan.candidates.size(); ++i) {
-    const CandidateResult& c = r->report.candidates[i];
-    PlanCandidate::EndToEnd x;
-    x.kl_mean = c.kl.mean;
-    x.kl_p99 = c.kl.p99;
-    x.top1_agreement = c.top1_agreement;
-    x.perplexity = c.perplexity;
-    x.perplexity_ratio = c.perplexity / r->report.reference_perplexity;
-    plan.candidates[i].end_to_end = x;
+    plan.candidates[i].end_to_end = EndToEndOf(*r, i);
     bytes.push_back(static_cast<double>(plan.candidates[i].weight_bytes));
-    kl.push_back(x.kl_mean);
+    kl.push_back(plan.candidates[i].end_to_end->kl_mean);
   }
   const std::vector<bool> pareto = ParetoOptimal(bytes, kl);
   for (size_t i = 0; i < pareto.size(); ++i) plan.candidates[i].pareto = pareto[i];
@@ -256,11 +319,53 @@ absl::Status AddEndToEnd(const PlanJobOptions& o, const std::string& model,
     size_t next = plan.candidates.size();
     for (PlanMix& m : plan.mix->devices) {
       if (!m.possible) continue;
-      const CandidateResult& c = r->report.candidates[next++];
-      m.end_to_end = PlanCandidate::EndToEnd{c.kl.mean, c.kl.p99, c.top1_agreement, c.perplexity,
-                                             c.perplexity / r->report.reference_perplexity};
+      m.end_to_end = EndToEndOf(*r, next++);
     }
   }
+  return absl::OkStatus();
+}
+
+// plan --kv A,B,...: each candidate format with each KV cache format, and
+// each KV format with float32 weights, evaluated on sequences as long as the
+// evaluated model allows (kPlanKvContext at most); the pairs' Pareto front.
+absl::Status AddKvEndToEnd(const PlanJobOptions& o, std::string model, Plan& plan) {
+  PlanKvStudy& study = *plan.kv_study;
+  if (model.empty()) {
+    absl::StatusOr<std::string> bundled = BundledModel();
+    if (!bundled.ok()) return OptionError("eval_model", bundled.status().message());
+    model = *bundled;
+  }
+  std::string sample = o.kv_sample;
+  if (sample.empty()) {
+    absl::StatusOr<Checkpoint> checkpoint = Checkpoint::OpenModel(model, {});
+    if (!checkpoint.ok()) return OptionError("eval_model", checkpoint.status().message());
+    const int64_t allowed = checkpoint->config().max_position_embeddings;
+    sample = absl::StrCat(4, ":", allowed > 0 ? std::min(allowed, kPlanKvContext) : kPlanKvContext);
+  }
+  EvalOptions e;
+  e.model = model;
+  e.sample = sample;
+  std::vector<std::string> weights = {"none"}, kv;
+  for (const PlanCandidate& c : plan.candidates) weights.push_back(c.format);
+  for (const PlanKvFormat& f : study.formats) kv.push_back(f.format);
+  e.weights = absl::StrJoin(weights, ",");
+  e.kv = absl::StrJoin(kv, ",");
+  absl::StatusOr<EvalResult> r = RunEval(o, std::move(e), "kv", "kv_sample");
+  if (!r.ok()) return r.status();
+  // Weights outer, KV inner: row 0 the float32 weights.
+  const size_t K = study.formats.size();
+  for (size_t k = 0; k < K; ++k) study.formats[k].end_to_end = EndToEndOf(*r, k);
+  for (size_t p = 0; p < study.pairs.size(); ++p) {
+    study.pairs[p].end_to_end = EndToEndOf(*r, K + p);
+  }
+  study.model = r->model;
+  study.tokens = r->tokens;
+  // The sample Eval took is N:LEN.
+  const std::vector<std::string> parts = absl::StrSplit(sample, ':');
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &study.context)) study.context = 0;
+  study.positions = r->report.positions;
+  study.reference_perplexity = r->report.reference_perplexity;
+  MarkKvPareto(study);
   return absl::OkStatus();
 }
 
@@ -271,6 +376,7 @@ absl::Status MixError(const absl::Status& s) {
   if (absl::StartsWith(why, absl::StrCat(field, ": "))) why.erase(0, field.size() + 2);
   if (field == "types") return OptionError("mix_types", why);
   if (field == "imatrix") return OptionError("eval_imatrix", why);
+  if (field == "sensitivity") return OptionError("mix_sensitivity", why);
   return s;
 }
 
@@ -301,6 +407,9 @@ absl::StatusOr<std::vector<EvalCandidate>> PrepareMixes(const PlanJobOptions& o,
   if (!importance.ok()) return MixError(importance.status());
   absl::StatusOr<MixTable> table = MakeMixTable(*model, path, o.mix_types, *importance);
   if (!table.ok()) return MixError(table.status());
+  absl::StatusOr<MixSensitivity> method = ParseMixSensitivity(o.mix_sensitivity);
+  if (!method.ok()) return MixError(method.status());
+  table->method = *method;
   if (absl::Status s = SetCalibration(*table, o.calibration, o.threads, *model, path); !s.ok()) {
     return s;
   }
@@ -315,6 +424,7 @@ absl::StatusOr<std::vector<EvalCandidate>> PrepareMixes(const PlanJobOptions& o,
   mixes.types = table->types;
   mixes.tune_tokens = table->tune_tokens;
   mixes.tune_positions = table->tune_positions;
+  mixes.sensitivity = MixSensitivityName(table->method);
   mixes.candidates_measured = table->candidates_measured;
   const uint64_t planned = MixMatrixWeights(plan.model);
   const uint64_t smallest = table->SmallestBytes();
@@ -372,6 +482,15 @@ absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
   PlanOptions options;
   options.sizing = o.sizing;
   options.formats = o.formats;
+  if (o.sizing.kv.find(',') != std::string::npos) {  // the KV study
+    options.kv_formats = absl::StrSplit(o.sizing.kv, ',');
+    options.sizing.kv.clear();
+    for (const std::string& kv : options.kv_formats) {
+      if (kv.empty()) return OptionError("kv", absl::StrCat("'", o.sizing.kv, "': an empty item"));
+    }
+  } else if (!o.kv_sample.empty()) {
+    return OptionError("kv_sample", "the tokens of a KV study: give `kv` a list of formats");
+  }
   if (!o.eval && !o.mix) {
     for (const std::string& format : o.formats) {
       absl::StatusOr<std::pair<std::string, Calibration>> split = SplitCalibration(format);
@@ -412,7 +531,7 @@ absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
     if (!out.ok()) return out.status();
     html = *std::move(out);
   }
-  if (o.eval || o.mix) {
+  if (o.eval || o.mix || plan->kv_study) {
     // A snapshot directory evaluates itself unless another model is named;
     // a mix needs rows llama.cpp's types apply to (the bundled stories3M-hf).
     std::string model = o.eval_model.empty() && snapshot ? o.model : o.eval_model;
@@ -428,6 +547,9 @@ absl::StatusOr<Plan> PlanJob(const PlanJobOptions& o) {
       mixes = *std::move(made);
     }
     if (absl::Status s = AddEndToEnd(o, model, std::move(mixes), *plan); !s.ok()) return s;
+    if (plan->kv_study) {
+      if (absl::Status s = AddKvEndToEnd(o, model, *plan); !s.ok()) return s;
+    }
   }
   if (html) {
     if (absl::Status s = html->Write(PlanHtml(*plan, o.html_command)); !s.ok()) return s;

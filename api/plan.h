@@ -21,8 +21,17 @@
 namespace lowp::api {
 
 struct PlanJobOptions {
-  std::string model;     // a preset or a config.json path
-  SizingOptions sizing;  // the job; sizing.weights must be empty (each candidate sets it)
+  std::string model;  // a preset or a config.json path
+  // The job; sizing.weights must be empty (each candidate sets it).
+  // sizing.kv is the KV cache's format for every candidate, or a
+  // comma-separated list of several: the KV study (sizing/plan.h
+  // PlanKvStudy; the candidates' own rows then keep the default cache),
+  // each pair's KL measured on the evaluated model (which it implies) on
+  // `kv_sample` tokens ("N:LEN"; empty: 4 sequences of the evaluated model's
+  // whole context, at most kPlanKvContext tokens each) sampled with
+  // eval_seed.
+  SizingOptions sizing;
+  std::string kv_sample;
   std::vector<std::string> formats;  // candidates; empty: DefaultPlanFormats(mode)
   std::vector<std::string> devices;  // names; empty: h100-sxm
   // Checkpoint files the accuracy is measured on; empty: the bundled one.
@@ -64,14 +73,18 @@ struct PlanJobOptions {
   std::vector<std::string> mix_types;
   std::string mix_tune_sample = "8:256";
   uint64_t mix_tune_seed = 1;
+  std::string mix_sensitivity = "predicted";  // as lowp mix's sensitivity
+  // (A KV study also evaluates; its tokens are `kv_sample`, above.)
   // Before each tensor measured, then (with `eval`) after each sequence
   // evaluated, with that phase's total.
   ProgressFn progress;
 };
 
 // Errors name the field (model, formats X, device, tensors, select, html,
-// eval_model, eval_sample, calib_text, ..., mix, mix_types, mix_tune_sample).
+// eval_model, eval_sample, calib_text, ..., mix, mix_types, mix_tune_sample,
+// mix_sensitivity, kv, kv_sample).
 absl::StatusOr<Plan> PlanJob(const PlanJobOptions& options);
+inline constexpr int64_t kPlanKvContext = 2048;
 nlohmann::json ToJson(const Plan& plan);
 
 }  // namespace lowp::api

@@ -420,6 +420,27 @@ std::string DeviceTable(const Plan& plan, size_t d) {
   return html;
 }
 
+// The KV study on device d: each weight format with each KV cache format.
+std::string KvStudyTable(const Plan& plan, size_t d) {
+  std::string html = absl::StrCat("<h3>KV cache formats on ",
+                                   Escape(plan.options.devices[d].name), "</h3>\n<table>\n<tr>");
+  const std::vector<std::vector<std::string>> rows = KvStudyRows(plan, d, Grouped);
+  for (const std::string& heading : rows[0]) {
+    absl::StrAppend(&html, "<th>", Escape(heading), "</th>");
+  }
+  absl::StrAppend(&html, "</tr>\n");
+  for (size_t r = 1; r < rows.size(); ++r) {
+    const bool pareto = rows[r].back() == "*";
+    absl::StrAppend(&html, pareto ? "<tr class=\"pareto\">" : "<tr>");
+    for (const std::string& cell : rows[r]) {
+      absl::StrAppend(&html, cell == "no" || cell == "none" ? "<td class=\"no\">" : "<td>",
+                      Escape(cell == "*" ? "yes" : cell), "</td>");
+    }
+    absl::StrAppend(&html, "</tr>\n");
+  }
+  return absl::StrCat(html, "</table>\n");
+}
+
 }  // namespace
 
 std::string PlanHtml(const Plan& plan, const std::string& command) {
@@ -478,8 +499,23 @@ std::string PlanHtml(const Plan& plan, const std::string& command) {
                   "<h2>Error versus bits per weight</h2>\n<p class=\"caption\">", chart_caption,
                   kParetoSizeTolerance * 100, "%) and as accurate, and better in one.</p>\n",
                   ErrorChart(plan));
+  if (plan.kv_study) {
+    const PlanKvStudy& k = *plan.kv_study;
+    absl::StrAppend(&html, "<p><b>KV cache formats</b>: each format with each of ");
+    for (size_t i = 0; i < k.formats.size(); ++i) {
+      absl::StrAppend(&html, i ? ", " : "", Escape(k.formats[i].format));
+    }
+    absl::StrAppend(&html, ", sized on each device (max context at the batch given, max "
+                    "sequences at the context given) and measured by lowp eval on ",
+                    Escape(k.model), ", tokens ", Escape(k.tokens), " (",
+                    Grouped(static_cast<int64_t>(k.positions)), " positions, sequences of ",
+                    Grouped(k.context), " tokens); KV alone: the cache's format with float32 "
+                    "weights. Pareto on the weights' and the job's KV cache bytes against the "
+                    "mean KL.</p>\n");
+  }
   for (size_t d = 0; d < plan.options.devices.size(); ++d) {
     absl::StrAppend(&html, DeviceTable(plan, d));
+    if (plan.kv_study) absl::StrAppend(&html, KvStudyTable(plan, d));
   }
   absl::StrAppend(
       &html,

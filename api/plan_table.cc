@@ -67,4 +67,31 @@ std::vector<std::pair<std::string, std::vector<std::string>>> NoFitReasons(const
   return reasons;
 }
 
+std::vector<std::vector<std::string>> KvStudyRows(const Plan& plan, size_t d,
+                                                  std::string (*count)(int64_t)) {
+  const PlanKvStudy& k = *plan.kv_study;
+  auto kl = [](const std::optional<PlanCandidate::EndToEnd>& x) -> std::string {
+    if (!x) return "-";
+    return std::isfinite(x->kl_mean) ? absl::StrFormat("%.3g", x->kl_mean) : "inf";
+  };
+  std::vector<std::vector<std::string>> rows = {
+      {"weights", "KV cache", "weights GB", "KV GB", "GB/device", "fits", "max ctx", "max seqs",
+       "KL mean", "KV alone", "top-1", "Pareto"}};
+  const size_t K = k.formats.size();
+  for (size_t p = 0; p < k.pairs.size(); ++p) {
+    const PlanCandidate& c = k.pairs[p];
+    const PlanFit& f = c.fits[d];
+    const SizingReport& r = f.report;
+    rows.push_back({c.format, c.kv, Gb(c.weight_bytes), Gb(c.kv_cache_bytes),
+                    r.capacity_bytes > 0 ? Gb(r.per_device.total()) : "-",
+                    r.fits ? "yes" : "no",
+                    r.max_seq > 0 ? count(r.max_seq) : "none",
+                    r.max_batch > 0 ? count(r.max_batch) : "none", kl(c.end_to_end),
+                    kl(k.formats[p % K].end_to_end),
+                    c.end_to_end ? PercentText(c.end_to_end->top1_agreement) : "-",
+                    c.pareto ? "*" : ""});
+  }
+  return rows;
+}
+
 }  // namespace lowp::api

@@ -25,6 +25,10 @@ std::vector<std::string> PlanCells(const Plan& plan, const PlanCandidate& c, siz
 // The candidates that cannot fit device d, grouped by reason, in order.
 std::vector<std::pair<std::string, std::vector<std::string>>> NoFitReasons(const Plan& plan,
                                                                            size_t d);
+// The KV study's table on device d (plan.kv_study): a header, then a row
+// per pair of weights and KV cache formats (the terminal's and the HTML's).
+std::vector<std::vector<std::string>> KvStudyRows(const Plan& plan, size_t d,
+                                                  std::string (*count)(int64_t));
 
 }  // namespace lowp::api
 

@@ -5,14 +5,18 @@
 #     (bench/write_checkpoint; kept in $LOWP_SCALE_DIR if set, else deleted
 #     on exit), each with 2 x 32 token ids: the first sequence tunes, the
 #     second verifies;
-#   - runs `lowp mix --bits-per-weight 6 --types q4_0,q8_0 --baselines none`
-#     under /usr/bin/time (%M: peak RSS, %e: seconds): every matrix alone in
-#     both types measured end to end (1B: 113 matrices, 226 candidates; 8B:
-#     226 matrices, 452 candidates), the allocation, and the mix verified;
-# and prints one JSON object per line (to OUT if given). Two fast types keep
-# the sweep's time in the products, not the k-quants' searches; the
-# candidates run in rounds of 64 (api/mix.cc), so memory is the evaluator's
-# bound whatever the number of types. Needs 20 GB of disk.
+#   - runs `lowp mix --bits-per-weight 6 --baselines none` under
+#     /usr/bin/time (%M: peak RSS, %e: seconds) with TYPES (default lowp's
+#     eight: q2_K q3_K q4_K q5_K q6_K q8_0 iq4_xs fp16) and SENSITIVITY
+#     (predicted, the default: one probe per matrix and every type's weight
+#     error; exact: every matrix alone in every type measured end to end,
+#     1B: 113 matrices, 8B: 226), the allocation, and the mix verified;
+#   - with SHARDS=N also the sweep as N shards run side by side (one thread
+#     each) and merged with --tables, checked equal to the one run's JSON;
+# and prints one JSON object per line (to OUT if given). The candidates run
+# in rounds of 64 (api/mix.cc), so memory is the evaluator's bound whatever
+# the number of types. Needs 20 GB of disk. (Issue 27's rows: TYPES=q4_0,q8_0
+# SENSITIVITY=exact.)
 #
 # usage: bench/mix_scale.sh BUILD_DIR [OUT.jsonl] [1b|8b ...]
 set -eu
@@ -46,20 +50,43 @@ t = np.load(d + "/tokens.npy")
 np.save(d + "/tune.npy", t[:1])
 np.save(d + "/verify.npy", t[1:2])
 PY
-  /usr/bin/time -o "$dir/time" -f '%M %e' "$lowp" mix --model "$dir/$shape" --bits-per-weight 6 \
-    --types q4_0,q8_0 --baselines none --tune-tokens "$dir/$shape/tune.npy" \
-    --tokens "$dir/$shape/verify.npy" --threads 2 --json --quiet >"$dir/mix.json"
+  set -- --model "$dir/$shape" --bits-per-weight 6 --baselines none \
+    --sensitivity "${SENSITIVITY:-predicted}" --tune-tokens "$dir/$shape/tune.npy" \
+    --tokens "$dir/$shape/verify.npy" --json --quiet
+  [ -n "${TYPES:-}" ] && set -- "$@" --types "$TYPES"
+  /usr/bin/time -o "$dir/time" -f '%M %e' "$lowp" mix "$@" --threads 2 >"$dir/mix.json"
   read -r kib seconds <"$dir/time"
+  shards=${SHARDS:-0}
+  shard_seconds=null
+  merged_equal=null
+  if [ "$shards" -gt 0 ]; then
+    start=$(date +%s.%N)
+    i=1
+    while [ "$i" -le "$shards" ]; do
+      "$lowp" mix "$@" --threads 1 --shard "$i/$shards" --table-out "$dir/shard$i.json" \
+        >/dev/null &
+      i=$((i + 1))
+    done
+    wait
+    tables=$(seq -f "$dir/shard%g.json" -s , 1 "$shards")
+    "$lowp" mix "$@" --threads 2 --tables "$tables" >"$dir/merged.json"
+    shard_seconds=$(awk "BEGIN { print $(date +%s.%N) - $start }")
+    merged_equal=$(cmp -s "$dir/mix.json" "$dir/merged.json" && echo true || echo false)
+  fi
   /usr/bin/python3 - "$dir/mix.json" "$shape" "$kib" "$seconds" \
-    "$(stat -c %s "$dir/$shape/model.safetensors")" >>"$results" <<'PY'
+    "$(stat -c %s "$dir/$shape/model.safetensors")" "$shards" "$shard_seconds" \
+    "$merged_equal" >>"$results" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 print(json.dumps({"tool": "lowp mix", "shape": sys.argv[2], "matrices": len(j["sensitivity"]),
+                  "types": j["types"], "sensitivity": j["sensitivity_method"],
                   "candidates": j["candidates_measured"], "weights": j["weights"],
                   "bits_per_weight": j["bits_per_weight"], "allocation_exact": j["allocation"]["exact"],
                   "predicted_kl": j["predicted"]["kl_mean"], "measured_kl": j["measured"]["kl_mean"],
                   "max_rss_bytes": int(sys.argv[3]) * 1024, "seconds": float(sys.argv[4]),
-                  "file_bytes": int(sys.argv[5]), "threads": 2}))
+                  "file_bytes": int(sys.argv[5]), "threads": 2,
+                  "shards": int(sys.argv[6]), "shards_and_merge_seconds": json.loads(sys.argv[7]),
+                  "merged_equal": json.loads(sys.argv[8])}))
 PY
 done
 cat "$results" >"$out"

@@ -18,7 +18,7 @@ namespace lowp::cli {
 
 const char kMixHelp[] =
     "usage: lowp mix (--bits-per-weight B | --bytes N | --device D [JOB]) [--model DIR]\n"
-    "                [--types LIST]\n"
+    "                [--types LIST] [--sensitivity predicted|exact]\n"
     "                [--text FILE [--ctx N] [--chunks N] | --tokens F | --sample N:LEN]\n"
     "                [--tune-text FILE [--tune-ctx N] [--tune-chunks N] | --tune-tokens F |\n"
     "                 --tune-sample N:LEN] [--baselines LIST|none] [--random-mixes K]\n"
@@ -30,9 +30,12 @@ const char kMixHelp[] =
     "Chooses a type for every matrix of the model (the embedding, each layer's\n"
     "attention and MLP matrices, lm_head unless tied) so that the matrices fit the\n"
     "budget with the least loss, and checks the choice end to end:\n"
-    "  1. sensitivity: each matrix alone in each type, every other weight float32,\n"
-    "     evaluated on the tuning tokens: the mean KL it costs (a candidate starts\n"
-    "     from the reference's hidden state at its layer);\n"
+    "  1. sensitivity: the mean KL each matrix costs alone in each type, every other\n"
+    "     weight float32, on the tuning tokens (a candidate starts from the\n"
+    "     reference's hidden state at its layer): predicted (default) from one probe\n"
+    "     type per matrix evaluated end to end, the other types' KL scaled from it by\n"
+    "     their weight errors on the matrix (imatrix-weighted when given; one forward\n"
+    "     per matrix); or --sensitivity exact, every matrix in every type evaluated;\n"
     "  2. prediction: a mix's KL is the sum of its matrices' costs;\n"
     "  3. allocation: the mix of least predicted KL within the budget, exactly\n"
     "     (branch and bound; else the bound it is within is printed);\n"
@@ -65,12 +68,13 @@ const char kMixHelp[] =
     "  kind (gate, up, down) of a layer's experts one group, as llama.cpp stores\n"
     "  them; each, every expert's matrix alone (no llama-quantize line). Routers,\n"
     "  shared experts and attention are groups of their own.\n"
-    "--shard I/N --table-out F: measures only every N-th candidate of the\n"
-    "  sensitivity sweep from the I-th and writes them to F, nothing more (run the N\n"
-    "  shards on N machines or processes with the same other options); --tables\n"
-    "  F1,...,FN: reads the N shards instead of measuring, then allocates and\n"
-    "  verifies: the same result as one run, bit for bit. A shard of another model,\n"
-    "  type list, tuning tokens, imatrix or calibration is refused, naming it.\n"
+    "--shard I/N --table-out F: measures only every N-th matrix (every N-th\n"
+    "  candidate with --sensitivity exact) of the sensitivity sweep from the I-th\n"
+    "  and writes them to F, nothing more (run the N shards on N machines or\n"
+    "  processes with the same other options); --tables F1,...,FN: reads the N\n"
+    "  shards instead of measuring, then allocates and verifies: the same result\n"
+    "  as one run, bit for bit. A shard of another model, type list, sensitivity\n"
+    "  method, tuning tokens, imatrix or calibration is refused, naming it.\n"
     "--model: default the bundled stories3M-hf (llama, 3.3 M parameters, rows of\n"
     "  256 and 768, so llama.cpp's super-block types apply).\n"
     "Tokens: the verification's as eval takes them (default --sample 16:256,\n"
@@ -86,10 +90,10 @@ std::string Fixed(double v, int digits) {
 
 void PrintResult(const api::MixResult& r) {
   if (!r.shard.empty()) {
-    std::printf("shard       %s of the sensitivity sweep: %lld of %zu candidates on %s "
+    std::printf("shard       %s of the sensitivity sweep (%s): %lld candidates measured on %s "
                 "(%llu positions)\n",
-                r.shard.c_str(), static_cast<long long>(r.candidates_measured),
-                r.groups.size() * r.types.size(), Printable(r.tune_tokens).c_str(),
+                r.shard.c_str(), MixSensitivityName(r.method),
+                static_cast<long long>(r.candidates_measured), Printable(r.tune_tokens).c_str(),
                 static_cast<unsigned long long>(r.tune_positions));
     std::printf("wrote       %s (merge the shards with --tables)\n",
                 Printable(r.table_written).c_str());
@@ -99,10 +103,15 @@ void PrintResult(const api::MixResult& r) {
   std::printf("model       %s: %zu matrices, %llu weights\n", Printable(ShortPath(r.model)).c_str(),
               r.groups.size(), static_cast<unsigned long long>(r.weights));
   std::printf("types       %s\n", absl::StrJoin(r.types, " ").c_str());
-  std::printf("sensitivity %lld candidates on %s (%llu positions)\n",
-              static_cast<long long>(r.candidates_measured),
+  std::printf("sensitivity %s: %lld candidates measured on %s (%llu positions)\n",
+              MixSensitivityName(r.method), static_cast<long long>(r.candidates_measured),
               Printable(ShortPath(r.tune_tokens)).c_str(),
               static_cast<unsigned long long>(r.tune_positions));
+  if (!r.probe.empty()) {
+    std::printf("            each matrix probed in %s, the other types' KL predicted from\n"
+                "            their weight errors\n",
+                r.probe.c_str());
+  }
   std::printf("verified on %s (%llu positions); float32 perplexity %.4f\n",
               Printable(ShortPath(r.verify_tokens)).c_str(),
               static_cast<unsigned long long>(r.verify_positions), r.reference_perplexity);
@@ -148,7 +157,8 @@ void PrintResult(const api::MixResult& r) {
                 " / measured %.1f%%\n",
                 r.spearman, 100 * r.median_relative_error);
   }
-  std::printf("\nthe mix, per matrix (type: predicted KL it costs)\n");
+  std::printf("\nthe mix, per matrix (type: the KL it costs, %s)\n",
+              r.probe.empty() ? "measured" : "measured in the probe type, else predicted");
   std::vector<Row> table = {{"tensor", "llama.cpp", "type", "KL"}};
   for (size_t g = 0; g < r.groups.size(); ++g) {
     const size_t t = static_cast<size_t>(r.allocation.choice[g]);
@@ -173,7 +183,7 @@ int MixCommand(const std::vector<std::string>& argv) {
                                      "device",    "types",        "baselines",
                                      "random-mixes", "random-seed", "threads", "imatrix",
                                      "out",       "expert-groups", "shard",
-                                     "table-out", "tables"};
+                                     "table-out", "tables", "sensitivity"};
   for (const std::string& name : JobValueOptions()) values.push_back(name);
   for (const std::string& prefix :
        {std::string(), std::string("tune-"), std::string("calib-")}) {
@@ -212,6 +222,7 @@ int MixCommand(const std::vector<std::string>& argv) {
   o.out = args->Value("out").value_or("");
   o.expert_groups = args->Value("expert-groups").value_or("layer");
   o.shard = args->Value("shard").value_or("");
+  o.sensitivity = args->Value("sensitivity").value_or("predicted");
   o.table_out = args->Value("table-out").value_or("");
   if (std::optional<std::string> t = args->Value("tables")) o.tables = SplitNames(*t);
   if (absl::Status s = ReadJobOptions(*args, &o.job); !s.ok()) return Fail(s);

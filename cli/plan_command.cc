@@ -34,7 +34,8 @@ const char kPlanHelp[] =
     "                 [--eval [--eval-model DIR] [--eval-sample N:LEN | --eval-text FILE]\n"
     "                 [--eval-seed S] [--eval-imatrix FILE] [--calib-text FILE ... |\n"
     "                 --calib-tokens FILE.npy]] [--mix [--mix-types LIST]\n"
-    "                 [--mix-tune-sample N:LEN] [--mix-tune-seed S]]\n"
+    "                 [--mix-tune-sample N:LEN] [--mix-tune-seed S]\n"
+    "                 [--mix-sensitivity predicted|exact]] [--kv F,G,... [--kv-sample N:LEN]]\n"
     "       lowp plan --model M --mode pretrain|finetune --recipes R,R,... [--device D]\n"
     "                 [--tensors FILES] [--select PATTERN] [--steps N] [--lr X] [--seed S]\n"
     "\n"
@@ -89,10 +90,19 @@ const char kPlanHelp[] =
     "                    apply), the least predicted KL at the device's bits per weight,\n"
     "                    evaluated beside the formats as a row 'lowp mix' (implies --eval;\n"
     "                    not in --csv or --html)\n"
-    "  --mix-types LIST, --mix-tune-sample N:LEN, --mix-tune-seed S   as lowp mix's\n"
-    "      --types and --tune-sample (q2_K..q8_0,iq4_xs,fp16; 8:256, seed 1)\n"
-    "The KV cache stays in the bf16 reference's format, so the rows differ in their\n"
-    "weights alone. Memory conventions: docs/sizing.md; metrics: lowp quant-error --help.\n";
+    "  --mix-types LIST, --mix-tune-sample N:LEN, --mix-tune-seed S,\n"
+    "  --mix-sensitivity M   as lowp mix's --types, --tune-sample and --sensitivity\n"
+    "      (q2_K..q8_0,iq4_xs,fp16; 8:256, seed 1; predicted)\n"
+    "  --kv F,G,...      (inference) the KV cache formats to study, as lowp eval's --kv\n"
+    "                    (bf16,fp8_e4m3fn,q8_0,q4_0:rotate=hadamard): each format with\n"
+    "                    each, sized on each device (the longest context, the most\n"
+    "                    sequences) and measured by lowp eval on the evaluated model\n"
+    "                    (implies --eval) at its whole context (4 sequences, at most 2048\n"
+    "                    tokens; --kv-sample N:LEN otherwise), each KV format also with\n"
+    "                    float32 weights; Pareto over weights + KV cache bytes and KL\n"
+    "The format rows keep the KV cache in the bf16 reference's format (or the one --kv\n"
+    "names), so they differ in their weights alone. Memory conventions: docs/sizing.md;\n"
+    "metrics: lowp quant-error --help.\n";
 
 namespace {
 
@@ -142,7 +152,8 @@ std::vector<Row> TableRows(const Plan& plan, size_t d) {
 }
 
 // One CSV row per candidate and device, every number; empty fields where a
-// device has no room to size anything.
+// device has no room to size anything; then the KV study's pairs (`study`
+// kv, each with its own kv_format).
 std::vector<Row> CsvRows(const Plan& plan) {
   std::vector<Row> rows = {{"format",
                             "device",
@@ -184,8 +195,9 @@ std::vector<Row> CsvRows(const Plan& plan) {
                             "top1_agreement",
                             "perplexity",
                             "perplexity_ratio",
-                            "eval_proxy"}};
-  for (const PlanCandidate& c : plan.candidates) {
+                            "eval_proxy",
+                            "study"}};
+  auto add = [&](const PlanCandidate& c, const char* study) {
     for (const PlanFit& f : c.fits) {
       const SizingReport& r = f.report;
       const Bytes& b = r.per_device;
@@ -197,7 +209,7 @@ std::vector<Row> CsvRows(const Plan& plan) {
                       Exact(c.weight_bits_per_parameter),
                       absl::StrCat(c.weight_bytes),
                       Exact(c.saving_vs_bf16),
-                      plan.kv,
+                      c.kv,
                       sized(b.weights),
                       sized(b.gradients),
                       sized(b.master),
@@ -231,8 +243,13 @@ std::vector<Row> CsvRows(const Plan& plan) {
                       c.end_to_end ? Exact(c.end_to_end->top1_agreement) : "",
                       c.end_to_end ? Exact(c.end_to_end->perplexity) : "",
                       c.end_to_end ? Exact(c.end_to_end->perplexity_ratio) : "",
-                      plan.eval ? Bool(plan.eval->proxy) : ""});
+                      plan.eval ? Bool(plan.eval->proxy) : "",
+                      study});
     }
+  };
+  for (const PlanCandidate& c : plan.candidates) add(c, "formats");
+  if (plan.kv_study) {
+    for (const PlanCandidate& c : plan.kv_study->pairs) add(c, "kv");
   }
   return rows;
 }
@@ -281,10 +298,10 @@ void PrintPlan(const Plan& plan) {
   }
   if (plan.mix) {
     const PlanMixes& m = *plan.mix;
-    line("mix", absl::StrFormat("lowp mix per device: %d candidates (%s) measured on %s, tokens %s "
-                                "(%d positions), allocated at the bits per weight each device "
-                                "leaves beside the job",
-                                m.candidates_measured, absl::StrJoin(m.types, " "),
+    line("mix", absl::StrFormat("lowp mix per device: sensitivity %s, %d candidates (%s) "
+                                "measured on %s, tokens %s (%d positions), allocated at the bits "
+                                "per weight each device leaves beside the job",
+                                m.sensitivity, m.candidates_measured, absl::StrJoin(m.types, " "),
                                 ShortPath(m.model), m.tune_tokens, m.tune_positions));
   }
   if (plan.eval) {
@@ -307,6 +324,16 @@ void PrintPlan(const Plan& plan) {
     line("", "KL mean: KL(P_float32 || P_format) in nats per position; top-1: positions whose");
     line("", "argmax agrees; ppl: perplexity change; Pareto on KL mean");
   }
+  if (plan.kv_study) {
+    const PlanKvStudy& k = *plan.kv_study;
+    std::vector<std::string> names;
+    for (const PlanKvFormat& f : k.formats) names.push_back(f.format);
+    line("kv", absl::StrFormat("each format with each KV cache format (%s), measured by lowp "
+                               "eval on %s, tokens %s (%d positions, sequences of %d); KV alone: "
+                               "float32 weights; Pareto on weights + KV cache bytes and KL mean",
+                               absl::StrJoin(names, " "), ShortPath(k.model), k.tokens,
+                               k.positions, k.context));
+  }
   const int64_t devices = o.dp * o.tp * o.pp;
   for (size_t d = 0; d < plan.options.devices.size(); ++d) {
     const Device& device = plan.options.devices[d];
@@ -322,6 +349,11 @@ void PrintPlan(const Plan& plan) {
     for (const auto& [reason, formats] : NoFitReasons(plan, d)) {
       std::printf("%s: %s\n", Printable(absl::StrJoin(formats, ", ")).c_str(),
                   Printable(reason).c_str());
+    }
+    if (plan.kv_study) {
+      std::printf("\nKV cache formats on %s: each format with each\n",
+                  Printable(device.name).c_str());
+      PrintTable(api::KvStudyRows(plan, d, [](int64_t v) { return absl::StrCat(v); }), {0, 1, 5});
     }
     if (plan.mix) {
       const PlanMix& m = plan.mix->devices[d];
@@ -393,6 +425,7 @@ int PlanCommand(const std::vector<std::string>& argv) {
   for (const char* o : {"device", "formats", "tensors", "select", "html", "threads", "eval-model",
                         "eval-sample", "eval-seed", "eval-text", "eval-ctx", "eval-chunks",
                         "eval-imatrix", "mix-types", "mix-tune-sample", "mix-tune-seed",
+                        "mix-sensitivity", "kv-sample",
                         "recipes", "steps", "lr", "seed"}) {
     value_options.push_back(o);
   }
@@ -453,7 +486,7 @@ int PlanCommand(const std::vector<std::string>& argv) {
       !s.ok()) {
     return Fail(s);
   }
-  for (const char* o : {"mix-types", "mix-tune-sample", "mix-tune-seed"}) {
+  for (const char* o : {"mix-types", "mix-tune-sample", "mix-tune-seed", "mix-sensitivity"}) {
     if (!options.mix && args->Value(o)) {
       return Fail(absl::InvalidArgumentError(absl::StrCat("--", o, " needs --mix")));
     }
@@ -465,6 +498,8 @@ int PlanCommand(const std::vector<std::string>& argv) {
   if (!mix_types.ok()) return Fail(mix_types.status());
   options.mix_types = *mix_types;
   options.mix_tune_sample = args->Value("mix-tune-sample").value_or(options.mix_tune_sample);
+  options.mix_sensitivity = args->Value("mix-sensitivity").value_or(options.mix_sensitivity);
+  options.kv_sample = args->Value("kv-sample").value_or("");
   if (std::optional<std::string> seed = args->Value("mix-tune-seed")) {
     if (!absl::SimpleAtoi(*seed, &options.mix_tune_seed)) {
       return Fail(absl::InvalidArgumentError(

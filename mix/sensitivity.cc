@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "mix/weight_errors.h"
+#include "model/weights.h"
 
 namespace lowp {
 
@@ -38,31 +41,100 @@ absl::StatusOr<std::vector<CandidateResult>> EvaluateInRounds(
   return out;
 }
 
-absl::Status MeasureSensitivity(const Checkpoint& model, const MixTokens& tune, const MixRun& run,
-                                MixTable& table,
-                                const std::function<bool(int64_t candidate)>& takes) {
-  table.tune_tokens = tune.description;
-  const size_t G = table.groups.size(), T = table.types.size();
+namespace {
+
+// The candidates (g, t) measured in rounds into table.sensitivity and
+// table.measured.
+absl::Status MeasureCells(const Checkpoint& model, const MixTokens& tune, const MixRun& run,
+                          const std::vector<std::pair<size_t, size_t>>& cells, MixTable& table) {
+  if (cells.empty()) return absl::OkStatus();
   std::vector<EvalCandidate> singles;
-  std::vector<size_t> which;  // each single's candidate number
-  for (size_t g = 0; g < G; ++g) {
-    for (size_t t = 0; t < T; ++t) {
-      if (takes && !takes(static_cast<int64_t>(g * T + t))) continue;
-      singles.push_back(table.Single(g, t));
-      which.push_back(g * T + t);
-    }
-  }
+  for (const auto& [g, t] : cells) singles.push_back(table.Single(g, t));
   EvalReport report;
   absl::StatusOr<std::vector<CandidateResult>> measured =
       EvaluateInRounds(model, tune, singles, table.importance, run, "sensitivity", &report);
   if (!measured.ok()) return measured.status();
   table.tune_positions = report.positions;
-  table.sensitivity.assign(G, std::vector<double>(T, NAN));
-  for (size_t i = 0; i < which.size(); ++i) {
-    table.sensitivity[which[i] / T][which[i] % T] = (*measured)[i].kl.mean;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    table.sensitivity[cells[i].first][cells[i].second] = (*measured)[i].kl.mean;
+    table.measured[cells[i].first][cells[i].second] = 1;
   }
-  table.candidates_measured = static_cast<int64_t>(singles.size());
+  table.candidates_measured += static_cast<int64_t>(cells.size());
   return absl::OkStatus();
+}
+
+absl::Status Predict(const Checkpoint& model, const MixTokens& tune, const MixRun& run,
+                     MixTable& table, const std::function<bool(int64_t)>& takes) {
+  const size_t G = table.groups.size(), T = table.types.size();
+  const int probe = table.ProbeType();
+  table.probe = probe < 0 ? "" : table.types[static_cast<size_t>(probe)];
+  std::vector<bool> plain(T);
+  for (size_t t = 0; t < T; ++t) plain[t] = !table.calibrations[t].active();
+  const std::function<bool(size_t)> taken = [&](size_t g) {
+    return !takes || takes(static_cast<int64_t>(g));
+  };
+  absl::StatusOr<std::vector<std::vector<double>>> errors =
+      MeasureWeightErrors(model, table, plain, taken, run);
+  if (!errors.ok()) return errors.status();
+  table.weight_error = *std::move(errors);
+  // A probe that leaves no error (or overflows) predicts nothing, nor does
+  // a router's (its error switches which experts a token takes, a step, not
+  // a small perturbation): such a group is measured in every type.
+  auto predictable = [&](size_t g) {
+    const double e = probe < 0 ? NAN : table.weight_error[g][static_cast<size_t>(probe)];
+    return e > 0 && std::isfinite(e) && !IsRouter(table.groups[g].name);
+  };
+  std::vector<std::pair<size_t, size_t>> cells;
+  for (size_t g = 0; g < G; ++g) {
+    if (!taken(g)) continue;
+    for (size_t t = 0; t < T; ++t) {
+      if (static_cast<int>(t) == probe || !plain[t] || !predictable(g)) cells.push_back({g, t});
+    }
+  }
+  if (absl::Status s = MeasureCells(model, tune, run, cells, table); !s.ok()) return s;
+  // A probe whose KL is not finite predicts nothing either.
+  cells.clear();
+  for (size_t g = 0; g < G; ++g) {
+    if (!taken(g) || !predictable(g)) continue;
+    const size_t p = static_cast<size_t>(probe);
+    if (std::isfinite(table.sensitivity[g][p])) continue;
+    for (size_t t = 0; t < T; ++t) {
+      if (!table.measured[g][t]) cells.push_back({g, t});
+    }
+  }
+  if (absl::Status s = MeasureCells(model, tune, run, cells, table); !s.ok()) return s;
+  for (size_t g = 0; g < G; ++g) {
+    if (!taken(g)) continue;
+    const size_t p = static_cast<size_t>(std::max(probe, 0));
+    for (size_t t = 0; t < T; ++t) {
+      if (table.measured[g][t]) continue;
+      table.sensitivity[g][t] =
+          table.sensitivity[g][p] * (table.weight_error[g][t] / table.weight_error[g][p]);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status MeasureSensitivity(const Checkpoint& model, const MixTokens& tune, const MixRun& run,
+                                MixTable& table,
+                                const std::function<bool(int64_t unit)>& takes) {
+  table.tune_tokens = tune.description;
+  const size_t G = table.groups.size(), T = table.types.size();
+  table.sensitivity.assign(G, std::vector<double>(T, NAN));
+  table.measured.assign(G, std::vector<uint8_t>(T, 0));
+  table.weight_error.clear();
+  table.probe.clear();
+  table.candidates_measured = 0;
+  if (table.method == MixSensitivity::kPredicted) return Predict(model, tune, run, table, takes);
+  std::vector<std::pair<size_t, size_t>> cells;
+  for (size_t g = 0; g < G; ++g) {
+    for (size_t t = 0; t < T; ++t) {
+      if (!takes || takes(static_cast<int64_t>(g * T + t))) cells.push_back({g, t});
+    }
+  }
+  return MeasureCells(model, tune, run, cells, table);
 }
 
 }  // namespace lowp

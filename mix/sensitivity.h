@@ -1,8 +1,22 @@
 // `lowp mix`'s measurements: candidates evaluated end to end on the
-// streamed evaluator in rounds, and the sensitivity sweep (every matrix of
-// the table alone in every type, all other weights float32, each candidate
-// starting from the reference's hidden state at its layer): the mean KL the
-// matrix costs under that type.
+// streamed evaluator in rounds, and the sensitivity table: the mean KL each
+// group of the table costs in each type, all other weights float32, each
+// candidate starting from the reference's hidden state at its layer.
+//
+//   exact      every group alone in every type, measured end to end
+//              (groups x types forwards).
+//   predicted  every group alone in one probe type (MixTable::ProbeType)
+//              measured end to end, and each other type's KL predicted as
+//              the probe's KL times the ratio of the two types' weight errors
+//              on the group (mix/weight_errors.h): for a small perturbation
+//              the KL is a quadratic form in it, so it scales with the error
+//              energy the importance weights measure (HIGGS's linearity;
+//              exllamav3's probes shaped like a type's error). One forward
+//              per group and one quantization per group and type. Calibrated
+//              types (":gptq"), whose weight error is not what they trade,
+//              routers (a router's error switches which experts a token
+//              takes: steps, not a quadratic), and groups whose probe leaves
+//              no error or no finite KL, are measured end to end.
 #ifndef LOWP_MIX_SENSITIVITY_H_
 #define LOWP_MIX_SENSITIVITY_H_
 
@@ -44,12 +58,14 @@ absl::StatusOr<std::vector<CandidateResult>> EvaluateInRounds(
     EvalReport* last);
 constexpr size_t kMixRound = 64;
 
-// Fills the table's sensitivity on the tuning tokens: of the candidates
-// `takes` (candidate g * types + t: group g in type t) when given, the
-// others NaN (a shard of the sweep, mix/table_file.h).
+// Fills the table's sensitivity (and measured, weight_error) on the tuning
+// tokens by table.method: of the units `takes` when given, the others NaN
+// (a shard of the sweep, mix/table_file.h). A unit is a candidate for the
+// exact method (g * types + t: group g in type t), a group for the
+// predicted one.
 absl::Status MeasureSensitivity(const Checkpoint& model, const MixTokens& tune, const MixRun& run,
                                 MixTable& table,
-                                const std::function<bool(int64_t candidate)>& takes = {});
+                                const std::function<bool(int64_t unit)>& takes = {});
 
 }  // namespace lowp
 

@@ -8,6 +8,16 @@
 
 namespace lowp {
 
+absl::StatusOr<MixSensitivity> ParseMixSensitivity(absl::string_view name) {
+  if (name == "predicted") return MixSensitivity::kPredicted;
+  if (name == "exact") return MixSensitivity::kExact;
+  return OptionError("sensitivity", absl::StrCat("'", name, "' is not predicted or exact"));
+}
+
+const char* MixSensitivityName(MixSensitivity method) {
+  return method == MixSensitivity::kExact ? "exact" : "predicted";
+}
+
 const std::vector<std::string>& DefaultMixTypes() {
   static const auto* types = new std::vector<std::string>{"q2_K", "q3_K", "q4_K", "q5_K",
                                                           "q6_K", "q8_0", "iq4_xs", "fp16"};
@@ -69,6 +79,20 @@ EvalCandidate MixTable::Single(size_t g, size_t t) const {
                                    {{groups[g].pattern(), schemes[t], calibrations[t]}});
   if (calibrations[t].active()) c.calibration = calibration;
   return c;
+}
+
+int MixTable::ProbeType() const {
+  std::vector<std::pair<uint64_t, int>> plain;  // (bytes of the model, type)
+  for (size_t t = 0; t < types.size(); ++t) {
+    if (calibrations[t].active()) continue;
+    uint64_t b = 0;
+    for (const std::vector<uint64_t>& g : bytes) b += g[t];
+    plain.push_back({b, static_cast<int>(t)});
+  }
+  if (plain.empty()) return -1;
+  std::stable_sort(plain.begin(), plain.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  return plain[(plain.size() - 1) / 2].second;
 }
 
 bool MixTable::Calibrates() const {

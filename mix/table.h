@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "eval/candidates.h"
 #include "mix/allocate.h"
 #include "mix/groups.h"
@@ -20,6 +21,14 @@
 #include "quant/scheme.h"
 
 namespace lowp {
+
+// How the table's KLs are found (mix/sensitivity.h): every group measured
+// end to end in every type, or one probe per group measured and the other
+// types predicted from their weight errors.
+enum class MixSensitivity { kPredicted, kExact };
+// "predicted", "exact"; InvalidArgument naming "sensitivity" otherwise.
+absl::StatusOr<MixSensitivity> ParseMixSensitivity(absl::string_view name);
+const char* MixSensitivityName(MixSensitivity method);
 
 struct MixTable {
   std::string model;  // the snapshot directory
@@ -33,10 +42,18 @@ struct MixTable {
   std::vector<Calibration> calibrations;
   std::shared_ptr<const CalibrationTokens> calibration;
   uint64_t weights = 0;  // elements of the groups
-  // sensitivity[g][t]: mean KL with group g in types[t], all else float32;
-  // bytes[g][t] what it stores in.
+  // sensitivity[g][t]: mean KL with group g in types[t], all else float32
+  // (measured[g][t]: end to end, else predicted); bytes[g][t] what it
+  // stores in.
   std::vector<std::vector<double>> sensitivity;
+  std::vector<std::vector<uint8_t>> measured;
   std::vector<std::vector<uint64_t>> bytes;
+  MixSensitivity method = MixSensitivity::kPredicted;
+  // Predicted: the type each group's probe rounds in (ProbeType), and
+  // weight_error[g][t] the relative squared error of group g's weights in
+  // types[t] (mix/weight_errors.h; NaN for calibrated types).
+  std::string probe;
+  std::vector<std::vector<double>> weight_error;
   std::string tune_tokens;  // their description, as eval's `tokens`
   uint64_t tune_positions = 0;
   int64_t candidates_measured = 0;
@@ -57,6 +74,10 @@ struct MixTable {
   // Group g alone in types[t], every other matrix float32.
   EvalCandidate Single(size_t g, size_t t) const;
   bool Calibrates() const;  // whether any type does
+  // The probe of a prediction: of the types that do not calibrate, ordered
+  // by the bytes they store the model in, the lower middle one (q4_K of
+  // the defaults); -1 when every type calibrates.
+  int ProbeType() const;
 };
 
 // q2_K q3_K q4_K q5_K q6_K q8_0 iq4_xs fp16.

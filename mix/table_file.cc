@@ -1,5 +1,6 @@
 #include "mix/table_file.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -24,7 +25,7 @@ using Json = nlohmann::ordered_json;
 constexpr int64_t kMaxShards = 4096;
 constexpr uint64_t kMaxShardFileBytes = uint64_t{1} << 30;
 constexpr const char* kFormat = "lowp-mix-table";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;
 
 // FNV-1a over bytes, as 16 hex digits: a fingerprint, not a defence.
 struct Fingerprint {
@@ -57,6 +58,7 @@ absl::StatusOr<Json> Identity(const MixTable& t, const MixTokens& tune) {
   Json id;
   id["groups"] = groups;
   id["types"] = t.types;
+  id["sensitivity"] = MixSensitivityName(t.method);
   id["tokens"] = {{"description", tune.description},
                   {"fingerprint", TokensFingerprint(tune.ids, tune.length, tune.scored_from)}};
   std::string imatrix = "none";
@@ -75,6 +77,23 @@ absl::StatusOr<Json> Identity(const MixTable& t, const MixTokens& tune) {
                           ? std::string("none")
                           : TokensFingerprint(t.calibration->ids, t.calibration->length, -1);
   return id;
+}
+
+// A number that may be NaN or Inf (JSON has none: written as strings, read
+// back exactly).
+Json Number(double v) { return std::isfinite(v) ? Json(v) : Json(absl::StrCat(v)); }
+bool ReadNumber(const Json& j, double& v) {
+  if (j.is_number()) {
+    v = j.get<double>();
+    return true;
+  }
+  return j.is_string() && absl::SimpleAtod(j.get<std::string>(), &v);
+}
+
+// Whether the shard holds table entry (g, t): its unit's (mix/sensitivity.h).
+bool Holds(const MixShard& shard, const MixTable& table, size_t g, size_t t) {
+  const size_t unit = table.method == MixSensitivity::kPredicted ? g : g * table.types.size() + t;
+  return shard.Takes(static_cast<int64_t>(unit));
 }
 
 }  // namespace
@@ -102,14 +121,16 @@ absl::Status WriteMixShard(const MixTable& table, const MixTokens& tune, const M
   j["identity"] = *std::move(id);
   j["shard"] = {{"index", shard.index}, {"count", shard.count}};
   j["positions"] = table.tune_positions;
+  j["probe"] = table.probe;
+  // [group, type, KL, measured end to end, weight error (null: none)].
   Json entries = Json::array();
   const size_t T = table.types.size();
   for (size_t g = 0; g < table.groups.size(); ++g) {
     for (size_t t = 0; t < T; ++t) {
-      if (!shard.Takes(static_cast<int64_t>(g * T + t))) continue;
-      const double kl = table.sensitivity[g][t];
-      // NaN and Inf have no JSON number: as strings, read back exactly.
-      entries.push_back({g, t, std::isfinite(kl) ? Json(kl) : Json(absl::StrCat(kl))});
+      if (!Holds(shard, table, g, t)) continue;
+      const bool error = !table.weight_error.empty();
+      entries.push_back({g, t, Number(table.sensitivity[g][t]), table.measured[g][t] != 0,
+                         error ? Number(table.weight_error[g][t]) : Json()});
     }
   }
   j["kl_mean"] = entries;
@@ -137,6 +158,11 @@ absl::Status MergeMixShards(const std::vector<std::pair<std::string, std::string
   if (!want.ok()) return want.status();
   const size_t G = table.groups.size(), T = table.types.size();
   table.sensitivity.assign(G, std::vector<double>(T, NAN));
+  table.measured.assign(G, std::vector<uint8_t>(T, 0));
+  table.weight_error.clear();
+  if (table.method == MixSensitivity::kPredicted) {
+    table.weight_error.assign(G, std::vector<double>(T, NAN));
+  }
   std::vector<uint8_t> seen(G * T, 0);
   std::map<int64_t, std::string> shards;  // index -> file
   int64_t count = 0;
@@ -157,6 +183,7 @@ absl::Status MergeMixShards(const std::vector<std::pair<std::string, std::string
     const Json& id = j.value("identity", Json());
     for (const auto& [field, what] :
          {std::pair{"groups", "another model's matrices"}, std::pair{"types", "another type list"},
+          std::pair{"sensitivity", "another sensitivity method"},
           std::pair{"tokens", "other tuning tokens"},
           std::pair{"imatrix", "another importance matrix"},
           std::pair{"calibration", "other calibration tokens"}}) {
@@ -188,25 +215,33 @@ absl::Status MergeMixShards(const std::vector<std::pair<std::string, std::string
       return fail("positions: missing or not the other shards'");
     }
     positions = p.get<uint64_t>();
+    const Json& probe = j.value("probe", Json());
+    if (!probe.is_string() || (shards.size() > 1 && probe.get<std::string>() != table.probe)) {
+      return fail("probe: missing or not the other shards'");
+    }
+    table.probe = probe.get<std::string>();
     const Json& entries = j.value("kl_mean", Json());
     if (!entries.is_array()) return fail("kl_mean: not a list");
+    const bool predicted = table.method == MixSensitivity::kPredicted;
     for (const Json& e : entries) {
-      if (!e.is_array() || e.size() != 3 || !e[0].is_number_unsigned() ||
-          !e[1].is_number_unsigned() || e[0].get<uint64_t>() >= G || e[1].get<uint64_t>() >= T) {
-        return fail("kl_mean: an entry is not [group, type, value] of this table");
+      if (!e.is_array() || e.size() != 5 || !e[0].is_number_unsigned() ||
+          !e[1].is_number_unsigned() || e[0].get<uint64_t>() >= G ||
+          e[1].get<uint64_t>() >= T || !e[3].is_boolean() || e[4].is_null() == predicted) {
+        return fail("kl_mean: an entry is not [group, type, KL, measured, weight error] of "
+                    "this table");
       }
       const size_t g = e[0].get<size_t>(), t = e[1].get<size_t>();
-      double kl = NAN;
-      if (e[2].is_number()) {
-        kl = e[2].get<double>();
-      } else if (!e[2].is_string() || !absl::SimpleAtod(e[2].get<std::string>(), &kl)) {
+      double kl = NAN, error = NAN;
+      if (!ReadNumber(e[2], kl) || (predicted && !ReadNumber(e[4], error))) {
         return fail("kl_mean: a value is not a number");
       }
-      if (!shard.Takes(static_cast<int64_t>(g * T + t)) || seen[g * T + t]) {
+      if (!Holds(shard, table, g, t) || seen[g * T + t]) {
         return fail("kl_mean: an entry of another shard, or twice");
       }
       seen[g * T + t] = 1;
       table.sensitivity[g][t] = kl;
+      table.measured[g][t] = e[3].get<bool>();
+      if (predicted) table.weight_error[g][t] = error;
     }
   }
   if (static_cast<int64_t>(shards.size()) != count) {
@@ -225,7 +260,10 @@ absl::Status MergeMixShards(const std::vector<std::pair<std::string, std::string
   }
   table.tune_tokens = tune.description;
   table.tune_positions = positions;
-  table.candidates_measured = static_cast<int64_t>(G * T);  // by the shards
+  table.candidates_measured = 0;  // by the shards
+  for (const std::vector<uint8_t>& row : table.measured) {
+    table.candidates_measured += std::count(row.begin(), row.end(), 1);
+  }
   return absl::OkStatus();
 }
 

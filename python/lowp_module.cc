@@ -872,8 +872,11 @@ void DefineSizing(py::module_& m, py::dict& sig) {
         "Pareto front. eval=True: also each format on a real model's linear layers "
         "(eval_model, None: the bundled stories260K-hf), on sampled tokens (eval_sample, "
         "eval_seed) or a text file (eval_text, eval_ctx, eval_chunks). mix=True: per device "
-        "the lowp.mix for what it leaves beside the job. html: also write the report there. "
-        "And size()'s options.");
+        "the lowp.mix for what it leaves beside the job (mix_sensitivity as mix's sensitivity). "
+        "kv='A,B,...' (several KV cache formats): each format with each, sized per device and "
+        "its KL measured (implies eval; kv_sample 'N:LEN', None: 4 sequences of the evaluated "
+        "model's context): 'kv_study'. html: also write the report there. And size()'s "
+        "options.");
     f.Required(kKeyword, "model", "str", [](O& o, const Arg& a) { o.model = Text(a); });
     f.Required(kKeyword, "mode", "str",
                [](O& o, const Arg& a) { o.sizing.mode = Choice(a, ParseMode); });
@@ -913,6 +916,10 @@ void DefineSizing(py::module_& m, py::dict& sig) {
                [](O& o, const Arg& a) { o.mix_tune_sample = Text(a); });
     f.Optional(kKeyword, "mix_tune_seed", "int", py::int_(d.mix_tune_seed),
                [](O& o, const Arg& a) { IntInto(o.mix_tune_seed, a); });
+    f.Optional(kKeyword, "mix_sensitivity", "str", py::str(d.mix_sensitivity),
+               [](O& o, const Arg& a) { o.mix_sensitivity = Text(a); });
+    f.Optional(kKeyword, "kv_sample", "str | None", py::none(),
+               [](O& o, const Arg& a) { o.kv_sample = Text(a); });
     f.Optional(kKeyword, "html", "FilePath | None", py::none(),
                [](O& o, const Arg& a) { o.html = Path(a); });
     QuietParam(f);
@@ -1098,8 +1105,10 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
         "or 'none') and random_mixes. The verification's tokens as eval takes them, the "
         "tuning's with tune_ before each. With `out`, the mix is written there as "
         "quantize_model writes rules (.gguf, with the vocabulary of `tokenizer` or the model's, "
-        "or .safetensors). shard='I/N' with table_out: only that shard of the sensitivity "
-        "sweep, written there; tables: the N shard files, read instead of measuring.");
+        "or .safetensors). sensitivity: 'predicted' (one probe type per matrix end to end, the "
+        "other types scaled by their weight errors) or 'exact' (every matrix in every type). "
+        "shard='I/N' with table_out: only that shard of the sensitivity sweep, written there; "
+        "tables: the N shard files, read instead of measuring.");
     ModelParams(
         f, [](O& o) -> std::string& { return o.model; },
         [](O& o) -> std::vector<std::string>& { return o.tensors; });
@@ -1115,6 +1124,8 @@ void DefineModelFunctions(py::module_& m, py::dict& sig) {
     JobParams(f, [](O& o) -> SizingOptions& { return o.job; });
     f.Optional(kKeyword, "types", "Names | None", py::none(),
                [](O& o, const Arg& a) { o.types = Names(a); });
+    f.Optional(kKeyword, "sensitivity", "str", py::str(d.sensitivity),
+               [](O& o, const Arg& a) { o.sensitivity = Text(a); });
     f.Optional(kKeyword, "baselines", "Names | None", py::none(),
                [](O& o, const Arg& a) { o.baselines = Names(a); });
     f.Optional(kKeyword, "random_mixes", "int", py::int_(d.random_mixes),

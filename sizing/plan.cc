@@ -115,6 +115,8 @@ absl::Status SizeCandidate(const ModelConfig& model, const PlanOptions& options,
   o.kv = kv;
   absl::StatusOr<SizingReport> unreserved = Unreserved(model, o, options.devices.front());
   if (!unreserved.ok()) return unreserved.status();
+  c.kv = unreserved->options.kv;
+  c.kv_cache_bytes = unreserved->whole.kv_cache;
   c.linear_bits_per_parameter = unreserved->linear_bits_per_parameter;
   c.weight_bits_per_parameter = unreserved->weight_bits_per_parameter;
   c.weight_bytes = unreserved->whole.weights;
@@ -264,6 +266,36 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
     plan.candidates.push_back(std::move(c));
   }
 
+  if (!o.kv_formats.empty()) {
+    if (o.sizing.mode != Mode::kInference) {
+      return Invalid("kv", "a KV cache study sizes a served model: give `mode` inference");
+    }
+    PlanKvStudy study;
+    for (const std::string& kv : o.kv_formats) {
+      if (std::count(o.kv_formats.begin(), o.kv_formats.end(), kv) > 1) {
+        return Invalid("kv", absl::StrCat(kv, " given twice"));
+      }
+      SizingOptions s = reference;
+      s.kv = kv;
+      absl::StatusOr<SizingReport> r = Unreserved(model, s, o.devices.front());
+      if (!r.ok()) return r.status();
+      study.formats.push_back({r->options.kv, r->whole.kv_cache, std::nullopt});
+    }
+    for (size_t i = 0; i < o.formats.size(); ++i) {
+      for (const PlanKvFormat& kv : study.formats) {
+        PlanCandidate c;
+        c.format = o.formats[i];
+        c.calibrated = sized_as[i].second.active();
+        if (absl::Status s = SizeCandidate(model, o, kv.format, sized_as[i].first, c); !s.ok()) {
+          return s;
+        }
+        c.saving_vs_bf16 = plan.candidates[i].saving_vs_bf16;
+        study.pairs.push_back(std::move(c));
+      }
+    }
+    plan.kv_study = std::move(study);
+  }
+
   // Accuracy.
   PlanSource& source = plan.source;
   source.files = o.tensor_files;
@@ -315,7 +347,23 @@ absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& optio
   }
   const std::vector<bool> pareto = ParetoOptimal(bytes, error);
   for (size_t i = 0; i < pareto.size(); ++i) plan.candidates[i].pareto = pareto[i];
+  if (plan.kv_study) {  // each pair's error is its format's, until measured end to end
+    const size_t K = plan.kv_study->formats.size();
+    for (size_t p = 0; p < plan.kv_study->pairs.size(); ++p) {
+      plan.kv_study->pairs[p].error = plan.candidates[p / K].error;
+    }
+  }
   return plan;
+}
+
+void MarkKvPareto(PlanKvStudy& study) {
+  std::vector<double> bytes, kl;
+  for (const PlanCandidate& c : study.pairs) {
+    bytes.push_back(static_cast<double>(c.weight_bytes + c.kv_cache_bytes));
+    kl.push_back(c.end_to_end ? c.end_to_end->kl_mean : NAN);
+  }
+  const std::vector<bool> pareto = ParetoOptimal(bytes, kl);
+  for (size_t i = 0; i < pareto.size(); ++i) study.pairs[i].pareto = pareto[i];
 }
 
 }  // namespace lowp

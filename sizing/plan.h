@@ -39,6 +39,9 @@ struct PlanOptions {
   std::vector<std::string> formats;
   // At least one; each candidate is sized on each.
   std::vector<Device> devices;
+  // KV cache formats to size each candidate with beside the job's own
+  // (Plan::kv_study); empty: none.
+  std::vector<std::string> kv_formats;
 
   // Tensor files the accuracy is measured on (.safetensors, a sharded
   // checkpoint's index, .npy); empty takes BundledCheckpoint().
@@ -87,6 +90,8 @@ struct PlanFit {
 
 struct PlanCandidate {
   std::string format;
+  std::string kv;  // the KV cache's format it is sized with
+  int64_t kv_cache_bytes = 0;  // the whole job's KV cache (device-independent)
   // Of the model, from the memory model (device-independent): bits per
   // parameter of the linear layers and over all parameters, scales and zero
   // points included; the whole model's weight bytes.
@@ -123,7 +128,8 @@ struct PlanCandidate {
   std::optional<EndToEnd> end_to_end;
 
   // ParetoOptimal over (weight_bytes, relative_rmse) of all candidates, or
-  // over (weight_bytes, end_to_end->kl_mean) when the plan has them.
+  // over (weight_bytes, end_to_end->kl_mean) when the plan has them; in the
+  // KV study over (weight_bytes + kv_cache_bytes, end_to_end->kl_mean).
   bool pareto = false;
   std::vector<PlanFit> fits;  // one per device, in PlanOptions order
 };
@@ -173,14 +179,38 @@ struct PlanMixes {
   std::vector<std::string> types;
   std::string tune_tokens;
   uint64_t tune_positions = 0;
+  std::string sensitivity;  // "predicted" or "exact" (mix/sensitivity.h)
   int64_t candidates_measured = 0;
   std::vector<PlanMix> devices;  // in PlanOptions::devices order
+};
+
+// lowp plan --kv A,B,...: each candidate weight format with each KV cache
+// format, the job sized on every device (the longest context at the job's
+// batch, the most sequences at its seq: PlanFit's report), and, measured on
+// the evaluated model at the longest context it allows (api::PlanJob), each
+// pair's KL and each KV format's alone (float32 weights); the Pareto front
+// over the pairs' bytes (weights and the job's KV cache) and KL.
+struct PlanKvFormat {
+  std::string format;
+  int64_t kv_cache_bytes = 0;  // the job's, on the planned model
+  std::optional<PlanCandidate::EndToEnd> end_to_end;  // float32 weights, this cache
+};
+struct PlanKvStudy {
+  std::vector<PlanKvFormat> formats;
+  // pairs[w * formats.size() + k]: candidates[w].format with formats[k].
+  std::vector<PlanCandidate> pairs;
+  // Where the KL was measured (set with it).
+  std::string model, tokens;
+  int64_t context = 0;  // tokens per sequence
+  uint64_t positions = 0;
+  double reference_perplexity = 0;
 };
 
 struct Plan {
   ModelConfig model;
   std::optional<PlanEval> eval;
   std::optional<PlanMixes> mix;
+  std::optional<PlanKvStudy> kv_study;
   PlanOptions options;  // formats filled in, no progress callback
   std::string kv;       // the KV cache's format for every candidate
   PlanSource source;
@@ -191,6 +221,9 @@ struct Plan {
 // what EstimateMemory rejects; file errors name the file; InvalidArgument
 // when the selection matches no floating tensor.
 absl::StatusOr<Plan> MakePlan(const ModelConfig& model, const PlanOptions& options);
+
+// The Pareto front of the KV study on its measured KLs (the pairs' `pareto`).
+void MarkKvPareto(PlanKvStudy& study);
 
 // Serving and adapters: bf16, fp8_e4m3fn, int8-channel, int4-g128, nf4,
 // mxfp4, q4_0. Full training (the weights themselves are updated, so only

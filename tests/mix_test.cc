@@ -5,6 +5,8 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +19,8 @@
 #include "mix/allocate.h"
 #include "mix/budget.h"
 #include "mix/groups.h"
+#include "mix/weight_errors.h"
+#include "quant/measure.h"
 #include "model/checkpoint.h"
 #include "sizing/devices.h"
 #include "sizing/memory.h"
@@ -205,7 +209,8 @@ TEST(Mix, ChoosesWithinTheBudgetAndItsRulesGiveEvalsNumbers) {
   ASSERT_EQ(r->rows.size(), 1 + 2 + 3u);  // the mix, Q4_K_M and lowp at its size, 3 random
   const MixRow& mix = r->rows[0];
   EXPECT_LE(mix.bytes, r->budget_bytes);
-  EXPECT_EQ(r->candidates_measured, static_cast<int64_t>(r->groups.size() * 3));
+  // One probe per matrix (the predicted sensitivity).
+  EXPECT_EQ(r->candidates_measured, static_cast<int64_t>(r->groups.size()));
   double predicted = 0;
   for (size_t g = 0; g < r->groups.size(); ++g) {
     predicted += r->sensitivity[g][static_cast<size_t>(r->allocation.choice[g])];
@@ -287,6 +292,90 @@ TEST(Mix, CalibratedTypesAreMeasuredAndChosen) {
   EXPECT_THAT(std::string(api::Mix(o).status().message()), HasSubstr("act_order"));
 }
 
+TEST(MixSensitivity, SampledRowsAreWholeUnitsSpreadOverTheMatrix) {
+  // Small matrices whole.
+  EXPECT_EQ(SampledRows(768, 256, 1), (std::vector<std::pair<int64_t, int64_t>>{{0, 768}}));
+  EXPECT_EQ(SampledRows(4, 1 << 22, 1), (std::vector<std::pair<int64_t, int64_t>>{{0, 4}}));
+  EXPECT_TRUE(SampledRows(0, 256, 1).empty());
+  for (const auto& [rows, cols, unit] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{4096, 4096, 1},
+                                                          {14336, 4096, 1},
+                                                          {4096, 14336, 1},
+                                                          {128256, 4096, 1},
+                                                          {100003, 2048, 7},
+                                                          {5000, 2048, 64}}) {
+    const std::vector<std::pair<int64_t, int64_t>> w = SampledRows(rows, cols, unit);
+    ASSERT_FALSE(w.empty());
+    int64_t sampled = 0, end = 0;
+    for (const auto& [first, count] : w) {
+      EXPECT_EQ(first % unit, 0) << rows;
+      EXPECT_EQ(count % unit, 0) << rows;
+      EXPECT_GE(first, end) << "overlapping windows of " << rows;
+      EXPECT_LE(first + count, rows);
+      end = first + count;
+      sampled += count;
+    }
+    EXPECT_EQ(w.front().first, 0);
+    EXPECT_GT(w.back().first, rows * 7 / 8) << "spread to the last rows";
+    // About kErrorSampleElements, never the whole.
+    EXPECT_GE(sampled * cols, kErrorSampleElements / 2) << rows << "x" << cols;
+    EXPECT_LE(sampled * cols, 2 * kErrorSampleElements + kErrorWindows * unit * cols)
+        << rows << "x" << cols;
+    EXPECT_LT(sampled, rows);
+  }
+}
+
+// The predicted table: each matrix measured in the probe type alone, every
+// other type its KL scaled by the ratio of weight errors, which are those
+// MeasureTensor gives the whole matrix; the probe's cells are the exact
+// table's bit for bit.
+TEST(MixSensitivity, PredictedScalesTheProbeByTheWeightErrors) {
+  api::MixOptions o = Small();
+  o.baselines = {"none"};
+  o.random_mixes = 0;
+  absl::StatusOr<api::MixResult> predicted = api::Mix(o);
+  ASSERT_TRUE(predicted.ok()) << predicted.status();
+  o.sensitivity = "exact";
+  absl::StatusOr<api::MixResult> exact = api::Mix(o);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_EQ(predicted->method, MixSensitivity::kPredicted);
+  EXPECT_EQ(predicted->probe, "q6_K");  // the middle of q4_K, q6_K, q8_0 by bytes
+  const size_t G = predicted->groups.size(), probe = 1;
+  EXPECT_EQ(predicted->candidates_measured, static_cast<int64_t>(G));
+  EXPECT_EQ(exact->candidates_measured, static_cast<int64_t>(3 * G));
+  EXPECT_TRUE(exact->weight_error.empty());
+  absl::StatusOr<Checkpoint> model = Checkpoint::OpenModel(kModel, {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  int compared = 0;
+  std::vector<double> sums(3), exact_sums(3);
+  for (size_t g = 0; g < G; ++g) {
+    SCOPED_TRACE(predicted->groups[g].name);
+    EXPECT_EQ(predicted->sensitivity[g][probe], exact->sensitivity[g][probe]);
+    for (size_t t = 0; t < 3; ++t) {
+      EXPECT_EQ(predicted->measured[g][t], t == probe);
+      EXPECT_EQ(exact->measured[g][t], 1);
+      const double ratio = predicted->weight_error[g][t] / predicted->weight_error[g][probe];
+      EXPECT_DOUBLE_EQ(predicted->sensitivity[g][t], predicted->sensitivity[g][probe] * ratio);
+      sums[t] += predicted->sensitivity[g][t];
+      exact_sums[t] += exact->sensitivity[g][t];
+      for (const TensorView& v : model->set().tensors()) {
+        if (v.name != predicted->groups[g].name) continue;
+        absl::StatusOr<QuantReport> r = MeasureTensor(v, *predicted->schemes[t]);
+        ASSERT_TRUE(r.ok()) << r.status();
+        EXPECT_NEAR(predicted->weight_error[g][t],
+                    r->stats.sum_squared_error / r->stats.sum_squared_input,
+                    1e-9 * predicted->weight_error[g][t]);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, static_cast<int>(3 * G));
+  // On these 64 tuning positions single cells are noisy (0.57x to 1.9x of
+  // the measured when written); each type's total over the matrices is
+  // within 15% (0.90x for q4_K and q8_0).
+  for (size_t t = 0; t < 3; ++t) EXPECT_NEAR(sums[t] / exact_sums[t], 1, 0.15) << t;
+}
+
 TEST(Mix, ErrorsNameTheOption) {
   auto message = [](const std::function<void(api::MixOptions&)>& change) {
     api::MixOptions o = Small();
@@ -321,6 +410,8 @@ TEST(Mix, ErrorsNameTheOption) {
               HasSubstr("would store it as"));
   EXPECT_THAT(message([](auto& o) { o.baselines = {"Q4_K_X"}; }), HasSubstr("baselines"));
   EXPECT_THAT(message([](auto& o) { o.random_mixes = -1; }), HasSubstr("random_mixes"));
+  EXPECT_THAT(message([](auto& o) { o.sensitivity = "fast"; }),
+              HasSubstr("sensitivity: 'fast' is not predicted or exact"));
   EXPECT_THAT(message([](auto& o) { o.verify.sample = "2:9999"; }), HasSubstr("sample"));
   EXPECT_THAT(message([](auto& o) { o.model = "/nonexistent"; }), HasSubstr("/nonexistent"));
 }

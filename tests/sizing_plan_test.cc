@@ -194,6 +194,73 @@ TEST(MakePlan, MemoryIsEstimateMemorysWithTheKvCacheInBf16) {
   EXPECT_NEAR(plan->candidates[0].saving_vs_bf16, -1.0, 0.01);  // twice bf16's bytes
 }
 
+// The KV study's pairs: the KV cache of Llama 3.1 8B worked out by hand,
+// and each device's longest context and most sequences the largest that
+// fit (one more does not).
+TEST(MakePlan, KvStudyPairsAreTheMemoryModelsByHand) {
+  PlanOptions o = Inference({"rtx-4090", "h100-sxm"});
+  o.formats = {"bf16", "q4_0"};
+  o.kv_formats = {"bf16", "q8_0", "q4_0:rotate=hadamard"};
+  o.sizing.seq = 32768;
+  o.sizing.batch = 2;
+  const ModelConfig model = *FindModel("llama-3.1-8b");
+  absl::StatusOr<Plan> plan = MakePlan(model, o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(plan->kv_study.has_value());
+  const PlanKvStudy& k = *plan->kv_study;
+  // Keys and values of 32 layers x 8 heads x 128 per token: bf16 2 bytes, q8_0
+  // 34 bytes per 32, q4_0 18 per 32 (the rotation stores nothing more).
+  const int64_t values = int64_t{2} * 32 * 8 * 128 * 32768 * 2;
+  const std::vector<int64_t> expected = {values * 2, values / 32 * 34, values / 32 * 18};
+  ASSERT_EQ(k.formats.size(), 3u);
+  for (size_t f = 0; f < 3; ++f) EXPECT_EQ(k.formats[f].kv_cache_bytes, expected[f]) << f;
+  ASSERT_EQ(k.pairs.size(), 6u);
+  for (size_t p = 0; p < k.pairs.size(); ++p) {
+    const PlanCandidate& c = k.pairs[p];
+    SCOPED_TRACE(c.format + " " + c.kv);
+    EXPECT_EQ(c.format, o.formats[p / 3]);
+    EXPECT_EQ(c.kv, o.kv_formats[p % 3]);
+    EXPECT_EQ(c.kv_cache_bytes, expected[p % 3]);
+    EXPECT_EQ(c.weight_bytes, plan->candidates[p / 3].weight_bytes);
+    EXPECT_FALSE(c.pareto);  // nothing measured yet
+    for (const PlanFit& f : c.fits) {
+      SizingOptions s = o.sizing;
+      s.weights = c.format;
+      s.kv = c.kv;
+      const SizingReport r = *EstimateMemory(model, s, f.device);
+      EXPECT_EQ(f.report.per_device.total(), r.per_device.total());
+      EXPECT_EQ(f.report.per_device.kv_cache, expected[p % 3]);
+      ASSERT_GT(f.report.max_seq, 0);
+      ASSERT_GT(f.report.max_batch, 0);
+      // The longest context at batch 2 fits; one token more does not (or
+      // the model's 131,072 positions stop it).
+      SizingOptions at = s;
+      at.seq = f.report.max_seq;
+      EXPECT_TRUE(EstimateMemory(model, at, f.device)->fits);
+      at.seq = f.report.max_seq + 1;
+      EXPECT_TRUE(f.report.max_seq == 131072 || !EstimateMemory(model, at, f.device)->fits);
+      // The most sequences of 32,768 tokens fit; one more does not.
+      at = s;
+      at.batch = f.report.max_batch;
+      EXPECT_TRUE(EstimateMemory(model, at, f.device)->fits);
+      at.batch = f.report.max_batch + 1;
+      EXPECT_FALSE(EstimateMemory(model, at, f.device)->fits);
+    }
+  }
+  // A smaller cache leaves room for more: q4_0's on a 4090 with bf16 weights.
+  EXPECT_GT(k.pairs[2].fits[0].report.max_batch, k.pairs[0].fits[0].report.max_batch);
+  // The formats' own rows keep the bf16 cache.
+  for (const PlanCandidate& c : plan->candidates) EXPECT_EQ(c.kv, "bf16");
+  o.sizing.mode = Mode::kPretrain;
+  o.formats = {"bf16"};
+  EXPECT_THAT(std::string(MakePlan(model, o).status().message()), HasSubstr("kv: a KV cache study"));
+  o.sizing.mode = Mode::kInference;
+  o.kv_formats = {"q8_0", "q8_0"};
+  EXPECT_THAT(std::string(MakePlan(model, o).status().message()), HasSubstr("q8_0 given twice"));
+  o.kv_formats = {"q8_0", "bogus"};
+  EXPECT_THAT(std::string(MakePlan(model, o).status().message()), HasSubstr("kv"));
+}
+
 TEST(MakePlan, TheModelsOwnTensorsAreNoProxy) {
   absl::StatusOr<Plan> plan = MakePlan(Stories(), Inference());
   ASSERT_TRUE(plan.ok()) << plan.status();

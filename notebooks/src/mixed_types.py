@@ -8,9 +8,11 @@ md(r"""
 # Mixed types: which format each matrix gets, chosen by measured loss
 
 A llama.cpp recipe such as Q4_K_M is a fixed rule (every matrix q4_K, `attn_v` and `ffn_down` a
-step up in some layers). `lowp.mix` measures instead: every matrix of the model alone in every
-type, end to end (the mean KL divergence of the next-token distribution from the float32
-model's), then the assignment of least predicted KL within a byte budget, exactly, then that
+step up in some layers). `lowp.mix` measures instead what every matrix of the model costs alone
+in every type (the mean KL divergence of the next-token distribution from the float32 model's):
+each matrix run end to end in one probe type, the other types' costs scaled from it by their
+weight errors on the matrix (`sensitivity="exact"` runs every type), then the assignment of least
+predicted KL within a byte budget, exactly, then that
 assignment and llama.cpp's recipes evaluated on tokens the choice was not tuned on
 ([docs/mix.md](../docs/mix.md)). The model is the bundled stories3M-hf: a 4-layer Llama of 3.3 M
 parameters whose rows are 256 and 768 wide, so llama.cpp's super-block types (q2_K .. q6_K,
@@ -41,8 +43,9 @@ plt.rcParams.update({"figure.dpi": 80, "savefig.dpi": 100, "font.size": 9})
 # Q2_K .. Q8_0 and lowp's mix at its size are verified, and 12 random assignments.
 t = time.perf_counter()
 R = lowp.mix(bits_per_weight=4.87, random_mixes=12, random_seed=0)
-print(f"lowp.mix: {len(R['sensitivity'])} matrices x {len(R['types'])} types = "
-      f"{R['candidates_measured']} candidates measured on {R['tokens']['tune_positions']} positions, "
+print(f"lowp.mix: {len(R['sensitivity'])} matrices x {len(R['types'])} types, "
+      f"{R['sensitivity_method']} from {R['candidates_measured']} candidates measured in "
+      f"{R['probe']} on {R['tokens']['tune_positions']} positions, "
       f"{len(R['rows'])} mixes verified on {R['tokens']['verify_positions']} other positions, "
       f"in {time.perf_counter() - t:.0f} s")
 print("types:", " ".join(R["types"]))
@@ -54,9 +57,9 @@ print(f"the mix: {R['bits_per_weight']:.4f} bits per weight, predicted KL {R['pr
 md(r"""
 ## 1. Predicted against measured KL
 
-Each row's prediction is the sum, over its matrices, of the KL that matrix cost alone in its
-type (on the tuning tokens); the measurement quantizes all of them at once (on the verification
-tokens). If the costs add, the points lie on the diagonal. Spearman's rank correlation says
+Each row's prediction is the sum, over its matrices, of the KL that matrix costs alone in its
+type (on the tuning tokens: measured in the probe type, predicted in the others); the
+measurement quantizes all of them at once (on the verification tokens). If the costs add, the points lie on the diagonal. Spearman's rank correlation says
 whether the prediction orders mixes as the measurement does, which is what the allocation needs;
 the relative error says how far the sum is off.
 """)
@@ -211,16 +214,17 @@ for layer, (bits, n) in per_layer.items():
 md(r"""
 ## Summary
 
-* **The prediction** (section 1): summing each matrix's cost alone orders the random mixes, the
+* **The prediction** (section 1): summing each matrix's cost alone (one probe measured per
+  matrix, the other types predicted from their weight errors) orders the random mixes, the
   recipes and lowp's mixes nearly as the end-to-end measurement does (Spearman printed above), to
-  within a few percent in the median. That is what makes the allocation's choice worth making:
+  within 10% in the median. That is what makes the allocation's choice worth making:
   it optimises a quantity that tracks the real one on tokens it never saw.
 * **The front** (section 2): at every recipe's own size lowp's mix has a fraction of the recipe's
   KL (the ratios are printed) and a higher top-1 agreement. The recipe spends its extra bits by a
   fixed rule; the mix spends them where this model measured a cost.
 * **Where the bytes go** (section 3): on this model the first layer gets the most bits and each
   layer's `v_proj` more than its `q_proj`; the later layers' MLP matrices (iq4_xs) and some of
-  layer 1's attention (q3_K) get the fewest. llama.cpp's rule (extra bits for `attn_v` and
+  layer 1's attention (q2_K, q3_K) get the fewest. llama.cpp's rule (extra bits for `attn_v` and
   `ffn_down` in fixed layers) matches the `v_proj` part and not the rest.
 * The same call on a downloaded model is `lowp.mix(model=DIR, bits_per_weight=B, text_file=...)`;
   `R["weights_option"]` is the rule list `lowp.eval(weights=...)` takes and

@@ -219,6 +219,7 @@ def mix(
     buffers: int | str = 2000000000,
     headroom: float = 0.0,
     types: Names | None = None,
+    sensitivity: str = 'predicted',
     baselines: Names | None = None,
     random_mixes: int = 0,
     expert_groups: str = 'layer',
@@ -260,8 +261,10 @@ def mix(
     headroom), verified beside llama.cpp's recipes (baselines, or 'none') and random_mixes. The
     verification's tokens as eval takes them, the tuning's with tune_ before each. With `out`, the
     mix is written there as quantize_model writes rules (.gguf, with the vocabulary of `tokenizer`
-    or the model's, or .safetensors). shard='I/N' with table_out: only that shard of the
-    sensitivity sweep, written there; tables: the N shard files, read instead of measuring.
+    or the model's, or .safetensors). sensitivity: 'predicted' (one probe type per matrix end to
+    end, the other types scaled by their weight errors) or 'exact' (every matrix in every type).
+    shard='I/N' with table_out: only that shard of the sensitivity sweep, written there; tables:
+    the N shard files, read instead of measuring.
     """
     ...
 
@@ -343,6 +346,8 @@ def plan(
     mix_types: Names | None = None,
     mix_tune_sample: str = '8:256',
     mix_tune_seed: int = 1,
+    mix_sensitivity: str = 'predicted',
+    kv_sample: str | None = None,
     html: FilePath | None = None,
     quiet: bool = False,
 ) -> dict[str, Any]:
@@ -351,8 +356,10 @@ def plan(
     the bundled one; `select`: globs on its names), and the Pareto front. eval=True: also each
     format on a real model's linear layers (eval_model, None: the bundled stories260K-hf), on
     sampled tokens (eval_sample, eval_seed) or a text file (eval_text, eval_ctx, eval_chunks).
-    mix=True: per device the lowp.mix for what it leaves beside the job. html: also write the
-    report there. And size()'s options.
+    mix=True: per device the lowp.mix for what it leaves beside the job (mix_sensitivity as mix's
+    sensitivity). kv='A,B,...' (several KV cache formats): each format with each, sized per device
+    and its KL measured (implies eval; kv_sample 'N:LEN', None: 4 sequences of the evaluated
+    model's context): 'kv_study'. html: also write the report there. And size()'s options.
     """
     ...
 

@@ -688,6 +688,18 @@ def test_mix_groups_a_layers_experts_by_kind(tmp_path):
     assert len(groups) == 6 + 3 + 12 + 2 + 2
     # int4-g8 is no llama.cpp type: the line is refused for that, not for the groups
     assert "merged" not in layer["llama_quantize"].get("error", "")
+    # The predicted sweep's weight error of a merged group is over all its
+    # experts: sum e^2 / sum x^2 of quant_error's rows for them.
+    q = lowp.quant_error(str(tmp_path / "model" / "model.safetensors"), ["int4-g8"],
+                         tensors=["model.layers.0.mlp.experts.*.gate_proj.weight"], threads=2)
+    rows = q["results"]
+    assert len(rows) == cfg["num_experts"]
+    error = sum(r["mse"] * r["measured"] for r in rows)
+    inputs = sum(r["mse"] * r["measured"] * 10 ** (r["sqnr_db"] / 10) for r in rows)
+    assert merged["weight_error"]["int4-g8"] == pytest.approx(error / inputs, rel=1e-9)
+    assert merged["kl_measured"] == ["int4-g8"]  # the probe: the smaller of the two
+    # A router's rounding switches experts, a step: measured in every type.
+    assert groups["model.layers.0.mlp.gate.weight"]["kl_measured"] == ["int8-channel", "int4-g8"]
     each = lowp.mix(**args, expert_groups="each")
     names = [g["tensor"] for g in each["sensitivity"]]
     assert len(names) == len(groups) - 6 + 6 * cfg["num_experts"]

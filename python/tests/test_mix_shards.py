@@ -1,6 +1,7 @@
 """lowp.mix's sensitivity sweep in shards (shard='I/N', table_out) merged
 with tables=: the merged result equals one run's, bit for bit, whatever the
-order of the files; shards of another sweep are refused naming the field."""
+order of the files, predicted (a shard per group) or exact (per candidate);
+shards of another sweep are refused naming the field."""
 import json
 import os
 
@@ -24,14 +25,20 @@ def shards(tmp_path, n, **changes):
     return paths
 
 
-def test_merged_shards_are_one_run_bit_for_bit(tmp_path):
-    whole = lowp.mix(**MIX)
-    paths = shards(tmp_path, 3)
-    # Each candidate is in exactly one shard.
-    counts = [len(json.load(open(p))["kl_mean"]) for p in paths]
-    assert sum(counts) == whole["candidates_measured"] and min(counts) > 0
+@pytest.mark.parametrize("sensitivity", ["predicted", "exact"])
+def test_merged_shards_are_one_run_bit_for_bit(tmp_path, sensitivity):
+    whole = lowp.mix(**MIX, sensitivity=sensitivity)
+    paths = shards(tmp_path, 3, sensitivity=sensitivity)
+    # Each entry is in exactly one shard: a predicted group's with all its
+    # types (one measured, the probe), an exact candidate alone.
+    entries = [json.load(open(p))["kl_mean"] for p in paths]
+    groups, types = len(whole["sensitivity"]), len(MIX["types"])
+    assert sum(map(len, entries)) == groups * types and min(map(len, entries)) > 0
+    measured = sum(e[3] for shard in entries for e in shard)
+    assert measured == whole["candidates_measured"]
+    assert measured == (groups if sensitivity == "predicted" else groups * types)
     for order in (paths, paths[::-1]):
-        assert lowp.mix(**MIX, tables=order) == whole
+        assert lowp.mix(**MIX, sensitivity=sensitivity, tables=order) == whole
 
 
 def test_shards_of_another_sweep_are_refused_naming_the_field(tmp_path):
@@ -47,8 +54,11 @@ def test_shards_of_another_sweep_are_refused_naming_the_field(tmp_path):
     other = shards(tmp_path, 3, random_mixes=0)  # same sweep, another cut
     with pytest.raises(ValueError, match="shard: one of"):
         lowp.mix(**MIX, tables=[paths[0], other[1]])
+    with pytest.raises(ValueError, match="sensitivity: the shard was measured with another "
+                                         "sensitivity method"):
+        lowp.mix(**MIX, sensitivity="exact", tables=paths)
     bad = tmp_path / "bad.json"
-    bad.write_text('{"format": "lowp-mix-table", "version": 1, "identity": 3}')
+    bad.write_text('{"format": "lowp-mix-table", "version": 2, "identity": 3}')
     with pytest.raises(ValueError, match="bad.json"):
         lowp.mix(**MIX, tables=[str(bad)])
     with pytest.raises(ValueError, match="table_out"):

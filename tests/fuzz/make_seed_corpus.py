@@ -625,27 +625,36 @@ def fnv(data, h=1469598103934665603):
     return h
 
 
-def mix_shard(index, count, entries, **changes):
+def mix_shard(index, count, entries, method="exact", **changes):
     ids = struct.pack("<4i", 1, 2, 3, 4) + struct.pack("<qq", 4, -1)
     identity = {"groups": [["g0", 8, 32, 1], ["g1", 16, 32, 1], ["g2", 8, 64, 4]],
-                "types": ["q4_0", "q8_0"],
+                "types": ["q4_0", "q8_0"], "sensitivity": method,
                 "tokens": {"description": "fuzz tokens", "fingerprint": "%016x" % fnv(ids)},
                 "imatrix": "none", "calibration": "none"}
     identity.update(changes)
-    return json.dumps({"format": "lowp-mix-table", "version": 1, "model": "m",
+    return json.dumps({"format": "lowp-mix-table", "version": 2, "model": "m",
                        "identity": identity, "shard": {"index": index, "count": count},
-                       "positions": 3, "kl_mean": entries}, indent=1)
+                       "positions": 3, "probe": "q4_0" if method == "predicted" else "",
+                       "kl_mean": entries}, indent=1)
 
 
 mt = "mix_table"
-everything = [[g, t, 0.001 * (g * 2 + t + 1)] for g in range(3) for t in range(2)]
+# [group, type, KL, measured, weight error (null when exact)]
+everything = [[g, t, 0.001 * (g * 2 + t + 1), True, None] for g in range(3) for t in range(2)]
 write(mt, "whole.json", mix_shard(1, 1, everything))
 odd = [e for e in everything if (e[0] * 2 + e[1]) % 2 == 0]
 even = [e for e in everything if (e[0] * 2 + e[1]) % 2 == 1]
 write(mt, "two-shards", mix_shard(1, 2, odd) + "\0" + mix_shard(2, 2, even))
-write(mt, "nan-inf", mix_shard(1, 1, [[g, t, "nan" if g == 0 else "inf"] for g in range(3)
-                                      for t in range(2)]))
+write(mt, "nan-inf", mix_shard(1, 1, [[g, t, "nan" if g == 0 else "inf", True, None]
+                                      for g in range(3) for t in range(2)]))
 write(mt, "missing-shard", mix_shard(1, 2, odd))
 write(mt, "other-types", mix_shard(1, 1, everything, types=["q4_0", "q6_K"]))
 write(mt, "entry-of-another-shard", mix_shard(1, 2, everything) + "\0" + mix_shard(2, 2, even))
+# Predicted: a shard per group, the probe (q4_0) measured, q8_0 scaled.
+predicted = [[g, t, 0.001 * (g + 1) * (0.1 if t else 1), t == 0, 0.01 * (0.1 if t else 1)]
+             for g in range(3) for t in range(2)]
+write(mt, "predicted.json", mix_shard(1, 1, predicted, method="predicted"))
+write(mt, "predicted-two-shards",
+      mix_shard(1, 2, [e for e in predicted if e[0] % 2 == 0], method="predicted") + "\0" +
+      mix_shard(2, 2, [e for e in predicted if e[0] % 2 == 1], method="predicted"))
 write(mt, "not-json", "{\"format\": \"lowp-mix-table\", ")

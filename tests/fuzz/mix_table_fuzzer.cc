@@ -2,8 +2,9 @@
 // reader, over arbitrary shard files against a fixed table of 3 groups and
 // 2 types measured on fixed tuning tokens (tests/fuzz/make_seed_corpus.py
 // writes shards of it). The input is up to four files separated by NUL
-// bytes. Whatever fails must be InvalidArgument naming "tables"; whatever
-// merges must fill every group's KL in every type.
+// bytes, merged into an exact and a predicted table. Whatever fails must be
+// InvalidArgument naming "tables"; whatever merges must fill every group's
+// KL, measured flag and (predicted) weight error in every type.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -40,15 +41,24 @@ int FuzzMixTable(const uint8_t* data, size_t size) {
   for (absl::string_view part : absl::StrSplit(input, absl::MaxSplits('\0', 3))) {
     files.emplace_back(absl::StrCat("fuzz", files.size() + 1, ".json"), std::string(part));
   }
-  const absl::Status s = MergeMixShards(files, tune, table);
-  if (!s.ok()) {
-    Check(absl::IsInvalidArgument(s), "error is not InvalidArgument");
-    Check(s.message().find("tables") != absl::string_view::npos, "an error that names no option");
-    return 0;
-  }
-  Check(table.sensitivity.size() == table.groups.size(), "a group without its KLs");
-  for (const std::vector<double>& row : table.sensitivity) {
-    Check(row.size() == table.types.size(), "a type without its KL");
+  for (MixSensitivity method : {MixSensitivity::kExact, MixSensitivity::kPredicted}) {
+    table.method = method;
+    const absl::Status s = MergeMixShards(files, tune, table);
+    if (!s.ok()) {
+      Check(absl::IsInvalidArgument(s), "error is not InvalidArgument");
+      Check(s.message().find("tables") != absl::string_view::npos,
+            "an error that names no option");
+      continue;
+    }
+    const size_t G = table.groups.size(), T = table.types.size();
+    Check(table.sensitivity.size() == G && table.measured.size() == G, "a group without its KLs");
+    for (size_t g = 0; g < G; ++g) {
+      Check(table.sensitivity[g].size() == T && table.measured[g].size() == T,
+            "a type without its KL");
+    }
+    const bool predicted = method == MixSensitivity::kPredicted;
+    Check(predicted ? table.weight_error.size() == G : table.weight_error.empty(),
+          "weight errors not the method's");
   }
   return 0;
 }

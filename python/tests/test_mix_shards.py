@@ -25,7 +25,16 @@ def shards(tmp_path, n, **changes):
     return paths
 
 
-@pytest.mark.parametrize("sensitivity", ["predicted", "exact"])
+ASAN = "asan" in os.environ.get("LD_PRELOAD", "")
+
+
+# Under ASan the predicted sweep alone: the exact one's shards take the same
+# reader (fuzzed in fuzz.mix_table) and 7 s more there.
+EXACT_UNLESS_ASAN = pytest.param("exact", marks=pytest.mark.skipif(
+    ASAN, reason="the same shard reader as the predicted sweep's, 7 s under ASan"))
+
+
+@pytest.mark.parametrize("sensitivity", ["predicted", EXACT_UNLESS_ASAN])
 def test_merged_shards_are_one_run_bit_for_bit(tmp_path, sensitivity):
     whole = lowp.mix(**MIX, sensitivity=sensitivity)
     paths = shards(tmp_path, 3, sensitivity=sensitivity)

@@ -108,8 +108,11 @@ absl::Status Predict(const Checkpoint& model, const MixTokens& tune, const MixRu
     const size_t p = static_cast<size_t>(std::max(probe, 0));
     for (size_t t = 0; t < T; ++t) {
       if (table.measured[g][t]) continue;
+      // A type that overflows a weight costs without bound, even where the
+      // probe cost nothing (an expert no token takes: 0 * inf).
+      const double e = table.weight_error[g][t];
       table.sensitivity[g][t] =
-          table.sensitivity[g][p] * (table.weight_error[g][t] / table.weight_error[g][p]);
+          std::isinf(e) ? INFINITY : table.sensitivity[g][p] * (e / table.weight_error[g][p]);
     }
   }
   return absl::OkStatus();

@@ -1,6 +1,7 @@
 #include "mix/table.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "formats/option_error.h"
@@ -31,11 +32,26 @@ uint64_t MixTable::SmallestBytes() const {
 }
 
 absl::StatusOr<Allocation> MixTable::Allocate(uint64_t budget) const {
+  // A type whose cost is not finite (it turns a weight or a logit into inf
+  // or NaN) is no option for that group.
   std::vector<std::vector<MixOption>> options(groups.size());
+  std::vector<std::vector<int>> type_of(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
-    for (size_t t = 0; t < types.size(); ++t) options[g].push_back({bytes[g][t], sensitivity[g][t]});
+    for (size_t t = 0; t < types.size(); ++t) {
+      if (!std::isfinite(sensitivity[g][t])) continue;
+      options[g].push_back({bytes[g][t], sensitivity[g][t]});
+      type_of[g].push_back(static_cast<int>(t));
+    }
+    if (options[g].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          groups[g].name, ": every type gives it a KL that is not finite (a weight or a logit "
+                          "beyond the types' range)"));
+    }
   }
-  return lowp::Allocate(options, budget);
+  absl::StatusOr<Allocation> a = lowp::Allocate(options, budget);
+  if (!a.ok()) return a;
+  for (size_t g = 0; g < groups.size(); ++g) a->choice[g] = type_of[g][a->choice[g]];
+  return a;
 }
 
 MixAssignment MixTable::Assignment(const Allocation& a) const {

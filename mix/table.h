@@ -63,7 +63,9 @@ struct MixTable {
   // The bytes of the smallest assignment.
   uint64_t SmallestBytes() const;
   // The assignment of least predicted KL within `budget` bytes
-  // (mix/allocate.h), as type names, with its bytes and predicted KL.
+  // (mix/allocate.h; a type of non-finite cost is no option for its group;
+  // InvalidArgument naming a group that has no other), with its bytes and
+  // predicted KL; choice[g] indexes `types`.
   absl::StatusOr<Allocation> Allocate(uint64_t budget) const;
   MixAssignment Assignment(const Allocation& a) const;
   uint64_t Bytes(const Allocation& a) const;

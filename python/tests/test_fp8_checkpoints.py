@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import lowp
+from safetensors_writer import write_safetensors
 
 # e4m3fn's positive finite values by code 0..126: exponent field e, mantissa
 # m: subnormal (e = 0) m/8 * 2^-6, else (1 + m/8) * 2^(e - 7).
@@ -29,18 +30,6 @@ def e4m3_encode(y):
     even = np.where(ties & (np.arange(127)[None, :] % 2 == 0), np.arange(127)[None, :], 1000)
     code = np.where(even.min(axis=1) < 1000, even.min(axis=1), candidates.min(axis=1))
     return (code | np.where(np.signbit(y.reshape(-1)), 0x80, 0)).astype(np.uint8).reshape(y.shape)
-
-
-def write_safetensors(path, tensors):
-    """tensors: name -> (dtype string, shape, bytes)."""
-    header, offset, blobs = {}, 0, []
-    for name, (dtype, shape, data) in tensors.items():
-        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-        blobs.append(data)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    path.write_bytes(len(text).to_bytes(8, "little") + text + b"".join(blobs))
 
 
 def block_quantize(x, block=128):

@@ -7,10 +7,12 @@ against quant_error's with an importance matrix, and calibrated types
 measured end to end."""
 import math
 import os
+import shutil
 
 import pytest
 
 import lowp
+from safetensors_writer import write_safetensors
 
 DATA = os.environ.get("LOWP_TEST_DATA", os.path.join(os.path.dirname(__file__), "../../tests/data"))
 MODEL = os.path.join(DATA, "stories3M-hf")
@@ -83,6 +85,34 @@ def test_calibrated_types_are_measured_end_to_end():
         assert g["kl_measured"] == ["q4_0", "q4_0:gptq"]
         assert g["weight_error"]["q4_0:gptq"] is None
         assert math.isfinite(g["kl_mean"]["q8_0"]) and g["kl_mean"]["q8_0"] < g["kl_mean"]["q4_0"]
+
+
+def test_a_type_that_overflows_a_weight_costs_without_bound(tmp_path):
+    """One weight above fp16's range: fp16's error on that matrix is infinite,
+    so its predicted cost is too, and the mix never puts the matrix in fp16."""
+    model = tmp_path / "model"
+    model.mkdir()
+    shutil.copy(os.path.join(MODEL, "config.json"), model / "config.json")
+    arrays = lowp.read_tensors(os.path.join(MODEL, "model.safetensors"))
+    big = "model.layers.1.mlp.down_proj.weight"
+    arrays[big][3, 5] = 1e6
+    write_safetensors(model / "model.safetensors",
+                      {k: ("F32", v.shape, v.astype("<f4").tobytes()) for k, v in arrays.items()})
+    r = lowp.mix(model=str(model), bits_per_weight=12, types=["q8_0", "fp16"], tune_sample=(1, 32),
+                 sample=(1, 32), baselines="none", threads=2)
+    groups = {g["tensor"]: g for g in r["sensitivity"]}
+    assert r["probe"] == "q8_0"
+    assert groups[big]["kl_measured"] == ["q8_0"]
+    assert groups[big]["weight_error"]["fp16"] is None  # JSON has no inf: null
+    assert groups[big]["kl_mean"]["fp16"] is None
+    assert {x["pattern"]: x["scheme"] for x in r["rules"]}[big] == "q8_0"
+    # Every other matrix fits fp16: finite predictions.
+    assert all(g["kl_mean"]["fp16"] is not None for name, g in groups.items() if name != big)
+    # Measured, fp16's infinite logits are no option either.
+    exact = lowp.mix(model=str(model), bits_per_weight=12, types=["q8_0", "fp16"],
+                     tune_sample=(1, 32), sample=(1, 32), baselines="none", threads=2,
+                     sensitivity="exact")
+    assert {x["pattern"]: x["scheme"] for x in exact["rules"]}[big] == "q8_0"
 
 
 def test_the_method_is_named_and_checked():

@@ -157,7 +157,7 @@ nlohmann::json ToJson(const MixResult& r) {
     j["types"] = r.types;
     j["groups"] = r.groups.size();
     j["sensitivity_method"] = MixSensitivityName(r.method);
-    if (!r.probe.empty()) j["probe"] = r.probe;
+    if (!r.Probe().empty()) j["probe"] = r.Probe();
     j["tokens"] = {{"tune", r.tune_tokens}, {"tune_positions", r.tune_positions}};
     j["candidates_measured"] = r.candidates_measured;
     return j;
@@ -231,7 +231,7 @@ nlohmann::json ToJson(const MixResult& r) {
                                                      })},
                      {"spearman", JsonNumber(r.spearman)},
                      {"median_relative_error", JsonNumber(r.median_relative_error)}};
-  const bool predicted = !r.weight_error.empty();
+  const bool predicted = r.method == MixSensitivity::kPredicted;
   nlohmann::ordered_json sens = nlohmann::ordered_json::array();
   for (size_t g = 0; g < r.groups.size(); ++g) {
     nlohmann::ordered_json kl, bytes, error, measured = nlohmann::ordered_json::array();
@@ -254,7 +254,7 @@ nlohmann::json ToJson(const MixResult& r) {
   }
   j["types"] = r.types;
   j["sensitivity_method"] = MixSensitivityName(r.method);
-  if (!r.probe.empty()) j["probe"] = r.probe;
+  if (!r.Probe().empty()) j["probe"] = r.Probe();
   j["sensitivity"] = sens;
   j["tokens"] = {{"tune", r.tune_tokens},
                  {"tune_positions", r.tune_positions},

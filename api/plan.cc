@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -360,9 +359,7 @@ absl::Status AddKvEndToEnd(const PlanJobOptions& o, std::string model, Plan& pla
   }
   study.model = r->model;
   study.tokens = r->tokens;
-  // The sample Eval took is N:LEN.
-  const std::vector<std::string> parts = absl::StrSplit(sample, ':');
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &study.context)) study.context = 0;
+  study.context = r->report.sequence_length;
   study.positions = r->report.positions;
   study.reference_perplexity = r->report.reference_perplexity;
   MarkKvPareto(study);

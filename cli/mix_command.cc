@@ -108,10 +108,10 @@ void PrintResult(const api::MixResult& r) {
               MixSensitivityName(r.method), static_cast<long long>(r.candidates_measured),
               Printable(ShortPath(r.tune_tokens)).c_str(),
               static_cast<unsigned long long>(r.tune_positions));
-  if (!r.probe.empty()) {
+  if (const std::string probe = r.Probe(); !probe.empty()) {
     std::printf("            each matrix probed in %s, the other types' KL predicted from\n"
                 "            their weight errors\n",
-                r.probe.c_str());
+                probe.c_str());
   }
   std::printf("verified on %s (%llu positions); float32 perplexity %.4f\n",
               Printable(ShortPath(r.verify_tokens)).c_str(),
@@ -159,7 +159,7 @@ void PrintResult(const api::MixResult& r) {
                 r.spearman, 100 * r.median_relative_error);
   }
   std::printf("\nthe mix, per matrix (type: the KL it costs, %s)\n",
-              r.probe.empty() ? "measured" : "measured in the probe type, else predicted");
+              r.Probe().empty() ? "measured" : "measured in the probe type, else predicted");
   std::vector<Row> table = {{"tensor", "llama.cpp", "type", "KL"}};
   for (size_t g = 0; g < r.groups.size(); ++g) {
     const size_t t = static_cast<size_t>(r.allocation.choice[g]);

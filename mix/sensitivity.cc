@@ -67,7 +67,6 @@ absl::Status Predict(const Checkpoint& model, const MixTokens& tune, const MixRu
                      MixTable& table, const std::function<bool(int64_t)>& takes) {
   const size_t G = table.groups.size(), T = table.types.size();
   const int probe = table.ProbeType();
-  table.probe = probe < 0 ? "" : table.types[static_cast<size_t>(probe)];
   std::vector<bool> plain(T);
   for (size_t t = 0; t < T; ++t) plain[t] = !table.calibrations[t].active();
   const std::function<bool(size_t)> taken = [&](size_t g) {
@@ -94,9 +93,9 @@ absl::Status Predict(const Checkpoint& model, const MixTokens& tune, const MixRu
   if (absl::Status s = MeasureCells(model, tune, run, cells, table); !s.ok()) return s;
   // A probe whose KL is not finite predicts nothing either.
   cells.clear();
+  const size_t p = static_cast<size_t>(std::max(probe, 0));
   for (size_t g = 0; g < G; ++g) {
     if (!taken(g) || !predictable(g)) continue;
-    const size_t p = static_cast<size_t>(probe);
     if (std::isfinite(table.sensitivity[g][p])) continue;
     for (size_t t = 0; t < T; ++t) {
       if (!table.measured[g][t]) cells.push_back({g, t});
@@ -105,7 +104,6 @@ absl::Status Predict(const Checkpoint& model, const MixTokens& tune, const MixRu
   if (absl::Status s = MeasureCells(model, tune, run, cells, table); !s.ok()) return s;
   for (size_t g = 0; g < G; ++g) {
     if (!taken(g)) continue;
-    const size_t p = static_cast<size_t>(std::max(probe, 0));
     for (size_t t = 0; t < T; ++t) {
       if (table.measured[g][t]) continue;
       // A type that overflows a weight costs without bound, even where the
@@ -128,7 +126,6 @@ absl::Status MeasureSensitivity(const Checkpoint& model, const MixTokens& tune, 
   table.sensitivity.assign(G, std::vector<double>(T, NAN));
   table.measured.assign(G, std::vector<uint8_t>(T, 0));
   table.weight_error.clear();
-  table.probe.clear();
   table.candidates_measured = 0;
   if (table.method == MixSensitivity::kPredicted) return Predict(model, tune, run, table, takes);
   std::vector<std::pair<size_t, size_t>> cells;

@@ -111,6 +111,11 @@ int MixTable::ProbeType() const {
   return plain[(plain.size() - 1) / 2].second;
 }
 
+std::string MixTable::Probe() const {
+  const int t = method == MixSensitivity::kPredicted ? ProbeType() : -1;
+  return t < 0 ? "" : types[static_cast<size_t>(t)];
+}
+
 bool MixTable::Calibrates() const {
   return std::any_of(calibrations.begin(), calibrations.end(),
                      [](const Calibration& c) { return c.active(); });

@@ -49,10 +49,8 @@ struct MixTable {
   std::vector<std::vector<uint8_t>> measured;
   std::vector<std::vector<uint64_t>> bytes;
   MixSensitivity method = MixSensitivity::kPredicted;
-  // Predicted: the type each group's probe rounds in (ProbeType), and
-  // weight_error[g][t] the relative squared error of group g's weights in
-  // types[t] (mix/weight_errors.h; NaN for calibrated types).
-  std::string probe;
+  // Predicted: weight_error[g][t] the relative squared error of group g's
+  // weights in types[t] (mix/weight_errors.h; NaN for calibrated types).
   std::vector<std::vector<double>> weight_error;
   std::string tune_tokens;  // their description, as eval's `tokens`
   uint64_t tune_positions = 0;
@@ -80,6 +78,8 @@ struct MixTable {
   // by the bytes they store the model in, the lower middle one (q4_K of
   // the defaults); -1 when every type calibrates.
   int ProbeType() const;
+  // Its name when the table is predicted and has one, else "".
+  std::string Probe() const;
 };
 
 // q2_K q3_K q4_K q5_K q6_K q8_0 iq4_xs fp16.

@@ -121,7 +121,6 @@ absl::Status WriteMixShard(const MixTable& table, const MixTokens& tune, const M
   j["identity"] = *std::move(id);
   j["shard"] = {{"index", shard.index}, {"count", shard.count}};
   j["positions"] = table.tune_positions;
-  j["probe"] = table.probe;
   // [group, type, KL, measured end to end, weight error (null: none)].
   Json entries = Json::array();
   const size_t T = table.types.size();
@@ -215,11 +214,6 @@ absl::Status MergeMixShards(const std::vector<std::pair<std::string, std::string
       return fail("positions: missing or not the other shards'");
     }
     positions = p.get<uint64_t>();
-    const Json& probe = j.value("probe", Json());
-    if (!probe.is_string() || (shards.size() > 1 && probe.get<std::string>() != table.probe)) {
-      return fail("probe: missing or not the other shards'");
-    }
-    table.probe = probe.get<std::string>();
     const Json& entries = j.value("kl_mean", Json());
     if (!entries.is_array()) return fail("kl_mean: not a list");
     const bool predicted = table.method == MixSensitivity::kPredicted;

@@ -10,9 +10,9 @@
 // A shard file is JSON: what makes its numbers comparable (the model's
 // shape and groups, the types, the sensitivity method, the tuning tokens'
 // fingerprint, the importance matrix's and the calibration tokens'), the
-// shard, the probe, and its entries: each KL, whether it was measured end
-// to end, and the weight error a prediction scaled it by (doubles, written
-// to round trip exactly).
+// shard, and its entries: each KL, whether it was measured end to end, and
+// the weight error a prediction scaled it by (doubles, written to round
+// trip exactly).
 #ifndef LOWP_MIX_TABLE_FILE_H_
 #define LOWP_MIX_TABLE_FILE_H_
 
@@ -46,8 +46,8 @@ absl::Status WriteMixShard(const MixTable& table, const MixTokens& tune, const M
 // Fills `table`'s sensitivity from the shard files at `paths`, which must
 // be the N shards of one sweep of this table on `tune`, each once:
 // InvalidArgument naming the file and the field that differs (model,
-// groups, types, sensitivity, tokens, imatrix, calibration, shard, probe),
-// a missing or repeated shard, or a malformed file.
+// groups, types, sensitivity, tokens, imatrix, calibration, shard), a
+// missing or repeated shard, or a malformed file.
 absl::Status ReadMixShards(const std::vector<std::string>& paths, const MixTokens& tune,
                            MixTable& table);
 // The same from (name, text) pairs already read.

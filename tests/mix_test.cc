@@ -339,7 +339,7 @@ TEST(MixSensitivity, PredictedScalesTheProbeByTheWeightErrors) {
   absl::StatusOr<api::MixResult> exact = api::Mix(o);
   ASSERT_TRUE(exact.ok()) << exact.status();
   EXPECT_EQ(predicted->method, MixSensitivity::kPredicted);
-  EXPECT_EQ(predicted->probe, "q6_K");  // the middle of q4_K, q6_K, q8_0 by bytes
+  EXPECT_EQ(predicted->Probe(), "q6_K");  // the middle of q4_K, q6_K, q8_0 by bytes
   const size_t G = predicted->groups.size(), probe = 1;
   EXPECT_EQ(predicted->candidates_measured, static_cast<int64_t>(G));
   EXPECT_EQ(exact->candidates_measured, static_cast<int64_t>(3 * G));

@@ -634,8 +634,7 @@ def mix_shard(index, count, entries, method="exact", **changes):
     identity.update(changes)
     return json.dumps({"format": "lowp-mix-table", "version": 2, "model": "m",
                        "identity": identity, "shard": {"index": index, "count": count},
-                       "positions": 3, "probe": "q4_0" if method == "predicted" else "",
-                       "kl_mean": entries}, indent=1)
+                       "positions": 3, "kl_mean": entries}, indent=1)
 
 
 mt = "mix_table"

@@ -16,6 +16,7 @@
 //    (ScaleCalculationMode CEIL), MLX and CUTLASS (cvt.rp ue8m0) use it: the
 //    block maximum never clips.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -50,10 +51,19 @@ constexpr int32_t kMxInt8Max = 127;
 enum class MxScaleRule { kFloor, kRoundUp };
 
 // floor(log2(a)) for a finite a > 0, exact (subnormal a included).
+// Read from the bits: a block's scale is found per 32 elements, and libm's
+// frexp and ldexp were a fifth of mxfp4's pass.
 inline int FloorLog2(float a) {
-  int e;
-  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
-  return e - 1;
+  const uint32_t bits = std::bit_cast<uint32_t>(a);
+  const int field = static_cast<int>(bits >> 23);  // a > 0: no sign bit
+  if (field != 0) return field - 127;
+  return std::bit_width(bits) - 1 - 149;  // subnormal: mantissa * 2^-149
+}
+
+// 2^e for e in E8M0's [-127, 127], exactly (2^-127 is subnormal).
+inline float PowerOfTwo(int e) {
+  return std::bit_cast<float>(e >= -126 ? static_cast<uint32_t>(e + 127) << 23
+                                        : uint32_t{1} << (e + 149));
 }
 
 // ceil(log2(a / m)) for finite a > 0 and m > 0. a / m is rounded in double,
@@ -162,8 +172,8 @@ class MxScheme : public Scheme {
     unscale.resize(block_scale.size());
     for (size_t g = 0; g < block_scale.size(); ++g) {
       const int e = ScaleExponent(block_scale[g]);
-      block_scale[g] = std::ldexp(1.0f, e);
-      multiplier[g] = std::ldexp(1.0f, -e);  // exact power of two
+      block_scale[g] = PowerOfTwo(e);
+      multiplier[g] = PowerOfTwo(-e);
       unscale[g] = block_scale[g] / pre;
     }
     const uint64_t clipped =

@@ -36,6 +36,17 @@
 //   sgemm-blas-threads:2/2048x2048x2048
 //       the square product on OpenBLAS's own two threads (how PyTorch uses
 //       the library); set back to one BLAS thread afterwards.
+//   bf16-product/PATH/MxNxK/threads:1
+//       one linear layer of the 1B shape on a weight stored in bf16 (the
+//       checkpoints' dtype; the 1B shape's own values rounded), M = 256 rows
+//       (the evaluator's block of two 128-token sequences), one thread,
+//       the three ways to multiply it: widen (what the forward pass does
+//       today: the whole matrix widened to float32, then LinearProduct's
+//       tiles), tile (each of LinearProduct's column tiles widened into one
+//       reused buffer just before its sgemm: the same calls on the same
+//       values, so the same bits, checked), f32 (LinearProduct on float32
+//       weights already in memory: the bound). The weight (and its float32
+//       copy) is larger than the last-level cache, as a layer's is.
 //   nn/KERNEL/IMPL/n:N
 //       one elementwise kernel of kernels/nn.h over 64 rows of N seeded
 //       activation-like values (N(0, sigma^2), every 53rd value x 40):
@@ -65,9 +76,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "formats/format.h"
 #include "io/bundled.h"
+#include "kernels/convert.h"
 #include "kernels/nn.h"
 #include "kernels/thread_pool.h"
 #include "model/batch.h"
@@ -75,6 +88,7 @@
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/forward.h"
+#include "model/gemm.h"
 #include "model/weights.h"
 #include "quant/scheme.h"
 
@@ -135,6 +149,10 @@ struct InMemoryModel {
 void Die(const absl::Status& s) {
   std::fprintf(stderr, "forward_bench: %s\n", std::string(s.message()).c_str());
   std::exit(1);
+}
+
+void Check(const absl::Status& s) {
+  if (!s.ok()) Die(s);
 }
 
 Matrix RandomMatrix(std::string name, int64_t rows, int64_t cols, std::vector<float>& buffer,
@@ -431,6 +449,48 @@ void Sgemm(benchmark::State& state, bool transposed, int64_t m, int64_t n, int64
       benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// See bf16-product/ at the top. `path`: "widen", "tile" or "f32".
+void Bf16ProductCase(benchmark::State& state, std::string path, int64_t m, int64_t n, int64_t k) {
+  static const Format bf16 = *FindFormat("bf16");
+  const std::vector<float> values = Normal(n * k, 23);
+  std::vector<uint8_t> stored(static_cast<size_t>(n * k) * 2);
+  Check(EncodeArray(bf16, values, stored));
+  std::vector<float> widened(static_cast<size_t>(n * k));
+  Check(DecodeArray(bf16, stored, widened, {.threads = 1}));
+  const std::vector<float> a = Normal(m * k, 29);
+  std::vector<float> c(static_cast<size_t>(m * n)), check(c.size());
+  const RowBlock block{0, m};
+  const int64_t width = GemmTileColumns(n, k);
+  std::vector<float> tile(static_cast<size_t>(width * k));
+  const auto tiled = [&](std::span<float> out) {
+    for (int64_t first = 0; first < n; first += width) {
+      const int64_t cols = std::min(width, n - first);
+      const std::span<float> t(tile.data(), static_cast<size_t>(cols * k));
+      Check(DecodeArray(bf16, std::span<const uint8_t>(stored).subspan(first * k * 2, t.size() * 2),
+                      t, {.threads = 1}));
+      lowp::Sgemm(true, m, cols, k, 1.0f, a.data(), k, t.data(), k, out.data() + first, n);
+    }
+  };
+  // The tiles give LinearProduct's bits.
+  LinearProduct({&block, 1}, a.data(), k, widened.data(), n, k, nullptr, check.data(), n, 1);
+  tiled(c);
+  if (c != check) {
+    state.SkipWithError("the tiles' products differ from LinearProduct's");
+    return;
+  }
+  for (auto _ : state) {
+    if (path == "tile") {
+      tiled(c);
+    } else {
+      if (path == "widen") Check(DecodeArray(bf16, stored, widened, {.threads = 1}));
+      LinearProduct({&block, 1}, a.data(), k, widened.data(), n, k, nullptr, c.data(), n, 1);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.counters["gflops"] = benchmark::Counter(2.0 * static_cast<double>(m * n * k) / 1e9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // Wall-clock time (the paired site cases: their own clock, manual time, at
 // least 2 s of emulated forwards per repetition);
 // repetitions from --benchmark_repetitions (the README's runs use 3),
@@ -564,6 +624,14 @@ void RegisterAll() {
   if (all > 1) {
     Register(false, "sgemm-blas-threads:" + std::to_string(all) + "/2048x2048x2048", Sgemm, false,
              int64_t{2048}, int64_t{2048}, int64_t{2048}, 1, all);
+  }
+  // A layer's products on bf16 weights: q/o, gate/up and down at 256 rows.
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{2048, 2048}, {8192, 2048}, {2048, 8192}}) {
+    for (const char* path : {"widen", "tile", "f32"}) {
+      Register(false,
+               absl::StrCat("bf16-product/", path, "/256x", n, "x", k, "/threads:1"),
+               Bf16ProductCase, std::string(path), int64_t{256}, n, k);
+    }
   }
   Register(false, ForwardName(kWide, "none", 1, 1), ForwardCase, kWide, "none", 1, 1);
   if (all > 1) {

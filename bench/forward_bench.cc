@@ -38,7 +38,7 @@
 //       the library); set back to one BLAS thread afterwards.
 //   bf16-product/PATH/MxNxK/threads:1
 //       one linear layer of the 1B shape on a weight stored in bf16 (the
-//       checkpoints' dtype; the 1B shape's own values rounded), M = 256 rows
+//       checkpoints' dtype; seeded N(0, 0.02^2) values rounded), M = 256 rows
 //       (the evaluator's block of two 128-token sequences), one thread,
 //       the three ways to multiply it: widen (what the forward pass does
 //       today: the whole matrix widened to float32, then LinearProduct's
@@ -466,8 +466,9 @@ void Bf16ProductCase(benchmark::State& state, std::string path, int64_t m, int64
     for (int64_t first = 0; first < n; first += width) {
       const int64_t cols = std::min(width, n - first);
       const std::span<float> t(tile.data(), static_cast<size_t>(cols * k));
-      Check(DecodeArray(bf16, std::span<const uint8_t>(stored).subspan(first * k * 2, t.size() * 2),
-                      t, {.threads = 1}));
+      const std::span<const uint8_t> codes =
+          std::span<const uint8_t>(stored).subspan(first * k * 2, t.size() * 2);
+      Check(DecodeArray(bf16, codes, t, {.threads = 1}));
       lowp::Sgemm(true, m, cols, k, 1.0f, a.data(), k, t.data(), k, out.data() + first, n);
     }
   };

@@ -219,7 +219,7 @@ class MxScheme : public Scheme {
       const float pre = scheme_.is_int_ ? std::ldexp(1.0f, kMxInt8FractionBits) : 1.0f;
       for (size_t k = 0; k < stored.scales.size(); ++k) {  // one block per row: X = 2^e
         const float x = stored.scales[k];
-        multiplier_[row0 + k] = std::ldexp(1.0f, -std::ilogb(x));
+        multiplier_[row0 + k] = PowerOfTwo(-FloorLog2(x));
         unscale_[row0 + k] = x / pre;
       }
     }
